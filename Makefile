@@ -1,0 +1,90 @@
+# grid-rbd: the two set-up commands (make demo, make test) and the C build behind them.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+CC ?= cc
+CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Iinclude -fPIC
+CFLAGS ?= -O2 -g
+LIBS := -lexpat -lm -ldl -lpthread
+SRC := $(sort $(wildcard src/*/*.c))
+OBJ := $(patsubst src/%.c,build/obj/%.o,$(SRC))
+ASAN_OBJ := $(patsubst src/%.c,build/asan/%.o,$(SRC))
+CTESTS := $(patsubst tests/c/%.c,%,$(sort $(wildcard tests/c/test_*.c)))
+ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+.PHONY: all demo test test-c test-asan fuzz test-python bench venv clean gridc
+
+all: build/libgrid.a build/gridc
+
+# ---- the two set-up commands ----
+demo: venv
+	$(VPY) examples/demo.py
+
+test: venv test-c test-asan fuzz test-python
+
+# ---- environment: system packages, virtual environment, editable install ----
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml setup.py $(SRC) $(wildcard include/grid/*.h) python/grid_rbd/_core.c
+	@tools/ensure_system_deps.sh
+	@test -x $(VPY) || $(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -r requirements-dev.txt
+	$(VPY) -m pip install -q --no-build-isolation -e .
+	@touch $@
+
+# ---- C library, tools and tests ----
+build/obj/%.o: src/%.c $(wildcard include/grid/*.h) $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -c $< -o $@
+
+build/asan/%.o: src/%.c $(wildcard include/grid/*.h) $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	clang $(CFLAGS_COMMON) $(ASAN_FLAGS) -c $< -o $@
+
+build/libgrid.a: $(OBJ)
+	@mkdir -p build
+	ar rcs $@ $^
+
+build/libgrid-asan.a: $(ASAN_OBJ)
+	@mkdir -p build
+	ar rcs $@ $^
+
+gridc: build/gridc
+build/gridc: tools/gridc.c build/libgrid.a
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) $< build/libgrid.a $(LIBS) -o $@
+
+build/tests/%: tests/c/%.c tests/c/check.h build/libgrid.a
+	@mkdir -p build/tests
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -Itests/c $< build/libgrid.a $(LIBS) -o $@
+
+build/tests-asan/%: tests/c/%.c tests/c/check.h build/libgrid-asan.a
+	@mkdir -p build/tests-asan
+	clang $(CFLAGS_COMMON) $(ASAN_FLAGS) -Itests/c $< build/libgrid-asan.a $(LIBS) -o $@
+
+test-c: $(addprefix build/tests/,$(CTESTS))
+	@set -e; for t in $^; do echo "== $$t"; $$t; done
+
+test-asan: $(addprefix build/tests-asan/,$(CTESTS))
+	@set -e; for t in $^; do echo "== $$t (asan+ubsan)"; ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 $$t; done
+
+# bounded libFuzzer run over the URDF parser, seeded with the test URDFs
+FUZZ_SECONDS ?= 60
+build/fuzz_urdf: tests/fuzz/fuzz_urdf.c $(SRC)
+	@mkdir -p build
+	clang $(CFLAGS_COMMON) -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $< $(SRC) $(LIBS) -o $@
+
+fuzz: build/fuzz_urdf
+	@mkdir -p build/fuzz-corpus
+	@cp -n tests/data/*.urdf build/fuzz-corpus/ 2>/dev/null || true
+	build/fuzz_urdf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -dict=tests/fuzz/urdf.dict build/fuzz-corpus 2>&1 | tail -n 5
+
+test-python: venv
+	$(VPY) -m pytest -q tests/python
+
+bench: venv
+	$(VPY) bench/run.py
+
+clean:
+	rm -rf build

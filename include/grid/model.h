@@ -1,0 +1,100 @@
+/* The kinematic-tree robot model: sizes, bodies in parents-first order, joints, inertias, frames. */
+#ifndef GRID_MODEL_H
+#define GRID_MODEL_H
+
+#include <stddef.h>
+#include "grid/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* a rigid transform; x_parent = R * x_child + p, R row-major 3x3 */
+typedef struct {
+    double R[9];
+    double p[3];
+} grid_transform;
+
+/* spatial inertia of a body, expressed in the body (joint) frame */
+typedef struct {
+    double mass;
+    double com[3];    /* centre of mass in the body frame */
+    double I_com[9];  /* rotational inertia about the centre of mass, body axes, symmetric row-major */
+} grid_inertia;
+
+/* joint types after parsing: continuous is a revolute joint without limits;
+   fixed joints never appear here (they are merged); FREE is the floating-base root */
+typedef enum {
+    GRID_JOINT_REVOLUTE = 0,
+    GRID_JOINT_PRISMATIC = 1,
+    GRID_JOINT_FREE = 2
+} grid_joint_type;
+
+/* the joint that connects a body to its parent body */
+typedef struct {
+    char *name;                /* URDF joint name; "root_joint" for the free-flyer */
+    grid_joint_type type;
+    int continuous;            /* 1 for a URDF continuous joint */
+    double axis[3];            /* unit axis in the joint frame (revolute, prismatic) */
+    grid_transform placement;  /* joint frame in the parent body frame at q = 0 (fixed joints folded in) */
+    int parent;                /* parent body index, -1 for the world */
+    int iq, nq;                /* offset and width in q */
+    int iv, nv;                /* offset and width in v */
+    int has_limits;            /* <limit> lower/upper were given */
+    double lower, upper, effort, velocity;
+    double damping, friction;  /* from <dynamics>, 0 when absent (kept, not used by the algorithms) */
+} grid_joint;
+
+/* a body: the child link of a moving joint plus every link welded to it by fixed joints */
+typedef struct {
+    char *name;           /* the child link's name */
+    grid_joint joint;     /* the joint into this body */
+    grid_inertia inertia; /* merged inertia of every link welded to the body, in the body frame */
+} grid_body;
+
+/* a named frame: every URDF link is one */
+typedef struct {
+    char *name;                /* link name */
+    char *joint;               /* name of the joint whose child this link is; NULL for the root link */
+    int body;                  /* body the frame is attached to; -1 = the world (fixed-base root and links welded to it) */
+    grid_transform placement;  /* the frame in the body frame (or world frame when body == -1) */
+} grid_frame;
+
+/* the whole model; immutable once built, freed with grid_model_free */
+typedef struct {
+    char *robot_name;
+    int nq, nv, nb;            /* configuration width, tangent width, bodies (base included on a floating base) */
+    int floating_base;
+    double gravity;            /* signed acceleration along world z (Pinocchio: -9.81) */
+    grid_body *bodies;         /* nb bodies, every parent before its children */
+    int nframes;
+    grid_frame *frames;        /* one per URDF link, in file order of the links */
+    int nee;
+    int *ee_frames;            /* end-effector frame ids (indices into frames) */
+} grid_model;
+
+/* options for building a model out of a parsed URDF */
+typedef struct {
+    int floating_base;               /* add a free-flyer root joint named "root_joint" */
+    double gravity;                  /* default -9.81 */
+    int ignore_mimic;                /* 1: treat mimic joints as independent joints (Pinocchio's default);
+                                        0: refuse a robot with <mimic> (GRID_ERR_UNSUPPORTED) */
+    const char *const *ee_joint_names; /* NULL = every leaf body; else joint names whose child link frames are the EEs */
+    int n_ee_joint_names;
+} grid_model_options;
+
+/* the defaults above: fixed base, gravity -9.81, refuse mimic, leaf end effectors */
+grid_model_options grid_model_options_default(void);
+
+void grid_model_free(grid_model *m);
+
+/* index of the frame with this name, -1 if none */
+int grid_model_frame_index(const grid_model *m, const char *name);
+
+/* number of moving joints including the free-flyer (== nb) */
+static inline int grid_model_njoints(const grid_model *m) { return m->nb; }
+
+#ifdef __cplusplus
+}
+#endif
+#endif

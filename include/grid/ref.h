@@ -1,0 +1,44 @@
+/* Float64 reference algorithms: generic loops over the model, written for readability; the oracle. */
+#ifndef GRID_REF_H
+#define GRID_REF_H
+
+#include <stddef.h>
+#include "grid/model.h"
+#include "grid/abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Doubles of scratch one state needs; every function below takes `work` of this size. */
+size_t grid_ref_work_size(const grid_model *m);
+
+/* Single-state algorithms. q is nq wide (floating base: quaternion [qx qy qz qw] at q[3..6],
+   normalised internally), v/a/u are nv wide, fext is 6*nb body-local [force; torque] or NULL,
+   a may be NULL (zero). Matrices are nv x nv row-major. */
+void grid_ref_rnea(const grid_model *m, const double *q, const double *v, const double *a,
+                   const double *fext, double *tau, double *work);
+void grid_ref_nonlinear_effects(const grid_model *m, const double *q, const double *v,
+                                double *tau, double *work);
+void grid_ref_gravity(const grid_model *m, const double *q, double *tau, double *work);
+void grid_ref_crba(const grid_model *m, const double *q, double *M, double *work);
+void grid_ref_minv(const grid_model *m, const double *q, double *Minv, double *work); /* Carpentier's direct algorithm */
+void grid_ref_forward_dynamics(const grid_model *m, const double *q, const double *v, const double *u,
+                               const double *fext, double *qdd, double *work); /* M^-1 (u - c) */
+void grid_ref_aba(const grid_model *m, const double *q, const double *v, const double *u,
+                  const double *fext, double *qdd, double *work);
+void grid_ref_forward_kinematics(const grid_model *m, const double *q, double *oMi /* nb*16 */, double *work);
+void grid_ref_frame_placement(const grid_model *m, const double *q, int frame, double *oMf /* 16 */, double *work);
+void grid_ref_end_effector_pose(const grid_model *m, const double *q, double *pose /* 6*nee */, double *work);
+void grid_ref_frame_jacobian(const grid_model *m, const double *q, int frame, int reference_frame,
+                             double *J /* 6*nv row-major */, double *work);
+
+/* Batched entry point with the grid_call ABI: runs algo over call->batch states with
+   inputs/outputs in `dtype` (float32 inputs are widened to float64 per state, results narrowed).
+   Returns GRID_OK or GRID_ERR_ARG (unknown algo, bad frame). Allocates its own scratch. */
+int grid_ref_batch(const grid_model *m, int algo, int dtype, const grid_call *call);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
