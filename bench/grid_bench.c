@@ -1,0 +1,360 @@
+/* Times every algorithm a generated robot.so exports, one thread, per call at batch 1 and per state at a larger batch; prints JSON. */
+/*
+ * usage: grid_bench ROBOT.so [--algos a,b,..] [--pool N] [--batch B] [--runs R] [--min-ms T]
+ *                            [--threads K] [--frame F] [--reference local|world|local_world_aligned]
+ *
+ * (a) per call: grid_<algo>() at batch = 1 over a pool of N pre-generated random states,
+ *     cycled (the analogue of one Pinocchio call);
+ * (b) per state: one grid_<algo>() call at batch = B over B states, time / B (amortised).
+ * One run is a timed loop of at least T milliseconds; the figure is the median over R runs.
+ * States: q uniform in [-1, 1], the base quaternion of a floating base (nq == nv + 1)
+ * normalised; v, a, u uniform in [-1, 1]; in the library's dtype (meta->dtype).
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "grid/abi.h"
+
+typedef const grid_robot_meta_t *(*meta_fn)(void);
+
+typedef struct {
+    const char *so_path;
+    const char *algos;    /* comma-separated names, NULL = every algorithm in the mask */
+    int pool, batch, runs, threads, frame, reference;
+    double min_ms;
+} options;
+
+typedef struct {
+    double median_us, min_us;
+    long long calls_per_run;
+} timing;
+
+/* the states and outputs of one benchmark, in the library's dtype */
+typedef struct {
+    int nq, nv, nb, nee, elem;  /* elem: bytes per element */
+    long long nstates;
+    unsigned char *q, *v, *a, *u, *out;
+    long long out_width;        /* the widest output of any algorithm, per state */
+    unsigned char *work;
+} states;
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* xorshift64*: a fixed-seed generator so every run times the same states */
+static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
+
+static double uniform_pm1(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    uint64_t r = rng_state * 0x2545F4914F6CDD1DULL;
+    return 2.0 * ((double)(r >> 11) * (1.0 / 9007199254740992.0)) - 1.0;
+}
+
+static void store(unsigned char *base, int elem, long long i, double x)
+{
+    if (elem == 8) ((double *)base)[i] = x;
+    else ((float *)base)[i] = (float)x;
+}
+
+static void *aligned_zeroed(size_t bytes)
+{
+    size_t n = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, n ? n : 64);
+    if (p) memset(p, 0, n ? n : 64);
+    return p;
+}
+
+/* fill nstates random states; a floating base gets a unit quaternion at q[3..6] */
+static int states_init(states *s, const grid_robot_meta_t *m, long long nstates, int threads)
+{
+    memset(s, 0, sizeof *s);
+    s->nq = m->nq;
+    s->nv = m->nv;
+    s->nb = m->nb;
+    s->nee = m->nee;
+    s->elem = m->dtype == GRID_FLOAT32 ? 4 : 8;
+    s->nstates = nstates;
+    for (int k = 0; k < GRID_ALGO_COUNT; k++) {
+        long long w = grid_algo_output_width(k, m->nq, m->nv, m->nb, m->nee);
+        if (w > s->out_width) s->out_width = w;
+    }
+    size_t e = (size_t)s->elem, n = (size_t)nstates;
+    s->q = aligned_zeroed(n * (size_t)m->nq * e);
+    s->v = aligned_zeroed(n * (size_t)m->nv * e);
+    s->a = aligned_zeroed(n * (size_t)m->nv * e);
+    s->u = aligned_zeroed(n * (size_t)m->nv * e);
+    s->out = aligned_zeroed(n * (size_t)s->out_width * e);
+    s->work = aligned_zeroed(m->work_bytes * (size_t)(threads > 0 ? threads : 1));
+    if (!s->q || !s->v || !s->a || !s->u || !s->out || !s->work) return -1;
+
+    int floating = m->nq == m->nv + 1;
+    for (long long i = 0; i < nstates; i++) {
+        double qi[m->nq > 0 ? m->nq : 1];
+        for (int j = 0; j < m->nq; j++) qi[j] = uniform_pm1();
+        if (floating) {
+            double n2 = 0;
+            for (int j = 3; j < 7; j++) n2 += qi[j] * qi[j];
+            if (n2 < 1e-12) { qi[3] = qi[4] = qi[5] = 0; qi[6] = n2 = 1; }
+            for (int j = 3; j < 7; j++) qi[j] /= sqrt(n2);
+        }
+        for (int j = 0; j < m->nq; j++) store(s->q, s->elem, i * m->nq + j, qi[j]);
+        for (int j = 0; j < m->nv; j++) {
+            store(s->v, s->elem, i * m->nv + j, uniform_pm1());
+            store(s->a, s->elem, i * m->nv + j, uniform_pm1());
+            store(s->u, s->elem, i * m->nv + j, uniform_pm1());
+        }
+    }
+    return 0;
+}
+
+static void states_free(states *s)
+{
+    free(s->q); free(s->v); free(s->a); free(s->u); free(s->out); free(s->work);
+}
+
+/* the call for states [first, first + batch) of algorithm algo, with only the inputs it reads */
+static grid_call make_call(const states *s, int algo, long long first, long long batch, const options *o)
+{
+    grid_call c;
+    memset(&c, 0, sizeof c);
+    size_t e = (size_t)s->elem;
+    c.q = s->q + (size_t)first * (size_t)s->nq * e;
+    int wants_v = algo == GRID_ALGO_RNEA || algo == GRID_ALGO_NLE || algo == GRID_ALGO_FD || algo == GRID_ALGO_ABA;
+    if (wants_v) c.v = s->v + (size_t)first * (size_t)s->nv * e;
+    if (algo == GRID_ALGO_RNEA) c.a = s->a + (size_t)first * (size_t)s->nv * e;
+    if (algo == GRID_ALGO_FD || algo == GRID_ALGO_ABA) c.a = s->u + (size_t)first * (size_t)s->nv * e;
+    long long w = grid_algo_output_width(algo, s->nq, s->nv, s->nb, s->nee);
+    c.out = s->out + (size_t)first * (size_t)w * e;
+    c.batch = batch;
+    c.frame = o->frame;
+    c.reference_frame = o->reference;
+    c.num_threads = o->threads;
+    c.work = s->work;
+    return c;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* run calls[i % ncalls] n times, grown until one loop lasts min_ms; median of runs, per
+   call divided by per_call_states; status of the first failing call in *status */
+static timing time_calls(grid_batch_fn fn, const grid_call *calls, int ncalls, double per_call_states,
+                         const options *o, int *status)
+{
+    timing t = {0, 0, 0};
+    *status = 0;
+
+    /* warm up over every call, and stop at the first failure */
+    for (int i = 0; i < 2 * ncalls; i++) {
+        int rc = fn(&calls[i % ncalls]);
+        if (rc) { *status = rc; return t; }
+    }
+
+    /* grow the call count until one loop lasts min_ms */
+    long long n = ncalls;
+    for (;;) {
+        double t0 = now_seconds();
+        for (long long i = 0; i < n; i++) fn(&calls[i % ncalls]);
+        double dt = now_seconds() - t0;
+        if (dt * 1e3 >= o->min_ms || n > (1LL << 34)) {
+            if (dt > 0) n = (long long)((double)n * (o->min_ms / 1e3) / dt) + 1;
+            break;
+        }
+        n *= (dt * 1e3 < o->min_ms / 16) ? 8 : 2;
+    }
+    if (n < ncalls) n = ncalls;
+
+    /* timed runs */
+    double *per = calloc((size_t)o->runs, sizeof *per);
+    if (!per) { *status = -1; return t; }
+    for (int r = 0; r < o->runs; r++) {
+        double t0 = now_seconds();
+        for (long long i = 0; i < n; i++) fn(&calls[i % ncalls]);
+        double dt = now_seconds() - t0;
+        per[r] = dt / (double)n / per_call_states * 1e6;
+    }
+    qsort(per, (size_t)o->runs, sizeof *per, cmp_double);
+    t.median_us = per[o->runs / 2];
+    t.min_us = per[0];
+    t.calls_per_run = n;
+    free(per);
+    return t;
+}
+
+/* outputs that are NaN or infinite over the first nstates states of algo */
+static long long count_nonfinite(const states *s, int algo, long long nstates)
+{
+    long long w = grid_algo_output_width(algo, s->nq, s->nv, s->nb, s->nee), bad = 0;
+    for (long long i = 0; i < w * nstates; i++) {
+        double x = s->elem == 8 ? ((const double *)s->out)[i] : (double)((const float *)s->out)[i];
+        if (!isfinite(x)) bad++;
+    }
+    return bad;
+}
+
+static int wanted(const char *list, const char *name)
+{
+    if (!list) return 1;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        if (!end) break;
+        p = end + 1;
+    }
+    return 0;
+}
+
+static int usage(void)
+{
+    fprintf(stderr,
+            "usage: grid_bench ROBOT.so [--algos a,b,..] [--pool N] [--batch B] [--runs R] [--min-ms T]\n"
+            "                           [--threads K] [--frame F] [--reference local|world|local_world_aligned]\n");
+    return 2;
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    *o = (options){NULL, NULL, 256, 256, 7, 1, -1, GRID_LOCAL, 20.0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (a[0] != '-') {
+            if (o->so_path) return -1;
+            o->so_path = a;
+            continue;
+        }
+        if (!val) return -1;
+        i++;
+        if (strcmp(a, "--algos") == 0) o->algos = val;
+        else if (strcmp(a, "--pool") == 0) o->pool = atoi(val);
+        else if (strcmp(a, "--batch") == 0) o->batch = atoi(val);
+        else if (strcmp(a, "--runs") == 0) o->runs = atoi(val);
+        else if (strcmp(a, "--min-ms") == 0) o->min_ms = atof(val);
+        else if (strcmp(a, "--threads") == 0) o->threads = atoi(val);
+        else if (strcmp(a, "--frame") == 0) o->frame = atoi(val);
+        else if (strcmp(a, "--reference") == 0) {
+            if (strcmp(val, "local") == 0) o->reference = GRID_LOCAL;
+            else if (strcmp(val, "world") == 0) o->reference = GRID_WORLD;
+            else if (strcmp(val, "local_world_aligned") == 0) o->reference = GRID_LOCAL_WORLD_ALIGNED;
+            else return -1;
+        } else return -1;
+    }
+    if (!o->so_path || o->pool < 1 || o->batch < 1 || o->runs < 1 || o->min_ms <= 0) return -1;
+    return 0;
+}
+
+static const char *reference_name(int r)
+{
+    return r == GRID_WORLD ? "world" : r == GRID_LOCAL_WORLD_ALIGNED ? "local_world_aligned" : "local";
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    if (parse_args(argc, argv, &o)) return usage();
+
+    /* load the library and check its metadata */
+    void *lib = dlopen(o.so_path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        fprintf(stderr, "grid_bench: %s\n", dlerror());
+        return 1;
+    }
+    meta_fn get_meta = (meta_fn)dlsym(lib, "grid_robot_meta");
+    const grid_robot_meta_t *m = get_meta ? get_meta() : NULL;
+    if (!m) {
+        fprintf(stderr, "grid_bench: %s exports no grid_robot_meta\n", o.so_path);
+        return 1;
+    }
+    if (m->abi_version != GRID_ABI_VERSION || m->target != 0 ||
+        (m->dtype != GRID_FLOAT32 && m->dtype != GRID_FLOAT64) || m->nq < 1 || m->nv < 1 || m->nb < 1) {
+        fprintf(stderr, "grid_bench: %s: unsupported metadata (abi %d, target %d, dtype %d, nq %d, nv %d, nb %d)\n",
+                o.so_path, m->abi_version, m->target, m->dtype, m->nq, m->nv, m->nb);
+        return 1;
+    }
+    if (o.frame < 0) o.frame = m->nframes > 0 ? m->nframes - 1 : 0;
+
+    /* one pool large enough for both the per-call cycle and the batch */
+    long long nstates = o.pool > o.batch ? o.pool : o.batch;
+    states s;
+    if (states_init(&s, m, nstates, o.threads)) {
+        fprintf(stderr, "grid_bench: out of memory\n");
+        return 1;
+    }
+    grid_call *calls = calloc((size_t)o.pool, sizeof *calls);
+    if (!calls) {
+        fprintf(stderr, "grid_bench: out of memory\n");
+        return 1;
+    }
+
+    printf("{\n  \"library\": \"grid\",\n  \"so\": \"%s\",\n", o.so_path);
+    printf("  \"nq\": %d, \"nv\": %d, \"nb\": %d, \"nframes\": %d, \"nee\": %d,\n", m->nq, m->nv, m->nb, m->nframes,
+           m->nee);
+    printf("  \"floating_base\": %s, \"dtype\": \"%s\", \"work_bytes\": %zu,\n", m->nq == m->nv + 1 ? "true" : "false",
+           m->dtype == GRID_FLOAT32 ? "float32" : "float64", m->work_bytes);
+    printf("  \"model_hash\": \"%s\",\n", m->model_hash ? m->model_hash : "");
+    printf("  \"pool\": %d, \"batch\": %d, \"runs\": %d, \"min_ms\": %g, \"threads\": %d,\n", o.pool, o.batch, o.runs,
+           o.min_ms, o.threads);
+    printf("  \"jacobian_frame\": %d, \"reference_frame\": \"%s\",\n", o.frame, reference_name(o.reference));
+    printf("  \"unit\": \"us (per_call: one call at batch 1; batch: per state at batch B)\",\n  \"results\": {");
+
+    int first = 1, failures = 0;
+    for (int k = 0; k < GRID_ALGO_COUNT; k++) {
+        const char *name = grid_algo_name(k);
+        if (!(m->algorithms & (1u << k)) || !wanted(o.algos, name)) continue;
+        char sym[64];
+        snprintf(sym, sizeof sym, "grid_%s", name);
+        grid_batch_fn fn = (grid_batch_fn)dlsym(lib, sym);
+        printf("%s\n    \"%s\": ", first ? "" : ",", name);
+        first = 0;
+        if (!fn) {
+            printf("{\"error\": \"symbol %s missing\"}", sym);
+            failures++;
+            continue;
+        }
+
+        /* (a) per call at batch 1, cycling the pool (outputs cleared so a stale value is not counted) */
+        memset(s.out, 0, (size_t)s.nstates * (size_t)s.out_width * (size_t)s.elem);
+        for (int i = 0; i < o.pool; i++) calls[i] = make_call(&s, k, i, 1, &o);
+        int st1 = 0, st2 = 0;
+        timing t1 = time_calls(fn, calls, o.pool, 1.0, &o, &st1);
+        long long bad1 = st1 ? 0 : count_nonfinite(&s, k, o.pool);
+
+        /* (b) per state at batch B */
+        grid_call big = make_call(&s, k, 0, o.batch, &o);
+        timing t2 = time_calls(fn, &big, 1, (double)o.batch, &o, &st2);
+        long long bad2 = st2 ? 0 : count_nonfinite(&s, k, o.batch);
+
+        if (st1 || st2) {
+            printf("{\"error\": \"status %d (batch 1) / %d (batch %d)\"}", st1, st2, o.batch);
+            failures++;
+            continue;
+        }
+        printf("{\"per_call_us\": %.6g, \"per_call_min_us\": %.6g, \"batch_per_state_us\": %.6g, "
+               "\"batch_per_state_min_us\": %.6g, \"batch_call_us\": %.6g, \"nonfinite_outputs\": %lld}",
+               t1.median_us, t1.min_us, t2.median_us, t2.min_us, t2.median_us * o.batch, bad1 > bad2 ? bad1 : bad2);
+        fflush(stdout);
+    }
+    printf("\n  }\n}\n");
+
+    free(calls);
+    states_free(&s);
+    dlclose(lib);
+    return failures ? 3 : 0;
+}

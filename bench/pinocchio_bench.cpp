@@ -1,0 +1,226 @@
+// Times Pinocchio's rigid-body algorithms per call (one thread, double) on a URDF and prints JSON.
+//
+// usage: pinocchio_bench URDF [--floating-base] [--pool N] [--runs R] [--min-ms T]
+//                             [--frame LINK] [--reference local|world|local_world_aligned]
+//
+// Each algorithm is called over a pool of pre-generated random states, cycled, many times in
+// a row; one run is a timed loop of at least T milliseconds, and the figure reported is the
+// median over R runs of (loop time / calls), in microseconds. States follow Pinocchio's own
+// benchmarks: q = randomConfiguration(model, -1, 1) (quaternion normalised, continuous joints
+// as cos/sin), v, a, tau uniform in [-1, 1].
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <pinocchio/parsers/urdf.hpp>
+#include <pinocchio/algorithm/joint-configuration.hpp>
+#include <pinocchio/algorithm/kinematics.hpp>
+#include <pinocchio/algorithm/rnea.hpp>
+#include <pinocchio/algorithm/crba.hpp>
+#include <pinocchio/algorithm/aba.hpp>
+#include <pinocchio/algorithm/cholesky.hpp>
+#include <pinocchio/algorithm/frames.hpp>
+#include <pinocchio/algorithm/jacobian.hpp>
+
+namespace pin = pinocchio;
+
+struct Options {
+    std::string urdf;
+    bool floating = false;
+    int pool = 256;
+    int runs = 7;
+    double min_ms = 20.0;
+    std::string frame;               // link name of the Jacobian frame; empty = child link of the last joint
+    std::string reference = "local"; // Jacobian reference frame
+};
+
+struct Timing {
+    double median_us, min_us;
+    long long calls_per_run;
+};
+
+static double now_seconds()
+{
+    using clock = std::chrono::steady_clock;
+    return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+// time one algorithm: calibrate a call count for min_ms, then R timed runs, median per call
+static Timing time_calls(const std::function<void(int)> &call, int pool, int runs, double min_ms)
+{
+    // warm up caches and branch predictors over the whole pool
+    for (int i = 0; i < 2 * pool; i++) call(i % pool);
+
+    // grow the call count until one loop lasts min_ms
+    long long n = pool;
+    for (;;) {
+        double t0 = now_seconds();
+        for (long long i = 0; i < n; i++) call((int)(i % pool));
+        double dt = now_seconds() - t0;
+        if (dt * 1e3 >= min_ms || n > (1LL << 34)) {
+            if (dt > 0) n = (long long)((double)n * (min_ms / 1e3) / dt) + 1;
+            break;
+        }
+        n *= (dt * 1e3 < min_ms / 16) ? 8 : 2;
+    }
+    n = std::max(n, (long long)pool);
+
+    std::vector<double> per_call;
+    for (int r = 0; r < runs; r++) {
+        double t0 = now_seconds();
+        for (long long i = 0; i < n; i++) call((int)(i % pool));
+        double dt = now_seconds() - t0;
+        per_call.push_back(dt / (double)n * 1e6);
+    }
+    std::sort(per_call.begin(), per_call.end());
+    Timing t;
+    t.median_us = per_call[per_call.size() / 2];
+    t.min_us = per_call.front();
+    t.calls_per_run = n;
+    return t;
+}
+
+static int parse_args(int argc, char **argv, Options &o)
+{
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        auto next = [&](const char *name) -> const char * {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "pinocchio_bench: %s needs a value\n", name);
+                std::exit(2);
+            }
+            return argv[++i];
+        };
+        if (a == "--floating-base") o.floating = true;
+        else if (a == "--pool") o.pool = std::atoi(next("--pool"));
+        else if (a == "--runs") o.runs = std::atoi(next("--runs"));
+        else if (a == "--min-ms") o.min_ms = std::atof(next("--min-ms"));
+        else if (a == "--frame") o.frame = next("--frame");
+        else if (a == "--reference") o.reference = next("--reference");
+        else if (a == "-h" || a == "--help") return 1;
+        else if (!a.empty() && a[0] == '-') {
+            std::fprintf(stderr, "pinocchio_bench: unknown option %s\n", a.c_str());
+            return 1;
+        } else if (o.urdf.empty()) o.urdf = a;
+        else return 1;
+    }
+    if (o.urdf.empty() || o.pool < 1 || o.runs < 1 || o.min_ms <= 0) return 1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    Options o;
+    if (parse_args(argc, argv, o)) {
+        std::fprintf(stderr,
+                     "usage: pinocchio_bench URDF [--floating-base] [--pool N] [--runs R] [--min-ms T]\n"
+                     "                            [--frame LINK] [--reference local|world|local_world_aligned]\n");
+        return 2;
+    }
+
+    // model: mimic joints stay independent joints (buildModel's default)
+    pin::Model model;
+    try {
+        if (o.floating) pin::urdf::buildModel(o.urdf, pin::JointModelFreeFlyer(), model);
+        else pin::urdf::buildModel(o.urdf, model);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "pinocchio_bench: cannot load %s: %s\n", o.urdf.c_str(), e.what());
+        return 1;
+    }
+    pin::Data data(model);
+    const int nq = model.nq, nv = model.nv, P = o.pool;
+
+    // jacobian frame: the named link, else the child link of the last joint
+    pin::FrameIndex fid = 0;
+    if (!o.frame.empty()) {
+        if (!model.existBodyName(o.frame)) {
+            std::fprintf(stderr, "pinocchio_bench: no link named %s\n", o.frame.c_str());
+            return 1;
+        }
+        fid = model.getBodyId(o.frame);
+    } else {
+        for (pin::FrameIndex f = 0; f < (pin::FrameIndex)model.nframes; f++)
+            if (model.frames[f].type == pin::BODY && model.frames[f].parentJoint == (pin::JointIndex)(model.njoints - 1)) {
+                fid = f;
+                break;
+            }
+    }
+    pin::ReferenceFrame rf = pin::LOCAL;
+    if (o.reference == "world") rf = pin::WORLD;
+    else if (o.reference == "local_world_aligned") rf = pin::LOCAL_WORLD_ALIGNED;
+    else if (o.reference != "local") {
+        std::fprintf(stderr, "pinocchio_bench: unknown reference frame %s\n", o.reference.c_str());
+        return 2;
+    }
+
+    // the state pool, seeded for repeatability
+    std::srand(12345);
+    const Eigen::VectorXd qmax = Eigen::VectorXd::Ones(nq);
+    std::vector<Eigen::VectorXd> qs(P), vs(P), as(P), taus(P);
+    for (int i = 0; i < P; i++) {
+        qs[i] = pin::randomConfiguration(model, -qmax, qmax);
+        vs[i] = Eigen::VectorXd::Random(nv);
+        as[i] = Eigen::VectorXd::Random(nv);
+        taus[i] = Eigen::VectorXd::Random(nv);
+    }
+    Eigen::VectorXd qdd(nv);
+    pin::Data::Matrix6x J = pin::Data::Matrix6x::Zero(6, nv);
+
+    // the algorithms, named as in include/grid/abi.h (extra Pinocchio variants suffixed)
+    struct Algo {
+        const char *name;
+        std::function<void(int)> call;
+    };
+    std::vector<Algo> algos = {
+        {"fk", [&](int i) { pin::forwardKinematics(model, data, qs[i]); }},
+        {"rnea", [&](int i) { pin::rnea(model, data, qs[i], vs[i], as[i]); }},
+        {"nle", [&](int i) { pin::nonLinearEffects(model, data, qs[i], vs[i]); }},
+        {"gravity", [&](int i) { pin::computeGeneralizedGravity(model, data, qs[i]); }},
+        {"crba", [&](int i) { pin::crba(model, data, qs[i]); }},
+        {"crba_world", [&](int i) { pin::crba(model, data, qs[i], pin::Convention::WORLD); }},
+        {"minv", [&](int i) { pin::computeMinverse(model, data, qs[i]); }},
+        // what Pinocchio's own benchmark reports as computeMinverse (COMPUTE_M_INVERSE): the
+        // q-less overload reusing the kinematics of a previous aba(..., WORLD) call
+        {"minv_after_aba", [&](int) { pin::computeMinverse(model, data); }},
+        {"aba", [&](int i) { pin::aba(model, data, qs[i], vs[i], taus[i]); }},
+        {"aba_world", [&](int i) { pin::aba(model, data, qs[i], vs[i], taus[i], pin::Convention::WORLD); }},
+        // forward dynamics the Pinocchio way: M^-1 (tau - c) by CRBA + NLE + sparse Cholesky
+        {"fd", [&](int i) {
+             pin::crba(model, data, qs[i]);
+             pin::nonLinearEffects(model, data, qs[i], vs[i]);
+             qdd = taus[i] - data.nle;
+             pin::cholesky::decompose(model, data);
+             pin::cholesky::solve(model, data, qdd);
+         }},
+        {"frame_jacobian", [&](int i) { pin::computeFrameJacobian(model, data, qs[i], fid, rf, J); }},
+    };
+
+    // run and print
+    std::printf("{\n");
+    std::printf("  \"library\": \"pinocchio\",\n  \"pinocchio_version\": \"%s\",\n", PINOCCHIO_VERSION);
+    std::printf("  \"urdf\": \"%s\",\n  \"robot\": \"%s\",\n", o.urdf.c_str(), model.name.c_str());
+    std::printf("  \"floating_base\": %s,\n", o.floating ? "true" : "false");
+    std::printf("  \"nq\": %d, \"nv\": %d, \"njoints\": %d, \"nframes\": %d,\n", nq, nv, (int)model.njoints,
+                (int)model.nframes);
+    std::printf("  \"pool\": %d, \"runs\": %d, \"min_ms\": %g,\n", P, o.runs, o.min_ms);
+    std::printf("  \"jacobian_frame\": \"%s\", \"reference_frame\": \"%s\",\n", model.frames[fid].name.c_str(),
+                o.reference.c_str());
+    std::printf("  \"unit\": \"us per call\",\n  \"results\": {\n");
+    double checksum = 0;
+    for (size_t k = 0; k < algos.size(); k++) {
+        if (std::strcmp(algos[k].name, "minv_after_aba") == 0)
+            pin::aba(model, data, qs[0], vs[0], taus[0], pin::Convention::WORLD);
+        Timing t = time_calls(algos[k].call, P, o.runs, o.min_ms);
+        checksum += data.tau.sum() + data.M(0, 0) + qdd.sum() + J.sum();
+        std::printf("    \"%s\": {\"median_us\": %.4f, \"min_us\": %.4f, \"calls_per_run\": %lld}%s\n", algos[k].name,
+                    t.median_us, t.min_us, t.calls_per_run, k + 1 < algos.size() ? "," : "");
+        std::fflush(stdout);
+    }
+    std::printf("  },\n  \"checksum\": %.6g\n}\n", checksum);
+    return 0;
+}

@@ -1,0 +1,52 @@
+/* The per-robot code emitter: a model plus options in, self-contained C or CUDA C source out. */
+#ifndef GRID_EMIT_H
+#define GRID_EMIT_H
+
+#include <stddef.h>
+#include "grid/error.h"
+#include "grid/model.h"
+#include "grid/abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* what the generated source is compiled by: cc (C11, OpenMP batch loops) or nvcc (one thread per state) */
+typedef enum { GRID_TARGET_C = 0, GRID_TARGET_CUDA = 1 } grid_target;
+
+typedef struct {
+    int dtype;              /* GRID_FLOAT32 or GRID_FLOAT64: the generated code's real type */
+    int target;             /* a grid_target */
+    unsigned algorithms;    /* bit mask of grid_algo (bit i = algorithm i); 0 = all */
+    const char *model_hash; /* hex string baked into the metadata; NULL = "" */
+} grid_emit_options;
+
+/* the defaults: float64, C target, every algorithm, no hash */
+grid_emit_options grid_emit_options_default(void);
+
+/* Generate the source of one robot library implementing include/grid/abi.h for the model.
+   On success *source is a malloc'd NUL-terminated string (caller frees) of *len bytes.
+   Deterministic: the same model and options always give the same bytes.
+   The source is one translation unit; it includes only <math.h>, <stddef.h> (and <omp.h>
+   under _OPENMP, <cuda_runtime.h> on the CUDA target).
+   Errors: GRID_ERR_ARG (bad options, non-finite model constant), GRID_ERR_NOMEM. */
+int grid_emit_source(const grid_model *m, const grid_emit_options *o, char **source, size_t *len,
+                     grid_error *err);
+
+/* Per-algorithm size of the generated code: statements emitted for each algorithm's
+   per-state functions (all variants summed) and arithmetic operations in them
+   (additions, subtractions, multiplications, divisions; sqrt/sin/cos/atan2 counted apart). */
+typedef struct {
+    long statements[GRID_ALGO_COUNT]; /* emitted assignment statements */
+    long flops[GRID_ALGO_COUNT];      /* + - * / in the main (first) variant of the algorithm */
+    long transcendental[GRID_ALGO_COUNT]; /* sqrt sin cos atan2 in the main variant */
+} grid_emit_stats;
+
+/* Same as grid_emit_source, also filling stats (may be NULL). */
+int grid_emit_source_stats(const grid_model *m, const grid_emit_options *o, char **source, size_t *len,
+                           grid_emit_stats *stats, grid_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

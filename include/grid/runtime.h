@@ -1,0 +1,44 @@
+/* Loading a generated robot.so: dlopen, metadata and ABI checks, entry-point lookup. */
+#ifndef GRID_RUNTIME_H
+#define GRID_RUNTIME_H
+
+#include "grid/abi.h"
+#include "grid/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* what the caller expects of the library; a field left at its "any" value is not checked */
+typedef struct {
+    int nq, nv, nb;            /* -1: any */
+    int dtype;                 /* a grid_dtype, 0: any */
+    int target;                /* 0 C, 1 CUDA, -1: any */
+    const char *model_hash;    /* NULL: any */
+    unsigned algorithms;       /* algorithms that must be present (0: none required) */
+} grid_lib_expect;
+
+/* every field at "any" */
+grid_lib_expect grid_lib_expect_any(void);
+
+typedef struct grid_lib grid_lib;
+
+/* dlopen(RTLD_NOW | RTLD_LOCAL) so_path, read grid_robot_meta(), check abi_version == GRID_ABI_VERSION and
+   the expectations, resolve grid_<algo> for every algorithm in the library's mask (and grid_cuda_<algo> for
+   a CUDA library). expect may be NULL (check the ABI only). Errors: GRID_ERR_LOAD naming the mismatch or
+   the missing symbol, GRID_ERR_ARG, GRID_ERR_NOMEM. */
+int grid_lib_open(const char *so_path, const grid_lib_expect *expect, grid_lib **lib, grid_error *err);
+
+/* the host-pointer entry point of algo, NULL when the library does not have it */
+grid_batch_fn grid_lib_fn(const grid_lib *lib, int algo);
+/* the device-pointer entry point of algo (CUDA libraries), NULL otherwise */
+grid_batch_fn grid_lib_cuda_fn(const grid_lib *lib, int algo);
+const grid_robot_meta_t *grid_lib_meta(const grid_lib *lib);
+const char *grid_lib_path(const grid_lib *lib);
+/* dlclose and free (NULL is fine) */
+void grid_lib_close(grid_lib *lib);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,40 @@
+/* Declarations shared by the files of the grid_rbd._core extension: the Model and Runner types, the provider table and the error bridge. */
+#ifndef GRID_PY_CORE_H
+#define GRID_PY_CORE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include "grid/abi.h"
+#include "grid/error.h"
+#include "grid/model.h"
+
+/* _core.Model: an immutable parsed robot (owns one grid_model) */
+typedef struct {
+    PyObject_HEAD
+    grid_model *model;   /* never NULL once constructed */
+    PyObject *filename;  /* str used in error messages */
+} GridPyModel;
+
+/* A compute provider a Runner dispatches to: one batch entry point per algorithm,
+   NULL where the provider lacks the algorithm (the float64 reference answers those).
+   A generated robot.so is wrapped by passing a PyCapsule named GRID_PY_PROVIDER_CAPSULE
+   that points at one of these to _core.Runner(model, dtype, provider=capsule, owner=lib);
+   the Runner copies the table and keeps the capsule and owner alive for its lifetime. */
+#define GRID_PY_PROVIDER_CAPSULE "grid_rbd._core.provider"
+typedef struct {
+    int abi_version;                      /* GRID_ABI_VERSION the entry points were built for */
+    const char *name;                     /* human-readable, shown in handle reprs */
+    int dtype;                            /* grid_dtype the entry points take */
+    int nq, nv, nb, nee;                  /* must equal the model's sizes */
+    size_t work_bytes;                    /* workspace one call needs (0 = none) */
+    grid_batch_fn fns[GRID_ALGO_COUNT];   /* indexed by grid_algo */
+} grid_py_provider;
+
+extern PyTypeObject GridPyModel_Type;
+extern PyTypeObject GridPyRunner_Type;
+
+/* Raise the Python exception that grid_rbd._errors maps this status to
+   (filename may be NULL); always returns NULL so callers can `return grid_py_raise(...)`. */
+PyObject *grid_py_raise(int code, int line, int column, const char *message, PyObject *filename);
+
+#endif

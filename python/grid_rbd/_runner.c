@@ -1,0 +1,512 @@
+/* _core.Runner: the per-call path — checks array arguments through the buffer protocol, allocates the output and runs a provider without the GIL. */
+#include <stdlib.h>
+#include <string.h>
+#include "_core.h"
+#include "grid/ref.h"
+
+typedef struct {
+    PyObject_HEAD
+    GridPyModel *model_obj;          /* keeps the grid_model alive */
+    const grid_model *model;
+    int dtype;                       /* GRID_FLOAT32 or GRID_FLOAT64 */
+    int nq, nv, nb, nee, nframes;
+    int num_threads;                 /* passed to providers; <= 0 = their default */
+    grid_py_provider provider;       /* copied table; fns[algo] NULL = the reference answers */
+    int has_provider;
+    PyObject *provider_name;         /* str */
+    PyObject *provider_keep;         /* the capsule (or None) */
+    PyObject *owner;                 /* whatever keeps the provider's code loaded (or None) */
+    void *work;                      /* provider.work_bytes of workspace, reused when not busy */
+    int work_busy;                   /* set (under the GIL) while a call uses `work` */
+    PyObject *np_empty;              /* numpy.empty */
+    PyObject *np_ascontiguous;       /* numpy.ascontiguousarray */
+    PyObject *np_dtype;              /* numpy.dtype of the handle */
+} GridPyRunner;
+
+/* ---- construction ---- */
+
+static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"model", "dtype", "provider", "owner", "num_threads", NULL};
+    PyObject *model_arg, *provider = Py_None, *owner = Py_None, *numpy = NULL;
+    int dtype, num_threads = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!i|OOi:Runner", kwlist, &GridPyModel_Type,
+                                     &model_arg, &dtype, &provider, &owner, &num_threads))
+        return NULL;
+    if (dtype != GRID_FLOAT32 && dtype != GRID_FLOAT64)
+        return PyErr_Format(PyExc_ValueError, "dtype must be %d (float32) or %d (float64); got %d",
+                            GRID_FLOAT32, GRID_FLOAT64, dtype);
+
+    GridPyRunner *self = (GridPyRunner *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    GridPyModel *mo = (GridPyModel *)model_arg;
+    Py_INCREF(mo);
+    self->model_obj = mo;
+    self->model = mo->model;
+    self->dtype = dtype;
+    self->nq = mo->model->nq;
+    self->nv = mo->model->nv;
+    self->nb = mo->model->nb;
+    self->nee = mo->model->nee;
+    self->nframes = mo->model->nframes;
+    self->num_threads = num_threads;
+    Py_INCREF(owner);
+    self->owner = owner;
+
+    /* provider: None = the float64 reference for every algorithm; else a capsule table */
+    if (provider == Py_None) {
+        self->provider_name = PyUnicode_FromString("reference (float64 C)");
+        if (!self->provider_name) goto fail;
+    } else {
+        const grid_py_provider *p = PyCapsule_GetPointer(provider, GRID_PY_PROVIDER_CAPSULE);
+        if (!p) goto fail;
+        const grid_model *m = self->model;
+        if (p->abi_version != GRID_ABI_VERSION || p->dtype != dtype || p->nq != m->nq ||
+            p->nv != m->nv || p->nb != m->nb || p->nee != m->nee) {
+            grid_py_raise(GRID_ERR_LOAD, 0, 0,
+                          "the provider does not match this model (ABI version, dtype or sizes differ)", NULL);
+            goto fail;
+        }
+        self->provider = *p;
+        self->has_provider = 1;
+        self->provider_name = PyUnicode_FromString(p->name ? p->name : "provider");
+        if (!self->provider_name) goto fail;
+        if (p->work_bytes > 0) {
+            self->work = PyMem_RawCalloc(1, p->work_bytes);
+            if (!self->work) { PyErr_NoMemory(); goto fail; }
+        }
+    }
+    Py_INCREF(provider);
+    self->provider_keep = provider;
+
+    /* numpy entry points used per call */
+    numpy = PyImport_ImportModule("numpy");
+    if (!numpy) goto fail;
+    self->np_empty = PyObject_GetAttrString(numpy, "empty");
+    self->np_ascontiguous = PyObject_GetAttrString(numpy, "ascontiguousarray");
+    PyObject *dtype_fn = PyObject_GetAttrString(numpy, "dtype");
+    if (!self->np_empty || !self->np_ascontiguous || !dtype_fn) { Py_XDECREF(dtype_fn); goto fail; }
+    self->np_dtype = PyObject_CallFunction(dtype_fn, "s", dtype == GRID_FLOAT32 ? "float32" : "float64");
+    Py_DECREF(dtype_fn);
+    if (!self->np_dtype) goto fail;
+    Py_DECREF(numpy);
+    return (PyObject *)self;
+fail:
+    Py_XDECREF(numpy);
+    Py_DECREF(self);
+    return NULL;
+}
+
+static void runner_dealloc(GridPyRunner *self)
+{
+    PyMem_RawFree(self->work);
+    Py_XDECREF(self->np_dtype);
+    Py_XDECREF(self->np_ascontiguous);
+    Py_XDECREF(self->np_empty);
+    Py_XDECREF(self->provider_name);
+    Py_XDECREF(self->provider_keep);
+    Py_XDECREF(self->owner);
+    Py_XDECREF(self->model_obj);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* ---- argument buffers ---- */
+
+/* one array argument of a call: the view, and the converted copy when one was needed */
+typedef struct {
+    Py_buffer view;
+    int held;
+    PyObject *converted;
+} arg_buf;
+
+static void arg_release(arg_buf *a)
+{
+    if (a->held) PyBuffer_Release(&a->view);
+    a->held = 0;
+    Py_CLEAR(a->converted);
+}
+
+/* is fmt the native-endian single float (dtype 4) or double (dtype 8) code? */
+static int format_matches(const char *fmt, int dtype)
+{
+    if (!fmt) return 0; /* NULL means unsigned bytes */
+#if PY_BIG_ENDIAN
+    if (*fmt == '@' || *fmt == '=' || *fmt == '>' || *fmt == '!') fmt++;
+#else
+    if (*fmt == '@' || *fmt == '=' || *fmt == '<') fmt++;
+#endif
+    return fmt[0] == (dtype == GRID_FLOAT32 ? 'f' : 'd') && fmt[1] == '\0';
+}
+
+/* "(4, 19)" for a view's shape */
+static void format_shape(char *s, size_t cap, const Py_buffer *v)
+{
+    size_t n = (size_t)snprintf(s, cap, "(");
+    if (v->ndim == 0 || !v->shape) {
+        snprintf(s + n, cap - n, "%s)", v->ndim == 0 ? "" : "?");
+        return;
+    }
+    for (int i = 0; i < v->ndim && n < cap; i++)
+        n += (size_t)snprintf(s + n, cap - n, "%zd%s", v->shape[i],
+                              v->ndim == 1 ? ",)" : (i + 1 < v->ndim ? ", " : ")"));
+}
+
+/* element type of a buffer format, for messages */
+static const char *format_name(const char *fmt)
+{
+    if (format_matches(fmt, GRID_FLOAT32)) return "float32";
+    if (format_matches(fmt, GRID_FLOAT64)) return "float64";
+    return fmt ? fmt : "B";
+}
+
+/* Get a C-contiguous view of obj in the runner's dtype with shape (batch, width); converts
+   through numpy.ascontiguousarray when obj is not already that. *batch < 0 means obj sets it.
+   `what` describes the width for the error message. */
+static int get_input(GridPyRunner *r, PyObject *obj, const char *name, Py_ssize_t width,
+                     const char *what, const char *hint, Py_ssize_t *batch, arg_buf *a)
+{
+    char got[96];
+    if (PyObject_CheckBuffer(obj) &&
+        PyObject_GetBuffer(obj, &a->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) == 0) {
+        a->held = 1;
+        if (!format_matches(a->view.format, r->dtype) || a->view.itemsize != r->dtype) arg_release(a);
+    } else {
+        PyErr_Clear();
+    }
+    if (!a->held) {
+        PyObject *args[2] = {obj, r->np_dtype};
+        a->converted = PyObject_Vectorcall(r->np_ascontiguous, args, 2, NULL);
+        if (!a->converted) return -1;
+        if (PyObject_GetBuffer(a->converted, &a->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+        a->held = 1;
+    }
+
+    /* shape (batch, width) */
+    Py_buffer *v = &a->view;
+    if (v->ndim != 2 || v->shape[1] != width) {
+        format_shape(got, sizeof got, v);
+        PyErr_Format(PyExc_ValueError, "%s must have shape (B, %zd) (B states x %s); got %s%s",
+                     name, width, what, got,
+                     (hint && v->ndim == 2 && v->shape[1] == r->nq) ? hint : "");
+        return -1;
+    }
+    if (*batch < 0) {
+        *batch = v->shape[0];
+    } else if (v->shape[0] != *batch) {
+        format_shape(got, sizeof got, v);
+        PyErr_Format(PyExc_ValueError,
+                     "%s must have shape (%zd, %zd) to match the batch of q (%zd states on axis 0); got %s",
+                     name, *batch, width, *batch, got);
+        return -1;
+    }
+    return 0;
+}
+
+/* output shape of algo for a batch; returns the rank */
+static int output_shape(const GridPyRunner *r, int algo, Py_ssize_t batch, Py_ssize_t shape[4])
+{
+    shape[0] = batch;
+    switch (algo) {
+    case GRID_ALGO_CRBA: case GRID_ALGO_MINV:
+        shape[1] = r->nv; shape[2] = r->nv;
+        return 3;
+    case GRID_ALGO_FK:
+        shape[1] = r->nb; shape[2] = 4; shape[3] = 4;
+        return 4;
+    case GRID_ALGO_EE_POSE:
+        shape[1] = 6 * (Py_ssize_t)r->nee;
+        return 2;
+    case GRID_ALGO_FRAME_JACOBIAN:
+        shape[1] = 6; shape[2] = r->nv;
+        return 3;
+    default:
+        shape[1] = r->nv;
+        return 2;
+    }
+}
+
+/* "(4, 7, 7)" from explicit dims */
+static void format_dims(char *s, size_t cap, const Py_ssize_t *shape, int ndim)
+{
+    Py_buffer v;
+    memset(&v, 0, sizeof v);
+    v.ndim = ndim;
+    v.shape = (Py_ssize_t *)shape;
+    format_shape(s, cap, &v);
+}
+
+/* a writable C-contiguous view of out (or of a fresh numpy.empty) with exactly the output shape */
+static int get_output(GridPyRunner *r, PyObject **out, int ndim, const Py_ssize_t *shape, arg_buf *a)
+{
+    char want[96], got[128];
+    const char *tname = r->dtype == GRID_FLOAT32 ? "float32" : "float64";
+    if (*out == Py_None) {
+        PyObject *dims = PyTuple_New(ndim);
+        if (!dims) return -1;
+        for (int i = 0; i < ndim; i++) {
+            PyObject *d = PyLong_FromSsize_t(shape[i]);
+            if (!d) { Py_DECREF(dims); return -1; }
+            PyTuple_SET_ITEM(dims, i, d);
+        }
+        PyObject *args[2] = {dims, r->np_dtype};
+        PyObject *arr = PyObject_Vectorcall(r->np_empty, args, 2, NULL);
+        Py_DECREF(dims);
+        if (!arr) return -1;
+        a->converted = arr; /* owned here until returned */
+        *out = arr;
+    }
+
+    format_dims(want, sizeof want, shape, ndim);
+    if (!PyObject_CheckBuffer(*out) ||
+        PyObject_GetBuffer(*out, &a->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+        /* describe what we were given */
+        Py_buffer probe;
+        PyErr_Clear();
+        if (PyObject_CheckBuffer(*out) && PyObject_GetBuffer(*out, &probe, PyBUF_FULL_RO) == 0) {
+            format_shape(got, sizeof got, &probe);
+            PyErr_Format(PyExc_ValueError,
+                         "out must be a writable C-contiguous %s array of shape %s; got a %s%s %s array of shape %s",
+                         tname, want, probe.readonly ? "read-only " : "",
+                         PyBuffer_IsContiguous(&probe, 'C') ? "" : "non-contiguous", format_name(probe.format), got);
+            PyBuffer_Release(&probe);
+        } else {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "out must be a writable C-contiguous %s array of shape %s; got %.80s",
+                         tname, want, Py_TYPE(*out)->tp_name);
+        }
+        return -1;
+    }
+    a->held = 1;
+    int ok = format_matches(a->view.format, r->dtype) && a->view.itemsize == r->dtype && a->view.ndim == ndim;
+    for (int i = 0; ok && i < ndim; i++) ok = a->view.shape[i] == shape[i];
+    if (!ok) {
+        format_shape(got, sizeof got, &a->view);
+        PyErr_Format(PyExc_ValueError, "out must be a writable C-contiguous %s array of shape %s; got a %s array of shape %s",
+                     tname, want, format_name(a->view.format), got);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the call ---- */
+
+/* which inputs an algorithm reads: bit 0 v, bit 1 a (required), bit 2 a (optional), bit 3 fext */
+#define IN_V 1
+#define IN_A 2
+#define IN_A_OPT 4
+#define IN_FEXT 8
+static const unsigned char algo_inputs[GRID_ALGO_COUNT] = {
+    [GRID_ALGO_RNEA] = IN_V | IN_A_OPT | IN_FEXT,
+    [GRID_ALGO_NLE] = IN_V,
+    [GRID_ALGO_FD] = IN_V | IN_A | IN_FEXT,
+    [GRID_ALGO_ABA] = IN_V | IN_A | IN_FEXT,
+};
+
+/* Runner.call(algo, q, v, a, fext, out, frame, reference_frame) -> out */
+static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize_t nargs)
+{
+    GridPyRunner *r = (GridPyRunner *)self_obj;
+    arg_buf bq = {0}, bv = {0}, ba = {0}, bf = {0}, bo = {0};
+    PyObject *out = NULL, *result = NULL;
+    void *work = NULL;
+    int own_work = 0;
+    char what_q[64], what_v[64], what_f[64];
+    char hint[128];
+
+    if (nargs != 8) {
+        PyErr_Format(PyExc_TypeError, "call() takes 8 arguments (algo, q, v, a, fext, out, frame, "
+                     "reference_frame); %zd given", nargs);
+        return NULL;
+    }
+    long algo = PyLong_AsLong(args[0]);
+    if (algo == -1 && PyErr_Occurred()) return NULL;
+    if (algo < 0 || algo >= GRID_ALGO_COUNT)
+        return PyErr_Format(PyExc_ValueError, "unknown algorithm id %ld", algo);
+    PyObject *q = args[1], *v = args[2], *acc = args[3], *fext = args[4];
+    out = args[5];
+    unsigned inputs = algo_inputs[algo];
+    const char *a_name = algo == GRID_ALGO_RNEA ? "qdd" : "u";
+
+    /* presence of each input */
+    if (q == Py_None) return PyErr_Format(PyExc_TypeError, "q is required");
+    if ((inputs & IN_V) && v == Py_None) return PyErr_Format(PyExc_TypeError, "qd is required");
+    if ((inputs & IN_A) && acc == Py_None) return PyErr_Format(PyExc_TypeError, "%s is required", a_name);
+    if ((!(inputs & IN_V) && v != Py_None) || (!(inputs & (IN_A | IN_A_OPT)) && acc != Py_None) ||
+        (!(inputs & IN_FEXT) && fext != Py_None))
+        return PyErr_Format(PyExc_TypeError, "%s takes no %s argument", grid_algo_name((int)algo),
+                            (!(inputs & IN_V) && v != Py_None) ? "qd" : (fext != Py_None ? "f_ext" : a_name));
+
+    /* frame arguments */
+    long frame = 0, rf = 0;
+    if (algo == GRID_ALGO_FRAME_JACOBIAN) {
+        frame = PyLong_AsLong(args[6]);
+        if (frame == -1 && PyErr_Occurred()) return NULL;
+        rf = PyLong_AsLong(args[7]);
+        if (rf == -1 && PyErr_Occurred()) return NULL;
+        if (frame < 0 || frame >= r->nframes)
+            return PyErr_Format(PyExc_ValueError, "frame id %ld is out of range: the robot has %d frames",
+                                frame, r->nframes);
+        if (rf != GRID_WORLD && rf != GRID_LOCAL && rf != GRID_LOCAL_WORLD_ALIGNED)
+            return PyErr_Format(PyExc_ValueError, "reference_frame id %ld is not WORLD (0), LOCAL (1) "
+                                "or LOCAL_WORLD_ALIGNED (2)", rf);
+    }
+
+    /* inputs: views of (B, width) arrays in the handle dtype */
+    Py_ssize_t batch = -1;
+    snprintf(what_q, sizeof what_q, "nq=%d configuration width", r->nq);
+    snprintf(what_v, sizeof what_v, "nv=%d tangent width", r->nv);
+    snprintf(what_f, sizeof what_f, "6*nb=%d body-local wrenches", 6 * r->nb);
+    hint[0] = '\0';
+    if (r->nq != r->nv)
+        snprintf(hint, sizeof hint, "; velocity-space arrays are nv=%d wide on a floating base, not nq=%d",
+                 r->nv, r->nq);
+    if (get_input(r, q, "q", r->nq, what_q, NULL, &batch, &bq) < 0) goto fail;
+    if (v != Py_None && get_input(r, v, "qd", r->nv, what_v, hint[0] ? hint : NULL, &batch, &bv) < 0) goto fail;
+    if (acc != Py_None && get_input(r, acc, a_name, r->nv, what_v, hint[0] ? hint : NULL, &batch, &ba) < 0) goto fail;
+    if (fext != Py_None && get_input(r, fext, "f_ext", 6 * (Py_ssize_t)r->nb, what_f, NULL, &batch, &bf) < 0) goto fail;
+
+    /* output */
+    Py_ssize_t shape[4];
+    int ndim = output_shape(r, (int)algo, batch, shape);
+    if (get_output(r, &out, ndim, shape, &bo) < 0) goto fail;
+
+    /* run the batch without the GIL */
+    if (batch > 0) {
+        grid_batch_fn fn = r->has_provider ? r->provider.fns[algo] : NULL;
+        if (fn && r->provider.work_bytes > 0) {
+            if (!r->work_busy) {
+                work = r->work;
+                r->work_busy = 1;
+            } else {
+                work = PyMem_RawMalloc(r->provider.work_bytes);
+                if (!work) { PyErr_NoMemory(); goto fail; }
+                own_work = 1;
+            }
+        }
+        grid_call c;
+        memset(&c, 0, sizeof c);
+        c.q = bq.view.buf;
+        c.v = bv.held ? bv.view.buf : NULL;
+        c.a = ba.held ? ba.view.buf : NULL;
+        c.fext = bf.held ? bf.view.buf : NULL;
+        c.out = bo.view.buf;
+        c.batch = (long long)batch;
+        c.frame = (int)frame;
+        c.reference_frame = (int)rf;
+        c.num_threads = r->num_threads;
+        c.work = work;
+        int status;
+        const grid_model *m = r->model;
+        int dtype = r->dtype;
+        Py_BEGIN_ALLOW_THREADS
+        status = fn ? fn(&c) : grid_ref_batch(m, (int)algo, dtype, &c);
+        Py_END_ALLOW_THREADS
+        if (status != GRID_OK) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "%s failed with status %d", grid_algo_name((int)algo), status);
+            grid_py_raise(status, 0, 0, msg, NULL);
+            goto fail;
+        }
+    }
+
+    result = out;
+    Py_INCREF(result);
+fail:
+    if (own_work) PyMem_RawFree(work);
+    else if (work) r->work_busy = 0;
+    arg_release(&bq);
+    arg_release(&bv);
+    arg_release(&ba);
+    arg_release(&bf);
+    arg_release(&bo);
+    return result;
+}
+
+static PyMethodDef runner_methods[] = {
+    {"call", (PyCFunction)(void (*)(void))runner_call, METH_FASTCALL,
+     "call(algo, q, v, a, fext, out, frame, reference_frame) -> out\n\n"
+     "Runs one batched algorithm. Arrays are (B, width) in the runner dtype (others are converted);\n"
+     "unused inputs are None; out is None (allocated) or a C-contiguous array of the output shape."},
+    {NULL, NULL, 0, NULL},
+};
+
+/* ---- attributes ---- */
+
+static PyObject *get_provider(PyObject *s, void *c)
+{
+    (void)c;
+    PyObject *n = ((GridPyRunner *)s)->provider_name;
+    Py_INCREF(n);
+    return n;
+}
+
+static PyObject *get_dtype(PyObject *s, void *c)
+{
+    (void)c;
+    PyObject *d = ((GridPyRunner *)s)->np_dtype;
+    Py_INCREF(d);
+    return d;
+}
+
+static PyObject *get_model(PyObject *s, void *c)
+{
+    (void)c;
+    PyObject *m = (PyObject *)((GridPyRunner *)s)->model_obj;
+    Py_INCREF(m);
+    return m;
+}
+
+static PyObject *get_threads(PyObject *s, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(((GridPyRunner *)s)->num_threads);
+}
+
+static int set_threads(PyObject *s, PyObject *value, void *c)
+{
+    (void)c;
+    if (!value) { PyErr_SetString(PyExc_AttributeError, "num_threads cannot be deleted"); return -1; }
+    long n = PyLong_AsLong(value);
+    if (n == -1 && PyErr_Occurred()) return -1;
+    ((GridPyRunner *)s)->num_threads = (int)n;
+    return 0;
+}
+
+static PyObject *get_algorithms(PyObject *s, void *c)
+{
+    (void)c;
+    GridPyRunner *r = (GridPyRunner *)s;
+    PyObject *t = PyTuple_New(GRID_ALGO_COUNT);
+    if (!t) return NULL;
+    for (int i = 0; i < GRID_ALGO_COUNT; i++) {
+        int generated = r->has_provider && r->provider.fns[i];
+        PyObject *x = PyUnicode_FromString(generated ? "provider" : "reference");
+        if (!x) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, i, x);
+    }
+    return t;
+}
+
+static PyGetSetDef runner_getset[] = {
+    {"provider", get_provider, NULL, "name of the compute provider", NULL},
+    {"dtype", get_dtype, NULL, "numpy dtype of inputs and outputs", NULL},
+    {"model", get_model, NULL, "the _core.Model", NULL},
+    {"num_threads", get_threads, set_threads, "threads passed to the provider (<= 0: its default)", NULL},
+    {"algorithm_sources", get_algorithms, NULL, "'provider' or 'reference' per algorithm id", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject GridPyRunner_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "grid_rbd._core.Runner",
+    .tp_basicsize = sizeof(GridPyRunner),
+    .tp_dealloc = (destructor)runner_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Runner(model, dtype, provider=None, owner=None, num_threads=0)\n\n"
+              "Runs batched algorithms on a Model. dtype is 4 (float32) or 8 (float64). provider None uses\n"
+              "the float64 C reference; otherwise a PyCapsule named grid_rbd._core.provider holding a\n"
+              "grid_py_provider table (owner keeps the code it points into alive).",
+    .tp_methods = runner_methods,
+    .tp_getset = runner_getset,
+    .tp_new = runner_new,
+};

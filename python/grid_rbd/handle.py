@@ -1,0 +1,223 @@
+"""RobotHandle: the batched algorithm methods of one registered robot (argument handling only; _core.Runner does the work)."""
+
+import numbers
+
+from . import _core
+
+__all__ = ["RobotHandle", "REFERENCE_FRAMES"]
+
+# Pinocchio's reference frames for Jacobians
+REFERENCE_FRAMES = {
+    "WORLD": _core.WORLD,
+    "LOCAL": _core.LOCAL,
+    "LOCAL_WORLD_ALIGNED": _core.LOCAL_WORLD_ALIGNED,
+}
+
+_RNEA, _NLE, _GRAVITY = _core.ALGO_RNEA, _core.ALGO_NLE, _core.ALGO_GRAVITY
+_CRBA, _MINV, _FD, _ABA = _core.ALGO_CRBA, _core.ALGO_MINV, _core.ALGO_FD, _core.ALGO_ABA
+_FK, _EE_POSE, _JAC = _core.ALGO_FK, _core.ALGO_EE_POSE, _core.ALGO_FRAME_JACOBIAN
+
+
+class RobotHandle:
+    """Batched rigid-body dynamics of one robot. Every method takes arrays with the batch of B
+    states on axis 0 (any array-like; copied only when not C-contiguous in the handle dtype) and an
+    optional ``out`` (a C-contiguous array of the output shape and handle dtype, filled and returned).
+
+    Widths: q is (B, nq); qd, qdd and u are (B, nv) (the tangent width, also on a floating base);
+    f_ext is (B, 6*nb), one body-local spatial force [f; tau] per body. Conventions are Pinocchio's."""
+
+    __slots__ = ("_name", "_model", "_runner", "_call", "_options", "_joint_names", "_frame_names",
+                 "_ee_frames", "_frame_lookup", "__weakref__")
+
+    def __init__(self, name, model, runner, options):
+        self._name = name
+        self._model = model
+        self._runner = runner
+        self._call = runner.call
+        self._options = dict(options)
+        self._joint_names = tuple(model.joint_names)
+        self._frame_names = tuple(model.frame_names)
+        self._ee_frames = tuple(model.ee_frames)
+        # frame lookup: link names first, then the joint whose child link the frame is
+        lookup = {}
+        for i, joint in enumerate(model.frame_joints):
+            if joint is not None:
+                lookup.setdefault(joint, i)
+        for i, link in enumerate(self._frame_names):
+            lookup[link] = i
+        self._frame_lookup = lookup
+
+    # ---- sizes and names ----
+    @property
+    def name(self):
+        """the name given to register_robot"""
+        return self._name
+
+    @property
+    def nq(self):
+        """configuration width: q is (B, nq); floating base: 7 + joints ([x y z qx qy qz qw, joints])"""
+        return self._model.nq
+
+    @property
+    def nv(self):
+        """tangent width: qd, qdd, u and vector outputs are (B, nv); floating base: 6 + joints"""
+        return self._model.nv
+
+    @property
+    def nb(self):
+        """bodies (the floating base included): f_ext is (B, 6*nb), FK is (B, nb, 4, 4)"""
+        return self._model.nb
+
+    num_joints = nq
+    num_vel = nv
+    num_bodies = nb
+
+    @property
+    def dtype(self):
+        """numpy dtype of inputs and outputs"""
+        return self._runner.dtype
+
+    @property
+    def floating_base(self):
+        return self._model.floating_base
+
+    @property
+    def gravity(self):
+        """signed gravitational acceleration along world z"""
+        return self._model.gravity
+
+    @property
+    def joint_names(self):
+        """moving joints in q/v order; on a floating base the free-flyer "root_joint" comes first"""
+        return self._joint_names
+
+    @property
+    def body_names(self):
+        """the child link of each moving joint, in joint order (the rows of forward_kinematics)"""
+        return self._model.body_names
+
+    @property
+    def frame_names(self):
+        """every URDF link, in file order; frame ids index this tuple"""
+        return self._frame_names
+
+    @property
+    def ee_frame_ids(self):
+        """frame ids of the end effectors, in end_effector_pose order"""
+        return self._ee_frames
+
+    @property
+    def ee_names(self):
+        """frame (link) names of the end effectors, in end_effector_pose order"""
+        return tuple(self._frame_names[i] for i in self._ee_frames)
+
+    @property
+    def num_ees(self):
+        return len(self._ee_frames)
+
+    @property
+    def max_batch_size(self):
+        return self._options["max_batch_size"]
+
+    @property
+    def device(self):
+        return self._options["device"]
+
+    @property
+    def backend(self):
+        return self._options["backend"]
+
+    @property
+    def provider(self):
+        """what computes the results, e.g. 'reference (float64 C)'"""
+        return self._runner.provider
+
+    @property
+    def options(self):
+        """the register_robot options this handle was built with (a copy)"""
+        return dict(self._options)
+
+    def frame_id(self, frame):
+        """Frame id of a link name, of the joint whose child link it is, or of an int id (checked)."""
+        if isinstance(frame, str):
+            try:
+                return self._frame_lookup[frame]
+            except KeyError:
+                shown = ", ".join(repr(n) for n in self._frame_names[:12])
+                more = "" if len(self._frame_names) <= 12 else f", ... ({len(self._frame_names)} frames)"
+                raise ValueError(f"unknown frame {frame!r} on robot {self._name!r}; frames are URDF link "
+                                 f"names (or the joint above the link): {shown}{more}") from None
+        if isinstance(frame, numbers.Integral) and not isinstance(frame, bool):
+            fid = int(frame)
+            if 0 <= fid < len(self._frame_names):
+                return fid
+            raise ValueError(f"frame id {fid} is out of range: robot {self._name!r} has "
+                             f"{len(self._frame_names)} frames")
+        raise TypeError(f"target must be a frame name or an int frame id, not {type(frame).__name__}")
+
+    def __repr__(self):
+        return (f"RobotHandle(name={self._name!r}, robot={self._model.robot_name!r}, nq={self.nq}, "
+                f"nv={self.nv}, nb={self.nb}, nee={self.num_ees}, floating_base={self.floating_base}, "
+                f"dtype={self.dtype.name}, device={self.device!r}, backend={self.backend!r}, "
+                f"provider={self.provider!r})")
+
+    # ---- dynamics ----
+    def inverse_dynamics(self, q, qd, qdd=None, f_ext=None, out=None):
+        """RNEA: tau = M(q) qdd + c(q, qd) - J^T f_ext, (B, nv). qdd=None means zero acceleration."""
+        return self._call(_RNEA, q, qd, qdd, f_ext, out, 0, 0)
+
+    rnea = inverse_dynamics
+
+    def nonlinear_effects(self, q, qd, out=None):
+        """Coriolis, centrifugal and gravity terms c(q, qd) = rnea(q, qd, 0), (B, nv)."""
+        return self._call(_NLE, q, qd, None, None, out, 0, 0)
+
+    def generalized_gravity(self, q, out=None):
+        """Gravity torques g(q) = rnea(q, 0, 0), (B, nv)."""
+        return self._call(_GRAVITY, q, None, None, None, out, 0, 0)
+
+    def crba(self, q, out=None):
+        """Joint-space mass matrix M(q), full symmetric, (B, nv, nv)."""
+        return self._call(_CRBA, q, None, None, None, out, 0, 0)
+
+    def minv(self, q, out=None):
+        """Inverse mass matrix M(q)^-1 by the direct algorithm, full symmetric, (B, nv, nv)."""
+        return self._call(_MINV, q, None, None, None, out, 0, 0)
+
+    def forward_dynamics(self, q, qd, u, f_ext=None, out=None):
+        """qdd = M^-1 (u - c(q, qd) + J^T f_ext), (B, nv)."""
+        return self._call(_FD, q, qd, u, f_ext, out, 0, 0)
+
+    fd = forward_dynamics
+
+    def aba(self, q, qd, u, f_ext=None, out=None):
+        """Forward dynamics by the articulated-body algorithm, (B, nv)."""
+        return self._call(_ABA, q, qd, u, f_ext, out, 0, 0)
+
+    # ---- kinematics ----
+    def forward_kinematics(self, q, out=None):
+        """World placement oMi of every body (joint frame), (B, nb, 4, 4) homogeneous matrices."""
+        return self._call(_FK, q, None, None, None, out, 0, 0)
+
+    def end_effector_pose(self, q, out=None):
+        """[x, y, z, roll, pitch, yaw] of each end effector (pinocchio.rpy.matrixToRpy), (B, 6*nee)."""
+        return self._call(_EE_POSE, q, None, None, None, out, 0, 0)
+
+    def frame_jacobian(self, q, target=None, reference_frame="LOCAL_WORLD_ALIGNED", out=None):
+        """Jacobian of a frame, rows [linear; angular], (B, 6, nv), as pinocchio.computeFrameJacobian.
+
+        target: a frame (link) name, the name of the joint above that link, or a frame id;
+        default the first end effector. reference_frame: "WORLD", "LOCAL" or "LOCAL_WORLD_ALIGNED"."""
+        if target is None:
+            if not self._ee_frames:
+                raise ValueError(f"robot {self._name!r} has no end effectors; pass target=")
+            fid = self._ee_frames[0]
+        else:
+            fid = self.frame_id(target)
+        rf_name = getattr(reference_frame, "name", reference_frame)  # also pinocchio.ReferenceFrame
+        rf = REFERENCE_FRAMES.get(rf_name.upper()) if isinstance(rf_name, str) else None
+        if rf is None:
+            raise ValueError(f"reference_frame must be one of 'WORLD', 'LOCAL', 'LOCAL_WORLD_ALIGNED'; "
+                             f"got {reference_frame!r}")
+        return self._call(_JAC, q, None, None, None, out, fid, rf)
+

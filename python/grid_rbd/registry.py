@@ -1,0 +1,176 @@
+"""register_robot / get_robot: option checking, URDF loading, provider selection and the name -> handle registry."""
+
+import math
+import numbers
+import os
+import threading
+
+import numpy as np
+
+from . import _core
+from ._errors import GridIOError, NotAvailableError, UnsupportedURDFError
+from .handle import RobotHandle
+
+__all__ = ["register_robot", "get_robot"]
+
+_DEVICES = ("cpu", "cuda")
+_BACKENDS = ("numpy", "jax", "torch")
+
+# options the spec documents for later increments: default value -> accepted silently;
+# anything else raises NotAvailableError (never ignored)
+_LATER_OPTIONS = {
+    "algorithm_list": None,
+    "output_convention": "pinocchio",
+    "contact_frames": None,
+    "enable_tool": False,
+    "allow_fp64": False,
+    "runtime_inertia": False,
+    "runtime_transform": False,
+    "runtime_joint_dynamics": False,
+    "multi_target_batch": None,
+    "integrator_type": None,
+}
+# options that only steer the compiled path; accepted now, no effect with the reference provider
+_BUILD_OPTIONS = {"cache_dir": None, "force_rebuild": False, "enable_mujoco_kernels": True}
+
+_registry = {}
+_registry_lock = threading.Lock()
+
+
+def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, ee_joint_names=None,
+                   max_batch_size=256, dtype="float32", device="cpu", backend="numpy", gravity=-9.81,
+                   ignore_mimic=False, **reserved):
+    """Parse a URDF, prepare its batched algorithms and return a RobotHandle (also kept under `name`).
+
+    Exactly one of urdf_path / urdf_string. floating_base adds a free-flyer "root_joint"
+    (q = [x y z qx qy qz qw, joints], v = [v_lin, omega, joints], both local). ee_joint_names picks
+    end effectors by joint name (default: every leaf body). dtype is "float32" or "float64".
+    gravity is the signed acceleration along world z. ignore_mimic=True treats <mimic> joints as
+    independent joints (Pinocchio's default); otherwise a robot with mimic joints is refused.
+    Only device="cpu" and backend="numpy" exist in this version."""
+    options = _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, max_batch_size,
+                             dtype, device, backend, gravity, ignore_mimic, reserved)
+    urdf_bytes, filename = _read_urdf(urdf_path, urdf_string)
+    model = _load_model(urdf_bytes, filename, options)
+    runner = _make_runner(model, options)
+    handle = RobotHandle(name, model, runner, options)
+    with _registry_lock:
+        _registry[name] = handle
+    return handle
+
+
+def get_robot(name):
+    """The handle registered under `name` (KeyError naming the registered robots otherwise)."""
+    with _registry_lock:
+        try:
+            return _registry[name]
+        except KeyError:
+            known = ", ".join(repr(n) for n in sorted(_registry)) or "none"
+            raise KeyError(f"no robot registered as {name!r}; registered robots: {known}") from None
+
+
+def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, max_batch_size, dtype,
+                   device, backend, gravity, ignore_mimic, reserved):
+    """Validate every register_robot argument; return the canonical options dict."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty str; got {name!r}")
+    if (urdf_path is None) == (urdf_string is None):
+        raise ValueError("pass exactly one of urdf_path= or urdf_string=")
+
+    if device not in _DEVICES:
+        raise ValueError(f"device must be one of {', '.join(map(repr, _DEVICES))}; got {device!r}")
+    if device != "cpu":
+        raise NotAvailableError(f"device={device!r} comes in a later version of grid_rbd; "
+                                "this version runs on device='cpu'")
+    if backend not in _BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}; got {backend!r}")
+    if backend != "numpy":
+        raise NotAvailableError(f"backend={backend!r} comes in a later version of grid_rbd; "
+                                "this version provides backend='numpy'")
+
+    try:
+        np_dtype = np.dtype(dtype)
+    except TypeError:
+        np_dtype = None
+    if np_dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(f"dtype must be 'float32' or 'float64'; got {dtype!r}")
+
+    if not isinstance(max_batch_size, numbers.Integral) or isinstance(max_batch_size, bool) or max_batch_size < 1:
+        raise ValueError(f"max_batch_size must be a positive int; got {max_batch_size!r}")
+    if not isinstance(gravity, numbers.Real) or not math.isfinite(gravity):
+        raise ValueError(f"gravity must be a finite number (signed acceleration along world z); got {gravity!r}")
+
+    if ee_joint_names is not None:
+        if isinstance(ee_joint_names, str):
+            ee_joint_names = [ee_joint_names]
+        ee_joint_names = list(ee_joint_names)
+        if not ee_joint_names or not all(isinstance(n, str) for n in ee_joint_names):
+            raise ValueError(f"ee_joint_names must be None or a non-empty list of joint names; got {ee_joint_names!r}")
+
+    extra = {}
+    for key, value in reserved.items():
+        if key in _BUILD_OPTIONS:
+            extra[key] = value
+        elif key in _LATER_OPTIONS:
+            if value != _LATER_OPTIONS[key]:
+                raise NotAvailableError(f"register_robot option {key}={value!r} comes in a later version "
+                                        "of grid_rbd")
+        else:
+            raise TypeError(f"register_robot() got an unexpected keyword argument {key!r}")
+
+    options = {
+        "name": name,
+        "urdf_path": None if urdf_path is None else os.fspath(urdf_path),
+        "floating_base": bool(floating_base),
+        "ee_joint_names": ee_joint_names,
+        "max_batch_size": int(max_batch_size),
+        "dtype": np_dtype.name,
+        "device": device,
+        "backend": backend,
+        "gravity": float(gravity),
+        "ignore_mimic": bool(ignore_mimic),
+    }
+    options.update(extra)
+    return options
+
+
+def _read_urdf(urdf_path, urdf_string):
+    """(bytes, filename for messages) from a path or an in-memory string"""
+    if urdf_path is not None:
+        path = os.fspath(urdf_path)
+        try:
+            with open(path, "rb") as f:
+                return f.read(), path
+        except OSError as e:
+            raise GridIOError(e.errno, f"cannot read URDF file: {e.strerror}", path) from e
+    if isinstance(urdf_string, str):
+        return urdf_string.encode("utf-8"), "<urdf_string>"
+    if isinstance(urdf_string, (bytes, bytearray, memoryview)):
+        return bytes(urdf_string), "<urdf_string>"
+    raise TypeError(f"urdf_string must be str or bytes, not {type(urdf_string).__name__}")
+
+
+def _load_model(urdf_bytes, filename, options):
+    """_core.Model for the options; a mimic refusal gets the ignore_mimic hint"""
+    try:
+        return _core.Model(urdf_bytes, filename, floating_base=options["floating_base"],
+                           gravity=options["gravity"], ignore_mimic=options["ignore_mimic"],
+                           ee_joint_names=options["ee_joint_names"])
+    except UnsupportedURDFError as e:
+        text = str(e)
+        if "mimic" in text.lower() and "ignore_mimic" not in text:
+            hint = UnsupportedURDFError(text + " (pass ignore_mimic=True to treat mimic joints as independent "
+                                        "joints, as Pinocchio does)")
+            for attr in ("code", "line", "column", "filename", "detail"):
+                setattr(hint, attr, getattr(e, attr))
+            raise hint from None
+        raise
+
+
+def _make_runner(model, options):
+    """The Runner that answers calls: today the float64 C reference for every algorithm.
+
+    This is where the compiled path slots in: look the model + options up in the cache, build
+    robot.so when missing, load it and pass its entry points as Runner(provider=capsule, owner=lib)."""
+    dtype = _core.FLOAT32 if options["dtype"] == "float32" else _core.FLOAT64
+    return _core.Runner(model, dtype)

@@ -1,0 +1,34 @@
+/* The algorithm builders: each writes one algorithm once, as a loop over the model, into a symbolic graph. */
+#ifndef GRID_EMIT_ALGOS_H
+#define GRID_EMIT_ALGOS_H
+
+#include "kinematics.h"
+
+/* Every builder reads the kinematics k (built from symbolic q), symbolic inputs where an
+   absent input (NULL) is an exact zero that folds away, and writes symbolic outputs.
+   They return 0, or -1 when out of memory. */
+
+/* tau (nv) = M(q) a + C(q, v) v + g(q) - J^T fext; v, a, fext may be NULL */
+int ea_rnea(ek_kin *k, const sv *v, const sv *a, const sv *fext, sv *tau);
+
+/* M (nv x nv row-major, full symmetric) by composite rigid bodies */
+int ea_crba(ek_kin *k, sv *M);
+
+/* Carpentier's factorization of M^-1: articulated inertias without bias, U = IA S, Dinv = (S^T U)^-1 */
+typedef struct {
+    sv (*U)[36];    /* per body: column c of U is U[i][6 c .. 6 c + 5] */
+    sv (*Dinv)[36]; /* per body: nv x nv row-major */
+} ea_factor;
+int ea_factor_build(ek_kin *k, ea_factor *fa);
+void ea_factor_free(ea_factor *fa);
+
+/* M^-1 (nv x nv row-major, full symmetric) by Carpentier's direct algorithm */
+int ea_minv(ek_kin *k, sv *Minv);
+
+/* qdd = M^-1 (u - rnea(q, v, 0, fext)): the RNEA builder for the bias, then the factor applied to a vector */
+int ea_fd(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd);
+
+/* qdd by the articulated-body algorithm; fext may be NULL */
+int ea_aba(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd);
+
+#endif

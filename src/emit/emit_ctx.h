@@ -1,0 +1,41 @@
+/* What every emitting function shares: the prepared model, the target and dtype tables, the output. */
+#ifndef GRID_EMIT_CTX_H
+#define GRID_EMIT_CTX_H
+
+#include "grid/emit.h"
+#include "algos.h"
+#include "target.h"
+#include "writer.h"
+
+typedef struct {
+    const em_model *em;
+    const emit_target *t;
+    const emit_real *re;
+    sym_style st;      /* spelling of statements in per-state functions */
+    ew_writer *w;
+} emit_ctx;
+
+/* array ids every per-state graph declares, in this order */
+enum { ARR_Q = 0, ARR_V, ARR_A, ARR_FEXT, ARR_OUT };
+
+/* an element of a state array in raw code: name[expr] or name[(expr) * st] */
+void emit_elem(const emit_ctx *cx, char *buf, size_t cap, const char *name, const char *expr);
+
+/* frames family (algo_frames.c): constant tables, the rpy helper, and the builders,
+   which add raw code around the symbolic part */
+void emit_frame_tables(const emit_ctx *cx);
+void emit_rpy_helper(const emit_ctx *cx);
+int ea_fk(const emit_ctx *cx, ek_kin *k);
+int ea_ee_pose(const emit_ctx *cx, ek_kin *k);
+int ea_frame_jacobian(const emit_ctx *cx, ek_kin *k);
+
+/* per-state functions (emit_state.c): write the function named grid_s_<fn> */
+typedef enum { ST_RNEA, ST_GRAVITY, ST_CRBA, ST_MINV, ST_FD, ST_ABA, ST_FK, ST_EE_POSE, ST_JACOBIAN } state_kind;
+typedef struct {
+    const char *fn;   /* grid_s_<fn> */
+    state_kind kind;
+    int reads_v, reads_a, reads_fext;
+} state_spec;
+int emit_state_function(const emit_ctx *cx, const state_spec *sp, sym_stats *stats);
+
+#endif

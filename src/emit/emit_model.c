@@ -1,0 +1,168 @@
+/* Snapping model constants to exact structural zeros/ones and sanitizing names for comments. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "emit_model.h"
+
+/* rotation entries, axes and lever arms closer than this to 0 or +-1 are treated as exact
+   (cos(pi/2) in a URDF rpy is 6e-17, not 0); the change is far below float64 test tolerances */
+#define SNAP_EPS 1e-14
+
+static double snap_unit(double x)
+{
+    if (fabs(x) < SNAP_EPS) return 0.0;
+    if (fabs(x - 1.0) < SNAP_EPS) return 1.0;
+    if (fabs(x + 1.0) < SNAP_EPS) return -1.0;
+    return x;
+}
+
+static double snap_zero(double x, double scale)
+{
+    return fabs(x) < SNAP_EPS * scale ? 0.0 : x;
+}
+
+void em_sanitize(const char *name, char *out, size_t cap)
+{
+    size_t n = 0;
+    if (!cap) return;
+    if (!name) name = "";
+    for (; *name && n + 1 < cap; name++) {
+        char c = *name;
+        int keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                   c == '.' || c == ':' || c == '-' || c == ' ';
+        out[n++] = keep ? c : '_';
+    }
+    /* a cut name ends in "..." */
+    if (*name && cap > 4) {
+        memcpy(out + cap - 4, "...", 3);
+        n = cap - 1;
+    }
+    out[n] = '\0';
+}
+
+static int finite_all(const double *x, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (!isfinite(x[k])) return 0;
+    return 1;
+}
+
+static void snap_transform(const grid_transform *t, double R[9], double p[3])
+{
+    for (int k = 0; k < 9; k++) R[k] = snap_unit(t->R[k]);
+    for (int k = 0; k < 3; k++) p[k] = snap_zero(t->p[k], 1.0);
+}
+
+int em_model_init(em_model *em, const grid_model *m, grid_error *err)
+{
+    memset(em, 0, sizeof *em);
+    em->m = m;
+    em->nq = m->nq;
+    em->nv = m->nv;
+    em->nb = m->nb;
+    em->nframes = m->nframes;
+    em->nee = m->nee;
+    em->gravity = m->gravity;
+    em_sanitize(m->robot_name, em->robot, sizeof em->robot);
+    if (!isfinite(m->gravity))
+        return grid_error_set(err, GRID_ERR_ARG, 0, 0, "gravity is not finite");
+    em->b = calloc((size_t)(m->nb > 0 ? m->nb : 1), sizeof *em->b);
+    em->f = calloc((size_t)(m->nframes > 0 ? m->nframes : 1), sizeof *em->f);
+    em->ee = calloc((size_t)(m->nee > 0 ? m->nee : 1), sizeof *em->ee);
+    if (!em->b || !em->f || !em->ee) {
+        em_model_free(em);
+        return grid_error_set(err, GRID_ERR_NOMEM, 0, 0, "out of memory preparing the model for emission");
+    }
+    for (int i = 0; i < m->nb; i++) {
+        const grid_body *gb = &m->bodies[i];
+        const grid_joint *j = &gb->joint;
+        em_body *b = &em->b[i];
+        char ln[64], jn[64];
+        const grid_inertia *in = &gb->inertia;
+        if (!finite_all(j->placement.R, 9) || !finite_all(j->placement.p, 3) || !finite_all(j->axis, 3) ||
+            !isfinite(in->mass) || !finite_all(in->com, 3) || !finite_all(in->I_com, 9)) {
+            em_sanitize(j->name, jn, sizeof jn);
+            em_model_free(em);
+            return grid_error_set(err, GRID_ERR_ARG, 0, 0, "joint '%s': a non-finite model constant", jn);
+        }
+        if (j->parent >= i || j->parent < -1 ||
+            (j->type != GRID_JOINT_REVOLUTE && j->type != GRID_JOINT_PRISMATIC && j->type != GRID_JOINT_FREE) ||
+            j->nv != (j->type == GRID_JOINT_FREE ? 6 : 1) || j->nq != (j->type == GRID_JOINT_FREE ? 7 : 1) ||
+            j->iq < 0 || j->iq + j->nq > m->nq || j->iv < 0 || j->iv + j->nv > m->nv) {
+            em_model_free(em);
+            return grid_error_set(err, GRID_ERR_ARG, 0, 0, "body %d: malformed joint (parent order or type)", i);
+        }
+        b->type = j->type;
+        b->parent = j->parent;
+        b->iq = j->iq;
+        b->nq = j->nq;
+        b->iv = j->iv;
+        b->nv = j->nv;
+        snap_transform(&j->placement, b->R, b->p);
+        b->place_rot_identity = b->R[0] == 1 && b->R[4] == 1 && b->R[8] == 1 && b->R[1] == 0 && b->R[2] == 0 &&
+                                b->R[3] == 0 && b->R[5] == 0 && b->R[6] == 0 && b->R[7] == 0;
+        b->axis_k = -1;
+        for (int k = 0; k < 3; k++) b->axis[k] = snap_unit(j->axis[k]);
+        for (int k = 0; k < 3; k++)
+            if (fabs(b->axis[k]) == 1.0 && b->axis[(k + 1) % 3] == 0.0 && b->axis[(k + 2) % 3] == 0.0)
+                b->axis_k = k;
+        /* motion subspace: [0; a] revolute, [a; 0] prismatic, identity for the free-flyer */
+        memset(b->S, 0, sizeof b->S);
+        b->s_basis = -1;
+        if (j->type == GRID_JOINT_FREE) {
+            for (int k = 0; k < 6; k++) b->S[6 * k + k] = 1.0;
+        } else {
+            int off = j->type == GRID_JOINT_REVOLUTE ? 3 : 0;
+            for (int k = 0; k < 3; k++) b->S[off + k] = b->axis[k];
+            if (b->axis_k >= 0) b->s_basis = off + b->axis_k;
+        }
+        /* inertia: products and lever arms snapped relative to the body's scale */
+        b->mass = in->mass;
+        double scale = fabs(in->I_com[0]) + fabs(in->I_com[4]) + fabs(in->I_com[8]);
+        for (int k = 0; k < 3; k++) b->com[k] = snap_zero(in->com[k], 1.0);
+        for (int k = 0; k < 9; k++) b->Ic[k] = snap_zero(in->I_com[k], scale);
+        /* keep I symmetric exactly */
+        b->Ic[3] = b->Ic[1];
+        b->Ic[6] = b->Ic[2];
+        b->Ic[7] = b->Ic[5];
+        em_sanitize(gb->name, ln, sizeof ln);
+        em_sanitize(j->name, jn, sizeof jn);
+        snprintf(b->label, sizeof b->label, "link '%s' (joint '%s')", ln, jn);
+    }
+    for (int f = 0; f < m->nframes; f++) {
+        const grid_frame *gf = &m->frames[f];
+        if (!finite_all(gf->placement.R, 9) || !finite_all(gf->placement.p, 3) || gf->body < -1 ||
+            gf->body >= m->nb) {
+            em_model_free(em);
+            return grid_error_set(err, GRID_ERR_ARG, 0, 0, "frame %d: bad body or non-finite placement", f);
+        }
+        em->f[f].body = gf->body;
+        snap_transform(&gf->placement, em->f[f].R, em->f[f].p);
+    }
+    for (int k = 0; k < m->nee; k++) {
+        if (m->ee_frames[k] < 0 || m->ee_frames[k] >= m->nframes) {
+            em_model_free(em);
+            return grid_error_set(err, GRID_ERR_ARG, 0, 0, "end effector %d: bad frame id", k);
+        }
+        em->ee[k] = m->ee_frames[k];
+    }
+    return GRID_OK;
+}
+
+void em_model_free(em_model *em)
+{
+    free(em->b);
+    free(em->f);
+    free(em->ee);
+    em->b = NULL;
+    em->f = NULL;
+    em->ee = NULL;
+}
+
+int em_is_ancestor(const em_model *em, int a, int b)
+{
+    for (int k = b; k >= 0; k = em->b[k].parent)
+        if (k == a) return 1;
+    return 0;
+}

@@ -1,0 +1,49 @@
+/* The model as the emitter sees it: constants snapped to exact zeros/ones, plus per-body tree facts. */
+#ifndef GRID_EMIT_MODEL_H
+#define GRID_EMIT_MODEL_H
+
+#include "grid/error.h"
+#include "grid/model.h"
+
+typedef struct {
+    int type;            /* grid_joint_type */
+    int parent;          /* parent body, -1 = world */
+    int iq, nq, iv, nv;
+    double R[9], p[3];   /* joint placement in the parent frame (snapped) */
+    int place_rot_identity;
+    double axis[3];      /* unit axis (snapped) */
+    int axis_k;          /* 0..2 when the axis is +-e_k, else -1 */
+    double S[36];        /* motion subspace, 6 x nv row-major */
+    int s_basis;         /* 0..5 when nv == 1 and S is +-e_k (k = s_basis), else -1 */
+    double mass, com[3];
+    double Ic[9];        /* rotational inertia about the centre of mass, body axes (snapped) */
+    char label[160];     /* "link 'x' (joint 'y')": sanitized for a block comment */
+} em_body;
+
+typedef struct {
+    int body;            /* -1 = welded to the world */
+    double R[9], p[3];   /* placement in the body (or world) frame (snapped) */
+} em_frame;
+
+typedef struct {
+    const grid_model *m;
+    int nq, nv, nb, nframes, nee;
+    double gravity;      /* signed, along world z */
+    em_body *b;
+    em_frame *f;
+    int *ee;             /* nee frame ids */
+    char robot[96];      /* sanitized robot name */
+} em_model;
+
+/* build the emitter's view of m; GRID_ERR_ARG on a non-finite constant, GRID_ERR_NOMEM */
+int em_model_init(em_model *em, const grid_model *m, grid_error *err);
+void em_model_free(em_model *em);
+
+/* copy an untrusted name into out as comment-safe text: [A-Za-z0-9_.:-] and space kept, the rest '_',
+   at most cap - 1 characters (with "..." when cut) */
+void em_sanitize(const char *name, char *out, size_t cap);
+
+/* 1 when body a is an ancestor of (or equal to) body b */
+int em_is_ancestor(const em_model *em, int a, int b);
+
+#endif

@@ -1,0 +1,550 @@
+/* The symbolic scalar engine: hash-consed SSA nodes with constant folding, then live-only emission. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sym.h"
+
+typedef struct {
+    unsigned char op;
+    int a, b, c;  /* operands (handles), or array/index/value for INPUT and STORE */
+    double k;     /* CONST value */
+} sym_node;
+
+struct sym_graph {
+    sym_node *nodes;
+    int n, cap;
+    int *slots;   /* open-addressing table of node indices, -1 = empty */
+    int nslots;
+    char *text;   /* pool of TEXT node strings */
+    size_t tlen, tcap;
+    char arrays[SYM_MAX_ARRAYS][24];
+    int scaled[SYM_MAX_ARRAYS];
+    int narrays;
+    int oom;
+};
+
+/* handles of the two constants every graph starts with */
+enum { ZERO = 0, ONE = 2 };
+
+static int hv_node(sv x) { return x >> 1; }
+static int hv_negated(sv x) { return x & 1; }
+
+/* ---- node table and hashing ---- */
+
+static uint64_t mix(unsigned op, int a, int b)
+{
+    uint64_t h = (uint64_t)op * 0x9E3779B97F4A7C15ull;
+    h ^= (uint64_t)(uint32_t)a + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
+    h ^= (uint64_t)(uint32_t)b + 0x85EBCA77C2B2AE63ull + (h << 6) + (h >> 2);
+    h ^= h >> 31;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 29;
+    return h;
+}
+
+static int grow_slots(sym_graph *g)
+{
+    int ns = g->nslots ? 2 * g->nslots : 1024;
+    int *s = malloc((size_t)ns * sizeof *s);
+    if (!s) return -1;
+    for (int i = 0; i < ns; i++) s[i] = -1;
+    for (int i = 0; i < g->nslots; i++) {
+        int id = g->slots[i];
+        if (id < 0) continue;
+        const sym_node *nd = &g->nodes[id];
+        size_t h = (size_t)mix(nd->op, nd->a, nd->b) & (size_t)(ns - 1);
+        while (s[h] >= 0) h = (h + 1) & (size_t)(ns - 1);
+        s[h] = id;
+    }
+    free(g->slots);
+    g->slots = s;
+    g->nslots = ns;
+    return 0;
+}
+
+static int append_node(sym_graph *g, const sym_node *nd)
+{
+    if (g->n == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 4096;
+        sym_node *p = realloc(g->nodes, (size_t)cap * sizeof *p);
+        if (!p) {
+            g->oom = 1;
+            return -1;
+        }
+        g->nodes = p;
+        g->cap = cap;
+    }
+    g->nodes[g->n] = *nd;
+    return g->n++;
+}
+
+/* find or create the node (op, a, b); returns its positive handle */
+static sv intern(sym_graph *g, unsigned char op, int a, int b, double k)
+{
+    if (g->oom) return ZERO;
+    if (2 * (g->n + 1) > g->nslots && grow_slots(g) != 0) {
+        g->oom = 1;
+        return ZERO;
+    }
+    size_t mask = (size_t)g->nslots - 1, h = (size_t)mix(op, a, b) & mask;
+    for (;;) {
+        int id = g->slots[h];
+        if (id < 0) break;
+        const sym_node *nd = &g->nodes[id];
+        if (nd->op == op && nd->a == a && nd->b == b) return id << 1;
+        h = (h + 1) & mask;
+    }
+    sym_node nd = {op, a, b, 0, k};
+    int id = append_node(g, &nd);
+    if (id < 0) return ZERO;
+    g->slots[h] = id;
+    return id << 1;
+}
+
+sym_graph *sym_new(void)
+{
+    sym_graph *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    /* ZERO and ONE get handles 0 and 2 */
+    sym_const(g, 0.0);
+    sym_const(g, 1.0);
+    if (g->oom) {
+        sym_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+void sym_free(sym_graph *g)
+{
+    if (!g) return;
+    free(g->nodes);
+    free(g->slots);
+    free(g->text);
+    free(g);
+}
+
+int sym_failed(const sym_graph *g)
+{
+    return g->oom;
+}
+
+int sym_array(sym_graph *g, const char *name, int scaled)
+{
+    if (g->narrays == SYM_MAX_ARRAYS || strlen(name) >= sizeof g->arrays[0]) {
+        g->oom = 1; /* a programming error; surfaces as a failure */
+        return 0;
+    }
+    snprintf(g->arrays[g->narrays], sizeof g->arrays[0], "%s", name);
+    g->scaled[g->narrays] = scaled;
+    return g->narrays++;
+}
+
+/* ---- leaves ---- */
+
+sv sym_const(sym_graph *g, double k)
+{
+    if (k == 0.0) k = 0.0; /* one zero: -0.0 folds into +0.0 */
+    uint64_t bits;
+    memcpy(&bits, &k, sizeof bits);
+    return intern(g, SYM_CONST, (int)(uint32_t)bits, (int)(uint32_t)(bits >> 32), k);
+}
+
+sv sym_input(sym_graph *g, int array, int index)
+{
+    return intern(g, SYM_INPUT, array, index, 0.0);
+}
+
+int sym_is_const(const sym_graph *g, sv x, double *k)
+{
+    const sym_node *nd = &g->nodes[hv_node(x)];
+    if (nd->op != SYM_CONST) return 0;
+    if (k) *k = nd->k; /* constants are never negated */
+    return 1;
+}
+
+int sym_is_zero(const sym_graph *g, sv x)
+{
+    double k;
+    return sym_is_const(g, x, &k) && k == 0.0;
+}
+
+/* x as a positive handle and a sign; a negative constant becomes its absolute value */
+static sv split(sym_graph *g, sv x, int *neg)
+{
+    double k;
+    if (sym_is_const(g, x, &k) && k < 0) {
+        *neg = 1;
+        return sym_const(g, -k);
+    }
+    *neg = hv_negated(x);
+    return x & ~1;
+}
+
+static sv with_sign(sym_graph *g, sv x, int neg)
+{
+    return neg ? sym_neg(g, x) : x;
+}
+
+sv sym_neg(sym_graph *g, sv a)
+{
+    double k;
+    if (sym_is_const(g, a, &k)) return sym_const(g, -k);
+    return SV_NEG(a);
+}
+
+/* ---- arithmetic with folding; operands of stored nodes are positive handles ---- */
+
+static sv add_node(sym_graph *g, sv x, sv y)
+{
+    if (x > y) { sv t = x; x = y; y = t; }
+    return intern(g, SYM_ADD, x, y, 0.0);
+}
+
+/* x - y in the canonical operand order; -(y - x) is bitwise x - y */
+static sv sub_node(sym_graph *g, sv x, sv y)
+{
+    if (x > y) return SV_NEG(intern(g, SYM_SUB, y, x, 0.0));
+    return intern(g, SYM_SUB, x, y, 0.0);
+}
+
+sv sym_add(sym_graph *g, sv a, sv b)
+{
+    if (g->oom) return ZERO;
+    double ka, kb;
+    int ca = sym_is_const(g, a, &ka), cb = sym_is_const(g, b, &kb);
+    if (ca && cb) return sym_const(g, ka + kb);
+    if (ca && ka == 0.0) return b;
+    if (cb && kb == 0.0) return a;
+    int na, nb;
+    sv pa = split(g, a, &na), pb = split(g, b, &nb);
+    if (!na && !nb) return add_node(g, pa, pb);
+    if (!na && nb) return sub_node(g, pa, pb);
+    if (na && !nb) return sub_node(g, pb, pa);
+    return SV_NEG(add_node(g, pa, pb));
+}
+
+sv sym_sub(sym_graph *g, sv a, sv b)
+{
+    return sym_add(g, a, sym_neg(g, b));
+}
+
+/* the constant operand of a MUL node (0 when it has none) */
+static int mul_const_operand(const sym_graph *g, sv x, sv *other, double *k)
+{
+    const sym_node *nd = &g->nodes[hv_node(x)];
+    if (nd->op != SYM_MUL) return 0;
+    if (sym_is_const(g, nd->a, k)) { *other = nd->b; return 1; }
+    if (sym_is_const(g, nd->b, k)) { *other = nd->a; return 1; }
+    return 0;
+}
+
+sv sym_mul(sym_graph *g, sv a, sv b)
+{
+    if (g->oom) return ZERO;
+    double ka, kb;
+    int ca = sym_is_const(g, a, &ka), cb = sym_is_const(g, b, &kb);
+    if (ca && cb) return sym_const(g, ka * kb);
+    /* structural zeros and ones of the model fold away */
+    if ((ca && ka == 0.0) || (cb && kb == 0.0)) return ZERO;
+    if (ca && ka == 1.0) return b;
+    if (cb && kb == 1.0) return a;
+    if (ca && ka == -1.0) return sym_neg(g, b);
+    if (cb && kb == -1.0) return sym_neg(g, a);
+    int na, nb;
+    sv pa = split(g, a, &na), pb = split(g, b, &nb);
+    int neg = na ^ nb;
+    /* k1 * (x * k2) = x * (k1 k2) */
+    if (ca || cb) {
+        double kc = ca ? fabs(ka) : fabs(kb), k2;
+        sv x = ca ? pb : pa, other;
+        if (mul_const_operand(g, x, &other, &k2))
+            return with_sign(g, sym_mul(g, other, sym_const(g, kc * k2)), neg);
+    }
+    if (pa > pb) { sv t = pa; pa = pb; pb = t; }
+    sv r = intern(g, SYM_MUL, pa, pb, 0.0);
+    return neg ? SV_NEG(r) : r;
+}
+
+sv sym_div(sym_graph *g, sv a, sv b)
+{
+    if (g->oom) return ZERO;
+    double ka, kb;
+    int ca = sym_is_const(g, a, &ka), cb = sym_is_const(g, b, &kb);
+    if (ca && cb && kb != 0.0) return sym_const(g, ka / kb);
+    if (cb && kb != 0.0) return sym_mul(g, a, sym_const(g, 1.0 / kb));
+    if (ca && ka == 0.0) return ZERO;
+    int na, nb;
+    sv pa = split(g, a, &na), pb = split(g, b, &nb);
+    sv r = intern(g, SYM_DIV, pa, pb, 0.0);
+    return (na ^ nb) ? SV_NEG(r) : r;
+}
+
+sv sym_sqrt(sym_graph *g, sv a)
+{
+    double k;
+    if (sym_is_const(g, a, &k) && k >= 0) return sym_const(g, sqrt(k));
+    return intern(g, SYM_SQRT, a, 0, 0.0);
+}
+
+sv sym_sin(sym_graph *g, sv a)
+{
+    double k;
+    if (sym_is_const(g, a, &k)) return sym_const(g, sin(k));
+    if (hv_negated(a)) return SV_NEG(intern(g, SYM_SIN, a & ~1, 0, 0.0));
+    return intern(g, SYM_SIN, a, 0, 0.0);
+}
+
+sv sym_cos(sym_graph *g, sv a)
+{
+    double k;
+    if (sym_is_const(g, a, &k)) return sym_const(g, cos(k));
+    return intern(g, SYM_COS, a & ~1, 0, 0.0);
+}
+
+sv sym_atan2(sym_graph *g, sv y, sv x)
+{
+    double ky, kx;
+    if (sym_is_const(g, y, &ky) && sym_is_const(g, x, &kx)) return sym_const(g, atan2(ky, kx));
+    return intern(g, SYM_ATAN2, y, x, 0.0);
+}
+
+sv sym_fma(sym_graph *g, sv a, sv b, sv c)
+{
+    return sym_add(g, sym_mul(g, a, b), c);
+}
+
+sv sym_dot(sym_graph *g, const sv *a, const sv *b, int n)
+{
+    sv s = ZERO;
+    for (int k = 0; k < n; k++) s = sym_add(g, s, sym_mul(g, a[k], b[k]));
+    return s;
+}
+
+/* ---- side effects ---- */
+
+void sym_store(sym_graph *g, int array, int index, sv value)
+{
+    if (g->oom) return;
+    sym_node nd = {SYM_STORE, array, index, value, 0.0};
+    append_node(g, &nd);
+}
+
+static void add_text(sym_graph *g, const char *s, int droppable)
+{
+    if (g->oom) return;
+    size_t n = strlen(s) + 1;
+    if (g->tlen + n > g->tcap) {
+        size_t cap = g->tcap ? g->tcap : 4096;
+        while (cap < g->tlen + n) cap *= 2;
+        char *t = realloc(g->text, cap);
+        if (!t) {
+            g->oom = 1;
+            return;
+        }
+        g->text = t;
+        g->tcap = cap;
+    }
+    memcpy(g->text + g->tlen, s, n);
+    sym_node nd = {SYM_TEXT, (int)g->tlen, droppable, 0, 0.0};
+    g->tlen += n;
+    append_node(g, &nd);
+}
+
+void sym_comment(sym_graph *g, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    add_text(g, buf, 1);
+}
+
+void sym_raw(sym_graph *g, const char *text)
+{
+    add_text(g, text, 0);
+}
+
+/* ---- emission ---- */
+
+void sym_write_literal(ew_writer *w, const sym_style *st, double k)
+{
+    char buf[64];
+    if (st->is_float) {
+        float f = (float)k;
+        for (int p = 1; p <= 9; p++) {
+            snprintf(buf, sizeof buf, "%.*g", p, (double)f);
+            if (strtof(buf, NULL) == f) break;
+        }
+    } else {
+        for (int p = 1; p <= 17; p++) {
+            snprintf(buf, sizeof buf, "%.*g", p, k);
+            if (strtod(buf, NULL) == k) break;
+        }
+    }
+    if (!strpbrk(buf, ".en")) strcat(buf, ".0");
+    ew_puts(w, buf);
+    if (st->is_float) ew_puts(w, "f");
+}
+
+typedef struct {
+    const sym_graph *g;
+    const sym_style *st;
+    ew_writer *w;
+    const int *name; /* temp number of each node, -1 for inputs */
+} emitter;
+
+static void put_name(const emitter *e, int id)
+{
+    const sym_node *nd = &e->g->nodes[id];
+    if (nd->op == SYM_INPUT)
+        ew_printf(e->w, "%s_%d", e->g->arrays[nd->a], nd->b);
+    else
+        ew_printf(e->w, "t%d", e->name[id]);
+}
+
+/* an operand: literal (parenthesised when negative) or [-]name */
+static void put_operand(const emitter *e, sv x, int in_binary)
+{
+    double k;
+    if (sym_is_const(e->g, x, &k)) {
+        if (k < 0 && in_binary) {
+            ew_puts(e->w, "(");
+            sym_write_literal(e->w, e->st, k);
+            ew_puts(e->w, ")");
+        } else {
+            sym_write_literal(e->w, e->st, k);
+        }
+        return;
+    }
+    if (hv_negated(x)) ew_puts(e->w, in_binary ? "(-" : "-");
+    put_name(e, hv_node(x));
+    if (hv_negated(x) && in_binary) ew_puts(e->w, ")");
+}
+
+static void put_element(const emitter *e, int array, int index)
+{
+    const char *scale = e->g->scaled[array] ? e->st->elem_scale : "";
+    ew_printf(e->w, "%s[%d%s]", e->g->arrays[array], index, scale);
+}
+
+int sym_emit(const sym_graph *g, const sym_style *st, ew_writer *w, sym_stats *stats)
+{
+    if (g->oom) return -1;
+    sym_stats s0;
+    memset(&s0, 0, sizeof s0);
+    unsigned char *live = calloc((size_t)g->n + 1, 1);
+    int *name = malloc(((size_t)g->n + 1) * sizeof *name);
+    if (!live || !name) {
+        free(live);
+        free(name);
+        return -1;
+    }
+    /* liveness: stores and raw text are roots; walk operands backwards */
+    for (int i = g->n - 1; i >= 0; i--) {
+        const sym_node *nd = &g->nodes[i];
+        if (nd->op == SYM_STORE || (nd->op == SYM_TEXT && !nd->b)) live[i] = 1;
+        if (!live[i]) continue;
+        switch (nd->op) {
+        case SYM_ADD: case SYM_SUB: case SYM_MUL: case SYM_DIV: case SYM_ATAN2:
+            live[hv_node(nd->a)] = 1;
+            live[hv_node(nd->b)] = 1;
+            break;
+        case SYM_SQRT: case SYM_SIN: case SYM_COS:
+            live[hv_node(nd->a)] = 1;
+            break;
+        case SYM_STORE:
+            live[hv_node(nd->c)] = 1;
+            break;
+        default:
+            break;
+        }
+    }
+    /* a comment survives only when a live statement follows it before the next text */
+    int seen = 0;
+    for (int i = g->n - 1; i >= 0; i--) {
+        const sym_node *nd = &g->nodes[i];
+        if (nd->op == SYM_TEXT) {
+            if (nd->b) live[i] = (unsigned char)seen;
+            seen = 0;
+        } else if (live[i] && nd->op != SYM_CONST) {
+            seen = 1;
+        }
+    }
+    /* number the temporaries densely in emission order */
+    int next = 0;
+    for (int i = 0; i < g->n; i++) {
+        const sym_node *nd = &g->nodes[i];
+        name[i] = (live[i] && nd->op >= SYM_ADD && nd->op <= SYM_ATAN2) ? next++ : -1;
+    }
+    emitter e = {g, st, w, name};
+    static const char *const binop[] = {[SYM_ADD] = " + ", [SYM_SUB] = " - ", [SYM_MUL] = " * ",
+                                        [SYM_DIV] = " / "};
+    for (int i = 0; i < g->n; i++) {
+        if (!live[i]) continue;
+        const sym_node *nd = &g->nodes[i];
+        switch (nd->op) {
+        case SYM_CONST:
+            break;
+        case SYM_INPUT:
+            ew_printf(w, "%sconst %s ", st->indent, st->real);
+            put_name(&e, i);
+            ew_puts(w, " = ");
+            put_element(&e, nd->a, nd->b);
+            ew_puts(w, ";\n");
+            s0.statements++;
+            s0.loads++;
+            break;
+        case SYM_ADD: case SYM_SUB: case SYM_MUL: case SYM_DIV:
+            ew_printf(w, "%sconst %s t%d = ", st->indent, st->real, name[i]);
+            put_operand(&e, nd->a, 1);
+            ew_puts(w, binop[nd->op]);
+            put_operand(&e, nd->b, 1);
+            ew_puts(w, ";\n");
+            s0.statements++;
+            s0.flops++;
+            break;
+        case SYM_SQRT: case SYM_SIN: case SYM_COS: {
+            const char *fn = nd->op == SYM_SQRT ? st->fn_sqrt : nd->op == SYM_SIN ? st->fn_sin : st->fn_cos;
+            ew_printf(w, "%sconst %s t%d = %s(", st->indent, st->real, name[i], fn);
+            put_operand(&e, nd->a, 0);
+            ew_puts(w, ");\n");
+            s0.statements++;
+            s0.transcendental++;
+            break;
+        }
+        case SYM_ATAN2:
+            ew_printf(w, "%sconst %s t%d = %s(", st->indent, st->real, name[i], st->fn_atan2);
+            put_operand(&e, nd->a, 0);
+            ew_puts(w, ", ");
+            put_operand(&e, nd->b, 0);
+            ew_puts(w, ");\n");
+            s0.statements++;
+            s0.transcendental++;
+            break;
+        case SYM_STORE:
+            ew_puts(w, st->indent);
+            put_element(&e, nd->a, nd->b);
+            ew_puts(w, " = ");
+            put_operand(&e, nd->c, 0);
+            ew_puts(w, ";\n");
+            s0.statements++;
+            s0.stores++;
+            break;
+        case SYM_TEXT:
+            if (nd->b) ew_printf(w, "%s%s\n", st->indent, g->text + nd->a);
+            else ew_puts(w, g->text + nd->a);
+            break;
+        default:
+            break;
+        }
+    }
+    free(live);
+    free(name);
+    if (stats) *stats = s0;
+    return w->oom ? -1 : 0;
+}

@@ -1,0 +1,190 @@
+/* Target and dtype tables (C with OpenMP batch loops, CUDA with one thread per state) and their batch wrappers. */
+#include <stdio.h>
+#include "grid/abi.h"
+#include "grid/emit.h"
+#include "target.h"
+
+static const emit_real reals[] = {
+    {GRID_FLOAT64, "double", "sqrt", "sin", "cos", "atan2", 0},
+    {GRID_FLOAT32, "float", "sqrtf", "sinf", "cosf", "atan2f", 1},
+};
+
+const emit_real *emit_real_get(int dtype)
+{
+    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++)
+        if (reals[i].dtype == dtype) return &reals[i];
+    return NULL;
+}
+
+void emit_state_params(ew_writer *w, const emit_target *t)
+{
+    const char *r = t->restrict_kw;
+    ew_printf(w, "(const grid_real *%s q, const grid_real *%s v, const grid_real *%s a, "
+                 "const grid_real *%s fext, grid_real *%s out, const int frame, const int rf%s)",
+              r, r, r, r, r, t->stride_param);
+}
+
+/* ---- pieces shared by both wrappers ---- */
+
+/* argument checks every entry point starts with; returns through `fail` */
+static void write_checks(ew_writer *w, const emit_entry *e)
+{
+    ew_puts(w, "    if (!c || c->batch < 0) return 7; /* GRID_ERR_ARG */\n"
+               "    if (c->batch == 0) return 0;\n");
+    ew_printf(w, "    if (!c->q || !c->out%s%s) return 7;\n", e->needs_v ? " || !c->v" : "",
+              e->needs_a ? " || !c->a" : "");
+    if (e->frame_check)
+        ew_printf(w, "    if (c->frame < 0 || c->frame >= %d) return 7;\n"
+                     "    if (c->reference_frame < 0 || c->reference_frame > 2) return 7;\n",
+                  e->nframes);
+}
+
+static int uses_a(const emit_entry *e) { return e->needs_a || e->opt_a; }
+static int uses_fext(const emit_entry *e) { return e->opt_fext; }
+
+/* local pointer declarations of the inputs the entry reads */
+static void write_pointers(ew_writer *w, const emit_entry *e)
+{
+    ew_puts(w, "    const grid_real *q = (const grid_real *)c->q;\n");
+    if (e->needs_v) ew_puts(w, "    const grid_real *v = (const grid_real *)c->v;\n");
+    if (uses_a(e)) ew_puts(w, "    const grid_real *a = (const grid_real *)c->a;\n");
+    if (uses_fext(e)) ew_puts(w, "    const grid_real *f = (const grid_real *)c->fext;\n");
+    ew_puts(w, "    grid_real *o = (grid_real *)c->out;\n");
+}
+
+/* the call of a per-state function on state b */
+static void write_call(ew_writer *w, const emit_entry *e, const emit_variant *vr, const char *stride_arg)
+{
+    ew_printf(w, "grid_s_%s(q + b * %lld, ", vr->fn, e->nq);
+    if (e->needs_v) ew_printf(w, "v + b * %lld, ", e->nv);
+    else ew_puts(w, "0, ");
+    if (vr->reads_a && e->needs_a) ew_printf(w, "a + b * %lld, ", e->nv);
+    else if (vr->reads_a) ew_printf(w, "a ? a + b * %lld : grid_zeros_, ", e->nv);
+    else ew_puts(w, "0, ");
+    if (vr->reads_fext) ew_printf(w, "f ? f + b * %lld : grid_zeros_, ", e->nfext);
+    else ew_puts(w, "0, ");
+    ew_printf(w, "o + b * %lld, fr, rf%s)", e->nout, stride_arg);
+}
+
+/* the variant slots in use: 1 entry when the algorithm has no optional input */
+static int variant_count(const emit_entry *e)
+{
+    return (e->opt_a || e->opt_fext) ? 4 : 1;
+}
+
+static const emit_variant *variant_at(const emit_entry *e, int k)
+{
+    return e->variant[k].fn ? &e->variant[k] : &e->variant[0];
+}
+
+static void write_selector(ew_writer *w, const emit_entry *e)
+{
+    ew_printf(w, "    switch (%s | %s) {\n", e->opt_a ? "(a != 0)" : "0", e->opt_fext ? "((f != 0) << 1)" : "0");
+}
+
+/* ---- C: a per-state loop, split over an OpenMP team for large batches ---- */
+
+static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
+{
+    ew_printf(w, "%s int grid_%s(const grid_call *c)\n{\n", t->export_fn, e->name);
+    write_checks(w, e);
+    write_pointers(w, e);
+    ew_printf(w, "    const long long n = c->batch;\n"
+                 "    const int fr = c->frame, rf = c->reference_frame;\n"
+                 "    const int nt = grid_threads_(c->num_threads, n, %lldLL);\n",
+              e->min_parallel);
+    int nvar = variant_count(e);
+    if (nvar > 1) write_selector(w, e);
+    for (int k = 0; k < nvar; k++) {
+        const emit_variant *vr = variant_at(e, k);
+        const char *ind = nvar > 1 ? "        " : "    ";
+        if (nvar > 1) ew_printf(w, "    case %d:\n", k);
+        ew_printf(w, "%sif (nt <= 1) {\n%s    for (long long b = 0; b < n; b++) ", ind, ind);
+        write_call(w, e, vr, "");
+        ew_printf(w, ";\n%s} else {\n#pragma omp parallel for schedule(static) num_threads(nt)\n"
+                     "%s    for (long long b = 0; b < n; b++) ", ind, ind);
+        write_call(w, e, vr, "");
+        ew_printf(w, ";\n%s}\n", ind);
+        if (nvar > 1) ew_puts(w, "        break;\n");
+    }
+    if (nvar > 1) ew_puts(w, "    }\n");
+    ew_puts(w, "    return 0;\n}\n\n");
+}
+
+/* ---- CUDA: one kernel per variant (one thread per state) and a host launcher ---- */
+
+static void batch_cuda(ew_writer *w, const emit_target *t, const emit_entry *e)
+{
+    int nvar = variant_count(e);
+    /* one kernel per distinct per-state function */
+    for (int k = 0; k < nvar; k++) {
+        const emit_variant *vr = variant_at(e, k);
+        int dup = 0;
+        for (int j = 0; j < k; j++) dup |= variant_at(e, j) == vr;
+        if (dup) continue;
+        ew_printf(w, "static __global__ void grid_k_%s(const grid_real *__restrict__ q, const grid_real *__restrict__ v, "
+                     "const grid_real *__restrict__ a, const grid_real *__restrict__ f, grid_real *__restrict__ o, "
+                     "const long long n, const int fr, const int rf)\n{\n"
+                     "    const long long b = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                     "    if (b >= n) return;\n    ",
+                  vr->fn);
+        write_call(w, e, vr, ", 1");
+        ew_puts(w, ";\n}\n\n");
+    }
+    ew_printf(w, "%s int grid_cuda_%s(const grid_call *c)\n{\n", t->export_fn, e->name);
+    write_checks(w, e);
+    ew_puts(w, "    const grid_real *q = (const grid_real *)c->q;\n"
+               "    const grid_real *v = (const grid_real *)c->v;\n"
+               "    const grid_real *a = (const grid_real *)c->a;\n"
+               "    const grid_real *f = (const grid_real *)c->fext;\n"
+               "    grid_real *o = (grid_real *)c->out;\n"
+               "    const long long n = c->batch;\n"
+               "    const int fr = c->frame, rf = c->reference_frame;\n"
+               "    const long long blocks = (n + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK;\n"
+               "    if (blocks > 2147483647LL) return 7;\n"
+               "    cudaStream_t s = (cudaStream_t)c->stream;\n");
+    if (nvar > 1) write_selector(w, e);
+    for (int k = 0; k < nvar; k++) {
+        const emit_variant *vr = variant_at(e, k);
+        if (nvar > 1) ew_printf(w, "    case %d:\n    ", k);
+        ew_printf(w, "    grid_k_%s<<<(unsigned)blocks, GRID_CUDA_BLOCK, 0, s>>>(q, v, a, f, o, n, fr, rf);\n", vr->fn);
+        if (nvar > 1) ew_puts(w, "        break;\n");
+    }
+    if (nvar > 1) ew_puts(w, "    }\n");
+    ew_puts(w, "    return cudaGetLastError() == cudaSuccess ? 0 : 11; /* GRID_ERR_CUDA */\n}\n\n");
+}
+
+void emit_batch_helpers(ew_writer *w, const emit_target *t)
+{
+    if (t->id == GRID_TARGET_CUDA) {
+        ew_puts(w, "#define GRID_CUDA_BLOCK 128\n\n");
+        return;
+    }
+    ew_puts(w, "/* threads for a batch of n states: one below min_parallel, else the request or OpenMP's default */\n"
+               "static int grid_threads_(int requested, long long n, long long min_parallel)\n{\n"
+               "#ifdef _OPENMP\n"
+               "    if (n < min_parallel || requested == 1) return 1;\n"
+               "    int nt = requested > 0 ? requested : omp_get_max_threads();\n"
+               "    if ((long long)nt > n) nt = (int)n;\n"
+               "    return nt < 1 ? 1 : nt;\n"
+               "#else\n"
+               "    (void)requested; (void)n; (void)min_parallel;\n"
+               "    return 1;\n"
+               "#endif\n}\n\n");
+}
+
+static const emit_target targets[] = {
+    {GRID_TARGET_C, "c", "static inline", "restrict", "static const", "", "",
+     "#include <math.h>\n#include <stddef.h>\n#ifdef _OPENMP\n#include <omp.h>\n#endif\n",
+     "__attribute__((visibility(\"default\")))", batch_c},
+    {GRID_TARGET_CUDA, "cuda", "static __device__ __forceinline__", "__restrict__", "static __constant__ const",
+     ", const int st", " * st", "#include <math.h>\n#include <stddef.h>\n#include <cuda_runtime.h>\n",
+     "extern \"C\" __attribute__((visibility(\"default\")))", batch_cuda},
+};
+
+const emit_target *emit_target_get(int target)
+{
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
+        if (targets[i].id == target) return &targets[i];
+    return NULL;
+}

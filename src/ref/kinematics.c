@@ -1,0 +1,142 @@
+/* Reference kinematics: forward kinematics, frame placements, end-effector poses, frame Jacobians. */
+#include <math.h>
+#include <string.h>
+#include "grid/ref.h"
+#include "spatial.h"
+
+size_t grid_sp_work_kinematics(const grid_model *m)
+{
+    /* liMi and oMi of every body */
+    return 24 * (size_t)m->nb;
+}
+
+size_t grid_sp_work_jacobian(const grid_model *m)
+{
+    return grid_sp_work_kinematics(m);
+}
+
+void grid_ref_forward_kinematics(const grid_model *m, const double *q, double *oMi, double *work)
+{
+    double *liMi = work, *oMx = work + 12 * (size_t)m->nb;
+    grid_sp_placements(m, q, liMi, oMx);
+    for (int i = 0; i < m->nb; i++) grid_sp_xform_to_homogeneous(oMx + 12 * i, oMi + 16 * i);
+}
+
+/* oMf of a valid frame from the body placements oMi */
+static void frame_xform(const grid_model *m, const double *oMi, int frame, double oMf[12])
+{
+    const grid_frame *f = &m->frames[frame];
+    double place[12];
+    grid_sp_xform_load(&f->placement, place);
+    if (f->body < 0)
+        memcpy(oMf, place, sizeof place);
+    else
+        grid_sp_xform_compose(oMi + 12 * f->body, place, oMf);
+}
+
+void grid_ref_frame_placement(const grid_model *m, const double *q, int frame, double *oMf, double *work)
+{
+    /* an unknown frame gives zeros (grid_ref_batch refuses it before getting here) */
+    if (frame < 0 || frame >= m->nframes) {
+        memset(oMf, 0, 16 * sizeof(double));
+        return;
+    }
+    double *liMi = work, *oMi = work + 12 * (size_t)m->nb, x[12];
+    grid_sp_placements(m, q, liMi, oMi);
+    frame_xform(m, oMi, frame, x);
+    grid_sp_xform_to_homogeneous(x, oMf);
+}
+
+/* roll, pitch, yaw with R = Rz(yaw) Ry(pitch) Rx(roll), exactly as pinocchio.rpy.matrixToRpy:
+   Eigen's eulerAngles(2, 1, 0) reversed, then pitch folded into [-pi/2, pi/2] */
+static void matrix_to_rpy(const double R[9], double rpy[3])
+{
+    const double pi = 3.14159265358979323846;
+#define RM(r, c) R[3 * (r) + (c)]
+    /* Eigen's Graphics Gems IV branch for axes (2, 1, 0): first angle in [0, pi] */
+    double a0 = atan2(RM(1, 0), RM(0, 0));
+    const double c2 = sqrt(RM(2, 2) * RM(2, 2) + RM(2, 1) * RM(2, 1));
+    double a1;
+    if (a0 < 0.0) {
+        a0 += pi;
+        a1 = atan2(-RM(2, 0), -c2);
+    } else {
+        a1 = atan2(-RM(2, 0), c2);
+    }
+    const double s1 = sin(a0), c1 = cos(a0);
+    const double a2 = atan2(s1 * RM(0, 2) - c1 * RM(1, 2), c1 * RM(1, 1) - s1 * RM(0, 1));
+#undef RM
+    /* reversed: roll, pitch, yaw */
+    double r = a2, p = a1, y = a0;
+    /* pinocchio's fold of pitch into [-pi/2, pi/2] */
+    if (p < -pi / 2) p += 2 * pi;
+    if (p > pi / 2) {
+        p = pi - p;
+        if (r < 0.0) r += pi;
+        else r -= pi;
+        y -= pi;
+    }
+    rpy[0] = r;
+    rpy[1] = p;
+    rpy[2] = y;
+}
+
+void grid_ref_end_effector_pose(const grid_model *m, const double *q, double *pose, double *work)
+{
+    double *liMi = work, *oMi = work + 12 * (size_t)m->nb;
+    grid_sp_placements(m, q, liMi, oMi);
+    for (int k = 0; k < m->nee; k++) {
+        double x[12];
+        frame_xform(m, oMi, m->ee_frames[k], x);
+        /* position, then roll pitch yaw */
+        memcpy(pose + 6 * k, x + 9, 3 * sizeof(double));
+        matrix_to_rpy(x, pose + 6 * k + 3);
+    }
+}
+
+void grid_ref_frame_jacobian(const grid_model *m, const double *q, int frame, int reference_frame,
+                             double *J, double *work)
+{
+    const int nv = m->nv;
+    memset(J, 0, (size_t)(6 * nv) * sizeof(double));
+    if (frame < 0 || frame >= m->nframes) return;
+    if (reference_frame != GRID_WORLD && reference_frame != GRID_LOCAL &&
+        reference_frame != GRID_LOCAL_WORLD_ALIGNED)
+        return;
+    /* a frame welded to the world does not move */
+    const int body = m->frames[frame].body;
+    if (body < 0) return;
+
+    double *liMi = work, *oMi = work + 12 * (size_t)m->nb, oMf[12];
+    grid_sp_placements(m, q, liMi, oMi);
+    frame_xform(m, oMi, frame, oMf);
+
+    /* walk from the frame's body to the root; each joint adds its columns */
+    for (int k = body; k >= 0; k = m->bodies[k].joint.parent) {
+        const grid_joint *j = &m->bodies[k].joint;
+        double S[36];
+        grid_sp_joint_subspace(j, S);
+        for (int c = 0; c < j->nv; c++) {
+            double s[6], w[6], col[6];
+            for (int r = 0; r < 6; r++) s[r] = S[j->nv * r + c];
+            /* the column as a spatial velocity at the world origin, world axes */
+            grid_sp_motion_act(oMi + 12 * k, s, w);
+            if (reference_frame == GRID_WORLD) {
+                memcpy(col, w, sizeof col);
+            } else if (reference_frame == GRID_LOCAL) {
+                /* expressed in the frame */
+                grid_sp_motion_act_inv(oMf, w, col);
+            } else {
+                /* velocity of the frame origin, world axes: v - p_f x w */
+                const double *p = oMf + 9, *a = w + 3;
+                col[0] = w[0] - (p[1] * a[2] - p[2] * a[1]);
+                col[1] = w[1] - (p[2] * a[0] - p[0] * a[2]);
+                col[2] = w[2] - (p[0] * a[1] - p[1] * a[0]);
+                col[3] = a[0];
+                col[4] = a[1];
+                col[5] = a[2];
+            }
+            for (int r = 0; r < 6; r++) J[(size_t)nv * r + j->iv + c] = col[r];
+        }
+    }
+}

@@ -1,0 +1,166 @@
+/* Loading a generated robot.so: dlopen, ABI and metadata checks, entry-point resolution. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "grid/runtime.h"
+
+struct grid_lib {
+    void *handle;
+    const grid_robot_meta_t *meta;
+    grid_batch_fn host[GRID_ALGO_COUNT];
+    grid_batch_fn device[GRID_ALGO_COUNT];
+    char *path;
+};
+
+grid_lib_expect grid_lib_expect_any(void)
+{
+    grid_lib_expect e = {-1, -1, -1, 0, -1, NULL, 0};
+    return e;
+}
+
+static const char *dtype_name(int dtype)
+{
+    return dtype == GRID_FLOAT32 ? "float32" : dtype == GRID_FLOAT64 ? "float64" : "unknown";
+}
+
+/* resolve one symbol through dlsym (the function-pointer cast goes through memcpy, as ISO C wants) */
+static grid_batch_fn lookup_fn(void *handle, const char *name)
+{
+    void *sym = dlsym(handle, name);
+    grid_batch_fn fn = NULL;
+    if (sym) memcpy(&fn, &sym, sizeof fn);
+    return fn;
+}
+
+/* compare the metadata with the expectations; GRID_OK or GRID_ERR_LOAD naming the first mismatch */
+static int check_meta(const grid_robot_meta_t *m, const grid_lib_expect *x, const char *path, grid_error *err)
+{
+    if (m->abi_version != GRID_ABI_VERSION)
+        return grid_error_set(err, GRID_ERR_LOAD, 0, 0,
+                              "%s: abi_version %d, this grid-rbd needs %d; rebuild it (force_rebuild=True)",
+                              path, m->abi_version, GRID_ABI_VERSION);
+    if (!x) return GRID_OK;
+    const struct { const char *what; int want, have; } sizes[] = {
+        {"nq", x->nq, m->nq}, {"nv", x->nv, m->nv}, {"nb", x->nb, m->nb},
+    };
+    for (int i = 0; i < 3; i++)
+        if (sizes[i].want >= 0 && sizes[i].want != sizes[i].have)
+            return grid_error_set(err, GRID_ERR_LOAD, 0, 0, "%s: %s is %d, the model has %d", path,
+                                  sizes[i].what, sizes[i].have, sizes[i].want);
+    if (x->dtype && x->dtype != m->dtype)
+        return grid_error_set(err, GRID_ERR_LOAD, 0, 0, "%s: dtype is %s, expected %s", path,
+                              dtype_name(m->dtype), dtype_name(x->dtype));
+    if (x->target >= 0 && x->target != m->target)
+        return grid_error_set(err, GRID_ERR_LOAD, 0, 0, "%s: target is %s, expected %s", path,
+                              m->target ? "CUDA" : "C", x->target ? "CUDA" : "C");
+    if (x->model_hash && (!m->model_hash || strcmp(x->model_hash, m->model_hash) != 0))
+        return grid_error_set(err, GRID_ERR_LOAD, 0, 0, "%s: model_hash %.64s does not match the model %.64s",
+                              path, m->model_hash ? m->model_hash : "(none)", x->model_hash);
+    unsigned missing = x->algorithms & ~m->algorithms;
+    for (int a = 0; a < GRID_ALGO_COUNT; a++)
+        if (missing & (1u << a))
+            return grid_error_set(err, GRID_ERR_LOAD, 0, 0, "%s: algorithm %s was not built into this library",
+                                  path, grid_algo_name(a));
+    return GRID_OK;
+}
+
+int grid_lib_open(const char *so_path, const grid_lib_expect *expect, grid_lib **out, grid_error *err)
+{
+    *out = NULL;
+    if (!so_path || !*so_path) return grid_error_set(err, GRID_ERR_ARG, 0, 0, "grid_lib_open: no library path");
+    grid_lib *lib = calloc(1, sizeof *lib);
+    if (!lib || !(lib->path = strdup(so_path))) {
+        free(lib);
+        return grid_error_set(err, GRID_ERR_NOMEM, 0, 0, "out of memory loading %s", so_path);
+    }
+    int rc;
+
+    /* load with every symbol bound now, private to this library */
+    dlerror();
+    lib->handle = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib->handle) {
+        const char *why = dlerror();
+        rc = grid_error_set(err, GRID_ERR_LOAD, 0, 0, "cannot load %s: %s", so_path, why ? why : "dlopen failed");
+        goto fail;
+    }
+
+    /* the metadata */
+    void *sym = dlsym(lib->handle, "grid_robot_meta");
+    const grid_robot_meta_t *(*meta_fn)(void) = NULL;
+    if (sym) memcpy(&meta_fn, &sym, sizeof meta_fn);
+    if (!meta_fn) {
+        rc = grid_error_set(err, GRID_ERR_LOAD, 0, 0, "%s is not a grid-rbd robot library: no grid_robot_meta symbol",
+                            so_path);
+        goto fail;
+    }
+    lib->meta = meta_fn();
+    if (!lib->meta) {
+        rc = grid_error_set(err, GRID_ERR_LOAD, 0, 0, "%s: grid_robot_meta() returned NULL", so_path);
+        goto fail;
+    }
+    if ((rc = check_meta(lib->meta, expect, so_path, err))) goto fail;
+    if (lib->meta->target != 0 && lib->meta->target != 1) {
+        rc = grid_error_set(err, GRID_ERR_LOAD, 0, 0, "%s: unknown target %d in its metadata", so_path,
+                            lib->meta->target);
+        goto fail;
+    }
+
+    /* every algorithm in the mask: grid_<name>, and grid_cuda_<name> on a CUDA library */
+    for (int a = 0; a < GRID_ALGO_COUNT; a++) {
+        if (!(lib->meta->algorithms & (1u << a))) continue;
+        char name[64];
+        snprintf(name, sizeof name, "grid_%s", grid_algo_name(a));
+        if (!(lib->host[a] = lookup_fn(lib->handle, name))) {
+            rc = grid_error_set(err, GRID_ERR_LOAD, 0, 0, "%s: algorithm mask lists %s but the symbol %s is missing",
+                                so_path, grid_algo_name(a), name);
+            goto fail;
+        }
+        if (lib->meta->target != 1) continue;
+        snprintf(name, sizeof name, "grid_cuda_%s", grid_algo_name(a));
+        if (!(lib->device[a] = lookup_fn(lib->handle, name))) {
+            rc = grid_error_set(err, GRID_ERR_LOAD, 0, 0, "%s: algorithm mask lists %s but the symbol %s is missing",
+                                so_path, grid_algo_name(a), name);
+            goto fail;
+        }
+    }
+    if (lib->meta->algorithms >> GRID_ALGO_COUNT) {
+        rc = grid_error_set(err, GRID_ERR_LOAD, 0, 0,
+                            "%s: algorithm mask 0x%x has bits this grid-rbd does not know; rebuild it", so_path,
+                            lib->meta->algorithms);
+        goto fail;
+    }
+    *out = lib;
+    return GRID_OK;
+fail:
+    grid_lib_close(lib);
+    return rc;
+}
+
+grid_batch_fn grid_lib_fn(const grid_lib *lib, int algo)
+{
+    return lib && algo >= 0 && algo < GRID_ALGO_COUNT ? lib->host[algo] : NULL;
+}
+
+grid_batch_fn grid_lib_cuda_fn(const grid_lib *lib, int algo)
+{
+    return lib && algo >= 0 && algo < GRID_ALGO_COUNT ? lib->device[algo] : NULL;
+}
+
+const grid_robot_meta_t *grid_lib_meta(const grid_lib *lib)
+{
+    return lib ? lib->meta : NULL;
+}
+
+const char *grid_lib_path(const grid_lib *lib)
+{
+    return lib ? lib->path : NULL;
+}
+
+void grid_lib_close(grid_lib *lib)
+{
+    if (!lib) return;
+    if (lib->handle) dlclose(lib->handle);
+    free(lib->path);
+    free(lib);
+}

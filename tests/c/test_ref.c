@@ -1,0 +1,773 @@
+/* Property tests of the float64 reference algorithms on hand-built chain and free-flyer tree models. */
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include "check.h"
+#include "grid/ref.h"
+
+/* ---- hand-built models ---- */
+
+/* R = Rz(y) Ry(p) Rx(r), the URDF rpy convention */
+static void set_placement(grid_transform *t, double x, double y, double z, double r, double p, double yw)
+{
+    const double cr = cos(r), sr = sin(r), cp = cos(p), sp = sin(p), cy = cos(yw), sy = sin(yw);
+    const double R[9] = {cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr,
+                         sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr,
+                         -sp, cp * sr, cp * cr};
+    memcpy(t->R, R, sizeof R);
+    t->p[0] = x; t->p[1] = y; t->p[2] = z;
+}
+
+static void set_joint(grid_body *b, grid_joint_type type, double ax, double ay, double az, int parent,
+                      int iq, int iv)
+{
+    grid_joint *j = &b->joint;
+    const double n = sqrt(ax * ax + ay * ay + az * az);
+    j->type = type;
+    j->axis[0] = ax / n; j->axis[1] = ay / n; j->axis[2] = az / n;
+    j->parent = parent;
+    j->iq = iq; j->iv = iv;
+    j->nq = type == GRID_JOINT_FREE ? 7 : 1;
+    j->nv = type == GRID_JOINT_FREE ? 6 : 1;
+}
+
+static void set_inertia(grid_body *b, double mass, double cx, double cy, double cz,
+                        double ixx, double iyy, double izz, double ixy, double ixz, double iyz)
+{
+    grid_inertia *in = &b->inertia;
+    in->mass = mass;
+    in->com[0] = cx; in->com[1] = cy; in->com[2] = cz;
+    const double I[9] = {ixx, ixy, ixz, ixy, iyy, iyz, ixz, iyz, izz};
+    memcpy(in->I_com, I, sizeof I);
+}
+
+static void set_frame(grid_frame *f, int body, double x, double y, double z, double r, double p, double yw)
+{
+    f->body = body;
+    set_placement(&f->placement, x, y, z, r, p, yw);
+}
+
+/* fixed-base chain: revolute z, revolute about an unaligned axis, prismatic x */
+static grid_body chain_bodies[3];
+static grid_frame chain_frames[6];
+static int chain_ee[1] = {5};
+static grid_model chain;
+
+/* frames 0..2 sit on bodies 0..2 with identity placement, 3 is welded to the world,
+   4 and 5 are offset frames on bodies 1 and 2 */
+static void build_chain(void)
+{
+    memset(chain_bodies, 0, sizeof chain_bodies);
+    memset(chain_frames, 0, sizeof chain_frames);
+    set_joint(&chain_bodies[0], GRID_JOINT_REVOLUTE, 0, 0, 1, -1, 0, 0);
+    set_placement(&chain_bodies[0].joint.placement, 0.0, 0.0, 0.1, 0.0, 0.0, 0.0);
+    set_inertia(&chain_bodies[0], 2.0, 0.01, 0.02, 0.15, 0.05, 0.04, 0.03, 0.001, 0.002, 0.003);
+    set_joint(&chain_bodies[1], GRID_JOINT_REVOLUTE, 0, 0.6, 0.8, 0, 1, 1);
+    set_placement(&chain_bodies[1].joint.placement, 0.05, 0.0, 0.3, 0.3, -0.2, 0.5);
+    set_inertia(&chain_bodies[1], 1.5, 0.1, -0.02, 0.01, 0.02, 0.03, 0.025, -0.002, 0.001, 0.004);
+    set_joint(&chain_bodies[2], GRID_JOINT_PRISMATIC, 1, 0, 0, 1, 2, 2);
+    set_placement(&chain_bodies[2].joint.placement, 0.4, 0.01, 0.0, -0.1, 0.4, 0.2);
+    set_inertia(&chain_bodies[2], 0.7, 0.05, 0.01, -0.03, 0.004, 0.006, 0.005, 0.0005, -0.0003, 0.0002);
+    for (int i = 0; i < 3; i++) set_frame(&chain_frames[i], i, 0, 0, 0, 0, 0, 0);
+    set_frame(&chain_frames[3], -1, 0.1, 0.2, 0.3, 0.1, 0.2, 0.3);
+    set_frame(&chain_frames[4], 1, 0.2, -0.1, 0.05, 0.7, 0.1, -0.4);
+    set_frame(&chain_frames[5], 2, 0.1, 0.05, -0.02, 0.2, 0.1, -0.3);
+    chain = (grid_model){.robot_name = "chain", .nq = 3, .nv = 3, .nb = 3, .floating_base = 0,
+                         .gravity = -9.81, .bodies = chain_bodies, .nframes = 6, .frames = chain_frames,
+                         .nee = 1, .ee_frames = chain_ee};
+}
+
+/* free-flyer tree, parents first but not depth first (0; 1, 2 on 0; 3 on 1; 4 on 2; 5 on 3),
+   so subtrees are not contiguous in v */
+static grid_body tree_bodies[6];
+static grid_frame tree_frames[10];
+static int tree_ee[2] = {8, 9};
+static grid_model tree;
+
+/* frames 0..5 on bodies 0..5 with identity placement, 6 and 7 welded to the world,
+   8 and 9 are offset feet on bodies 5 and 4 */
+static void build_tree(void)
+{
+    memset(tree_bodies, 0, sizeof tree_bodies);
+    memset(tree_frames, 0, sizeof tree_frames);
+    set_joint(&tree_bodies[0], GRID_JOINT_FREE, 0, 0, 1, -1, 0, 0);
+    set_placement(&tree_bodies[0].joint.placement, 0, 0, 0, 0, 0, 0);
+    set_inertia(&tree_bodies[0], 8.0, 0.02, -0.01, 0.03, 0.3, 0.5, 0.4, 0.01, -0.02, 0.015);
+    set_joint(&tree_bodies[1], GRID_JOINT_REVOLUTE, 1, 0, 0, 0, 7, 6);
+    set_placement(&tree_bodies[1].joint.placement, 0.2, 0.15, -0.05, 0.1, 0.0, -0.2);
+    set_inertia(&tree_bodies[1], 1.2, 0.0, 0.05, -0.1, 0.02, 0.015, 0.01, 0.001, 0.0, -0.002);
+    set_joint(&tree_bodies[2], GRID_JOINT_REVOLUTE, 0.48, 0.6, 0.64, 0, 8, 7);
+    set_placement(&tree_bodies[2].joint.placement, -0.2, 0.1, -0.05, -0.3, 0.2, 0.1);
+    set_inertia(&tree_bodies[2], 1.0, 0.03, 0.0, -0.12, 0.018, 0.02, 0.008, 0.0, 0.001, 0.0);
+    set_joint(&tree_bodies[3], GRID_JOINT_REVOLUTE, 0, 1, 0, 1, 9, 8);
+    set_placement(&tree_bodies[3].joint.placement, 0.0, 0.02, -0.25, 0.0, 0.3, 0.0);
+    set_inertia(&tree_bodies[3], 0.8, 0.01, 0.0, -0.15, 0.01, 0.012, 0.004, 0.0, 0.0005, 0.0);
+    set_joint(&tree_bodies[4], GRID_JOINT_PRISMATIC, 0, 0, 1, 2, 10, 9);
+    set_placement(&tree_bodies[4].joint.placement, 0.01, -0.03, -0.3, 0.2, -0.1, 0.3);
+    set_inertia(&tree_bodies[4], 0.5, 0.0, 0.01, -0.05, 0.003, 0.004, 0.002, 0.0, 0.0, 0.0003);
+    set_joint(&tree_bodies[5], GRID_JOINT_REVOLUTE, 0, 0, -1, 3, 11, 10);
+    set_placement(&tree_bodies[5].joint.placement, 0.05, 0.0, -0.3, -0.2, 0.1, 0.6);
+    set_inertia(&tree_bodies[5], 0.3, 0.02, 0.01, 0.0, 0.001, 0.002, 0.0015, 0.0001, 0.0, 0.0);
+    for (int i = 0; i < 6; i++) set_frame(&tree_frames[i], i, 0, 0, 0, 0, 0, 0);
+    set_frame(&tree_frames[6], -1, 0, 0, 0, 0, 0, 0);
+    set_frame(&tree_frames[7], -1, 0.5, -0.2, 0.1, 0.3, -0.2, 1.0);
+    set_frame(&tree_frames[8], 5, 0.1, 0.02, -0.05, 0.4, -0.3, 0.2);
+    set_frame(&tree_frames[9], 4, -0.03, 0.04, -0.1, -0.5, 0.2, 2.5);
+    tree = (grid_model){.robot_name = "tree", .nq = 12, .nv = 11, .nb = 6, .floating_base = 1,
+                        .gravity = -9.81, .bodies = tree_bodies, .nframes = 10, .frames = tree_frames,
+                        .nee = 2, .ee_frames = tree_ee};
+}
+
+/* ---- helpers ---- */
+
+static unsigned long long rng_state = 88172645463325252ULL;
+
+/* uniform in [-1, 1) from xorshift64 */
+static double urand(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) / 4503599627370496.0 - 1.0;
+}
+
+static void rand_vec(double *x, int n, double scale)
+{
+    for (int k = 0; k < n; k++) x[k] = scale * urand();
+}
+
+/* a random configuration; the quaternion is left unnormalised on purpose */
+static void rand_q(const grid_model *m, double *q)
+{
+    rand_vec(q, m->nq, 3.0);
+    if (m->floating_base) {
+        double n2 = 0.0;
+        for (int k = 3; k < 7; k++) n2 += q[k] * q[k];
+        if (n2 < 0.1) q[6] += 1.0;
+    }
+}
+
+static double max_abs_diff(const double *a, const double *b, int n)
+{
+    double e = 0.0;
+    for (int k = 0; k < n; k++) {
+        const double d = fabs(a[k] - b[k]);
+        if (d != d) return INFINITY;
+        if (d > e) e = d;
+    }
+    return e;
+}
+
+static double max_abs(const double *a, int n)
+{
+    double e = 0.0;
+    for (int k = 0; k < n; k++) e = fabs(a[k]) > e ? fabs(a[k]) : e;
+    return e;
+}
+
+/* relative agreement: max |a - b| <= tol * max(1, max |b|) */
+static int close_rel(const double *a, const double *b, int n, double tol)
+{
+    const double s = max_abs(b, n);
+    return max_abs_diff(a, b, n) <= tol * (s > 1.0 ? s : 1.0);
+}
+
+static double *new_work(const grid_model *m)
+{
+    const size_t n = grid_ref_work_size(m);
+    double *w = malloc(n * sizeof(double));
+    /* poison, so a read of unwritten scratch shows up as NaN */
+    for (size_t k = 0; k < n; k++) w[k] = NAN;
+    return w;
+}
+
+#define NMAX 16
+
+/* ---- tests ---- */
+
+/* M is symmetric positive definite and M * Minv = I */
+static void check_mass_matrix(const grid_model *m)
+{
+    const int nv = m->nv;
+    double *w = new_work(m), q[NMAX], M[NMAX * NMAX], Mi[NMAX * NMAX], L[NMAX * NMAX];
+    for (int trial = 0; trial < 20; trial++) {
+        rand_q(m, q);
+        grid_ref_crba(m, q, M, w);
+        grid_ref_minv(m, q, Mi, w);
+        /* symmetric */
+        for (int r = 0; r < nv; r++)
+            for (int c = 0; c < nv; c++) {
+                CHECK(M[r * nv + c] == M[c * nv + r]);
+                CHECK(Mi[r * nv + c] == Mi[c * nv + r]);
+            }
+        /* positive definite: Cholesky succeeds */
+        int pd = 1;
+        memcpy(L, M, sizeof(double) * nv * nv);
+        for (int j = 0; j < nv && pd; j++) {
+            double d = L[j * nv + j];
+            for (int k = 0; k < j; k++) d -= L[j * nv + k] * L[j * nv + k];
+            if (!(d > 0.0)) { pd = 0; break; }
+            L[j * nv + j] = sqrt(d);
+            for (int i = j + 1; i < nv; i++) {
+                double s = L[i * nv + j];
+                for (int k = 0; k < j; k++) s -= L[i * nv + k] * L[j * nv + k];
+                L[i * nv + j] = s / L[j * nv + j];
+            }
+        }
+        CHECK(pd);
+        /* M Minv = I */
+        double e = 0.0;
+        for (int r = 0; r < nv; r++)
+            for (int c = 0; c < nv; c++) {
+                double s = 0.0;
+                for (int k = 0; k < nv; k++) s += M[r * nv + k] * Mi[k * nv + c];
+                e = fmax(e, fabs(s - (r == c)));
+            }
+        CHECK_MSG(e < 1e-11, "|M Minv - I| = %g", e);
+    }
+    free(w);
+}
+
+static void test_mass_matrix_chain(void) { check_mass_matrix(&chain); }
+static void test_mass_matrix_tree(void) { check_mass_matrix(&tree); }
+
+/* ABA(q, v, RNEA(q, v, qdd, fext), fext) = qdd, FD == ABA, and M qdd = RNEA(qdd) - RNEA(0) */
+static void check_dynamics(const grid_model *m)
+{
+    const int nv = m->nv, nf = 6 * m->nb;
+    double *w = new_work(m), q[NMAX], v[NMAX], qdd[NMAX], tau[NMAX], back[NMAX], fd[NMAX];
+    double fext[6 * NMAX], M[NMAX * NMAX], bias[NMAX], Ma[NMAX];
+    for (int trial = 0; trial < 20; trial++) {
+        rand_q(m, q);
+        rand_vec(v, nv, 2.0);
+        rand_vec(qdd, nv, 5.0);
+        rand_vec(fext, nf, 3.0);
+        for (int with_f = 0; with_f < 2; with_f++) {
+            const double *f = with_f ? fext : NULL;
+            grid_ref_rnea(m, q, v, qdd, f, tau, w);
+            grid_ref_aba(m, q, v, tau, f, back, w);
+            CHECK_MSG(close_rel(back, qdd, nv, 1e-11), "aba(rnea(qdd)) off by %g", max_abs_diff(back, qdd, nv));
+            grid_ref_forward_dynamics(m, q, v, tau, f, fd, w);
+            CHECK_MSG(close_rel(fd, back, nv, 1e-11), "fd vs aba off by %g", max_abs_diff(fd, back, nv));
+        }
+        /* CRBA agrees with RNEA: M qdd = rnea(q, v, qdd) - rnea(q, v, 0) */
+        grid_ref_crba(m, q, M, w);
+        grid_ref_rnea(m, q, v, qdd, NULL, tau, w);
+        grid_ref_rnea(m, q, v, NULL, NULL, bias, w);
+        for (int r = 0; r < nv; r++) {
+            double s = 0.0;
+            for (int k = 0; k < nv; k++) s += M[r * nv + k] * qdd[k];
+            Ma[r] = s;
+            tau[r] -= bias[r];
+        }
+        CHECK_MSG(close_rel(Ma, tau, nv, 1e-12), "M qdd off by %g", max_abs_diff(Ma, tau, nv));
+    }
+    free(w);
+}
+
+static void test_dynamics_chain(void) { check_dynamics(&chain); }
+static void test_dynamics_tree(void) { check_dynamics(&tree); }
+
+/* gravity == rnea(q, 0, 0), nle == rnea(q, v, 0); a NULL equals a zero */
+static void check_bias_terms(const grid_model *m)
+{
+    const int nv = m->nv;
+    double *w = new_work(m), q[NMAX], v[NMAX], zero[NMAX] = {0}, a[NMAX], b[NMAX];
+    for (int trial = 0; trial < 10; trial++) {
+        rand_q(m, q);
+        rand_vec(v, nv, 2.0);
+        grid_ref_gravity(m, q, a, w);
+        grid_ref_rnea(m, q, zero, zero, NULL, b, w);
+        CHECK(max_abs_diff(a, b, nv) == 0.0);
+        grid_ref_nonlinear_effects(m, q, v, a, w);
+        grid_ref_rnea(m, q, v, NULL, NULL, b, w);
+        CHECK(max_abs_diff(a, b, nv) == 0.0);
+        grid_ref_rnea(m, q, v, zero, NULL, a, w);
+        CHECK(max_abs_diff(a, b, nv) == 0.0);
+    }
+    free(w);
+}
+
+static void test_bias_terms_chain(void) { check_bias_terms(&chain); }
+static void test_bias_terms_tree(void) { check_bias_terms(&tree); }
+
+/* a force on one body: rnea(fext) = rnea - J_local^T f, J of the frame at the body origin */
+static void check_fext(const grid_model *m)
+{
+    const int nv = m->nv, nf = 6 * m->nb;
+    double *w = new_work(m), q[NMAX], v[NMAX], a[NMAX], t0[NMAX], t1[NMAX], J[6 * NMAX];
+    double fext[6 * NMAX];
+    for (int body = 0; body < m->nb; body++) {
+        rand_q(m, q);
+        rand_vec(v, nv, 2.0);
+        rand_vec(a, nv, 2.0);
+        memset(fext, 0, sizeof(double) * nf);
+        rand_vec(fext + 6 * body, 6, 4.0);
+        grid_ref_rnea(m, q, v, a, NULL, t0, w);
+        grid_ref_rnea(m, q, v, a, fext, t1, w);
+        /* frames 0..nb-1 are the body origins in both models */
+        grid_ref_frame_jacobian(m, q, body, GRID_LOCAL, J, w);
+        for (int c = 0; c < nv; c++) {
+            double s = 0.0;
+            for (int r = 0; r < 6; r++) s += J[r * nv + c] * fext[6 * body + r];
+            t0[c] -= s;
+        }
+        CHECK_MSG(close_rel(t1, t0, nv, 1e-12), "body %d: off by %g", body, max_abs_diff(t1, t0, nv));
+    }
+    free(w);
+}
+
+static void test_fext_chain(void) { check_fext(&chain); }
+static void test_fext_tree(void) { check_fext(&tree); }
+
+/* q moved by eps along tangent direction k (free-flyer: body-local twist) */
+static void perturb(const grid_model *m, const double *q, int k, double eps, double *out)
+{
+    memcpy(out, q, sizeof(double) * m->nq);
+    for (int i = 0; i < m->nb; i++) {
+        const grid_joint *j = &m->bodies[i].joint;
+        if (k < j->iv || k >= j->iv + j->nv) continue;
+        if (j->type != GRID_JOINT_FREE) { out[j->iq + k - j->iv] += eps; return; }
+        const int d = k - j->iv;
+        const double *qu = q + j->iq + 3;
+        const double n = sqrt(qu[0] * qu[0] + qu[1] * qu[1] + qu[2] * qu[2] + qu[3] * qu[3]);
+        const double x = qu[0] / n, y = qu[1] / n, z = qu[2] / n, qw = qu[3] / n;
+        if (d < 3) {
+            /* translate along the body's own axis d: p += eps * R e_d */
+            const double R[9] = {1 - 2 * (y * y + z * z), 2 * (x * y - z * qw), 2 * (x * z + y * qw),
+                                 2 * (x * y + z * qw), 1 - 2 * (x * x + z * z), 2 * (y * z - x * qw),
+                                 2 * (x * z - y * qw), 2 * (y * z + x * qw), 1 - 2 * (x * x + y * y)};
+            for (int r = 0; r < 3; r++) out[j->iq + r] += eps * R[3 * r + d];
+        } else {
+            /* rotate about the body's own axis: quat * (sin(eps/2) e, cos(eps/2)) */
+            double e[3] = {0, 0, 0};
+            e[d - 3] = sin(eps / 2);
+            const double ew = cos(eps / 2);
+            out[j->iq + 3] = qw * e[0] + x * ew + y * e[2] - z * e[1];
+            out[j->iq + 4] = qw * e[1] - x * e[2] + y * ew + z * e[0];
+            out[j->iq + 5] = qw * e[2] + x * e[1] - y * e[0] + z * ew;
+            out[j->iq + 6] = qw * ew - x * e[0] - y * e[1] - z * e[2];
+        }
+        return;
+    }
+}
+
+/* Jacobians against central differences of the frame placement, and the three frames against each other */
+static void check_jacobian(const grid_model *m)
+{
+    const int nv = m->nv;
+    const double eps = 1e-6;
+    double *w = new_work(m), q[NMAX], qp[NMAX], qm[NMAX], Hp[16], Hm[16], H[16];
+    double Jw[6 * NMAX], Jl[6 * NMAX], Ja[6 * NMAX];
+    for (int frame = 0; frame < m->nframes; frame++) {
+        rand_q(m, q);
+        grid_ref_frame_placement(m, q, frame, H, w);
+        grid_ref_frame_jacobian(m, q, frame, GRID_WORLD, Jw, w);
+        grid_ref_frame_jacobian(m, q, frame, GRID_LOCAL, Jl, w);
+        grid_ref_frame_jacobian(m, q, frame, GRID_LOCAL_WORLD_ALIGNED, Ja, w);
+        double e = 0.0, e_frames = 0.0;
+        for (int k = 0; k < nv; k++) {
+            perturb(m, q, k, eps, qp);
+            perturb(m, q, k, -eps, qm);
+            grid_ref_frame_placement(m, qp, frame, Hp, w);
+            grid_ref_frame_placement(m, qm, frame, Hm, w);
+            /* linear: dp/dq; angular: skew(dR/dq R^T) */
+            double col[6], dR[9], Om[9];
+            for (int r = 0; r < 3; r++) col[r] = (Hp[4 * r + 3] - Hm[4 * r + 3]) / (2 * eps);
+            for (int r = 0; r < 3; r++)
+                for (int c = 0; c < 3; c++) dR[3 * r + c] = (Hp[4 * r + c] - Hm[4 * r + c]) / (2 * eps);
+            for (int r = 0; r < 3; r++)
+                for (int c = 0; c < 3; c++) {
+                    double s = 0.0;
+                    for (int t = 0; t < 3; t++) s += dR[3 * r + t] * H[4 * c + t];
+                    Om[3 * r + c] = s;
+                }
+            col[3] = Om[7]; col[4] = Om[2]; col[5] = Om[3];
+            for (int r = 0; r < 6; r++) e = fmax(e, fabs(col[r] - Ja[r * nv + k]));
+            /* WORLD linear = LWA linear - w x p_f, angular equal; LOCAL = R_f^T LWA */
+            const double wa[3] = {Ja[3 * nv + k], Ja[4 * nv + k], Ja[5 * nv + k]};
+            const double p[3] = {H[3], H[7], H[11]};
+            const double wxp[3] = {wa[1] * p[2] - wa[2] * p[1], wa[2] * p[0] - wa[0] * p[2], wa[0] * p[1] - wa[1] * p[0]};
+            for (int r = 0; r < 3; r++) {
+                e_frames = fmax(e_frames, fabs(Jw[r * nv + k] - (Ja[r * nv + k] - wxp[r])));
+                e_frames = fmax(e_frames, fabs(Jw[(r + 3) * nv + k] - Ja[(r + 3) * nv + k]));
+                double lin = 0.0, ang = 0.0;
+                for (int t = 0; t < 3; t++) {
+                    lin += H[4 * t + r] * Ja[t * nv + k];
+                    ang += H[4 * t + r] * Ja[(t + 3) * nv + k];
+                }
+                e_frames = fmax(e_frames, fabs(Jl[r * nv + k] - lin));
+                e_frames = fmax(e_frames, fabs(Jl[(r + 3) * nv + k] - ang));
+            }
+        }
+        CHECK_MSG(e < 1e-7, "frame %d: J vs finite differences off by %g", frame, e);
+        CHECK_MSG(e_frames < 1e-13, "frame %d: WORLD/LOCAL/LWA disagree by %g", frame, e_frames);
+        /* a frame welded to the world has a zero Jacobian */
+        if (m->frames[frame].body < 0) CHECK(max_abs(Jw, 6 * nv) == 0.0 && max_abs(Jl, 6 * nv) == 0.0);
+    }
+    free(w);
+}
+
+static void test_jacobian_chain(void) { check_jacobian(&chain); }
+static void test_jacobian_tree(void) { check_jacobian(&tree); }
+
+/* ---- Pinocchio values for fixed states (pinocchio 4.1, the same models built with
+   JointModelRevoluteUnaligned / PrismaticUnaligned / FreeFlyer; M from RNEA columns) ---- */
+
+static const double chain_rnea[3] = {
+    -0.056007502554964075, -0.91956321995583812, 0.13953108986077667};
+static const double chain_rnea_fext[3] = {
+    0.4355971318029121, -0.43818994590794436, -0.060468910139223397};
+static const double chain_crba[9] = {
+    0.35669030373259802, 0.29642494936961455, 0.077683967242758278, 0.29642494936961405,
+    0.2847581463802582, 0.084844696822910182, 0.077683967242758056, 0.084844696822909627,
+    0.69999999999999996};
+static const double chain_aba[3] = {
+    46.058946868623067, -49.111062935649407, 1.1891111601097422};
+static const double chain_fk_last[16] = {
+    0.89654671437211375, -0.44123641625477217, 0.038915471463328133, 0.55063037044164254,
+    0.43250042572242992, 0.85304324484414018, -0.29199418517446046, 0.12186311064148507,
+    0.095641887781894364, 0.27861738530900365, 0.95562805625676861, 0.56472309596871229,
+    0, 0, 0, 1};
+static const double chain_ee_pose[6] = {
+    0.61744491163684878, 0.21360519915942427, 0.56910559288721652, 0.50002390143949227,
+    0.08652354065705245, 0.19131414361076643};
+static const double chain_jac_lwa[18] = {
+    0.079444866324682242, 0.09379414658904317, 0, 0.24519427964317148,
+    0.20753619255356637, 0, -0, 0.015211405129116728,
+    0, 0, -0.37192357035772949, 0,
+    0, 0.10044985739645695, 0, 1,
+    0.92281237744266875, 0};
+static const double tree_rnea[11] = {
+    88.776033545803841, 37.384373373394808, 65.879492369012311, 5.2289405112188803,
+    -4.8309189342848269, -4.11564280496723, 3.2123114923415876, -1.2275069232080043,
+    -0.10583383819236114, 3.3055116159258309, 0.014698860196015106};
+static const double tree_rnea_fext[11] = {
+    89.031994797504581, 37.486620990738409, 66.08327069610344, 5.1539970953876377,
+    -4.5549360009571949, -3.1307027019086817, 3.1978201906241561, -1.4445852609460976,
+    0.87624553511193937, 3.2055116159258308, -0.18530113980398485};
+static const double tree_crba[121] = {
+    11.800000000000011, 0, 0, 0,
+    -0.5556994259546002, -0.67469000507259125, 0.073492023351676039, -0.14976623551220314,
+    -0.13088291767888904, -0.034459722022148753, 0.0030831482014264111, 0,
+    11.799999999999997, 0, 0.55569942595460731, 0,
+    0.25617115350573982, 0.36254753331402156, 0.12615298632869809, -0.07695409714379764,
+    0.11598523050857779, 0.0055315237183179988, 0, 0,
+    11.799999999999997, 0.67469000507257704, -0.25617115350573272, 0,
+    0.35894626120897044, -0.094352983833900339, 0.14824894534207544, 0.48513910774336466,
+    -0.0022127906637905426, 0, 0.55569942595460553, 0.67469000507258325,
+    0.81283374497544258, -0.081537496791714403, -0.023486859434505902, 0.25884463722601314,
+    0.039795329100749122, 0.037364840670035093, 0.011748284784285801, -0.00017707774919362151,
+    -0.55569942595460553, -8.8817841970012523e-16, -0.25617115350573449, -0.081537496791714403,
+    0.87510036231187804, 0.19061990440755583, -0.068547167608782544, 0.035298387014481847,
+    0.044948723655700462, 0.10040894329982208, -0.00077198806862632807, -0.67469000507258414,
+    0.25617115350573627, 8.8817841970012523e-16, -0.023486859434505902, 0.19061990440755583,
+    0.80196158900447756, 0.0080715774243520499, -0.022285154934433393, 0.056322863654042266,
+    -0.023170904234327772, -0.002176539938732347, 0.073492023351667157, 0.3625475333140229,
+    0.358946261208966, 0.25884463722601359, -0.068547167608783877, 0.008071577424352494,
+    0.18177612336754301, 0, 0.0050766474616765755, 0,
+    9.135799784898424e-05, -0.14976623551219492, 0.12615298632869787, -0.094352983833903004,
+    0.039795329100748233, 0.035298387014481625, -0.022285154934434281, 0,
+    0.054539486454957986, 0, -0.020115924929821505, 0,
+    -0.13088291767888471, -0.076954097143798639, 0.14824894534208227, 0.037364840670034316,
+    0.044948723655699296, 0.056322863654040822, 0.0050766474616763535, 0,
+    0.059320315843601756, 0, -0.001989507655181022, -0.034459722022138095,
+    0.1159852305085769, 0.48513910774336599, 0.011748284784284913, 0.10040894329982208,
+    -0.023170904234327772, 0, -0.020115924929820839, 0,
+    0.5, 0, 0.0030831482014234551, 0.0055315237183146231,
+    -0.0022127906637958855, -0.00017707774919327804, -0.00077198806862792402, -0.0021765399387336445,
+    9.1357997848644235e-05, 0, -0.0019895076551809561, 0,
+    0.0016500000000000022};
+static const double tree_aba[11] = {
+    -7.4179467724579924, -3.1794513749582696, -4.6603559787880444, -2.8351539716546901,
+    1.5362059121860341, -1.3228925228375412, 16.524197813274419, -18.301322959654449,
+    -15.343418670961478, 3.924768030624715, -131.08902525370149};
+static const double tree_fk_last[16] = {
+    -0.72817023107758694, -0.62900174962804378, 0.2722589090135964, 0.21852301948390196,
+    0.48635705314566308, -0.75408358090665728, -0.44137826165598554, 0.38087032759357731,
+    0.48293367187211211, -0.18898347010215671, 0.85502065273317596, 0.20347547809449784,
+    0, 0, 0, 1};
+static const double tree_ee_pose[12] = {
+    0.11951301593290256, 0.43649327437280977, 0.20523814324300713, 0.012075953021297435,
+    -0.73282912348776952, 2.8944756079995, 0.21958348282724283, -0.079873118119964226,
+    -0.091747220171777888, -1.2507009662523025, 0.94514886795858233, 2.4549068342057621};
+static const double tree_jac_lwa[66] = {
+    0.64836074051091119, -0.34543386079222255, -0.67845692419071257, -0.48586794490948998,
+    -0.26138096096240576, -0.33123380137548136, -0.28706995407783636, 0,
+    -0.27220090262730756, 0, 0.048336770341252666, 0.01447926362602131,
+    0.89657668838556215, -0.44265177370979414, 0.076293088972567077, -0.027325444086066526,
+    -0.052851224842512007, 0.11878446038077632, 0, -0.2479296304134721,
+    0, 0.085135499153579, 0.76119557348226285, 0.27717447512669358,
+    0.58630675354224848, 0.41239471660073823, -0.23736124434041955, -0.42319579808592506,
+    0.3206977133641995, 0, -0.048479482199507221, 0,
+    0.028557020447657906, 0, 0, 0,
+    0.64836074051091119, -0.34543386079222255, -0.67845692419071257, 0.70406380611668717,
+    0, -0.55619048682468997, 0, -0.2722589090135964,
+    0, 0, 0, 0.01447926362602131,
+    0.89657668838556215, -0.44265177370979414, -0.16393164833639592, 0,
+    0.4776605612205404, 0, 0.44137826165598554, 0,
+    0, 0, 0.76119557348226285, 0.27717447512669358,
+    0.58630675354224848, 0.69095627328377018, 0, 0.68006803381734759,
+    0, -0.85502065273317596};
+
+static const double chain_q[3] = {0.3, -0.7, 0.15}, chain_v[3] = {0.5, -1.2, 0.8};
+static const double chain_a[3] = {1.0, 0.3, -0.6}, chain_u[3] = {2.0, -1.0, 0.5};
+static const double tree_q[12] = {0.1, -0.2, 0.3, 0.2, -0.4, 0.1, 0.87, 0.5, -0.3, 0.8, 0.05, -1.1};
+static const double tree_v[11] = {0.3, -0.1, 0.2, 0.5, -0.4, 0.7, 1.1, -0.6, 0.9, -0.2, 0.4};
+static const double tree_a[11] = {0.2, 0.5, -0.3, 0.1, 0.6, -0.2, -1.0, 0.4, 0.3, 0.7, -0.5};
+static const double tree_u[11] = {5.0, -3.0, 20.0, 1.0, -0.5, 0.3, 2.0, -1.5, 0.8, 3.0, -0.4};
+
+/* the same body-local forces the generator used */
+static void fixed_fext(int nb, double *f)
+{
+    for (int k = 0; k < 6 * nb; k++) f[k] = 0.1 * ((7 * k) % 11) - 0.5;
+}
+
+struct expected {
+    const grid_model *m;
+    const double *q, *v, *a, *u;
+    const double *rnea, *rnea_fext, *crba, *aba, *fk_last, *ee, *jac_lwa;
+    int jac_frame;
+};
+
+static void check_against_pinocchio(const struct expected *x)
+{
+    const grid_model *m = x->m;
+    const int nv = m->nv;
+    const double tol = 1e-12;
+    double *w = new_work(m), out[NMAX * NMAX], fext[6 * NMAX], H[16 * NMAX];
+    fixed_fext(m->nb, fext);
+    grid_ref_rnea(m, x->q, x->v, x->a, NULL, out, w);
+    CHECK_MSG(close_rel(out, x->rnea, nv, tol), "rnea off by %g", max_abs_diff(out, x->rnea, nv));
+    grid_ref_rnea(m, x->q, x->v, x->a, fext, out, w);
+    CHECK_MSG(close_rel(out, x->rnea_fext, nv, tol), "rnea fext off by %g", max_abs_diff(out, x->rnea_fext, nv));
+    grid_ref_crba(m, x->q, out, w);
+    CHECK_MSG(close_rel(out, x->crba, nv * nv, tol), "crba off by %g", max_abs_diff(out, x->crba, nv * nv));
+    grid_ref_aba(m, x->q, x->v, x->u, fext, out, w);
+    CHECK_MSG(close_rel(out, x->aba, nv, tol), "aba off by %g", max_abs_diff(out, x->aba, nv));
+    grid_ref_forward_dynamics(m, x->q, x->v, x->u, fext, out, w);
+    CHECK_MSG(close_rel(out, x->aba, nv, 1e-11), "fd off by %g", max_abs_diff(out, x->aba, nv));
+    grid_ref_forward_kinematics(m, x->q, H, w);
+    CHECK(close_rel(H + 16 * (m->nb - 1), x->fk_last, 16, tol));
+    grid_ref_end_effector_pose(m, x->q, out, w);
+    CHECK_MSG(close_rel(out, x->ee, 6 * m->nee, tol), "ee off by %g", max_abs_diff(out, x->ee, 6 * m->nee));
+    grid_ref_frame_jacobian(m, x->q, x->jac_frame, GRID_LOCAL_WORLD_ALIGNED, out, w);
+    CHECK(close_rel(out, x->jac_lwa, 6 * nv, tol));
+    free(w);
+}
+
+static void test_pinocchio_values_chain(void)
+{
+    const struct expected x = {&chain, chain_q, chain_v, chain_a, chain_u, chain_rnea, chain_rnea_fext,
+                               chain_crba, chain_aba, chain_fk_last, chain_ee_pose, chain_jac_lwa, 4};
+    check_against_pinocchio(&x);
+}
+
+static void test_pinocchio_values_tree(void)
+{
+    const struct expected x = {&tree, tree_q, tree_v, tree_a, tree_u, tree_rnea, tree_rnea_fext,
+                               tree_crba, tree_aba, tree_fk_last, tree_ee_pose, tree_jac_lwa, 8};
+    check_against_pinocchio(&x);
+}
+
+/* a test must be able to fail: a 1% heavier body breaks the comparison above */
+static void test_perturbed_model_is_detected(void)
+{
+    double *w = new_work(&chain), out[NMAX];
+    const double mass = chain_bodies[1].inertia.mass;
+    chain_bodies[1].inertia.mass = mass * 1.01;
+    grid_ref_rnea(&chain, chain_q, chain_v, chain_a, NULL, out, w);
+    chain_bodies[1].inertia.mass = mass;
+    CHECK(!close_rel(out, chain_rnea, 3, 1e-6));
+    free(w);
+}
+
+/* FK, frame placements and the EE pose agree; the quaternion is normalised internally */
+static void check_kinematics(const grid_model *m)
+{
+    double *w = new_work(m), q[NMAX], q2[NMAX], H[16 * NMAX], H2[16 * NMAX], F[16], pose[6 * NMAX];
+    for (int trial = 0; trial < 10; trial++) {
+        rand_q(m, q);
+        grid_ref_forward_kinematics(m, q, H, w);
+        /* frames 0..nb-1 are the body origins */
+        for (int i = 0; i < m->nb; i++) {
+            grid_ref_frame_placement(m, q, i, F, w);
+            CHECK(max_abs_diff(F, H + 16 * i, 16) == 0.0);
+            /* homogeneous rows, orthonormal rotation */
+            CHECK(F[12] == 0.0 && F[13] == 0.0 && F[14] == 0.0 && F[15] == 1.0);
+            for (int r = 0; r < 3; r++)
+                for (int c = 0; c < 3; c++) {
+                    double s = 0.0;
+                    for (int k = 0; k < 3; k++) s += F[4 * r + k] * F[4 * c + k];
+                    CHECK_NEAR(s, r == c, 1e-14);
+                }
+        }
+        /* world frames do not move */
+        for (int f = 0; f < m->nframes; f++) {
+            if (m->frames[f].body >= 0) continue;
+            grid_ref_frame_placement(m, q, f, F, w);
+            for (int r = 0; r < 3; r++) {
+                CHECK(F[4 * r + 3] == m->frames[f].placement.p[r]);
+                for (int c = 0; c < 3; c++) CHECK(F[4 * r + c] == m->frames[f].placement.R[3 * r + c]);
+            }
+        }
+        /* EE pose: position and Rz(y) Ry(p) Rx(r) rebuild the frame placement */
+        grid_ref_end_effector_pose(m, q, pose, w);
+        for (int k = 0; k < m->nee; k++) {
+            grid_ref_frame_placement(m, q, m->ee_frames[k], F, w);
+            const double *e = pose + 6 * k;
+            grid_transform t;
+            set_placement(&t, e[0], e[1], e[2], e[3], e[4], e[5]);
+            CHECK(e[4] >= -M_PI / 2 && e[4] <= M_PI / 2);
+            for (int r = 0; r < 3; r++) {
+                CHECK(e[r] == F[4 * r + 3]);
+                for (int c = 0; c < 3; c++) CHECK_NEAR(t.R[3 * r + c], F[4 * r + c], 1e-13);
+            }
+        }
+        /* scaling the quaternion changes nothing */
+        if (m->floating_base) {
+            memcpy(q2, q, sizeof(double) * m->nq);
+            for (int k = 3; k < 7; k++) q2[k] *= 3.7;
+            grid_ref_forward_kinematics(m, q2, H2, w);
+            CHECK(max_abs_diff(H, H2, 16 * m->nb) < 1e-14);
+        }
+    }
+    free(w);
+}
+
+static void test_kinematics_chain(void) { check_kinematics(&chain); }
+static void test_kinematics_tree(void) { check_kinematics(&tree); }
+
+/* rpy at the pitch singularity stays a valid decomposition */
+static void test_rpy_singularity(void)
+{
+    static grid_body b[1];
+    static grid_frame f[1];
+    static int ee[1] = {0};
+    memset(b, 0, sizeof b);
+    memset(f, 0, sizeof f);
+    set_joint(&b[0], GRID_JOINT_FREE, 0, 0, 1, -1, 0, 0);
+    set_placement(&b[0].joint.placement, 0, 0, 0, 0, 0, 0);
+    set_inertia(&b[0], 1.0, 0, 0, 0, 0.1, 0.1, 0.1, 0, 0, 0);
+    set_frame(&f[0], 0, 0, 0, 0, 0, 0, 0);
+    const grid_model m = {.robot_name = "one", .nq = 7, .nv = 6, .nb = 1, .floating_base = 1, .gravity = -9.81,
+                          .bodies = b, .nframes = 1, .frames = f, .nee = 1, .ee_frames = ee};
+    double *w = new_work(&m), pose[6], F[16];
+    /* rotations of +-90 degrees about y, composed with others about z */
+    const double s = sqrt(0.5);
+    const double quats[][4] = {{0, s, 0, s}, {0, -s, 0, s}, {0.5, 0.5, -0.5, 0.5}, {-0.5, 0.5, 0.5, 0.5},
+                               {0, 0, 1, 0}, {1, 0, 0, 0}, {0, 0, 0, 1}};
+    for (size_t k = 0; k < sizeof quats / sizeof quats[0]; k++) {
+        const double q[7] = {0.1, 0.2, 0.3, quats[k][0], quats[k][1], quats[k][2], quats[k][3]};
+        grid_ref_end_effector_pose(&m, q, pose, w);
+        grid_ref_frame_placement(&m, q, 0, F, w);
+        grid_transform t;
+        set_placement(&t, 0, 0, 0, pose[3], pose[4], pose[5]);
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 3; c++) CHECK_NEAR(t.R[3 * r + c], F[4 * r + c], 1e-12);
+        CHECK(fabs(pose[3]) <= M_PI && fabs(pose[4]) <= M_PI / 2 && fabs(pose[5]) <= M_PI);
+    }
+    free(w);
+}
+
+/* grid_ref_batch: float64 equals the single-state calls, float32 is close, bad arguments are refused */
+static void test_batch(void)
+{
+    const grid_model *m = &tree;
+    enum { B = 5 };
+    const int nq = m->nq, nv = m->nv, nf = 6 * m->nb;
+    double q[B * NMAX], v[B * NMAX], a[B * NMAX], fext[B * 6 * NMAX];
+    float qf[B * NMAX], vf[B * NMAX], af[B * NMAX], ff[B * 6 * NMAX];
+    static double out[B * 16 * NMAX * NMAX], one[16 * NMAX * NMAX];
+    static float outf[B * 16 * NMAX * NMAX];
+    double *w = new_work(m);
+    for (int b = 0; b < B; b++) {
+        rand_q(m, q + b * nq);
+        rand_vec(v + b * nv, nv, 1.0);
+        rand_vec(a + b * nv, nv, 1.0);
+        rand_vec(fext + b * nf, nf, 1.0);
+    }
+    for (int k = 0; k < B * nq; k++) qf[k] = (float)q[k];
+    for (int k = 0; k < B * nv; k++) { vf[k] = (float)v[k]; af[k] = (float)a[k]; }
+    for (int k = 0; k < B * nf; k++) ff[k] = (float)fext[k];
+
+    for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
+        grid_call call = {.q = q, .v = v, .a = a, .fext = fext, .out = out, .batch = B,
+                          .frame = 8, .reference_frame = GRID_LOCAL};
+        CHECK(grid_ref_batch(m, algo, GRID_FLOAT64, &call) == GRID_OK);
+        const int width = (int)grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
+        for (int b = 0; b < B; b++) {
+            const double *qb = q + b * nq, *vb = v + b * nv, *ab = a + b * nv, *fb = fext + b * nf;
+            switch (algo) {
+            case GRID_ALGO_RNEA: grid_ref_rnea(m, qb, vb, ab, fb, one, w); break;
+            case GRID_ALGO_NLE: grid_ref_nonlinear_effects(m, qb, vb, one, w); break;
+            case GRID_ALGO_GRAVITY: grid_ref_gravity(m, qb, one, w); break;
+            case GRID_ALGO_CRBA: grid_ref_crba(m, qb, one, w); break;
+            case GRID_ALGO_MINV: grid_ref_minv(m, qb, one, w); break;
+            case GRID_ALGO_FD: grid_ref_forward_dynamics(m, qb, vb, ab, fb, one, w); break;
+            case GRID_ALGO_ABA: grid_ref_aba(m, qb, vb, ab, fb, one, w); break;
+            case GRID_ALGO_FK: grid_ref_forward_kinematics(m, qb, one, w); break;
+            case GRID_ALGO_EE_POSE: grid_ref_end_effector_pose(m, qb, one, w); break;
+            case GRID_ALGO_FRAME_JACOBIAN: grid_ref_frame_jacobian(m, qb, 8, GRID_LOCAL, one, w); break;
+            }
+            CHECK_MSG(max_abs_diff(out + b * width, one, width) == 0.0, "algo %d state %d", algo, b);
+        }
+        /* float32: widened inputs, narrowed outputs */
+        grid_call callf = {.q = qf, .v = vf, .a = af, .fext = ff, .out = outf, .batch = B,
+                           .frame = 8, .reference_frame = GRID_LOCAL};
+        CHECK(grid_ref_batch(m, algo, GRID_FLOAT32, &callf) == GRID_OK);
+        double scale = fmax(1.0, max_abs(out, B * width)), e = 0.0;
+        for (int k = 0; k < B * width; k++) e = fmax(e, fabs((double)outf[k] - out[k]));
+        CHECK_MSG(e < 1e-4 * scale, "algo %d float32 off by %g (scale %g)", algo, e, scale);
+    }
+
+    /* optional inputs: RNEA with a and fext NULL is nle */
+    grid_call call = {.q = q, .v = v, .out = out, .batch = B};
+    CHECK(grid_ref_batch(m, GRID_ALGO_RNEA, GRID_FLOAT64, &call) == GRID_OK);
+    for (int b = 0; b < B; b++) {
+        grid_ref_nonlinear_effects(m, q + b * nq, v + b * nv, one, w);
+        CHECK(max_abs_diff(out + b * nv, one, nv) == 0.0);
+    }
+
+    /* refusals */
+    grid_call bad = {.q = q, .v = v, .a = a, .out = out, .batch = B, .frame = m->nframes};
+    CHECK(grid_ref_batch(m, GRID_ALGO_FRAME_JACOBIAN, GRID_FLOAT64, &bad) == GRID_ERR_ARG);
+    bad.frame = -1;
+    CHECK(grid_ref_batch(m, GRID_ALGO_FRAME_JACOBIAN, GRID_FLOAT64, &bad) == GRID_ERR_ARG);
+    bad.frame = 0;
+    bad.reference_frame = 3;
+    CHECK(grid_ref_batch(m, GRID_ALGO_FRAME_JACOBIAN, GRID_FLOAT64, &bad) == GRID_ERR_ARG);
+    CHECK(grid_ref_batch(m, GRID_ALGO_COUNT, GRID_FLOAT64, &call) == GRID_ERR_ARG);
+    CHECK(grid_ref_batch(m, -1, GRID_FLOAT64, &call) == GRID_ERR_ARG);
+    CHECK(grid_ref_batch(m, GRID_ALGO_RNEA, 2, &call) == GRID_ERR_ARG);
+    CHECK(grid_ref_batch(m, GRID_ALGO_ABA, GRID_FLOAT64, &call) == GRID_ERR_ARG); /* u missing */
+    CHECK(grid_ref_batch(NULL, GRID_ALGO_RNEA, GRID_FLOAT64, &call) == GRID_ERR_ARG);
+    CHECK(grid_ref_batch(m, GRID_ALGO_RNEA, GRID_FLOAT64, NULL) == GRID_ERR_ARG);
+    grid_call empty = {.batch = 0};
+    CHECK(grid_ref_batch(m, GRID_ALGO_RNEA, GRID_FLOAT64, &empty) == GRID_OK);
+    free(w);
+}
+
+int main(void)
+{
+    build_chain();
+    build_tree();
+    RUN_TEST(test_mass_matrix_chain);
+    RUN_TEST(test_mass_matrix_tree);
+    RUN_TEST(test_dynamics_chain);
+    RUN_TEST(test_dynamics_tree);
+    RUN_TEST(test_bias_terms_chain);
+    RUN_TEST(test_bias_terms_tree);
+    RUN_TEST(test_fext_chain);
+    RUN_TEST(test_fext_tree);
+    RUN_TEST(test_jacobian_chain);
+    RUN_TEST(test_jacobian_tree);
+    RUN_TEST(test_pinocchio_values_chain);
+    RUN_TEST(test_pinocchio_values_tree);
+    RUN_TEST(test_perturbed_model_is_detected);
+    RUN_TEST(test_kinematics_chain);
+    RUN_TEST(test_kinematics_tree);
+    RUN_TEST(test_rpy_singularity);
+    RUN_TEST(test_batch);
+    return check_summary("ref");
+}

@@ -1,0 +1,292 @@
+"""Test helpers: the robot list (example-robot-data, ../shared/robots, a synthetic robot), Pinocchio models mapped
+to grid_rbd's joint order, state generators and the block comparison used by the cross-checks."""
+
+import importlib.metadata
+import sysconfig
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import grid_rbd
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED_ROBOTS = REPO.parent / "shared" / "robots"
+BUNDLED_IIWA = REPO / "examples" / "robots" / "iiwa.urdf"
+
+# ---- comparison ----
+# Every output is compared one state (one block: a vector, matrix, Jacobian, or the nb 4x4 placements) at a time:
+#     ||ours - pinocchio||_F <= RTOL * max(||pinocchio||_F, NORM_FLOOR)
+# NORM_FLOOR = 1e-6 makes a block whose reference is (numerically) zero pass only when ours is within
+# RTOL * NORM_FLOOR = 1e-15 of it in absolute terms, i.e. zero up to float64 rounding.
+RTOL = 1e-9
+NORM_FLOOR = 1e-6
+
+
+def block_errors(ours, ref):
+    """relative Frobenius error of each state's block (axis 0 = states)"""
+    ours = np.asarray(ours, dtype=np.float64).reshape(len(ours), -1)
+    ref = np.asarray(ref, dtype=np.float64).reshape(len(ref), -1)
+    assert ours.shape == ref.shape, (ours.shape, ref.shape)
+    return np.linalg.norm(ours - ref, axis=1) / np.maximum(np.linalg.norm(ref, axis=1), NORM_FLOOR)
+
+
+def assert_blocks_close(ours, ref, label, rtol=RTOL):
+    err = block_errors(ours, ref)
+    worst = int(np.argmax(err)) if len(err) else 0
+    assert np.all(err <= rtol), (f"{label}: state {worst} has relative error {err[worst]:.3e} > {rtol:.0e}\n"
+                                 f"ours={np.asarray(ours)[worst]}\npinocchio={np.asarray(ref)[worst]}")
+
+
+# ---- robot list ----
+def example_robot_data_dir():
+    """robots/ of the installed example-robot-data package (its cmeel prefix), or None"""
+    candidates = []
+    try:
+        dist = importlib.metadata.distribution("example-robot-data")
+        candidates.append(Path(dist.locate_file("cmeel.prefix/share/example-robot-data/robots")))
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    for key in ("purelib", "platlib"):
+        candidates.append(Path(sysconfig.get_paths()[key]) / "cmeel.prefix/share/example-robot-data/robots")
+    for c in candidates:
+        if c.is_dir():
+            return c
+    return None
+
+
+# a small synthetic tree covering what the real robots lack: continuous joints (Pinocchio nq = 2),
+# an unaligned revolute axis, a prismatic joint, fixed joints, rpy origins and off-diagonal inertias
+SYNTHETIC_URDF = """<?xml version="1.0"?>
+<robot name="synthetic">
+  <link name="root"><inertial><origin xyz="0.01 0.02 0.03" rpy="0.1 0.2 0.3"/><mass value="2.0"/>
+    <inertia ixx="0.02" ixy="0.001" ixz="0.002" iyy="0.03" iyz="0.003" izz="0.04"/></inertial></link>
+  <joint name="j_cont" type="continuous"><parent link="root"/><child link="l1"/>
+    <origin xyz="0.1 0 0.2" rpy="0.3 -0.2 0.1"/><axis xyz="0 0.6 0.8"/></joint>
+  <link name="l1"><inertial><origin xyz="0.05 -0.01 0.1" rpy="0 0.4 0"/><mass value="1.5"/>
+    <inertia ixx="0.01" ixy="0.0005" ixz="0" iyy="0.012" iyz="0.001" izz="0.008"/></inertial></link>
+  <joint name="j_pris" type="prismatic"><parent link="l1"/><child link="l2"/>
+    <origin xyz="0 0.1 0.3" rpy="0 0 0.5"/><axis xyz="1 0 0"/>
+    <limit lower="-0.5" upper="0.5" effort="100" velocity="1"/></joint>
+  <link name="l2"><inertial><origin xyz="0.1 0 0" rpy="0 0 0"/><mass value="0.8"/>
+    <inertia ixx="0.004" ixy="0" ixz="0" iyy="0.005" iyz="0" izz="0.006"/></inertial></link>
+  <joint name="j_tool" type="fixed"><parent link="l2"/><child link="tool"/>
+    <origin xyz="0.2 0 0.05" rpy="1.0 0 0"/></joint>
+  <link name="tool"><inertial><origin xyz="0 0 0.02" rpy="0 0 0"/><mass value="0.3"/>
+    <inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.0005"/></inertial></link>
+  <joint name="j_rev" type="revolute"><parent link="l1"/><child link="l3"/>
+    <origin xyz="0 -0.1 0.3" rpy="-0.5 0 0"/><axis xyz="0 1 0"/>
+    <limit lower="-2" upper="2" effort="50" velocity="3"/></joint>
+  <link name="l3"><inertial><origin xyz="0 0 0.15" rpy="0 0 0"/><mass value="1.1"/>
+    <inertia ixx="0.009" ixy="0" ixz="0.0004" iyy="0.009" iyz="0" izz="0.002"/></inertial></link>
+  <joint name="j_cont2" type="continuous"><parent link="l3"/><child link="l4"/>
+    <origin xyz="0 0 0.3" rpy="0 0 0"/><axis xyz="0 0 -1"/></joint>
+  <link name="l4"><inertial><origin xyz="0.02 0.01 0.05" rpy="0 0 0"/><mass value="0.6"/>
+    <inertia ixx="0.002" ixy="0.0001" ixz="0" iyy="0.003" iyz="0" izz="0.001"/></inertial></link>
+  <joint name="j_flange" type="fixed"><parent link="l4"/><child link="flange"/>
+    <origin xyz="0 0 0.1" rpy="0 0 0"/></joint>
+  <link name="flange"/>
+</robot>
+"""
+
+
+@dataclass(frozen=True)
+class RobotCase:
+    id: str
+    source: str            # "erd" (example-robot-data), "shared" (../shared/robots) or "synthetic"
+    relpath: str
+    floating_base: bool
+    ignore_mimic: bool = False
+    mass_matrix_pd: bool = True   # False for atlas: indefinite body inertias (shared/robots/SOURCES.md)
+
+
+CASES = [
+    RobotCase("ur5", "erd", "ur_description/urdf/ur5_robot.urdf", False),
+    RobotCase("panda", "erd", "panda_description/urdf/panda.urdf", False, ignore_mimic=True),
+    RobotCase("hyq_erd", "erd", "hyq_description/robots/hyq_no_sensors.urdf", False),
+    RobotCase("hyq_erd_ff", "erd", "hyq_description/robots/hyq_no_sensors.urdf", True),
+    RobotCase("solo12_ff", "erd", "solo_description/robots/solo12.urdf", True),
+    RobotCase("talos_ff", "erd", "talos_data/robots/talos_reduced.urdf", True, ignore_mimic=True),
+    RobotCase("iiwa", "shared", "iiwa.urdf", False),
+    RobotCase("iiwa_ff", "shared", "iiwa.urdf", True),
+    RobotCase("hyq", "shared", "hyq.urdf", False),
+    RobotCase("hyq_ff", "shared", "hyq.urdf", True),
+    RobotCase("atlas", "shared", "atlas.urdf", False, mass_matrix_pd=False),
+    RobotCase("atlas_ff", "shared", "atlas.urdf", True, mass_matrix_pd=False),
+    RobotCase("go2", "shared", "go2.urdf", False),
+    RobotCase("go2_ff", "shared", "go2.urdf", True),
+    RobotCase("g1_29dof", "shared", "g1_29dof.urdf", False),
+    RobotCase("g1_29dof_ff", "shared", "g1_29dof.urdf", True),
+    RobotCase("synthetic", "synthetic", "synthetic.urdf", False),
+    RobotCase("synthetic_ff", "synthetic", "synthetic.urdf", True),
+]
+
+
+def case_path(case, tmp_dir):
+    """the URDF path of a case, or pytest.skip when its folder is absent"""
+    if case.source == "erd":
+        base = example_robot_data_dir()
+        if base is None:
+            pytest.skip("example-robot-data is not installed")
+    elif case.source == "shared":
+        base = SHARED_ROBOTS
+        if not base.is_dir():
+            pytest.skip(f"{base} is absent (the shared robot folder lives next to the repository)")
+    else:
+        base = tmp_dir
+        (base / case.relpath).write_text(SYNTHETIC_URDF)
+    path = base / case.relpath
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    return path
+
+
+# ---- Pinocchio side, in grid_rbd's joint order ----
+class PinMap:
+    """Pinocchio model + data of a case and the index maps between its q/v order and grid_rbd's (by joint name)."""
+
+    def __init__(self, handle, path, floating_base):
+        import pinocchio as pin
+        self.pin = pin
+        if floating_base:
+            self.model = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+        else:
+            self.model = pin.buildModelFromUrdf(str(path))
+        self.data = self.model.createData()
+        m = handle._model
+        assert self.model.nv == handle.nv, (self.model.nv, handle.nv)
+        assert self.model.njoints - 1 == handle.nb, (self.model.njoints, handle.nb)
+        nv = handle.nv
+        self.vperm = np.empty(nv, dtype=np.intp)   # ours[i] = pin[vperm[i]]
+        self.joint_ids = []                        # pin joint id of each of our bodies
+        self.q_parts = []                          # (our iq, our nq, pin iq, kind)
+        for i, name in enumerate(handle.joint_names):
+            jid = self.model.getJointId(name)
+            assert jid < self.model.njoints, f"Pinocchio has no joint {name!r}"
+            self.joint_ids.append(jid)
+            iv, nvj = m.joint_idx_v[i], m.joint_nv[i]
+            assert self.model.nvs[jid] == nvj
+            self.vperm[iv:iv + nvj] = np.arange(self.model.idx_vs[jid], self.model.idx_vs[jid] + nvj)
+            kind = m.joint_types[i]
+            pin_nq = self.model.nqs[jid]
+            if kind == "continuous":
+                assert pin_nq == 2
+            else:
+                assert pin_nq == m.joint_nq[i]
+            self.q_parts.append((m.joint_idx_q[i], m.joint_nq[i], self.model.idx_qs[jid], kind))
+        assert sorted(self.vperm) == list(range(nv))
+
+    def q(self, q):
+        """one grid_rbd configuration -> Pinocchio's (quaternion normalised, continuous -> cos, sin)"""
+        out = np.zeros(self.model.nq)
+        for iq, nq, piq, kind in self.q_parts:
+            if kind == "continuous":
+                out[piq:piq + 2] = np.cos(q[iq]), np.sin(q[iq])
+            elif kind == "free":
+                out[piq:piq + 7] = q[iq:iq + 7]
+                out[piq + 3:piq + 7] /= np.linalg.norm(q[iq + 3:iq + 7])
+            else:
+                out[piq:piq + nq] = q[iq:iq + nq]
+        return out
+
+    def v(self, v):
+        out = np.zeros(self.model.nv)
+        out[self.vperm] = v
+        return out
+
+    def vec(self, x):
+        """a Pinocchio tangent vector in our order"""
+        return np.asarray(x)[self.vperm]
+
+    def mat(self, M):
+        return np.asarray(M)[np.ix_(self.vperm, self.vperm)]
+
+    def cols(self, J):
+        return np.asarray(J)[:, self.vperm]
+
+    def fext(self, f):
+        """(6*nb,) body-local [f; tau] per body -> Pinocchio's per-joint list of pin.Force"""
+        pin = self.pin
+        forces = [pin.Force.Zero() for _ in range(self.model.njoints)]
+        for i, jid in enumerate(self.joint_ids):
+            forces[jid] = pin.Force(f[6 * i:6 * i + 3], f[6 * i + 3:6 * i + 6])
+        return forces
+
+    def frame_id(self, name):
+        return self.model.getFrameId(name, self.pin.FrameType.BODY)
+
+
+@dataclass
+class Robot:
+    """one registered case: the float64 handle, and lazily its Pinocchio map and a float32 handle"""
+    case: RobotCase
+    path: Path
+    handle: object
+    _pin: object = field(default=None, repr=False)
+    _h32: object = field(default=None, repr=False)
+
+    @property
+    def pin(self):
+        if self._pin is None:
+            self._pin = PinMap(self.handle, self.path, self.case.floating_base)
+        return self._pin
+
+    @property
+    def handle32(self):
+        if self._h32 is None:
+            self._h32 = grid_rbd.register_robot(f"{self.case.id}_f32", urdf_path=self.path,
+                                                floating_base=self.case.floating_base,
+                                                ignore_mimic=self.case.ignore_mimic, dtype="float32")
+        return self._h32
+
+
+# ---- states ----
+STATE_KINDS = ("random", "zero", "high_velocity", "high_acceleration", "nonunit_quaternion")
+BATCH = 8
+
+
+def kinds_for(robot):
+    return [k for k in STATE_KINDS if k != "nonunit_quaternion" or robot.case.floating_base]
+
+
+def make_states(handle, kind, n=BATCH, seed=0):
+    """dict of q (n, nq), qd, qdd, u (n, nv), f_ext (n, 6 nb) for one kind of state"""
+    rng = np.random.default_rng(seed + 1000 * STATE_KINDS.index(kind))
+    m = handle._model
+    nq, nv, nb = handle.nq, handle.nv, handle.nb
+    q = np.zeros((n, nq))
+    for iq, nqj, kind_j in zip(m.joint_idx_q, m.joint_nq, m.joint_types):
+        if kind_j == "free":
+            q[:, iq:iq + 3] = rng.uniform(-1, 1, (n, 3))
+            quat = rng.normal(size=(n, 4))
+            quat /= np.linalg.norm(quat, axis=1, keepdims=True)
+            if kind == "nonunit_quaternion":
+                quat *= rng.uniform(0.5, 2.0, (n, 1))
+            q[:, iq + 3:iq + 7] = quat
+        elif kind_j == "prismatic":
+            q[:, iq] = rng.uniform(-0.5, 0.5, n)
+        else:
+            q[:, iq] = rng.uniform(-np.pi, np.pi, n)
+    qd = rng.uniform(-1, 1, (n, nv))
+    qdd = rng.uniform(-1, 1, (n, nv))
+    u = rng.uniform(-10, 10, (n, nv))
+    f_ext = rng.uniform(-5, 5, (n, 6 * nb))
+    if kind == "zero":
+        q[:] = 0
+        for iq, kind_j in zip(m.joint_idx_q, m.joint_types):
+            if kind_j == "free":
+                q[:, iq + 6] = 1.0  # identity quaternion (qw last)
+        qd[:] = qdd[:] = u[:] = f_ext[:] = 0
+    elif kind == "high_velocity":
+        qd = rng.uniform(-10, 10, (n, nv))
+    elif kind == "high_acceleration":
+        qdd = rng.uniform(-50, 50, (n, nv))
+        u = rng.uniform(-200, 200, (n, nv))
+    return {"q": q, "qd": qd, "qdd": qdd, "u": u, "f_ext": f_ext}
+
+
+def all_states(robot, n=BATCH):
+    """(kind, states) for every kind that applies to the robot"""
+    return [(k, make_states(robot.handle, k, n)) for k in kinds_for(robot)]
+

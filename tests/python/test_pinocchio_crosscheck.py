@@ -1,0 +1,157 @@
+"""Every handle method against Pinocchio at float64, per state block, for every robot and kind of state (see conftest)."""
+
+import re
+
+import numpy as np
+import pytest
+
+import grid_rbd
+from robot_cases import BUNDLED_IIWA, RTOL, PinMap, all_states, assert_blocks_close, block_errors, make_states
+
+pin = pytest.importorskip("pinocchio")
+
+
+def _sym(M):
+    """Pinocchio fills the upper triangle of crba / computeMinverse"""
+    M = np.asarray(M)
+    return np.triu(M) + np.triu(M, 1).T
+
+
+# ---- Pinocchio per state, returned in grid_rbd's order ----
+def pin_rnea(P, q, v, a, f=None):
+    args = (P.model, P.data, P.q(q), P.v(v), P.v(a))
+    return P.vec(pin.rnea(*args, P.fext(f)) if f is not None else pin.rnea(*args))
+
+
+def pin_aba(P, q, v, u, f=None):
+    args = (P.model, P.data, P.q(q), P.v(v), P.v(u))
+    return P.vec(pin.aba(*args, P.fext(f)) if f is not None else pin.aba(*args))
+
+
+def pin_fk(P, q, handle):
+    pin.forwardKinematics(P.model, P.data, P.q(q))
+    return np.stack([P.data.oMi[j].homogeneous for j in P.joint_ids])
+
+
+def pin_ee_pose(P, q, handle):
+    pin.forwardKinematics(P.model, P.data, P.q(q))
+    pin.updateFramePlacements(P.model, P.data)
+    out = []
+    for name in handle.ee_names:
+        oMf = P.data.oMf[P.frame_id(name)]
+        out += [oMf.translation, pin.rpy.matrixToRpy(oMf.rotation)]
+    return np.concatenate(out)
+
+
+def per_state(fn, *arrays):
+    return np.stack([fn(*row) for row in zip(*arrays)])
+
+
+# method -> (ours(handle, states), pinocchio(PinMap, handle, states))
+CHECKS = {
+    "inverse_dynamics": (
+        lambda h, s: h.inverse_dynamics(s["q"], s["qd"], s["qdd"]),
+        lambda P, h, s: per_state(lambda q, v, a: pin_rnea(P, q, v, a), s["q"], s["qd"], s["qdd"])),
+    "inverse_dynamics_qdd_none": (
+        lambda h, s: h.inverse_dynamics(s["q"], s["qd"]),
+        lambda P, h, s: per_state(lambda q, v: pin_rnea(P, q, v, np.zeros(h.nv)), s["q"], s["qd"])),
+    "inverse_dynamics_f_ext": (
+        lambda h, s: h.inverse_dynamics(s["q"], s["qd"], s["qdd"], f_ext=s["f_ext"]),
+        lambda P, h, s: per_state(lambda q, v, a, f: pin_rnea(P, q, v, a, f), s["q"], s["qd"], s["qdd"], s["f_ext"])),
+    "nonlinear_effects": (
+        lambda h, s: h.nonlinear_effects(s["q"], s["qd"]),
+        lambda P, h, s: per_state(lambda q, v: P.vec(pin.nonLinearEffects(P.model, P.data, P.q(q), P.v(v))),
+                                  s["q"], s["qd"])),
+    "generalized_gravity": (
+        lambda h, s: h.generalized_gravity(s["q"]),
+        lambda P, h, s: per_state(lambda q: P.vec(pin.computeGeneralizedGravity(P.model, P.data, P.q(q))), s["q"])),
+    "crba": (
+        lambda h, s: h.crba(s["q"]),
+        lambda P, h, s: per_state(lambda q: P.mat(_sym(pin.crba(P.model, P.data, P.q(q)))), s["q"])),
+    "minv": (
+        lambda h, s: h.minv(s["q"]),
+        lambda P, h, s: per_state(lambda q: P.mat(_sym(pin.computeMinverse(P.model, P.data, P.q(q)))), s["q"])),
+    "forward_dynamics": (
+        lambda h, s: h.forward_dynamics(s["q"], s["qd"], s["u"]),
+        lambda P, h, s: per_state(lambda q, v, u: pin_aba(P, q, v, u), s["q"], s["qd"], s["u"])),
+    "forward_dynamics_f_ext": (
+        lambda h, s: h.forward_dynamics(s["q"], s["qd"], s["u"], f_ext=s["f_ext"]),
+        lambda P, h, s: per_state(lambda q, v, u, f: pin_aba(P, q, v, u, f), s["q"], s["qd"], s["u"], s["f_ext"])),
+    "aba": (
+        lambda h, s: h.aba(s["q"], s["qd"], s["u"]),
+        lambda P, h, s: per_state(lambda q, v, u: pin_aba(P, q, v, u), s["q"], s["qd"], s["u"])),
+    "aba_f_ext": (
+        lambda h, s: h.aba(s["q"], s["qd"], s["u"], f_ext=s["f_ext"]),
+        lambda P, h, s: per_state(lambda q, v, u, f: pin_aba(P, q, v, u, f), s["q"], s["qd"], s["u"], s["f_ext"])),
+    "forward_kinematics": (
+        lambda h, s: h.forward_kinematics(s["q"]),
+        lambda P, h, s: per_state(lambda q: pin_fk(P, q, h), s["q"])),
+    "end_effector_pose": (
+        lambda h, s: h.end_effector_pose(s["q"]),
+        lambda P, h, s: per_state(lambda q: pin_ee_pose(P, q, h), s["q"])),
+}
+
+
+@pytest.mark.parametrize("method", list(CHECKS))
+def test_matches_pinocchio(robot, method):
+    ours_fn, pin_fn = CHECKS[method]
+    h, P = robot.handle, robot.pin
+    for kind, s in all_states(robot):
+        ours = ours_fn(h, s)
+        assert ours.dtype == np.float64
+        assert_blocks_close(ours, pin_fn(P, h, s), f"{robot.case.id} {method} [{kind}]")
+
+
+def jacobian_frames(handle):
+    """the end effectors, a frame half-way down the frame list, and the root link's frame"""
+    ids = list(handle.ee_frame_ids[:3]) + [len(handle.frame_names) // 2, 0]
+    return sorted(set(ids))
+
+
+@pytest.mark.parametrize("reference_frame", ["WORLD", "LOCAL", "LOCAL_WORLD_ALIGNED"])
+def test_frame_jacobian_matches_pinocchio(robot, reference_frame):
+    h, P = robot.handle, robot.pin
+    rf = getattr(pin.ReferenceFrame, reference_frame)
+    for fid in jacobian_frames(h):
+        name = h.frame_names[fid]
+        pfid = P.frame_id(name)
+        for kind, s in all_states(robot):
+            ours = h.frame_jacobian(s["q"], target=name, reference_frame=reference_frame)
+            ref = per_state(lambda q: P.cols(pin.computeFrameJacobian(P.model, P.data, P.q(q), pfid, rf)), s["q"])
+            assert_blocks_close(ours, ref, f"{robot.case.id} frame_jacobian {name} {reference_frame} [{kind}]")
+
+
+def test_frame_jacobian_default_target_is_first_end_effector(robot):
+    h = robot.handle
+    q = make_states(h, "random", 3)["q"]
+    np.testing.assert_array_equal(h.frame_jacobian(q), h.frame_jacobian(q, target=h.ee_names[0]))
+
+
+# ---- the comparison can fail: a 1% change of one link's mass is caught ----
+def _perturb_mass(urdf, link, factor):
+    pattern = re.compile(r'(<link\s+name="%s"\s*>.*?<mass\s+value=")([^"]+)(")' % re.escape(link), re.S)
+    new, count = pattern.subn(lambda m: m.group(1) + repr(float(m.group(2)) * factor) + m.group(3), urdf)
+    assert count == 1
+    return new
+
+
+@pytest.mark.parametrize("floating_base", [False, True], ids=["fixed", "floating"])
+def test_perturbed_inertia_fails_the_comparison(floating_base):
+    urdf = BUNDLED_IIWA.read_text()
+    reference = grid_rbd.register_robot("iiwa_unperturbed", urdf_path=BUNDLED_IIWA, dtype="float64",
+                                        floating_base=floating_base)
+    perturbed = grid_rbd.register_robot("iiwa_perturbed", urdf_string=_perturb_mass(urdf, "iiwa_link_3", 1.01),
+                                        dtype="float64", floating_base=floating_base)
+    P = PinMap(reference, BUNDLED_IIWA, floating_base)  # Pinocchio on the ORIGINAL file
+    s = make_states(reference, "random")
+    checks = {
+        "rnea": lambda h: (h.inverse_dynamics(s["q"], s["qd"], s["qdd"]),
+                           per_state(lambda q, v, a: pin_rnea(P, q, v, a), s["q"], s["qd"], s["qdd"])),
+        "crba": lambda h: (h.crba(s["q"]), per_state(lambda q: P.mat(_sym(pin.crba(P.model, P.data, P.q(q)))), s["q"])),
+        "aba": lambda h: (h.aba(s["q"], s["qd"], s["u"]),
+                          per_state(lambda q, v, u: pin_aba(P, q, v, u), s["q"], s["qd"], s["u"])),
+    }
+    for name, check in checks.items():
+        assert block_errors(*check(reference)).max() <= RTOL, f"{name}: the unperturbed model must pass"
+        worst = block_errors(*check(perturbed)).max()
+        assert worst > 1e3 * RTOL, f"{name}: a 1% mass change went unnoticed (error {worst:.2e})"
