@@ -6,7 +6,8 @@
  * (a) per call: grid_<algo>() at batch = 1 over a pool of N pre-generated random states,
  *     cycled (the analogue of one Pinocchio call);
  * (b) per state: one grid_<algo>() call at batch = B over B states, time / B (amortised).
- * One run is a timed loop of at least T milliseconds; the figure is the median over R runs.
+ * One run is a timed loop of at least T milliseconds; runs of every algorithm and mode are
+ * interleaved in R rounds, and the figure is the median over the R runs.
  * States: q uniform in [-1, 1], the base quaternion of a floating base (nq == nv + 1)
  * normalised; v, a, u uniform in [-1, 1]; in the library's dtype (meta->dtype).
  */
@@ -151,49 +152,51 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* run calls[i % ncalls] n times, grown until one loop lasts min_ms; median of runs, per
-   call divided by per_call_states; status of the first failing call in *status */
-static timing time_calls(grid_batch_fn fn, const grid_call *calls, int ncalls, double per_call_states,
-                         const options *o, int *status)
+/* one timing job: an entry point and the calls it cycles through */
+typedef struct {
+    int algo;
+    grid_batch_fn fn;
+    grid_call *calls;
+    int ncalls;
+    double states_per_call;
+    long long n;        /* calls per timed loop */
+    double *per_state;  /* one figure per round, us per state */
+    int status;         /* first non-zero status of a warm-up call */
+} job;
+
+/* warm up (stopping at a failing call), then grow the call count until a loop lasts min_ms */
+static void calibrate(job *j, double min_ms)
 {
-    timing t = {0, 0, 0};
-    *status = 0;
-
-    /* warm up over every call, and stop at the first failure */
-    for (int i = 0; i < 2 * ncalls; i++) {
-        int rc = fn(&calls[i % ncalls]);
-        if (rc) { *status = rc; return t; }
+    for (int i = 0; i < 2 * j->ncalls; i++) {
+        int rc = j->fn(&j->calls[i % j->ncalls]);
+        if (rc) { j->status = rc; return; }
     }
-
-    /* grow the call count until one loop lasts min_ms */
-    long long n = ncalls;
+    long long n = j->ncalls;
     for (;;) {
         double t0 = now_seconds();
-        for (long long i = 0; i < n; i++) fn(&calls[i % ncalls]);
+        for (long long i = 0; i < n; i++) j->fn(&j->calls[i % j->ncalls]);
         double dt = now_seconds() - t0;
-        if (dt * 1e3 >= o->min_ms || n > (1LL << 34)) {
-            if (dt > 0) n = (long long)((double)n * (o->min_ms / 1e3) / dt) + 1;
+        if (dt * 1e3 >= min_ms || n > (1LL << 34)) {
+            if (dt > 0) n = (long long)((double)n * (min_ms / 1e3) / dt) + 1;
             break;
         }
-        n *= (dt * 1e3 < o->min_ms / 16) ? 8 : 2;
+        n *= (dt * 1e3 < min_ms / 16) ? 8 : 2;
     }
-    if (n < ncalls) n = ncalls;
+    j->n = n < j->ncalls ? j->ncalls : n;
+}
 
-    /* timed runs */
-    double *per = calloc((size_t)o->runs, sizeof *per);
-    if (!per) { *status = -1; return t; }
-    for (int r = 0; r < o->runs; r++) {
-        double t0 = now_seconds();
-        for (long long i = 0; i < n; i++) fn(&calls[i % ncalls]);
-        double dt = now_seconds() - t0;
-        per[r] = dt / (double)n / per_call_states * 1e6;
-    }
-    qsort(per, (size_t)o->runs, sizeof *per, cmp_double);
-    t.median_us = per[o->runs / 2];
-    t.min_us = per[0];
-    t.calls_per_run = n;
-    free(per);
-    return t;
+/* one timed loop; microseconds per state */
+static double timed_loop(const job *j)
+{
+    double t0 = now_seconds();
+    for (long long i = 0; i < j->n; i++) j->fn(&j->calls[i % j->ncalls]);
+    return (now_seconds() - t0) / (double)j->n / j->states_per_call * 1e6;
+}
+
+static timing summarize(const job *j, int runs)
+{
+    qsort(j->per_state, (size_t)runs, sizeof *j->per_state, cmp_double);
+    return (timing){j->per_state[runs / 2], j->per_state[0], j->n};
 }
 
 /* outputs that are NaN or infinite over the first nstates states of algo */
@@ -297,12 +300,55 @@ int main(int argc, char **argv)
         fprintf(stderr, "grid_bench: out of memory\n");
         return 1;
     }
-    grid_call *calls = calloc((size_t)o.pool, sizeof *calls);
-    if (!calls) {
+    /* two jobs per exported algorithm: (a) batch 1 over the pool, (b) one call at batch B */
+    job *jobs = calloc(2 * GRID_ALGO_COUNT, sizeof *jobs);
+    const char *missing[GRID_ALGO_COUNT] = {0};
+    int njobs = 0;
+    for (int k = 0; k < GRID_ALGO_COUNT; k++) {
+        const char *name = grid_algo_name(k);
+        if (!(m->algorithms & (1u << k)) || !wanted(o.algos, name)) continue;
+        char sym[64];
+        snprintf(sym, sizeof sym, "grid_%s", name);
+        grid_batch_fn fn = (grid_batch_fn)dlsym(lib, sym);
+        if (!fn) {
+            missing[k] = "missing";
+            continue;
+        }
+        for (int mode = 0; mode < 2 && jobs; mode++) {
+            job *j = &jobs[njobs++];
+            j->algo = k;
+            j->fn = fn;
+            j->ncalls = mode == 0 ? o.pool : 1;
+            j->states_per_call = mode == 0 ? 1.0 : (double)o.batch;
+            j->calls = calloc((size_t)j->ncalls, sizeof *j->calls);
+            j->per_state = calloc((size_t)o.runs, sizeof *j->per_state);
+            if (!j->calls || !j->per_state) { free(jobs); jobs = NULL; break; }
+            for (int i = 0; i < j->ncalls; i++)
+                j->calls[i] = make_call(&s, k, i, mode == 0 ? 1 : o.batch, &o);
+        }
+    }
+    if (!jobs) {
         fprintf(stderr, "grid_bench: out of memory\n");
         return 1;
     }
 
+    /* calibrate each job; then time in rounds, one loop of every job per round, so that a
+       slow spell of the machine spreads over all algorithms instead of one */
+    long long nonfinite[GRID_ALGO_COUNT] = {0};
+    for (int i = 0; i < njobs; i++) {
+        job *j = &jobs[i];
+        memset(s.out, 0, (size_t)s.nstates * (size_t)s.out_width * (size_t)s.elem);
+        calibrate(j, o.min_ms);
+        if (!j->status) {
+            long long bad = count_nonfinite(&s, j->algo, j->ncalls == 1 ? o.batch : o.pool);
+            if (bad > nonfinite[j->algo]) nonfinite[j->algo] = bad;
+        }
+    }
+    for (int r = 0; r < o.runs; r++)
+        for (int i = 0; i < njobs; i++)
+            if (!jobs[i].status) jobs[i].per_state[r] = timed_loop(&jobs[i]);
+
+    /* report, in algorithm order */
     printf("{\n  \"library\": \"grid\",\n  \"so\": \"%s\",\n", o.so_path);
     printf("  \"nq\": %d, \"nv\": %d, \"nb\": %d, \"nframes\": %d, \"nee\": %d,\n", m->nq, m->nv, m->nb, m->nframes,
            m->nee);
@@ -313,47 +359,37 @@ int main(int argc, char **argv)
            o.min_ms, o.threads);
     printf("  \"jacobian_frame\": %d, \"reference_frame\": \"%s\",\n", o.frame, reference_name(o.reference));
     printf("  \"unit\": \"us (per_call: one call at batch 1; batch: per state at batch B)\",\n  \"results\": {");
-
     int first = 1, failures = 0;
     for (int k = 0; k < GRID_ALGO_COUNT; k++) {
         const char *name = grid_algo_name(k);
         if (!(m->algorithms & (1u << k)) || !wanted(o.algos, name)) continue;
-        char sym[64];
-        snprintf(sym, sizeof sym, "grid_%s", name);
-        grid_batch_fn fn = (grid_batch_fn)dlsym(lib, sym);
         printf("%s\n    \"%s\": ", first ? "" : ",", name);
         first = 0;
-        if (!fn) {
-            printf("{\"error\": \"symbol %s missing\"}", sym);
+        if (missing[k]) {
+            printf("{\"error\": \"symbol grid_%s missing\"}", name);
             failures++;
             continue;
         }
-
-        /* (a) per call at batch 1, cycling the pool (outputs cleared so a stale value is not counted) */
-        memset(s.out, 0, (size_t)s.nstates * (size_t)s.out_width * (size_t)s.elem);
-        for (int i = 0; i < o.pool; i++) calls[i] = make_call(&s, k, i, 1, &o);
-        int st1 = 0, st2 = 0;
-        timing t1 = time_calls(fn, calls, o.pool, 1.0, &o, &st1);
-        long long bad1 = st1 ? 0 : count_nonfinite(&s, k, o.pool);
-
-        /* (b) per state at batch B */
-        grid_call big = make_call(&s, k, 0, o.batch, &o);
-        timing t2 = time_calls(fn, &big, 1, (double)o.batch, &o, &st2);
-        long long bad2 = st2 ? 0 : count_nonfinite(&s, k, o.batch);
-
-        if (st1 || st2) {
-            printf("{\"error\": \"status %d (batch 1) / %d (batch %d)\"}", st1, st2, o.batch);
+        const job *ja = NULL, *jb = NULL;
+        for (int i = 0; i < njobs; i++)
+            if (jobs[i].algo == k) *(jobs[i].ncalls == 1 ? &jb : &ja) = &jobs[i];
+        if (ja->status || jb->status) {
+            printf("{\"error\": \"status %d (batch 1) / %d (batch %d)\"}", ja->status, jb->status, o.batch);
             failures++;
             continue;
         }
+        timing t1 = summarize(ja, o.runs), t2 = summarize(jb, o.runs);
         printf("{\"per_call_us\": %.6g, \"per_call_min_us\": %.6g, \"batch_per_state_us\": %.6g, "
                "\"batch_per_state_min_us\": %.6g, \"batch_call_us\": %.6g, \"nonfinite_outputs\": %lld}",
-               t1.median_us, t1.min_us, t2.median_us, t2.min_us, t2.median_us * o.batch, bad1 > bad2 ? bad1 : bad2);
-        fflush(stdout);
+               t1.median_us, t1.min_us, t2.median_us, t2.min_us, t2.median_us * o.batch, nonfinite[k]);
     }
     printf("\n  }\n}\n");
 
-    free(calls);
+    for (int i = 0; i < njobs; i++) {
+        free(jobs[i].calls);
+        free(jobs[i].per_state);
+    }
+    free(jobs);
     states_free(&s);
     dlclose(lib);
     return failures ? 3 : 0;

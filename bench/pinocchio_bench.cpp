@@ -4,8 +4,9 @@
 //                             [--frame LINK] [--reference local|world|local_world_aligned]
 //
 // Each algorithm is called over a pool of pre-generated random states, cycled, many times in
-// a row; one run is a timed loop of at least T milliseconds, and the figure reported is the
-// median over R runs of (loop time / calls), in microseconds. States follow Pinocchio's own
+// a row; one run is a timed loop of at least T milliseconds, runs of all algorithms are
+// interleaved in R rounds, and the figure reported is the median over the R runs of
+// (loop time / calls), in microseconds. States follow Pinocchio's own
 // benchmarks: q = randomConfiguration(model, -1, 1) (quaternion normalised, continuous joints
 // as cos/sin), v, a, tau uniform in [-1, 1].
 #include <algorithm>
@@ -50,13 +51,10 @@ static double now_seconds()
     return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
 }
 
-// time one algorithm: calibrate a call count for min_ms, then R timed runs, median per call
-static Timing time_calls(const std::function<void(int)> &call, int pool, int runs, double min_ms)
+// calls of one algorithm per timed loop: grown until a loop lasts min_ms (after a warm-up)
+static long long calibrate(const std::function<void(int)> &call, int pool, double min_ms)
 {
-    // warm up caches and branch predictors over the whole pool
     for (int i = 0; i < 2 * pool; i++) call(i % pool);
-
-    // grow the call count until one loop lasts min_ms
     long long n = pool;
     for (;;) {
         double t0 = now_seconds();
@@ -68,15 +66,19 @@ static Timing time_calls(const std::function<void(int)> &call, int pool, int run
         }
         n *= (dt * 1e3 < min_ms / 16) ? 8 : 2;
     }
-    n = std::max(n, (long long)pool);
+    return std::max(n, (long long)pool);
+}
 
-    std::vector<double> per_call;
-    for (int r = 0; r < runs; r++) {
-        double t0 = now_seconds();
-        for (long long i = 0; i < n; i++) call((int)(i % pool));
-        double dt = now_seconds() - t0;
-        per_call.push_back(dt / (double)n * 1e6);
-    }
+// one timed loop of n calls cycling the pool; microseconds per call
+static double timed_loop(const std::function<void(int)> &call, int pool, long long n)
+{
+    double t0 = now_seconds();
+    for (long long i = 0; i < n; i++) call((int)(i % pool));
+    return (now_seconds() - t0) / (double)n * 1e6;
+}
+
+static Timing summarize(std::vector<double> per_call, long long n)
+{
     std::sort(per_call.begin(), per_call.end());
     Timing t;
     t.median_us = per_call[per_call.size() / 2];
@@ -200,7 +202,27 @@ int main(int argc, char **argv)
         {"frame_jacobian", [&](int i) { pin::computeFrameJacobian(model, data, qs[i], fid, rf, J); }},
     };
 
-    // run and print
+    // calibrate every algorithm, then time in rounds (one loop of each algorithm per round)
+    // so that a slow spell of the machine spreads over all algorithms instead of one
+    std::vector<long long> n(algos.size());
+    auto prepare = [&](size_t k) {
+        if (std::strcmp(algos[k].name, "minv_after_aba") == 0)
+            pin::aba(model, data, qs[0], vs[0], taus[0], pin::Convention::WORLD);
+    };
+    for (size_t k = 0; k < algos.size(); k++) {
+        prepare(k);
+        n[k] = calibrate(algos[k].call, P, o.min_ms);
+    }
+    std::vector<std::vector<double>> per_call(algos.size());
+    double checksum = 0;
+    for (int r = 0; r < o.runs; r++)
+        for (size_t k = 0; k < algos.size(); k++) {
+            prepare(k);
+            per_call[k].push_back(timed_loop(algos[k].call, P, n[k]));
+            checksum += data.tau.sum() + data.M(0, 0) + qdd.sum() + J.sum();
+        }
+
+    // print
     std::printf("{\n");
     std::printf("  \"library\": \"pinocchio\",\n  \"pinocchio_version\": \"%s\",\n", PINOCCHIO_VERSION);
     std::printf("  \"urdf\": \"%s\",\n  \"robot\": \"%s\",\n", o.urdf.c_str(), model.name.c_str());
@@ -211,15 +233,10 @@ int main(int argc, char **argv)
     std::printf("  \"jacobian_frame\": \"%s\", \"reference_frame\": \"%s\",\n", model.frames[fid].name.c_str(),
                 o.reference.c_str());
     std::printf("  \"unit\": \"us per call\",\n  \"results\": {\n");
-    double checksum = 0;
     for (size_t k = 0; k < algos.size(); k++) {
-        if (std::strcmp(algos[k].name, "minv_after_aba") == 0)
-            pin::aba(model, data, qs[0], vs[0], taus[0], pin::Convention::WORLD);
-        Timing t = time_calls(algos[k].call, P, o.runs, o.min_ms);
-        checksum += data.tau.sum() + data.M(0, 0) + qdd.sum() + J.sum();
+        Timing t = summarize(per_call[k], n[k]);
         std::printf("    \"%s\": {\"median_us\": %.4f, \"min_us\": %.4f, \"calls_per_run\": %lld}%s\n", algos[k].name,
                     t.median_us, t.min_us, t.calls_per_run, k + 1 < algos.size() ? "," : "");
-        std::fflush(stdout);
     }
     std::printf("  },\n  \"checksum\": %.6g\n}\n", checksum);
     return 0;

@@ -1,0 +1,85 @@
+/* One per-state function: symbolic inputs, one algorithm builder, stores, then live-only emission. */
+#include <stdlib.h>
+#include "emit_ctx.h"
+
+/* run the builder of sp on fresh kinematics; outputs land in out[] through stores */
+static int build(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *v, const sv *a, const sv *fext)
+{
+    const em_model *em = cx->em;
+    sym_graph *g = k->g;
+    const int nv = em->nv;
+    int n = 0, rc = 0;
+    sv *res = NULL;
+    switch (sp->kind) {
+    case ST_FK: return ea_fk(cx, k);
+    case ST_EE_POSE: return ea_ee_pose(cx, k);
+    case ST_JACOBIAN: return ea_frame_jacobian(cx, k);
+    default: break;
+    }
+    res = ek_calloc((size_t)nv * (size_t)nv, sizeof *res);
+    if (!res) return -1;
+    switch (sp->kind) {
+    case ST_RNEA: rc = ea_rnea(k, v, a, fext, res), n = nv; break;
+    case ST_GRAVITY: rc = ea_rnea(k, NULL, NULL, NULL, res), n = nv; break;
+    case ST_CRBA: rc = ea_crba(k, res), n = nv * nv; break;
+    case ST_MINV: rc = ea_minv(k, res), n = nv * nv; break;
+    case ST_FD: rc = ea_fd(k, v, a, fext, res), n = nv; break;
+    case ST_ABA: rc = ea_aba(k, v, a, fext, res), n = nv; break;
+    default: rc = -1; break;
+    }
+    if (rc == 0) {
+        sym_comment(g, "/* outputs */");
+        for (int i = 0; i < n; i++) sym_store(g, ARR_OUT, i, res[i]);
+    }
+    free(res);
+    return rc;
+}
+
+/* symbolic loads of one input array (NULL when the function does not read it) */
+static sv *inputs(sym_graph *g, int array, int n, int wanted)
+{
+    if (!wanted) return NULL;
+    sv *x = ek_calloc((size_t)n, sizeof *x);
+    if (!x) return NULL;
+    for (int i = 0; i < n; i++) x[i] = sym_input(g, array, i);
+    return x;
+}
+
+int emit_state_function(const emit_ctx *cx, const state_spec *sp, sym_stats *stats)
+{
+    const em_model *em = cx->em;
+    int rc = -1;
+    sym_graph *g = sym_new();
+    sv *q = NULL, *v = NULL, *a = NULL, *fext = NULL;
+    ek_kin k = {0};
+    if (!g) return -1;
+    /* array ids follow ARR_Q .. ARR_OUT */
+    sym_array(g, "q", 1);
+    sym_array(g, "v", 1);
+    sym_array(g, "a", 1);
+    sym_array(g, "fext", 1);
+    sym_array(g, "out", 1);
+    q = inputs(g, ARR_Q, em->nq, 1);
+    v = inputs(g, ARR_V, em->nv, sp->reads_v);
+    a = inputs(g, ARR_A, em->nv, sp->reads_a);
+    fext = inputs(g, ARR_FEXT, 6 * em->nb, sp->reads_fext);
+    if (!q || (sp->reads_v && !v) || (sp->reads_a && !a) || (sp->reads_fext && !fext)) goto done;
+    if (ek_kin_init(&k, g, em, q) != 0) goto done;
+    if (build(cx, sp, &k, v, a, fext) != 0 || sym_failed(g)) goto done;
+
+    ew_printf(cx->w, "%s void grid_s_%s", cx->t->state_fn, sp->fn);
+    emit_state_params(cx->w, cx->t);
+    ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out; (void)frame; (void)rf;%s\n",
+              cx->t->stride_param[0] ? " (void)st;" : "");
+    if (sym_emit(g, &cx->st, cx->w, stats) != 0) goto done;
+    ew_puts(cx->w, "}\n\n");
+    rc = 0;
+done:
+    ek_kin_free(&k);
+    free(q);
+    free(v);
+    free(a);
+    free(fext);
+    sym_free(g);
+    return rc;
+}
