@@ -26,7 +26,7 @@ test: venv test-c test-asan fuzz test-python
 # ---- environment: system packages, virtual environment, editable install ----
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml setup.py $(SRC) $(wildcard include/grid/*.h) python/grid_rbd/_core.c
+$(VENV)/.installed: pyproject.toml setup.py requirements-dev.txt $(SRC) $(wildcard include/grid/*.h src/*/*.h python/grid_rbd/*.c python/grid_rbd/*.h)
 	@tools/ensure_system_deps.sh
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip

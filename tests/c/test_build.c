@@ -31,9 +31,15 @@ static int write_text(const char *path, const char *text)
 
 static char *read_text(const char *path)
 {
-    char *data = NULL;
-    size_t len;
-    return grid_fs_read(path, &data, &len) == 0 ? data : NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    grid_buf b;
+    grid_buf_init(&b);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) grid_buf_put(&b, chunk, n);
+    fclose(f);
+    return grid_buf_take(&b);
 }
 
 static int exists(const char *path)

@@ -1,0 +1,128 @@
+/* Private interfaces between the files of src/build: files and locks, processes, toolchain, store. */
+#ifndef GRID_BUILD_INTERNAL_H
+#define GRID_BUILD_INTERNAL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include "grid/build.h"
+#include "buf.h"
+
+#define GRID_PATH_CAP 4096
+#define GRID_CACHE_FORMAT 1
+/* a .tmp directory whose builder is gone is removed once it is this old (seconds) */
+#define GRID_STALE_TMP_SECONDS 3600
+
+/* the cache root is at most this long, so every path under it fits GRID_PATH_CAP */
+#define GRID_ROOT_MAX 3800
+
+/* ---- time ---- */
+double grid_now(void);   /* monotonic seconds */
+
+/* ---- files (fsutil.c); failures set GRID_ERR_CACHE naming the path, errno text and the override hint ---- */
+
+int grid_cache_error(grid_error *err, const char *what, const char *path, int errnum);
+/* snprintf for paths: 0, or -1 when the result did not fit */
+int grid_pathf(char *out, size_t cap, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* mkdir -p */
+int grid_fs_mkdirs(const char *path, grid_error *err);
+/* whole file into a malloc'd NUL-terminated buffer; returns 0 or an errno value */
+int grid_fs_read(const char *path, char **data, size_t *len);
+/* create/truncate path with data, fsync, close */
+int grid_fs_write(const char *path, const void *data, size_t len, grid_error *err);
+/* write dir/.<name>.tmp-<pid>-<rand> then rename it over dir/name */
+int grid_fs_write_atomic(const char *dir, const char *name, const void *data, size_t len, grid_error *err);
+/* rm -rf; returns 0 or an errno value (a missing path is fine) */
+int grid_fs_rmtree(const char *path);
+/* SHA-256 of a file's bytes; returns 0 or an errno value; *size may be NULL */
+int grid_fs_sha256_file(const char *path, char hex[65], long long *size);
+/* fsync a directory so a rename in it is durable (best effort) */
+void grid_fs_sync_dir(const char *dir);
+/* total bytes of the regular files under path (not following links) */
+long long grid_fs_tree_bytes(const char *path);
+/* open (creating) path and flock it; returns the fd or -1 with errno set; nonblock: -1/EWOULDBLOCK when held */
+int grid_fs_lock(const char *path, int nonblock);
+void grid_fs_unlock(int fd);
+/* copy a file (best effort, for keeping a failed build's log) */
+int grid_fs_copy(const char *from, const char *to);
+
+/* ---- processes (spawn.c) ---- */
+
+/* Run argv (argv[0] an absolute path, no shell) in cwd (NULL: inherit) with stdin from /dev/null.
+   Output (stdout and stderr) goes to out_fd when >= 0, else into capture when not NULL, else /dev/null.
+   c_locale: run with LC_ALL=C. Returns 0 with *wstatus set, or the errno of a failed start. */
+int grid_spawn(char *const argv[], const char *cwd, int out_fd, grid_buf *capture, int c_locale, int *wstatus);
+/* the absolute path of an executable: name with a '/' is checked as is (made absolute),
+   a bare name is searched on $PATH; returns 0 or an errno value */
+int grid_find_program(const char *name, char *out, size_t cap);
+
+/* ---- toolchain (toolchain.c) ---- */
+
+typedef struct {
+    int target;                 /* grid_target */
+    char compiler[GRID_PATH_CAP];       /* cc (C) or nvcc (CUDA): argv[0] */
+    char compiler_version[512];
+    char ccbin[GRID_PATH_CAP];          /* CUDA: host compiler passed to -ccbin */
+    char ccbin_version[512];
+    char cuda_arch[16];                 /* CUDA: "90", "90a", "120" */
+    char source_name[16];               /* robot.c or robot.cu */
+    char **argv;                        /* full compiler command, NULL-terminated */
+    int argc;
+    char *identity_json;                /* canonical JSON: what build_inputs.json holds */
+    char *generation_env_json;          /* canonical JSON of the GRID_KNOB_GENERATE values */
+    char display[256];                  /* short command for progress lines */
+} grid_toolchain;
+
+int grid_toolchain_resolve(int target, const char *cuda_arch, grid_toolchain *tc, grid_error *err);
+void grid_toolchain_free(grid_toolchain *tc);
+/* normalise "sm_90", "compute_90", "9.0", "90a" to "90"/"90a"; -1 when not an arch */
+int grid_cuda_arch_normalize(const char *in, char out[16]);
+
+/* ---- compiling (compile.c) ---- */
+
+/* Compile dir/<source_name> into dir/robot.so, output to dir/robot.build.log.
+   On failure copies the log to failed_log (when not NULL) and sets GRID_ERR_BUILD with the log tail. */
+int grid_compile(const grid_toolchain *tc, const char *dir, const char *failed_log, double *seconds,
+                 grid_error *err);
+
+/* ---- the store (cache.c) ---- */
+
+typedef struct {
+    char root[GRID_PATH_CAP];
+    char store[GRID_PATH_CAP];
+    char bykey[GRID_PATH_CAP];
+} grid_cache_dirs;
+
+/* resolve the root and create root, store/ and bykey/ */
+int grid_cache_open(const char *cache_dir, grid_cache_dirs *d, grid_error *err);
+int grid_is_key(const char *s);   /* 64 lowercase hex digits */
+/* content key of a stage-1 pointer, or -1 when absent or malformed */
+int grid_cache_bykey_read(const grid_cache_dirs *d, const char *input_key, char content_key[65]);
+int grid_cache_bykey_write(const grid_cache_dirs *d, const char *input_key, const char *content_key,
+                           grid_error *err);
+/* 0 when store/<key> is complete: build_inputs.json equals identity (when not NULL), meta.json
+   records the SHA-256 of robot.so and the file matches; -1 otherwise */
+int grid_cache_entry_verify(const grid_cache_dirs *d, const char *content_key, const char *identity);
+/* move store/<key> aside and delete it (caller holds the entry lock) */
+int grid_cache_entry_remove(const grid_cache_dirs *d, const char *content_key);
+/* manifest.json: read a name's content key (-1 when absent); set or delete under manifest.lock */
+int grid_cache_manifest_get(const grid_cache_dirs *d, const char *name, char content_key[65]);
+int grid_cache_manifest_set(const grid_cache_dirs *d, const char *name, const char *content_key,
+                            grid_error *err);
+/* remove .tmp-* directories in store/ whose builder is gone and that are older than the limit */
+void grid_cache_clean_stale(const grid_cache_dirs *d, double max_age_seconds);
+/* the manifest as parallel arrays (names[i] -> keys[i]); caller frees with grid_cache_manifest_free */
+typedef struct {
+    char **names;
+    char **keys;
+    int n;
+} grid_manifest;
+int grid_cache_manifest_load(const grid_cache_dirs *d, grid_manifest *m);
+void grid_cache_manifest_free(grid_manifest *m);
+int grid_cache_manifest_save(const grid_cache_dirs *d, const grid_manifest *m, grid_error *err);
+int grid_cache_manifest_lock(const grid_cache_dirs *d, grid_error *err);
+
+#endif
