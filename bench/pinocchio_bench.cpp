@@ -222,6 +222,15 @@ int main(int argc, char **argv)
             checksum += data.tau.sum() + data.M(0, 0) + qdd.sum() + J.sum();
         }
 
+    // sanity check of the FD composition: it must agree with ABA on every pool state
+    double fd_vs_aba = 0;
+    const auto fd = std::find_if(algos.begin(), algos.end(), [](const Algo &a) { return std::strcmp(a.name, "fd") == 0; });
+    for (int i = 0; i < P; i++) {
+        Eigen::VectorXd ddq_aba = pin::aba(model, data, qs[i], vs[i], taus[i]);
+        fd->call(i);
+        fd_vs_aba = std::max(fd_vs_aba, (qdd - ddq_aba).cwiseAbs().maxCoeff());
+    }
+
     // print
     std::printf("{\n");
     std::printf("  \"library\": \"pinocchio\",\n  \"pinocchio_version\": \"%s\",\n", PINOCCHIO_VERSION);
@@ -238,6 +247,6 @@ int main(int argc, char **argv)
         std::printf("    \"%s\": {\"median_us\": %.4f, \"min_us\": %.4f, \"calls_per_run\": %lld}%s\n", algos[k].name,
                     t.median_us, t.min_us, t.calls_per_run, k + 1 < algos.size() ? "," : "");
     }
-    std::printf("  },\n  \"checksum\": %.6g\n}\n", checksum);
+    std::printf("  },\n  \"fd_vs_aba_max_abs_diff\": %.3g,\n  \"checksum\": %.6g\n}\n", fd_vs_aba, checksum);
     return 0;
 }

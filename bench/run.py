@@ -369,17 +369,23 @@ def register_timing(name, urdf, floating):
 
 
 def fmt(x, nd=3):
+    """A figure for a table: nd decimals from 1 to 10, three significant digits below 1."""
     if x is None:
         return "n/a"
     if x >= 100:
         return f"{x:.0f}"
     if x >= 10:
         return f"{x:.1f}"
-    return f"{x:.{nd}f}"
+    if x >= 1 or x == 0:
+        return f"{x:.{nd}f}"
+    return f"{x:.3g}"
 
 
 def ratio(a, b):
-    return f"{a / b:.2f}" if a is not None and b else "n/a"
+    if a is None or not b:
+        return "n/a"
+    r = a / b
+    return f"{r:.2f}" if r >= 0.1 else f"{r:.2g}"
 
 
 def machine_info():
@@ -415,17 +421,25 @@ def robot_section(name, info):
     dims = f"nq {pj['nq']}, nv {pj['nv']}" if "nq" in pj else ""
     L.append(f"### {name} ({base} base{', ' + dims if dims else ''})")
     L.append("")
-    L.append(f"URDF: `{info['urdf_display']}`" + (f"; Jacobian frame `{pj.get('jacobian_frame')}` "
+    L.append(f"- URDF: `{info['urdf_display']}`" + (f"; Jacobian frame `{pj.get('jacobian_frame')}` "
                                                   f"({pj.get('reference_frame')})" if pj else ""))
+    if pj.get("fd_vs_aba_max_abs_diff") is not None:
+        L.append(f"- Pinocchio check: FD (crba + nle + Cholesky) vs ABA, max |difference| over the pool = "
+                 f"{pj['fd_vs_aba_max_abs_diff']:.1e}")
     for k in ("pinocchio_error", "grid_error"):
         if info.get(k):
-            L.append(f"{'Pinocchio' if k.startswith('pin') else 'grid'}: n/a ({info[k]})")
+            L.append(f"- {'Pinocchio' if k.startswith('pin') else 'grid'}: n/a ({info[k]})")
     L.append("")
-    L.append("| algorithm | grid B=1 µs | grid B=256 µs/state | Pinocchio µs | grid/Pin B=1 | grid/Pin B=256 "
-             "| anchor µs | Pin/anchor | target µs (Pin/3) | B=1 meets target |")
+    L.append("| algorithm | grid B=1 µs (min) | grid B=256 µs/state | Pinocchio µs (min) | grid/Pin B=1 "
+             "| grid/Pin B=256 | anchor µs | Pin/anchor | target µs (Pin/3) | B=1 meets target |")
     L.append("|---|---|---|---|---|---|---|---|---|---|")
+
+    def with_min(med, mn):
+        return fmt(med) + (f" ({fmt(mn)})" if med is not None and mn is not None else "")
+
     for gname, pkey, label in ALGOS:
         p = pin_res.get(pkey, {}).get("median_us")
+        p_min = pin_res.get(pkey, {}).get("min_us")
         g = grid_res.get(gname, {})
         g1, g256 = g.get("per_call_us"), g.get("batch_per_state_us")
         a = anchor.get(pkey)
@@ -433,12 +447,14 @@ def robot_section(name, info):
         met = "n/a" if g1 is None or target is None else ("yes" if g1 <= target else "no")
         if "error" in g:
             met = f"error: {g['error']}"
-        L.append(f"| {label} | {fmt(g1)} | {fmt(g256)} | {fmt(p)} | {ratio(g1, p)} | {ratio(g256, p)} | {fmt(a, 2)} "
-                 f"| {ratio(p, a)} | {fmt(target)} | {met} |")
+        L.append(f"| {label} | {with_min(g1, g.get('per_call_min_us'))} | {fmt(g256)} | {with_min(p, p_min)} "
+                 f"| {ratio(g1, p)} | {ratio(g256, p)} | {fmt(a, 2)} | {ratio(p, a)} | {fmt(target)} | {met} |")
     for pkey, label in PIN_EXTRA:
         p = pin_res.get(pkey, {}).get("median_us")
+        p_min = pin_res.get(pkey, {}).get("min_us")
         a = anchor.get(pkey)
-        L.append(f"| {label} (Pinocchio only) | — | — | {fmt(p)} | — | — | {fmt(a, 2)} | {ratio(p, a)} | — | — |")
+        L.append(f"| {label} (Pinocchio only) | — | — | {with_min(p, p_min)} | — | — | {fmt(a, 2)} | {ratio(p, a)} "
+                 f"| — | — |")
     bad = [n for n, g in grid_res.items() if g.get("nonfinite_outputs")]
     if bad:
         L.append("")
@@ -653,8 +669,8 @@ def write_report(path, args, robots, py_lines, reg_lines, elapsed, load):
         f"- load average (1 min) at start / end: {load[0][0]:.2f} / {load[1][0]:.2f} (the machine has "
         f"{os.cpu_count()} cores; other work on it slows these single-thread timings)",
         "",
-        "One thread, float64, µs. *Pinocchio µs*: one call, median of runs, random states from a pool of 256 "
-        "cycled. *grid B=1*: one `grid_<algo>()` call at batch 1 (same pool); *grid B=256*: one call at batch "
+        "One thread, float64, µs. *Pinocchio µs*: one call, median of runs (fastest run in brackets; a large gap "
+        "means the machine was busy), random states from a pool of 256 cycled. *grid B=1*: one `grid_<algo>()` call at batch 1 (same pool); *grid B=256*: one call at batch "
         "256, time per state. *anchor*: ../shared/anchors.md (Pinocchio 3.7 on the same machine type, AMD EPYC "
         "Zen 4 VM at 2.6 GHz, Google Benchmark on one fixed random q); its computeMinverse is the q-less "
         "overload, shown on its own row. *target*: one third of Pinocchio's time on this run.",

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "grid/error.h"
+#include "grid/emit.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,9 +28,7 @@ void grid_sha256(const void *data, size_t len, unsigned char digest[32]);
 /* 64 lowercase hex characters plus the terminating NUL */
 void grid_sha256_hex(const unsigned char digest[32], char hex[65]);
 
-/* ---- build targets ---- */
-
-typedef enum { GRID_TARGET_C = 0, GRID_TARGET_CUDA = 1 } grid_target;
+/* ---- build targets: grid_target (GRID_TARGET_C, GRID_TARGET_CUDA) comes from grid/emit.h ---- */
 
 /* Produces the generated source: *source is malloc'd (grid_build frees it), *len its length.
    Return 0, or a grid_status with err set. */

@@ -100,6 +100,15 @@ static int publish_pointers(const grid_cache_dirs *d, const char *name, const ch
     return grid_cache_manifest_set(d, name, ck, err);
 }
 
+/* the same for an entry that already existed: a read-only cache still serves it, so failures only warn */
+static void reuse_pointers(const grid_cache_dirs *d, const char *name, const char *ik, const char *ck,
+                           const progress *pg)
+{
+    grid_error werr;
+    grid_error_clear(&werr);
+    if (publish_pointers(d, name, ik, ck, &werr)) say(pg, "not recorded (the entry is still used): %s", werr.message);
+}
+
 static const char *dtype_text(int dtype)
 {
     return dtype == 4 ? "float32" : dtype == 8 ? "float64" : "unknown";
@@ -279,7 +288,7 @@ int grid_build(const grid_build_request *req, grid_build_result *res, grid_error
     fill_paths(&d, ck, res);
     if (!req->force_rebuild && grid_cache_entry_verify(&d, ck, tc.identity_json) == 0) {
         say(&pg, "same source as cached entry %.12s: no compile", ck);
-        rc = publish_pointers(&d, name, res->input_key, ck, err);
+        reuse_pointers(&d, name, res->input_key, ck, &pg);
         goto finish;
     }
 
@@ -298,7 +307,7 @@ int grid_build(const grid_build_request *req, grid_build_result *res, grid_error
     if (!req->force_rebuild && grid_cache_entry_verify(&d, ck, tc.identity_json) == 0) {
         grid_fs_unlock(lock);
         say(&pg, "built by another process meanwhile");
-        rc = publish_pointers(&d, name, res->input_key, ck, err);
+        reuse_pointers(&d, name, res->input_key, ck, &pg);
         goto finish;
     }
     grid_cache_clean_stale(&d, GRID_STALE_TMP_SECONDS);

@@ -1,0 +1,645 @@
+/* Generated robot libraries compiled with cc, loaded, and compared with the float64 reference. */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <math.h>
+#include "check.h"
+#include "grid/abi.h"
+#include "grid/emit.h"
+#include "grid/ref.h"
+#include "grid/urdf.h"
+
+/* the flags docs/emitter.md recommends, at -O1 to keep the test quick */
+#define TEST_CFLAGS "-O1 -march=native -ffp-contract=fast -fno-math-errno -fPIC -shared -fopenmp"
+
+static char tmpdir[64];
+static int lib_counter;
+
+/* ---- random states ---- */
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+
+static double urand(double lo, double hi)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return lo + (hi - lo) * (double)(rng >> 11) / 9007199254740992.0;
+}
+
+/* q: angles in [-pi, pi], a free-flyer position in [-1, 1] and a non-unit quaternion */
+static void random_q(const grid_model *m, double *q)
+{
+    for (int i = 0; i < m->nb; i++) {
+        const grid_joint *j = &m->bodies[i].joint;
+        if (j->type == GRID_JOINT_FREE) {
+            double n = 0.0, s = urand(0.5, 2.0);
+            for (int k = 0; k < 3; k++) q[j->iq + k] = urand(-1, 1);
+            for (int k = 3; k < 7; k++) {
+                q[j->iq + k] = urand(-1, 1);
+                n += q[j->iq + k] * q[j->iq + k];
+            }
+            for (int k = 3; k < 7; k++) q[j->iq + k] *= s / sqrt(n);
+        } else if (j->type == GRID_JOINT_PRISMATIC) {
+            q[j->iq] = urand(-0.5, 0.5);
+        } else {
+            q[j->iq] = urand(-M_PI, M_PI);
+        }
+    }
+}
+
+/* ---- compiling and loading ---- */
+
+typedef struct {
+    void *dl;
+    const grid_robot_meta_t *meta;
+    grid_batch_fn fn[GRID_ALGO_COUNT];
+} lib;
+
+/* write src to a file, compile it to a shared object and load it; 0 on success */
+static int build_lib(const char *src, size_t len, lib *L)
+{
+    char cpath[128], sopath[128], cmd[512];
+    memset(L, 0, sizeof *L);
+    int id = lib_counter++;
+    snprintf(cpath, sizeof cpath, "%s/robot%d.c", tmpdir, id);
+    snprintf(sopath, sizeof sopath, "%s/robot%d.so", tmpdir, id);
+    FILE *f = fopen(cpath, "wb");
+    if (!f) return -1;
+    fwrite(src, 1, len, f);
+    fclose(f);
+    const char *cc = getenv("CC") ? getenv("CC") : "cc";
+    snprintf(cmd, sizeof cmd, "%s %s -Wall -Wextra -Werror %s -o %s -lm", cc, TEST_CFLAGS, cpath, sopath);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "  compile failed: %s\n", cmd);
+        return -1;
+    }
+    /* RTLD_NODELETE: libgomp worker threads outlive dlclose otherwise */
+    L->dl = dlopen(sopath, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (!L->dl) {
+        fprintf(stderr, "  dlopen: %s\n", dlerror());
+        return -1;
+    }
+    const grid_robot_meta_t *(*meta)(void) = (const grid_robot_meta_t *(*)(void))dlsym(L->dl, "grid_robot_meta");
+    if (!meta) return -1;
+    L->meta = meta();
+    for (int a = 0; a < GRID_ALGO_COUNT; a++) {
+        char name[64];
+        snprintf(name, sizeof name, "grid_%s", grid_algo_name(a));
+        L->fn[a] = (grid_batch_fn)dlsym(L->dl, name);
+    }
+    return 0;
+}
+
+static void close_lib(lib *L)
+{
+    if (L->dl) dlclose(L->dl);
+    memset(L, 0, sizeof *L);
+}
+
+static int emit_and_build(const grid_model *m, int dtype, const char *hash, lib *L)
+{
+    grid_emit_options o = grid_emit_options_default();
+    o.dtype = dtype;
+    o.model_hash = hash;
+    char *src = NULL;
+    size_t len = 0;
+    grid_error err;
+    if (grid_emit_source(m, &o, &src, &len, &err) != GRID_OK) {
+        fprintf(stderr, "  emit failed: %s\n", err.message);
+        return -1;
+    }
+    int rc = build_lib(src, len, L);
+    free(src);
+    return rc;
+}
+
+/* ---- comparisons ---- */
+
+/* smallest and largest eigenvalue of a symmetric matrix by cyclic Jacobi rotations */
+static double condition_number(const double *M, int n)
+{
+    double *A = malloc((size_t)n * n * sizeof *A);
+    memcpy(A, M, (size_t)n * n * sizeof *A);
+    for (int sweep = 0; sweep < 60; sweep++) {
+        double off = 0.0;
+        for (int p = 0; p < n; p++)
+            for (int q = p + 1; q < n; q++) off += A[p * n + q] * A[p * n + q];
+        if (off < 1e-30) break;
+        for (int p = 0; p < n; p++)
+            for (int q = p + 1; q < n; q++) {
+                double apq = A[p * n + q];
+                if (fabs(apq) < 1e-300) continue;
+                double theta = (A[q * n + q] - A[p * n + p]) / (2 * apq);
+                double t = (theta >= 0 ? 1 : -1) / (fabs(theta) + sqrt(theta * theta + 1));
+                double c = 1 / sqrt(t * t + 1), s = t * c;
+                for (int k = 0; k < n; k++) {
+                    double akp = A[k * n + p], akq = A[k * n + q];
+                    A[k * n + p] = c * akp - s * akq;
+                    A[k * n + q] = s * akp + c * akq;
+                }
+                for (int k = 0; k < n; k++) {
+                    double apk = A[p * n + k], aqk = A[q * n + k];
+                    A[p * n + k] = c * apk - s * aqk;
+                    A[q * n + k] = s * apk + c * aqk;
+                }
+            }
+    }
+    double lo = INFINITY, hi = 0.0;
+    for (int k = 0; k < n; k++) {
+        double e = fabs(A[k * n + k]);
+        if (e < lo) lo = e;
+        if (e > hi) hi = e;
+    }
+    free(A);
+    return lo > 0 ? hi / lo : INFINITY;
+}
+
+/* relative Frobenius error of x against ref (ref norms below 1e-9 compare absolutely) */
+static double rel_error(const double *x, const double *ref, long long n)
+{
+    double num = 0.0, den = 0.0;
+    for (long long k = 0; k < n; k++) {
+        double d = x[k] - ref[k];
+        num += d * d;
+        den += ref[k] * ref[k];
+    }
+    if (isnan(num)) return INFINITY;
+    return sqrt(num) / (sqrt(den) > 1e-9 ? sqrt(den) : 1.0);
+}
+
+static double *widen(const void *p, int dtype, long long n)
+{
+    double *d = malloc((size_t)(n > 0 ? n : 1) * sizeof *d);
+    for (long long k = 0; k < n; k++) d[k] = dtype == GRID_FLOAT64 ? ((const double *)p)[k] : (double)((const float *)p)[k];
+    return d;
+}
+
+/* one batch of random states, in the library's dtype */
+typedef struct {
+    int dtype;
+    long long B;
+    void *q, *v, *a, *fext;
+    double *cond; /* cond(M) per state */
+} states;
+
+static void *alloc_real(int dtype, long long n)
+{
+    return calloc((size_t)(n > 0 ? n : 1), (size_t)dtype);
+}
+
+static void put(void *p, int dtype, long long k, double x)
+{
+    if (dtype == GRID_FLOAT64) ((double *)p)[k] = x;
+    else ((float *)p)[k] = (float)x;
+}
+
+static void make_states(const grid_model *m, int dtype, long long B, states *s)
+{
+    s->dtype = dtype;
+    s->B = B;
+    s->q = alloc_real(dtype, B * m->nq);
+    s->v = alloc_real(dtype, B * m->nv);
+    s->a = alloc_real(dtype, B * m->nv);
+    s->fext = alloc_real(dtype, B * 6 * m->nb);
+    s->cond = calloc((size_t)B, sizeof *s->cond);
+    double *q = malloc((size_t)(m->nq > 0 ? m->nq : 1) * sizeof *q);
+    for (long long b = 0; b < B; b++) {
+        random_q(m, q);
+        for (int k = 0; k < m->nq; k++) put(s->q, dtype, b * m->nq + k, q[k]);
+        for (int k = 0; k < m->nv; k++) {
+            put(s->v, dtype, b * m->nv + k, urand(-10, 10));
+            put(s->a, dtype, b * m->nv + k, urand(-50, 50));
+        }
+        for (int k = 0; k < 6 * m->nb; k++) put(s->fext, dtype, b * 6 * m->nb + k, urand(-10, 10));
+    }
+    free(q);
+    /* cond(M) of each state as the library sees it (rounded inputs) */
+    double *M = malloc((size_t)(m->nv * m->nv > 0 ? m->nv * m->nv : 1) * sizeof *M);
+    grid_call c = {0};
+    for (long long b = 0; b < B; b++) {
+        c.q = (const char *)s->q + (size_t)(b * m->nq * dtype);
+        c.out = M;
+        c.batch = 1;
+        double *qd = widen(c.q, dtype, m->nq);
+        c.q = qd;
+        grid_ref_batch(m, GRID_ALGO_CRBA, GRID_FLOAT64, &c);
+        s->cond[b] = m->nv ? condition_number(M, m->nv) : 1.0;
+        free(qd);
+    }
+    free(M);
+}
+
+static void free_states(states *s)
+{
+    free(s->q);
+    free(s->v);
+    free(s->a);
+    free(s->fext);
+    free(s->cond);
+}
+
+static double tolerance(int algo, int dtype, double cond)
+{
+    int inverse = algo == GRID_ALGO_MINV || algo == GRID_ALGO_FD || algo == GRID_ALGO_ABA;
+    if (dtype == GRID_FLOAT64) return inverse ? 1e-12 * (cond > 1e3 ? cond / 1e3 : 1.0) : 1e-12;
+    return inverse ? 1e-6 * cond : 1e-5;
+}
+
+/* run algo (with these optional inputs) on the library and the reference; worst error / tolerance */
+static double compare_algo(const grid_model *m, const lib *L, const states *s, int algo, int use_a, int use_fext,
+                           int frame, int rf, const char *what)
+{
+    const long long B = s->B;
+    const long long w = grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
+    void *out = alloc_real(s->dtype, B * w);
+    double *ref = calloc((size_t)(B * w > 0 ? B * w : 1), sizeof *ref);
+    grid_call c = {0};
+    c.q = s->q;
+    c.v = s->v;
+    c.a = use_a ? s->a : NULL;
+    c.fext = use_fext ? s->fext : NULL;
+    c.batch = B;
+    c.frame = frame;
+    c.reference_frame = rf;
+    c.num_threads = 1;
+    c.out = out;
+    int rc = L->fn[algo](&c);
+    CHECK_MSG(rc == 0, "%s %s returned %d", what, grid_algo_name(algo), rc);
+    c.out = ref;
+    /* the reference reads the same (rounded) inputs and computes in float64 */
+    rc = grid_ref_batch(m, algo, s->dtype, &c);
+    double worst = 0.0;
+    if (s->dtype == GRID_FLOAT32) {
+        /* grid_ref_batch narrowed its result; redo it in float64 per state */
+        double *q = widen(s->q, s->dtype, B * m->nq), *v = widen(s->v, s->dtype, B * m->nv);
+        double *a = widen(s->a, s->dtype, B * m->nv), *f = widen(s->fext, s->dtype, B * 6 * m->nb);
+        grid_call c64 = c;
+        c64.q = q;
+        c64.v = v;
+        c64.a = use_a ? a : NULL;
+        c64.fext = use_fext ? f : NULL;
+        c64.out = ref;
+        rc = grid_ref_batch(m, algo, GRID_FLOAT64, &c64);
+        free(q);
+        free(v);
+        free(a);
+        free(f);
+    }
+    CHECK(rc == 0);
+    double *got = widen(out, s->dtype, B * w);
+    for (long long b = 0; b < B; b++) {
+        double e = rel_error(got + b * w, ref + b * w, w);
+        double tol = tolerance(algo, s->dtype, s->cond[b]);
+        if (e / tol > worst) worst = e / tol;
+        if (e > tol) {
+            CHECK_MSG(e <= tol, "%s %s (a %d fext %d frame %d rf %d) state %lld: rel error %.3g > %.3g (cond %.3g)",
+                      what, grid_algo_name(algo), use_a, use_fext, frame, rf, b, e, tol, s->cond[b]);
+            break;
+        }
+    }
+    free(got);
+    free(out);
+    free(ref);
+    return worst;
+}
+
+/* every algorithm and variant on one library */
+static void compare_all(const grid_model *m, const lib *L, const states *s, const char *what)
+{
+    double worst[GRID_ALGO_COUNT] = {0};
+    for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
+        CHECK_MSG(L->fn[algo] != NULL, "%s: grid_%s missing", what, grid_algo_name(algo));
+        if (!L->fn[algo]) continue;
+        double e = 0.0;
+        switch (algo) {
+        case GRID_ALGO_RNEA:
+            for (int va = 0; va < 2; va++)
+                for (int vf = 0; vf < 2; vf++) e = fmax(e, compare_algo(m, L, s, algo, va, vf, 0, 0, what));
+            break;
+        case GRID_ALGO_FD: case GRID_ALGO_ABA:
+            for (int vf = 0; vf < 2; vf++) e = fmax(e, compare_algo(m, L, s, algo, 1, vf, 0, 0, what));
+            break;
+        case GRID_ALGO_FRAME_JACOBIAN:
+            for (int f = 0; f < m->nframes; f++)
+                for (int rf = 0; rf < 3; rf++) e = fmax(e, compare_algo(m, L, s, algo, 0, 0, f, rf, what));
+            break;
+        default:
+            e = compare_algo(m, L, s, algo, 0, 0, 0, 0, what);
+            break;
+        }
+        worst[algo] = e;
+    }
+    printf("  %-34s worst error / tolerance:", what);
+    for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) printf(" %s %.2g", grid_algo_name(algo), worst[algo]);
+    printf("\n");
+}
+
+/* the batch entry points: argument checks, threads give the same bits */
+static void check_entry_points(const grid_model *m, const lib *L, const states *s, const char *what)
+{
+    const long long B = s->B;
+    grid_call c = {0};
+    c.q = s->q;
+    c.v = s->v;
+    c.a = s->a;
+    c.batch = B;
+    long long wmax = 0;
+    for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
+        long long w = grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
+        if (w > wmax) wmax = w;
+    }
+    void *o1 = alloc_real(s->dtype, B * wmax), *o2 = alloc_real(s->dtype, B * wmax);
+    /* bad arguments */
+    c.out = o1;
+    CHECK(L->fn[GRID_ALGO_RNEA](NULL) == GRID_ERR_ARG);
+    c.q = NULL;
+    CHECK(L->fn[GRID_ALGO_RNEA](&c) == GRID_ERR_ARG);
+    c.q = s->q;
+    c.batch = -1;
+    CHECK(L->fn[GRID_ALGO_CRBA](&c) == GRID_ERR_ARG);
+    c.batch = 0;
+    CHECK(L->fn[GRID_ALGO_CRBA](&c) == GRID_OK);
+    c.batch = B;
+    c.a = NULL;
+    CHECK(L->fn[GRID_ALGO_ABA](&c) == GRID_ERR_ARG);
+    c.a = s->a;
+    c.frame = m->nframes;
+    CHECK(L->fn[GRID_ALGO_FRAME_JACOBIAN](&c) == GRID_ERR_ARG);
+    c.frame = -1;
+    CHECK(L->fn[GRID_ALGO_FRAME_JACOBIAN](&c) == GRID_ERR_ARG);
+    c.frame = 0;
+    c.reference_frame = 3;
+    CHECK(L->fn[GRID_ALGO_FRAME_JACOBIAN](&c) == GRID_ERR_ARG);
+    c.reference_frame = 0;
+    /* two threads give bitwise the output of one */
+    for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
+        long long w = grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
+        c.num_threads = 1;
+        c.out = o1;
+        L->fn[algo](&c);
+        c.num_threads = 2;
+        c.out = o2;
+        L->fn[algo](&c);
+        CHECK_MSG(memcmp(o1, o2, (size_t)(B * w * s->dtype)) == 0, "%s %s: threads change the result", what,
+                  grid_algo_name(algo));
+    }
+    free(o1);
+    free(o2);
+}
+
+/* ---- robots ---- */
+
+static grid_model *load(const char *path, int floating)
+{
+    grid_model_options o = grid_model_options_default();
+    o.floating_base = floating;
+    grid_model *m = NULL;
+    grid_error err;
+    if (grid_urdf_load_file(path, &o, &m, &err) != GRID_OK) {
+        fprintf(stderr, "  %s: %s\n", path, err.message);
+        return NULL;
+    }
+    return m;
+}
+
+static void check_robot(const char *file, int floating, long long B)
+{
+    char path[256], what[96];
+    snprintf(path, sizeof path, "../shared/robots/%s", file);
+    if (access(path, R_OK) != 0) {
+        printf("  skip %s: not found (run from the repository root with ../shared/robots present)\n", path);
+        return;
+    }
+    grid_model *m = load(path, floating);
+    CHECK(m != NULL);
+    if (!m) return;
+    for (int d = 0; d < 2; d++) {
+        int dtype = d ? GRID_FLOAT32 : GRID_FLOAT64;
+        lib L;
+        snprintf(what, sizeof what, "%s%s %s", file, floating ? " floating" : "", d ? "float32" : "float64");
+        int rc = emit_and_build(m, dtype, "00ff", &L);
+        CHECK_MSG(rc == 0, "%s: build failed", what);
+        if (rc != 0) {
+            close_lib(&L);
+            continue;
+        }
+        /* metadata */
+        const grid_robot_meta_t *mt = L.meta;
+        CHECK(mt->abi_version == GRID_ABI_VERSION && mt->nq == m->nq && mt->nv == m->nv && mt->nb == m->nb);
+        CHECK(mt->nframes == m->nframes && mt->nee == m->nee && mt->dtype == dtype && mt->target == GRID_TARGET_C);
+        CHECK(mt->algorithms == (1u << GRID_ALGO_COUNT) - 1 && mt->work_bytes == 0);
+        CHECK(strcmp(mt->model_hash, "00ff") == 0);
+        states s;
+        make_states(m, dtype, B, &s);
+        compare_all(m, &L, &s, what);
+        check_entry_points(m, &L, &s, what);
+        free_states(&s);
+        close_lib(&L);
+    }
+    grid_model_free(m);
+}
+
+static void test_iiwa(void) { check_robot("iiwa.urdf", 0, 64); }
+static void test_hyq(void) { check_robot("hyq.urdf", 0, 32); }
+static void test_go2_fixed(void) { check_robot("go2.urdf", 0, 32); }
+static void test_go2_floating(void) { check_robot("go2.urdf", 1, 32); }
+static void test_g1_floating(void) { check_robot("g1_29dof.urdf", 1, 16); }
+
+/* ---- determinism and untrusted names ---- */
+
+/* a small branching robot with unaligned and negative axes, a prismatic joint and a welded frame;
+   names: 0 robot, 1..5 links, 6..9 joints */
+static char *small_urdf(const char *const names[10])
+{
+    static const char fmt[] =
+        "<?xml version=\"1.0\"?>\n<robot name=\"%s\">\n"
+        "<link name=\"%s\"><inertial><origin xyz=\"0 0 0\" rpy=\"0 0 0\"/><mass value=\"3\"/>"
+        "<inertia ixx=\"0.1\" ixy=\"0\" ixz=\"0\" iyy=\"0.1\" iyz=\"0\" izz=\"0.1\"/></inertial></link>\n"
+        "<link name=\"%s\"><inertial><origin xyz=\"0.01 0.02 0.1\" rpy=\"0 0 0\"/><mass value=\"2\"/>"
+        "<inertia ixx=\"0.05\" ixy=\"0.001\" ixz=\"0.002\" iyy=\"0.04\" iyz=\"0.003\" izz=\"0.03\"/></inertial></link>\n"
+        "<link name=\"%s\"><inertial><origin xyz=\"0.1 -0.02 0.01\" rpy=\"0.1 0.2 0.3\"/><mass value=\"1.5\"/>"
+        "<inertia ixx=\"0.02\" ixy=\"0\" ixz=\"0\" iyy=\"0.03\" iyz=\"0\" izz=\"0.025\"/></inertial></link>\n"
+        "<link name=\"%s\"><inertial><origin xyz=\"0.05 0.01 -0.03\" rpy=\"0 0 0\"/><mass value=\"0.7\"/>"
+        "<inertia ixx=\"0.004\" ixy=\"0.0005\" ixz=\"0\" iyy=\"0.006\" iyz=\"0\" izz=\"0.005\"/></inertial></link>\n"
+        "<link name=\"%s\"><inertial><origin xyz=\"0 0 0.05\" rpy=\"0 0 0\"/><mass value=\"0.5\"/>"
+        "<inertia ixx=\"0.001\" ixy=\"0\" ixz=\"0\" iyy=\"0.001\" iyz=\"0\" izz=\"0.002\"/></inertial></link>\n"
+        "<joint name=\"%s\" type=\"revolute\"><parent link=\"%s\"/><child link=\"%s\"/>"
+        "<origin xyz=\"0 0 0.1\" rpy=\"0 0 0\"/><axis xyz=\"0 0 1\"/><limit lower=\"-3\" upper=\"3\" effort=\"1\" velocity=\"1\"/></joint>\n"
+        "<joint name=\"%s\" type=\"revolute\"><parent link=\"%s\"/><child link=\"%s\"/>"
+        "<origin xyz=\"0.05 0 0.3\" rpy=\"0.3 -0.2 0.5\"/><axis xyz=\"0 0.6 0.8\"/><limit lower=\"-3\" upper=\"3\" effort=\"1\" velocity=\"1\"/></joint>\n"
+        "<joint name=\"%s\" type=\"prismatic\"><parent link=\"%s\"/><child link=\"%s\"/>"
+        "<origin xyz=\"0.4 0.01 0\" rpy=\"-0.1 0.4 0.2\"/><axis xyz=\"1 0 0\"/><limit lower=\"-1\" upper=\"1\" effort=\"1\" velocity=\"1\"/></joint>\n"
+        "<joint name=\"%s\" type=\"continuous\"><parent link=\"%s\"/><child link=\"%s\"/>"
+        "<origin xyz=\"0 0.1 0.2\" rpy=\"1.5707963267948966 0 0\"/><axis xyz=\"0 -1 0\"/></joint>\n"
+        "</robot>\n";
+    /* names: 0 robot, 1..5 links, 6..9 joints; the 4th joint branches off link 1 */
+    size_t cap = sizeof fmt + 4096;
+    char *s = malloc(cap);
+    snprintf(s, cap, fmt, names[0], names[1], names[2], names[3], names[4], names[5], names[6], names[1], names[2],
+             names[7], names[2], names[3], names[8], names[3], names[4], names[9], names[2], names[5]);
+    return s;
+}
+
+static grid_model *load_text(const char *text, int floating)
+{
+    grid_model_options o = grid_model_options_default();
+    o.floating_base = floating;
+    grid_model *m = NULL;
+    grid_error err;
+    if (grid_urdf_load(text, strlen(text), &o, &m, &err) != GRID_OK) {
+        fprintf(stderr, "  small robot: %s (line %d)\n", err.message, err.line);
+        return NULL;
+    }
+    return m;
+}
+
+static void test_small_robot(void)
+{
+    const char *plain[10] = {"r", "base", "l1", "l2", "l3", "l4", "j1", "j2", "j3", "j4"};
+    for (int floating = 0; floating < 2; floating++) {
+        char *u = small_urdf(plain);
+        grid_model *m = load_text(u, floating);
+        free(u);
+        CHECK(m != NULL);
+        if (!m) continue;
+        for (int d = 0; d < 2; d++) {
+            lib L;
+            int dtype = d ? GRID_FLOAT32 : GRID_FLOAT64;
+            char what[64];
+            snprintf(what, sizeof what, "small robot%s %s", floating ? " floating" : "", d ? "float32" : "float64");
+            CHECK(emit_and_build(m, dtype, NULL, &L) == 0);
+            if (L.dl) {
+                states s;
+                make_states(m, dtype, 64, &s);
+                compare_all(m, &L, &s, what);
+                check_entry_points(m, &L, &s, what);
+                free_states(&s);
+            }
+            close_lib(&L);
+        }
+        grid_model_free(m);
+    }
+}
+
+static void test_hostile_names(void)
+{
+    const char *plain[10] = {"r", "base", "l1", "l2", "l3", "l4", "j1", "j2", "j3", "j4"};
+    /* XML-escaped: comment closers, newlines, quotes, backslashes, preprocessor lines, trigraphs */
+    const char *evil[10] = {
+        "*/ #define x y /*", "base */ int evil; /*", "l1&#10;#define grid_real int&#10;", "l2 \\&quot;&apos; ?\?/",
+        "l3 */ } void f(){ /*", "&#13;#include &lt;stdio.h&gt;*/", "j1 */", "j2\\", "j3 &#10;*/ #error x",
+        "j4 //comment"};
+    char *up = small_urdf(plain), *ue = small_urdf(evil);
+    grid_model *mp = load_text(up, 1), *me = load_text(ue, 1);
+    free(up);
+    free(ue);
+    CHECK(mp && me);
+    if (!mp || !me) {
+        grid_model_free(mp);
+        grid_model_free(me);
+        return;
+    }
+    lib Lp, Le;
+    CHECK(emit_and_build(mp, GRID_FLOAT64, NULL, &Lp) == 0);
+    CHECK(emit_and_build(me, GRID_FLOAT64, NULL, &Le) == 0);
+    if (Lp.dl && Le.dl) {
+        states s;
+        make_states(mp, GRID_FLOAT64, 16, &s);
+        for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
+            long long w = grid_algo_output_width(algo, mp->nq, mp->nv, mp->nb, mp->nee) * s.B;
+            double *o1 = calloc((size_t)w + 1, sizeof *o1), *o2 = calloc((size_t)w + 1, sizeof *o2);
+            grid_call c = {.q = s.q, .v = s.v, .a = s.a, .fext = s.fext, .batch = s.B, .frame = 3};
+            c.out = o1;
+            CHECK(Lp.fn[algo](&c) == 0);
+            c.out = o2;
+            CHECK(Le.fn[algo](&c) == 0);
+            CHECK_MSG(memcmp(o1, o2, (size_t)w * sizeof *o1) == 0, "%s differs with hostile names", grid_algo_name(algo));
+            free(o1);
+            free(o2);
+        }
+        free_states(&s);
+    }
+    close_lib(&Lp);
+    close_lib(&Le);
+    grid_model_free(mp);
+    grid_model_free(me);
+}
+
+static void test_determinism(void)
+{
+    const char *path = "../shared/robots/go2.urdf";
+    if (access(path, R_OK) != 0) {
+        printf("  skip determinism: %s not found\n", path);
+        return;
+    }
+    grid_model *m = load(path, 1);
+    CHECK(m != NULL);
+    if (!m) return;
+    for (int t = 0; t < 2; t++)
+        for (int d = 0; d < 2; d++) {
+            grid_emit_options o = grid_emit_options_default();
+            o.target = t;
+            o.dtype = d ? GRID_FLOAT32 : GRID_FLOAT64;
+            char *s1 = NULL, *s2 = NULL;
+            size_t n1 = 0, n2 = 0;
+            CHECK(grid_emit_source(m, &o, &s1, &n1, NULL) == GRID_OK);
+            CHECK(grid_emit_source(m, &o, &s2, &n2, NULL) == GRID_OK);
+            CHECK(s1 && s2 && n1 == n2 && memcmp(s1, s2, n1) == 0 && strlen(s1) == n1);
+            free(s1);
+            free(s2);
+        }
+    /* bad options */
+    grid_emit_options o = grid_emit_options_default();
+    char *s = NULL;
+    size_t n;
+    grid_error err;
+    o.dtype = 3;
+    CHECK(grid_emit_source(m, &o, &s, &n, &err) == GRID_ERR_ARG && s == NULL);
+    o = grid_emit_options_default();
+    o.target = 5;
+    CHECK(grid_emit_source(m, &o, &s, &n, &err) == GRID_ERR_ARG);
+    o = grid_emit_options_default();
+    o.model_hash = "abc\"); evil(); //";
+    CHECK(grid_emit_source(m, &o, &s, &n, &err) == GRID_ERR_ARG);
+    o = grid_emit_options_default();
+    o.algorithms = 1u << 20;
+    CHECK(grid_emit_source(m, &o, &s, &n, &err) == GRID_ERR_ARG);
+    /* a subset: only the selected entry points exist */
+    o = grid_emit_options_default();
+    o.algorithms = (1u << GRID_ALGO_NLE) | (1u << GRID_ALGO_EE_POSE);
+    CHECK(grid_emit_source(m, &o, &s, &n, &err) == GRID_OK);
+    if (s) {
+        CHECK(strstr(s, "int grid_nle(") && strstr(s, "int grid_ee_pose(") && !strstr(s, "int grid_rnea("));
+        lib L;
+        CHECK(build_lib(s, n, &L) == 0);
+        if (L.dl) CHECK(L.meta->algorithms == o.algorithms && L.fn[GRID_ALGO_NLE] && !L.fn[GRID_ALGO_RNEA]);
+        close_lib(&L);
+    }
+    free(s);
+    grid_model_free(m);
+}
+
+int main(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/grid_test_emit_XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    RUN_TEST(test_small_robot);
+    RUN_TEST(test_hostile_names);
+    RUN_TEST(test_determinism);
+    RUN_TEST(test_iiwa);
+    RUN_TEST(test_hyq);
+    RUN_TEST(test_go2_fixed);
+    RUN_TEST(test_go2_floating);
+    RUN_TEST(test_g1_floating);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "  could not remove %s\n", tmpdir);
+    return check_summary("test_emit");
+}
