@@ -27,8 +27,12 @@ grid_emit_options grid_emit_options_default(void);
 /* Generate the source of one robot library implementing include/grid/abi.h for the model.
    On success *source is a malloc'd NUL-terminated string (caller frees) of *len bytes.
    Deterministic: the same model and options always give the same bytes.
-   The source is one translation unit; it includes only <math.h>, <stddef.h> (and <omp.h>
-   under _OPENMP, <cuda_runtime.h> on the CUDA target).
+   The source is self-contained: it includes only <math.h>, <stddef.h> (and <omp.h> under
+   _OPENMP, <cuda_runtime.h> on the CUDA target), never a grid header.
+   Parts: large robots split into N parts so a build can use N cores. The first line of the
+   source starts with the comment text "grid-rbd parts: N". Compiling the file once (GRID_PART undefined)
+   builds the whole library; compiling it N times with -DGRID_PART=1 .. -DGRID_PART=N into N
+   objects and linking them builds the same library in parallel.
    Errors: GRID_ERR_ARG (bad options, non-finite model constant), GRID_ERR_NOMEM. */
 int grid_emit_source(const grid_model *m, const grid_emit_options *o, char **source, size_t *len,
                      grid_error *err);
@@ -40,6 +44,7 @@ typedef struct {
     long statements[GRID_ALGO_COUNT]; /* emitted assignment statements */
     long flops[GRID_ALGO_COUNT];      /* + - * / in the main (first) variant of the algorithm */
     long transcendental[GRID_ALGO_COUNT]; /* sqrt sin cos atan2 in the main variant */
+    int parts;                        /* translation units the source splits into (see below) */
 } grid_emit_stats;
 
 /* Same as grid_emit_source, also filling stats (may be NULL). */

@@ -1,5 +1,6 @@
-/* The grid_rbd._core module: registers the Model and Runner types, the ABI constants and the C-status-to-exception bridge. */
+/* The grid_rbd._core module: registers the Model, Runner and Library types, the ABI constants and the C-status-to-exception bridge. */
 #include "_core.h"
+#include "_numpy.h"
 
 /* build the exception through grid_rbd._errors.error_from_status so one Python table maps codes to classes */
 PyObject *grid_py_raise(int code, int line, int column, const char *message, PyObject *filename)
@@ -66,9 +67,13 @@ PyMODINIT_FUNC PyInit__core(void)
         {"ERR_CUDA", GRID_ERR_CUDA},
         {NULL, 0},
     };
-    if (PyType_Ready(&GridPyModel_Type) < 0 || PyType_Ready(&GridPyRunner_Type) < 0) return NULL;
+    import_array();
+    if (PyType_Ready(&GridPyModel_Type) < 0 || PyType_Ready(&GridPyRunner_Type) < 0 ||
+        PyType_Ready(&GridPyLibrary_Type) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&core_module);
     if (!m) return NULL;
+    if (PyModule_AddFunctions(m, grid_py_library_functions) < 0) goto fail;
 
     /* algorithm names in grid_algo order */
     PyObject *names = PyTuple_New(GRID_ALGO_COUNT);
@@ -82,6 +87,9 @@ PyMODINIT_FUNC PyInit__core(void)
 
     if (add_int_consts(m, consts) < 0) goto fail;
     if (PyModule_AddStringConstant(m, "PROVIDER_CAPSULE", GRID_PY_PROVIDER_CAPSULE) < 0) goto fail;
+    /* set by setup.py at build time: the package version and a SHA-256 over the generator's sources */
+    if (PyModule_AddStringConstant(m, "PACKAGE_VERSION", GRID_PACKAGE_VERSION) < 0) goto fail;
+    if (PyModule_AddStringConstant(m, "GENERATOR_HASH", GRID_GENERATOR_HASH) < 0) goto fail;
     Py_INCREF(&GridPyModel_Type);
     if (PyModule_AddObject(m, "Model", (PyObject *)&GridPyModel_Type) < 0) {
         Py_DECREF(&GridPyModel_Type);
@@ -90,6 +98,11 @@ PyMODINIT_FUNC PyInit__core(void)
     Py_INCREF(&GridPyRunner_Type);
     if (PyModule_AddObject(m, "Runner", (PyObject *)&GridPyRunner_Type) < 0) {
         Py_DECREF(&GridPyRunner_Type);
+        goto fail;
+    }
+    Py_INCREF(&GridPyLibrary_Type);
+    if (PyModule_AddObject(m, "Library", (PyObject *)&GridPyLibrary_Type) < 0) {
+        Py_DECREF(&GridPyLibrary_Type);
         goto fail;
     }
     return m;

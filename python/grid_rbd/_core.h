@@ -1,4 +1,4 @@
-/* Declarations shared by the files of the grid_rbd._core extension: the Model and Runner types, the provider table and the error bridge. */
+/* Declarations shared by the files of the grid_rbd._core extension: the Model, Runner and Library types, the provider table and the error bridge. */
 #ifndef GRID_PY_CORE_H
 #define GRID_PY_CORE_H
 
@@ -7,6 +7,14 @@
 #include "grid/abi.h"
 #include "grid/error.h"
 #include "grid/model.h"
+
+/* setup.py defines both at build time: the package version and a SHA-256 over the generator's sources */
+#ifndef GRID_GENERATOR_HASH
+#define GRID_GENERATOR_HASH "unknown"
+#endif
+#ifndef GRID_PACKAGE_VERSION
+#define GRID_PACKAGE_VERSION "0.0.0"
+#endif
 
 /* _core.Model: an immutable parsed robot (owns one grid_model) */
 typedef struct {
@@ -32,6 +40,10 @@ typedef struct {
 
 extern PyTypeObject GridPyModel_Type;
 extern PyTypeObject GridPyRunner_Type;
+extern PyTypeObject GridPyLibrary_Type;
+
+/* module-level functions of _library.c (hashing, cache administration, the environment-knob table) */
+extern PyMethodDef grid_py_library_functions[];
 
 /* Raise the Python exception that grid_rbd._errors maps this status to
    (filename may be NULL); always returns NULL so callers can `return grid_py_raise(...)`. */

@@ -43,11 +43,20 @@ class GridMemoryError(GridError, MemoryError):
 
 
 class BuildError(GridError):
-    """The compiler failed or is missing."""
+    """The compiler failed or is missing. The message says which compiler and how to fix it, or holds the
+    tail of the compiler log; ``log_path`` is the kept log (<cache>/store/<key>.failed.log, or None) and
+    ``log_tail`` its last lines."""
+
+    log_path = None
+    log_tail = ""
 
 
 class CacheError(GridError):
-    """The cache directory is unusable."""
+    """The cache directory is unusable (not creatable, read-only, full). ``path`` is the path that
+    failed (or None) and ``hint`` how to fix it."""
+
+    path = None
+    hint = "set GRID_RBD_CACHE_DIR or pass cache_dir= to use a writable directory"
 
 
 class LoadError(GridError):
@@ -108,4 +117,27 @@ def error_from_status(code, line, column, message, filename=None):
     exc.column = column
     exc.filename = filename
     exc.detail = detail
+    if cls is BuildError:
+        _add_build_details(exc)
+    elif cls is CacheError:
+        m = _CACHE_PATH.search(detail or "")
+        exc.path = m.group(1) if m else None
     return exc
+
+
+_LOG_PATH = re.compile(r"full log: (.+?); last lines:\n")
+_CACHE_PATH = re.compile(r"cannot .+? '(.+)': ")
+
+
+def _add_build_details(exc):
+    """log_path from the message, log_tail from the kept log (its last 40 lines) or the message"""
+    m = _LOG_PATH.search(exc.detail or "")
+    if not m:
+        return
+    exc.log_path = m.group(1)
+    exc.log_tail = exc.detail[m.end():]
+    try:
+        with open(exc.log_path, "r", encoding="utf-8", errors="replace") as f:
+            exc.log_tail = "".join(f.readlines()[-40:])
+    except OSError:
+        pass

@@ -1,7 +1,9 @@
-/* _core.Runner: the per-call path — checks array arguments through the buffer protocol, allocates the output and runs a provider without the GIL. */
+/* _core.Runner: the per-call path — checks array arguments (numpy C API, buffer protocol otherwise), allocates the output and runs a provider without the GIL. */
 #include <stdlib.h>
 #include <string.h>
 #include "_core.h"
+#define NO_IMPORT_ARRAY
+#include "_numpy.h"
 #include "grid/ref.h"
 
 typedef struct {
@@ -9,6 +11,7 @@ typedef struct {
     GridPyModel *model_obj;          /* keeps the grid_model alive */
     const grid_model *model;
     int dtype;                       /* GRID_FLOAT32 or GRID_FLOAT64 */
+    int type_num;                    /* the numpy type number of dtype */
     int nq, nv, nb, nee, nframes;
     int num_threads;                 /* passed to providers; <= 0 = their default */
     grid_py_provider provider;       /* copied table; fns[algo] NULL = the reference answers */
@@ -18,7 +21,6 @@ typedef struct {
     PyObject *owner;                 /* whatever keeps the provider's code loaded (or None) */
     void *work;                      /* provider.work_bytes of workspace, reused when not busy */
     int work_busy;                   /* set (under the GIL) while a call uses `work` */
-    PyObject *np_empty;              /* numpy.empty */
     PyObject *np_ascontiguous;       /* numpy.ascontiguousarray */
     PyObject *np_dtype;              /* numpy.dtype of the handle */
 } GridPyRunner;
@@ -44,6 +46,7 @@ static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->model_obj = mo;
     self->model = mo->model;
     self->dtype = dtype;
+    self->type_num = dtype == GRID_FLOAT32 ? NPY_FLOAT32 : NPY_FLOAT64;
     self->nq = mo->model->nq;
     self->nv = mo->model->nv;
     self->nb = mo->model->nb;
@@ -82,10 +85,9 @@ static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     /* numpy entry points used per call */
     numpy = PyImport_ImportModule("numpy");
     if (!numpy) goto fail;
-    self->np_empty = PyObject_GetAttrString(numpy, "empty");
     self->np_ascontiguous = PyObject_GetAttrString(numpy, "ascontiguousarray");
     PyObject *dtype_fn = PyObject_GetAttrString(numpy, "dtype");
-    if (!self->np_empty || !self->np_ascontiguous || !dtype_fn) { Py_XDECREF(dtype_fn); goto fail; }
+    if (!self->np_ascontiguous || !dtype_fn) { Py_XDECREF(dtype_fn); goto fail; }
     self->np_dtype = PyObject_CallFunction(dtype_fn, "s", dtype == GRID_FLOAT32 ? "float32" : "float64");
     Py_DECREF(dtype_fn);
     if (!self->np_dtype) goto fail;
@@ -102,7 +104,6 @@ static void runner_dealloc(GridPyRunner *self)
     PyMem_RawFree(self->work);
     Py_XDECREF(self->np_dtype);
     Py_XDECREF(self->np_ascontiguous);
-    Py_XDECREF(self->np_empty);
     Py_XDECREF(self->provider_name);
     Py_XDECREF(self->provider_keep);
     Py_XDECREF(self->owner);
@@ -112,11 +113,13 @@ static void runner_dealloc(GridPyRunner *self)
 
 /* ---- argument buffers ---- */
 
-/* one array argument of a call: the view, and the converted copy when one was needed */
+/* one array argument of a call: its data, and how it is held (a numpy array taken directly,
+   a buffer view, and/or the converted copy when one was needed) */
 typedef struct {
+    void *data;           /* NULL: argument absent */
     Py_buffer view;
-    int held;
-    PyObject *converted;
+    int held;             /* view is held */
+    PyObject *converted;  /* owned reference: a converted copy, the fresh output, or the array itself */
 } arg_buf;
 
 static void arg_release(arg_buf *a)
@@ -124,6 +127,15 @@ static void arg_release(arg_buf *a)
     if (a->held) PyBuffer_Release(&a->view);
     a->held = 0;
     Py_CLEAR(a->converted);
+}
+
+/* the numpy fast path: an aligned, C-contiguous, native-order ndarray of the runner dtype and rank */
+static inline int fast_array(PyObject *obj, int type_num, int ndim)
+{
+    if (!PyArray_CheckExact(obj)) return 0;
+    PyArrayObject *a = (PyArrayObject *)obj;
+    return PyArray_NDIM(a) == ndim && PyArray_TYPE(a) == type_num &&
+           PyArray_ISCARRAY_RO(a) && PyArray_ISNOTSWAPPED(a);
 }
 
 /* is fmt the native-endian single float (dtype 4) or double (dtype 8) code? */
@@ -159,13 +171,26 @@ static const char *format_name(const char *fmt)
     return fmt ? fmt : "B";
 }
 
+/* what an input's width is, for messages: the configuration, the tangent space or the wrenches */
+enum { WIDTH_Q, WIDTH_V, WIDTH_F };
+
 /* Get a C-contiguous view of obj in the runner's dtype with shape (batch, width); converts
    through numpy.ascontiguousarray when obj is not already that. *batch < 0 means obj sets it.
-   `what` describes the width for the error message. */
-static int get_input(GridPyRunner *r, PyObject *obj, const char *name, Py_ssize_t width,
-                     const char *what, const char *hint, Py_ssize_t *batch, arg_buf *a)
+   `kind` (a WIDTH_*) describes the width in the error message. */
+static int get_input(GridPyRunner *r, PyObject *obj, const char *name, Py_ssize_t width, int kind,
+                     Py_ssize_t *batch, arg_buf *a)
 {
-    char got[96];
+    char got[96], what[64], hint[128];
+    if (fast_array(obj, r->type_num, 2)) {
+        const npy_intp *dims = PyArray_DIMS((PyArrayObject *)obj);
+        if (dims[1] == width && (*batch < 0 || dims[0] == *batch)) {
+            *batch = dims[0];
+            Py_INCREF(obj);
+            a->converted = obj;
+            a->data = PyArray_DATA((PyArrayObject *)obj);
+            return 0;
+        }
+    }
     if (PyObject_CheckBuffer(obj) &&
         PyObject_GetBuffer(obj, &a->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) == 0) {
         a->held = 1;
@@ -183,11 +208,18 @@ static int get_input(GridPyRunner *r, PyObject *obj, const char *name, Py_ssize_
 
     /* shape (batch, width) */
     Py_buffer *v = &a->view;
+    a->data = v->buf;
     if (v->ndim != 2 || v->shape[1] != width) {
         format_shape(got, sizeof got, v);
+        if (kind == WIDTH_Q) snprintf(what, sizeof what, "nq=%d configuration width", r->nq);
+        else if (kind == WIDTH_V) snprintf(what, sizeof what, "nv=%d tangent width", r->nv);
+        else snprintf(what, sizeof what, "6*nb=%d body-local wrenches", 6 * r->nb);
+        hint[0] = '\0';
+        if (kind == WIDTH_V && r->nq != r->nv && v->ndim == 2 && v->shape[1] == r->nq)
+            snprintf(hint, sizeof hint, "; velocity-space arrays are nv=%d wide on a floating base, not nq=%d",
+                     r->nv, r->nq);
         PyErr_Format(PyExc_ValueError, "%s must have shape (B, %zd) (B states x %s); got %s%s",
-                     name, width, what, got,
-                     (hint && v->ndim == 2 && v->shape[1] == r->nq) ? hint : "");
+                     name, width, what, got, hint);
         return -1;
     }
     if (*batch < 0) {
@@ -235,25 +267,33 @@ static void format_dims(char *s, size_t cap, const Py_ssize_t *shape, int ndim)
     format_shape(s, cap, &v);
 }
 
-/* a writable C-contiguous view of out (or of a fresh numpy.empty) with exactly the output shape */
+/* a writable C-contiguous array for the output: out itself (checked to have exactly the output shape
+   and dtype) or a fresh array */
 static int get_output(GridPyRunner *r, PyObject **out, int ndim, const Py_ssize_t *shape, arg_buf *a)
 {
     char want[96], got[128];
     const char *tname = r->dtype == GRID_FLOAT32 ? "float32" : "float64";
+    /* fast paths: a fresh array, or an out= that is exactly right */
     if (*out == Py_None) {
-        PyObject *dims = PyTuple_New(ndim);
-        if (!dims) return -1;
-        for (int i = 0; i < ndim; i++) {
-            PyObject *d = PyLong_FromSsize_t(shape[i]);
-            if (!d) { Py_DECREF(dims); return -1; }
-            PyTuple_SET_ITEM(dims, i, d);
-        }
-        PyObject *args[2] = {dims, r->np_dtype};
-        PyObject *arr = PyObject_Vectorcall(r->np_empty, args, 2, NULL);
-        Py_DECREF(dims);
+        npy_intp dims[4];
+        for (int i = 0; i < ndim; i++) dims[i] = (npy_intp)shape[i];
+        PyObject *arr = PyArray_SimpleNew(ndim, dims, r->type_num);
         if (!arr) return -1;
         a->converted = arr; /* owned here until returned */
+        a->data = PyArray_DATA((PyArrayObject *)arr);
         *out = arr;
+        return 0;
+    }
+    if (fast_array(*out, r->type_num, ndim) && PyArray_ISWRITEABLE((PyArrayObject *)*out)) {
+        const npy_intp *dims = PyArray_DIMS((PyArrayObject *)*out);
+        int same = 1;
+        for (int i = 0; i < ndim; i++) same &= dims[i] == (npy_intp)shape[i];
+        if (same) {
+            Py_INCREF(*out);
+            a->converted = *out;
+            a->data = PyArray_DATA((PyArrayObject *)*out);
+            return 0;
+        }
     }
 
     format_dims(want, sizeof want, shape, ndim);
@@ -277,6 +317,7 @@ static int get_output(GridPyRunner *r, PyObject **out, int ndim, const Py_ssize_
         return -1;
     }
     a->held = 1;
+    a->data = a->view.buf;
     int ok = format_matches(a->view.format, r->dtype) && a->view.itemsize == r->dtype && a->view.ndim == ndim;
     for (int i = 0; ok && i < ndim; i++) ok = a->view.shape[i] == shape[i];
     if (!ok) {
@@ -310,8 +351,6 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
     PyObject *out = NULL, *result = NULL;
     void *work = NULL;
     int own_work = 0;
-    char what_q[64], what_v[64], what_f[64];
-    char hint[128];
 
     if (nargs != 8) {
         PyErr_Format(PyExc_TypeError, "call() takes 8 arguments (algo, q, v, a, fext, out, frame, "
@@ -353,17 +392,10 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
 
     /* inputs: views of (B, width) arrays in the handle dtype */
     Py_ssize_t batch = -1;
-    snprintf(what_q, sizeof what_q, "nq=%d configuration width", r->nq);
-    snprintf(what_v, sizeof what_v, "nv=%d tangent width", r->nv);
-    snprintf(what_f, sizeof what_f, "6*nb=%d body-local wrenches", 6 * r->nb);
-    hint[0] = '\0';
-    if (r->nq != r->nv)
-        snprintf(hint, sizeof hint, "; velocity-space arrays are nv=%d wide on a floating base, not nq=%d",
-                 r->nv, r->nq);
-    if (get_input(r, q, "q", r->nq, what_q, NULL, &batch, &bq) < 0) goto fail;
-    if (v != Py_None && get_input(r, v, "qd", r->nv, what_v, hint[0] ? hint : NULL, &batch, &bv) < 0) goto fail;
-    if (acc != Py_None && get_input(r, acc, a_name, r->nv, what_v, hint[0] ? hint : NULL, &batch, &ba) < 0) goto fail;
-    if (fext != Py_None && get_input(r, fext, "f_ext", 6 * (Py_ssize_t)r->nb, what_f, NULL, &batch, &bf) < 0) goto fail;
+    if (get_input(r, q, "q", r->nq, WIDTH_Q, &batch, &bq) < 0) goto fail;
+    if (v != Py_None && get_input(r, v, "qd", r->nv, WIDTH_V, &batch, &bv) < 0) goto fail;
+    if (acc != Py_None && get_input(r, acc, a_name, r->nv, WIDTH_V, &batch, &ba) < 0) goto fail;
+    if (fext != Py_None && get_input(r, fext, "f_ext", 6 * (Py_ssize_t)r->nb, WIDTH_F, &batch, &bf) < 0) goto fail;
 
     /* output */
     Py_ssize_t shape[4];
@@ -385,11 +417,11 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         }
         grid_call c;
         memset(&c, 0, sizeof c);
-        c.q = bq.view.buf;
-        c.v = bv.held ? bv.view.buf : NULL;
-        c.a = ba.held ? ba.view.buf : NULL;
-        c.fext = bf.held ? bf.view.buf : NULL;
-        c.out = bo.view.buf;
+        c.q = bq.data;
+        c.v = bv.data;
+        c.a = ba.data;
+        c.fext = bf.data;
+        c.out = bo.data;
         c.batch = (long long)batch;
         c.frame = (int)frame;
         c.reference_frame = (int)rf;

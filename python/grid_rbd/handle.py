@@ -26,15 +26,16 @@ class RobotHandle:
     Widths: q is (B, nq); qd, qdd and u are (B, nv) (the tangent width, also on a floating base);
     f_ext is (B, 6*nb), one body-local spatial force [f; tau] per body. Conventions are Pinocchio's."""
 
-    __slots__ = ("_name", "_model", "_runner", "_call", "_options", "_joint_names", "_frame_names",
+    __slots__ = ("_name", "_model", "_runner", "_call", "_options", "_library", "_joint_names", "_frame_names",
                  "_ee_frames", "_frame_lookup", "__weakref__")
 
-    def __init__(self, name, model, runner, options):
+    def __init__(self, name, model, runner, options, library=None):
         self._name = name
         self._model = model
         self._runner = runner
         self._call = runner.call
         self._options = dict(options)
+        self._library = library  # the _core.Library whose robot.so the runner calls (None: the reference)
         self._joint_names = tuple(model.joint_names)
         self._frame_names = tuple(model.frame_names)
         self._ee_frames = tuple(model.ee_frames)
@@ -129,8 +130,46 @@ class RobotHandle:
 
     @property
     def provider(self):
-        """what computes the results, e.g. 'reference (float64 C)'"""
-        return self._runner.provider
+        """what computes the results: 'generated' (this robot's compiled robot.so) or 'reference'
+        (the float64 C reference, codegen=False)"""
+        return "reference" if self._library is None else "generated"
+
+    @property
+    def library_path(self):
+        """absolute path of the loaded robot.so in the cache, or None on the reference"""
+        return None if self._library is None else self._library.path
+
+    @property
+    def cache_entry(self):
+        """the cache entry directory (<root>/store/<content_key>) of the library, or None on the reference"""
+        return None if self._library is None else self._library.entry_dir
+
+    @property
+    def build_info(self):
+        """how registration got the library: {'cache_hit', 'compiled', 'seconds', 'seconds_generate',
+        'seconds_compile', 'content_key', 'input_key', 'model_hash'}; None on the reference"""
+        lib = self._library
+        if lib is None:
+            return None
+        sec = lib.seconds
+        return {"cache_hit": lib.cache_hit, "compiled": lib.compiled, "seconds": sec["total"],
+                "seconds_generate": sec["generate"], "seconds_compile": sec["compile"],
+                "content_key": lib.content_key, "input_key": lib.input_key, "model_hash": lib.model_hash}
+
+    @property
+    def num_threads(self):
+        """threads one batched call may use (default os.cpu_count()); small batches run on one thread"""
+        return self._runner.num_threads
+
+    @num_threads.setter
+    def num_threads(self, n):
+        from .registry import check_num_threads
+        n = check_num_threads(n)
+        limit = 0 if self._library is None else self._library.work_threads
+        if limit and n > limit:
+            raise ValueError(f"num_threads must be at most {limit} for this library (its workspace is sized for "
+                             f"{limit} threads); got {n}")
+        self._runner.num_threads = n
 
     @property
     def options(self):

@@ -1,5 +1,7 @@
-"""register_robot / get_robot: option checking, URDF loading, provider selection and the name -> handle registry."""
+"""register_robot / get_robot / precompile: option checking, URDF loading, provider selection (the generated
+robot.so through the cache, or the float64 reference) and the name -> handle registry."""
 
+import json
 import math
 import numbers
 import os
@@ -11,7 +13,7 @@ from . import _core
 from ._errors import GridIOError, NotAvailableError, UnsupportedURDFError
 from .handle import RobotHandle
 
-__all__ = ["register_robot", "get_robot"]
+__all__ = ["register_robot", "get_robot", "precompile"]
 
 _DEVICES = ("cpu", "cuda")
 _BACKENDS = ("numpy", "jax", "torch")
@@ -30,8 +32,12 @@ _LATER_OPTIONS = {
     "multi_target_batch": None,
     "integrator_type": None,
 }
-# options that only steer the compiled path; accepted now, no effect with the reference provider
-_BUILD_OPTIONS = {"cache_dir": None, "force_rebuild": False, "enable_mujoco_kernels": True}
+# options of the compiled path that have no effect on the CPU today; accepted and recorded
+_BUILD_OPTIONS = {"enable_mujoco_kernels": True}
+
+# the options that change the generated source: exactly these go into the canonical options JSON
+# (and so into the stage-1 cache key and the model hash baked into robot.so)
+_GENERATION_OPTIONS = ("floating_base", "ee_joint_names", "gravity", "ignore_mimic", "dtype")
 
 _registry = {}
 _registry_lock = threading.Lock()
@@ -39,7 +45,8 @@ _registry_lock = threading.Lock()
 
 def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, ee_joint_names=None,
                    max_batch_size=256, dtype="float32", device="cpu", backend="numpy", gravity=-9.81,
-                   ignore_mimic=False, **reserved):
+                   ignore_mimic=False, codegen=True, cache_dir=None, force_rebuild=False, num_threads=None,
+                   verbose=True, **reserved):
     """Parse a URDF, prepare its batched algorithms and return a RobotHandle (also kept under `name`).
 
     Exactly one of urdf_path / urdf_string. floating_base adds a free-flyer "root_joint"
@@ -47,16 +54,43 @@ def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, 
     end effectors by joint name (default: every leaf body). dtype is "float32" or "float64".
     gravity is the signed acceleration along world z. ignore_mimic=True treats <mimic> joints as
     independent joints (Pinocchio's default); otherwise a robot with mimic joints is refused.
-    Only device="cpu" and backend="numpy" exist in this version."""
+
+    codegen=True (the default) generates C source specialised to this robot, compiles it once into
+    robot.so in the cache (cache_dir=, else $GRID_RBD_CACHE_DIR, $XDG_CACHE_HOME/grid-rbd or
+    ~/.cache/grid-rbd) and answers every call from it; later registrations of the same robot and options
+    load it in milliseconds. force_rebuild=True regenerates and recompiles. codegen=False uses the float64
+    C reference (the oracle the generated code is tested against). num_threads: threads one batched call
+    may use (default os.cpu_count(); settable later as handle.num_threads). verbose: build progress on
+    stderr. Only device="cpu" and backend="numpy" exist in this version."""
     options = _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, max_batch_size,
-                             dtype, device, backend, gravity, ignore_mimic, reserved)
+                             dtype, device, backend, gravity, ignore_mimic, codegen, cache_dir, force_rebuild,
+                             num_threads, verbose, reserved)
     urdf_bytes, filename = _read_urdf(urdf_path, urdf_string)
     model = _load_model(urdf_bytes, filename, options)
-    runner = _make_runner(model, options)
-    handle = RobotHandle(name, model, runner, options)
+    library = _build_library(name, model, urdf_bytes, options, load=True) if options["codegen"] else None
+    runner = _make_runner(model, options, library)
+    handle = RobotHandle(name, model, runner, options, library)
     with _registry_lock:
         _registry[name] = handle
     return handle
+
+
+def precompile(name, urdf_path=None, urdf_string=None, floating_base=False, ee_joint_names=None,
+               dtype="float32", gravity=-9.81, ignore_mimic=False, cache_dir=None, force_rebuild=False,
+               verbose=True, **options):
+    """Build the robot's library into the cache without loading it or creating a handle, e.g. ahead of
+    time in a Docker image or CI step. Takes register_robot's arguments (those that do not change the
+    build are checked and ignored) and returns the cache entry directory (<root>/store/<content_key>).
+    A later register_robot with the same URDF and options is a cache hit."""
+    for key in ("codegen", "num_threads"):
+        options.pop(key, None)
+    opts = _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names,
+                          options.pop("max_batch_size", 256), dtype, options.pop("device", "cpu"),
+                          options.pop("backend", "numpy"), gravity, ignore_mimic, True, cache_dir, force_rebuild,
+                          None, verbose, options)
+    urdf_bytes, filename = _read_urdf(urdf_path, urdf_string)
+    model = _load_model(urdf_bytes, filename, opts)
+    return _build_library(name, model, urdf_bytes, opts, load=False).entry_dir
 
 
 def get_robot(name):
@@ -70,7 +104,8 @@ def get_robot(name):
 
 
 def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, max_batch_size, dtype,
-                   device, backend, gravity, ignore_mimic, reserved):
+                   device, backend, gravity, ignore_mimic, codegen, cache_dir, force_rebuild, num_threads, verbose,
+                   reserved):
     """Validate every register_robot argument; return the canonical options dict."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty str; got {name!r}")
@@ -107,6 +142,15 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
         if not ee_joint_names or not all(isinstance(n, str) for n in ee_joint_names):
             raise ValueError(f"ee_joint_names must be None or a non-empty list of joint names; got {ee_joint_names!r}")
 
+    if num_threads is not None:
+        num_threads = check_num_threads(num_threads)
+    if cache_dir is not None:
+        if not isinstance(cache_dir, (str, bytes, os.PathLike)):
+            raise TypeError(f"cache_dir must be a path (str or os.PathLike) or None; got {cache_dir!r}")
+        cache_dir = os.fsdecode(os.fspath(cache_dir))
+        if not cache_dir:
+            raise ValueError("cache_dir must not be empty")
+
     extra = {}
     for key, value in reserved.items():
         if key in _BUILD_OPTIONS:
@@ -129,9 +173,32 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
         "backend": backend,
         "gravity": float(gravity),
         "ignore_mimic": bool(ignore_mimic),
+        "codegen": bool(codegen),
+        "cache_dir": cache_dir,
+        "force_rebuild": bool(force_rebuild),
+        "num_threads": num_threads,
+        "verbose": bool(verbose),
     }
     options.update(extra)
     return options
+
+
+def check_num_threads(n):
+    """a positive int number of threads (ValueError/TypeError otherwise)"""
+    if not isinstance(n, numbers.Integral) or isinstance(n, bool):
+        raise TypeError(f"num_threads must be a positive int; got {n!r}")
+    if n < 1:
+        raise ValueError(f"num_threads must be a positive int; got {n!r}")
+    return int(n)
+
+
+def options_json(options):
+    """The canonical JSON of exactly the options that change generation (docs/cache.md):
+    json.dumps(sort_keys=True, separators=(",", ":")), the target and the algorithm set included."""
+    gen = {key: options[key] for key in _GENERATION_OPTIONS}
+    gen["target"] = "c"
+    gen["algorithms"] = list(_core.ALGORITHMS)
+    return json.dumps(gen, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
 def _read_urdf(urdf_path, urdf_string):
@@ -167,10 +234,19 @@ def _load_model(urdf_bytes, filename, options):
         raise
 
 
-def _make_runner(model, options):
-    """The Runner that answers calls: today the float64 C reference for every algorithm.
-
-    This is where the compiled path slots in: look the model + options up in the cache, build
-    robot.so when missing, load it and pass its entry points as Runner(provider=capsule, owner=lib)."""
+def _build_library(name, model, urdf_bytes, options, load):
+    """_core.Library: generate (only on a cache miss), compile through the cache, load (BuildError,
+    CacheError or LoadError otherwise, see _errors)"""
     dtype = _core.FLOAT32 if options["dtype"] == "float32" else _core.FLOAT64
-    return _core.Runner(model, dtype)
+    return _core.Library(model, urdf_bytes, options_json(options), name, dtype, cache_dir=options["cache_dir"],
+                         force_rebuild=options["force_rebuild"], verbose=options["verbose"], load=load)
+
+
+def _make_runner(model, options, library):
+    """The Runner that answers calls: the generated library's entry points when there is one,
+    else the float64 C reference for every algorithm."""
+    dtype = _core.FLOAT32 if options["dtype"] == "float32" else _core.FLOAT64
+    threads = options["num_threads"] or (os.cpu_count() or 1)
+    if library is None:
+        return _core.Runner(model, dtype, num_threads=threads)
+    return _core.Runner(model, dtype, provider=library.provider, owner=library, num_threads=threads)

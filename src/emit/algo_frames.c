@@ -74,9 +74,7 @@ int ea_ee_pose(const emit_ctx *cx, ek_kin *k)
     char buf[160], el[96];
     if (em->nee == 0) return 0;
     if (ek_world(k) != 0) return -1;
-    int re = sym_array(g, "Re", 0);
-    snprintf(buf, sizeof buf, "    grid_real Re[%d];\n", 9 * em->nee);
-    sym_raw(g, buf);
+    int re = sym_local_array(g, "Re", 9 * em->nee);
     for (int e = 0; e < em->nee; e++) {
         sxf X;
         sym_comment(g, "/* end effector %d: frame %d */", e, em->ee[e]);
@@ -149,10 +147,7 @@ int ea_frame_jacobian(const emit_ctx *cx, ek_kin *k)
     const int nb = em->nb, nv = em->nv;
     char buf[512], el[160], ix[96];
     if (ek_world(k) != 0) return -1;
-    int aR = sym_array(g, "oR", 0), ap = sym_array(g, "op", 0), aJ = sym_array(g, "Jw", 0);
-    snprintf(buf, sizeof buf, "    grid_real oR[%d], op[%d], Jw[%d];\n", nb > 0 ? 9 * nb : 1, nb > 0 ? 3 * nb : 1,
-             nv > 0 ? 6 * nv : 1);
-    sym_raw(g, buf);
+    int aR = sym_local_array(g, "oR", 9 * nb), ap = sym_local_array(g, "op", 3 * nb), aJ = sym_local_array(g, "Jw", 6 * nv);
     /* unrolled: oMi of every body and every joint column S as a world-frame twist at the origin */
     for (int i = 0; i < nb; i++) {
         const em_body *b = &em->b[i];

@@ -106,6 +106,111 @@ static long long min_parallel(long flops)
     return n < 2 ? 2 : n > 4096 ? 4096 : n;
 }
 
+/* one part per this many statements (compile time grows with function size, not file size,
+   so parts only help the wall clock when compiled in parallel) */
+#define STATEMENTS_PER_PART 30000L
+#define MAX_PARTS 8
+
+/* the batch entry of algorithm a */
+static void write_entry(const emit_ctx *cx, int a, const sym_stats *fstats)
+{
+    const em_model *em = cx->em;
+    const algo_layout *L = &layouts[a];
+    emit_entry e;
+    memset(&e, 0, sizeof e);
+    e.name = grid_algo_name(a);
+    e.needs_v = L->needs_v;
+    e.needs_a = L->needs_a;
+    e.opt_a = L->opt_a;
+    e.opt_fext = L->opt_fext;
+    e.frame_check = L->frame_check;
+    for (int s = 0; s < 4; s++) {
+        if (L->slot[s] < 0) continue;
+        const state_spec *sp = &specs[L->slot[s]];
+        e.variant[s].fn = sp->fn;
+        e.variant[s].reads_a = sp->reads_a;
+        e.variant[s].reads_fext = sp->reads_fext;
+    }
+    e.nq = em->nq;
+    e.nv = em->nv;
+    e.nfext = 6LL * em->nb;
+    e.nout = grid_algo_output_width(a, em->nq, em->nv, em->nb, em->nee);
+    e.nframes = em->nframes;
+    const sym_stats *ms = &fstats[L->slot[L->main]];
+    e.min_parallel = min_parallel(ms->flops + 20 * ms->transcendental);
+    cx->t->batch(cx->w, cx->t, &e);
+}
+
+/* 1 when algorithms a and b call a common per-state function (they must share a part) */
+static int share_function(int a, int b)
+{
+    for (int s = 0; s < 4; s++)
+        for (int r = 0; r < 4; r++)
+            if (layouts[a].slot[s] >= 0 && layouts[a].slot[s] == layouts[b].slot[r]) return 1;
+    return 0;
+}
+
+/* statements of the distinct functions algorithm a calls */
+static long algo_statements(int a, const sym_stats *fstats)
+{
+    long n = 0;
+    for (int s = 0; s < 4; s++) {
+        int f = layouts[a].slot[s], dup = 0;
+        if (f < 0) continue;
+        for (int r = 0; r < s; r++) dup |= layouts[a].slot[r] == f;
+        if (!dup) n += fstats[f].statements;
+    }
+    return n;
+}
+
+/* assign each selected algorithm to a part: groups that share functions stay together,
+   heaviest group first onto the lightest part; deterministic */
+static int assign_parts(unsigned mask, const sym_stats *fstats, int part[GRID_ALGO_COUNT])
+{
+    int group[GRID_ALGO_COUNT], ngroups = 0;
+    long weight[GRID_ALGO_COUNT] = {0}, total = 0;
+    for (int a = 0; a < GRID_ALGO_COUNT; a++) {
+        part[a] = -1;
+        group[a] = -1;
+        if (!(mask & (1u << a))) continue;
+        for (int b = 0; b < a && group[a] < 0; b++)
+            if (group[b] >= 0 && share_function(a, b)) group[a] = group[b];
+        if (group[a] < 0) group[a] = ngroups++;
+    }
+    /* a function shared by two algorithms counts once */
+    long fcount[F_COUNT] = {0};
+    for (int a = 0; a < GRID_ALGO_COUNT; a++) {
+        if (group[a] < 0) continue;
+        for (int s = 0; s < 4; s++) {
+            int f = layouts[a].slot[s];
+            if (f < 0 || fcount[f]) continue;
+            fcount[f] = 1;
+            weight[group[a]] += fstats[f].statements;
+            total += fstats[f].statements;
+        }
+    }
+    int nparts = (int)((total + STATEMENTS_PER_PART - 1) / STATEMENTS_PER_PART);
+    if (nparts < 1) nparts = 1;
+    if (nparts > MAX_PARTS) nparts = MAX_PARTS;
+    if (nparts > ngroups) nparts = ngroups > 0 ? ngroups : 1;
+    long load[MAX_PARTS] = {0};
+    int gpart[GRID_ALGO_COUNT], placed[GRID_ALGO_COUNT] = {0};
+    for (int k = 0; k < ngroups; k++) {
+        int best = -1;
+        for (int g = 0; g < ngroups; g++)
+            if (!placed[g] && (best < 0 || weight[g] > weight[best])) best = g;
+        int p = 0;
+        for (int q = 1; q < nparts; q++)
+            if (load[q] < load[p]) p = q;
+        placed[best] = 1;
+        gpart[best] = p;
+        load[p] += weight[best];
+    }
+    for (int a = 0; a < GRID_ALGO_COUNT; a++)
+        if (group[a] >= 0) part[a] = gpart[group[a]];
+    return nparts;
+}
+
 int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, char **source, size_t *len,
                            grid_emit_stats *stats, grid_error *err)
 {
@@ -127,88 +232,79 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
     em_model em;
     int rc = em_model_init(&em, m, err);
     if (rc != GRID_OK) return rc;
-    ew_writer w;
+    ew_writer w, fw[F_COUNT];
     ew_init(&w);
-    emit_ctx cx = {&em, t, re, {re->c_type, re->is_float, re->fn_sqrt, re->fn_sin, re->fn_cos, re->fn_atan2,
-                                t->elem_scale, "    "}, &w};
-    cx.st.real = "grid_real";
+    for (int f = 0; f < F_COUNT; f++) ew_init(&fw[f]);
+    emit_ctx cx = {&em, t, re, {"grid_real", re->is_float, re->fn_sqrt, re->fn_sin, re->fn_cos, re->fn_atan2,
+                                "grid_sincos_", t->elem_scale, "    "}, &w};
 
-    /* which per-state functions the selected algorithms call */
-    int need[F_COUNT] = {0}, opt_inputs = 0;
-    for (int a = 0; a < GRID_ALGO_COUNT; a++) {
-        if (!(mask & (1u << a))) continue;
-        for (int s = 0; s < 4; s++)
+    /* per-state functions the selected algorithms call, each into its own buffer */
+    int need[F_COUNT] = {0};
+    for (int a = 0; a < GRID_ALGO_COUNT; a++)
+        for (int s = 0; s < 4 && (mask & (1u << a)); s++)
             if (layouts[a].slot[s] >= 0) need[layouts[a].slot[s]] = 1;
-        opt_inputs |= layouts[a].opt_a | layouts[a].opt_fext;
-    }
-
-    /* prologue: banner, includes, ABI structs, the real type, shared tables and helpers */
-    write_banner(&cx, &o, mask);
-    ew_puts(&w, t->includes);
-    ew_puts(&w, "\n");
-    ew_puts(&w, abi_structs);
-    ew_printf(&w, "typedef %s grid_real;\n\n", re->c_type);
-    if (opt_inputs) {
-        int nz = em.nv > 6 * em.nb ? em.nv : 6 * em.nb;
-        ew_printf(&w, "/* stands in for an absent optional input (a, fext) */\n%s grid_real grid_zeros_[%d] = {0};\n\n",
-                  t->table, nz > 0 ? nz : 1);
-    }
-    if (need[F_JAC]) emit_frame_tables(&cx);
-    if (need[F_EE]) emit_rpy_helper(&cx);
-
-    /* per-state functions, each emitted once */
     sym_stats fstats[F_COUNT];
     memset(fstats, 0, sizeof fstats);
     for (int f = 0; f < F_COUNT && rc == GRID_OK; f++) {
         if (!need[f]) continue;
-        if (emit_state_function(&cx, &specs[f], &fstats[f]) != 0)
+        cx.w = &fw[f];
+        if (emit_state_function(&cx, &specs[f], &fstats[f]) != 0 || fw[f].oom)
             rc = grid_error_set(err, GRID_ERR_NOMEM, 0, 0, "out of memory emitting %s", specs[f].fn);
     }
+    cx.w = &w;
+    int part[GRID_ALGO_COUNT];
+    const int nparts = assign_parts(mask, fstats, part);
 
-    /* metadata and the batch entry points */
+    /* prologue, shared by every part: banner, includes, ABI structs, the real type, helpers */
     if (rc == GRID_OK) {
-        write_meta(&cx, &o, mask, hash);
+        ew_printf(&w, "/* grid-rbd parts: %d (compile once, or as %d objects with -DGRID_PART=1..%d and link them) */\n",
+                  nparts, nparts, nparts);
+        write_banner(&cx, &o, mask);
+        ew_puts(&w, t->includes);
+        ew_puts(&w, "\n");
+        ew_puts(&w, abi_structs);
+        ew_printf(&w, "typedef %s grid_real;\n\n", re->c_type);
+        emit_math_helpers(&cx);
+        if (need[F_EE]) emit_rpy_helper(&cx);
         emit_batch_helpers(&w, t);
+    }
+    /* the parts: functions and entry points of their algorithms */
+    for (int p = 0; p < nparts && rc == GRID_OK; p++) {
+        int fn_in_part[F_COUNT] = {0}, zeros = 0;
+        for (int a = 0; a < GRID_ALGO_COUNT; a++) {
+            if (part[a] != p) continue;
+            zeros |= layouts[a].opt_a | layouts[a].opt_fext;
+            for (int s = 0; s < 4; s++)
+                if (layouts[a].slot[s] >= 0) fn_in_part[layouts[a].slot[s]] = 1;
+        }
+        if (nparts > 1) ew_printf(&w, "#if !defined(GRID_PART) || GRID_PART == %d\n\n", p + 1);
+        if (p == 0) write_meta(&cx, &o, mask, hash);
+        if (zeros) {
+            int nz = em.nv > 6 * em.nb ? em.nv : 6 * em.nb;
+            /* once per translation unit, whichever parts it holds */
+            ew_printf(&w, "#ifndef GRID_ZEROS_\n#define GRID_ZEROS_\n"
+                          "/* stands in for an absent optional input (a, fext) */\n%s grid_real grid_zeros_[%d] = {0};\n#endif\n\n",
+                      t->table, nz > 0 ? nz : 1);
+        }
+        if (fn_in_part[F_JAC]) emit_frame_tables(&cx);
+        for (int f = 0; f < F_COUNT; f++)
+            if (fn_in_part[f]) ew_putn(&w, fw[f].buf, fw[f].len);
+        for (int a = 0; a < GRID_ALGO_COUNT; a++)
+            if (part[a] == p) write_entry(&cx, a, fstats);
+        if (nparts > 1) ew_printf(&w, "#endif /* GRID_PART %d */\n\n", p + 1);
+    }
+    if (stats && rc == GRID_OK) {
+        stats->parts = nparts;
         for (int a = 0; a < GRID_ALGO_COUNT; a++) {
             if (!(mask & (1u << a))) continue;
-            const algo_layout *L = &layouts[a];
-            emit_entry e;
-            memset(&e, 0, sizeof e);
-            e.name = grid_algo_name(a);
-            e.needs_v = L->needs_v;
-            e.needs_a = L->needs_a;
-            e.opt_a = L->opt_a;
-            e.opt_fext = L->opt_fext;
-            e.frame_check = L->frame_check;
-            for (int s = 0; s < 4; s++) {
-                if (L->slot[s] < 0) continue;
-                const state_spec *sp = &specs[L->slot[s]];
-                e.variant[s].fn = sp->fn;
-                e.variant[s].reads_a = sp->reads_a;
-                e.variant[s].reads_fext = sp->reads_fext;
-            }
-            e.nq = em.nq;
-            e.nv = em.nv;
-            e.nfext = 6LL * em.nb;
-            e.nout = grid_algo_output_width(a, em.nq, em.nv, em.nb, em.nee);
-            e.nframes = em.nframes;
-            const sym_stats *ms = &fstats[L->slot[L->main]];
-            e.min_parallel = min_parallel(ms->flops + 20 * ms->transcendental);
-            t->batch(&w, t, &e);
-            if (stats) {
-                /* statements of each distinct function the algorithm uses */
-                for (int s = 0; s < 4; s++) {
-                    int f = L->slot[s], dup = 0;
-                    if (f < 0) continue;
-                    for (int r = 0; r < s; r++) dup |= L->slot[r] == f;
-                    if (!dup) stats->statements[a] += fstats[f].statements;
-                }
-                stats->flops[a] = ms->flops;
-                stats->transcendental[a] = ms->transcendental;
-            }
+            const sym_stats *ms = &fstats[layouts[a].slot[layouts[a].main]];
+            stats->statements[a] = algo_statements(a, fstats);
+            stats->flops[a] = ms->flops;
+            stats->transcendental[a] = ms->transcendental;
         }
     }
     em_model_free(&em);
+    for (int f = 0; f < F_COUNT; f++) ew_free(&fw[f]);
     if (rc != GRID_OK) {
         ew_free(&w);
         return rc;

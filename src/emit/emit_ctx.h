@@ -21,6 +21,9 @@ enum { ARR_Q = 0, ARR_V, ARR_A, ARR_FEXT, ARR_OUT };
 /* an element of a state array in raw code: name[expr] or name[(expr) * st] */
 void emit_elem(const emit_ctx *cx, char *buf, size_t cap, const char *name, const char *expr);
 
+/* the inlinable sincos every per-state function calls (math_helpers.c) */
+void emit_math_helpers(const emit_ctx *cx);
+
 /* frames family (algo_frames.c): constant tables, the rpy helper, and the builders,
    which add raw code around the symbolic part */
 void emit_frame_tables(const emit_ctx *cx);

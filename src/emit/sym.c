@@ -22,6 +22,7 @@ struct sym_graph {
     size_t tlen, tcap;
     char arrays[SYM_MAX_ARRAYS][24];
     int scaled[SYM_MAX_ARRAYS];
+    int local_size[SYM_MAX_ARRAYS]; /* > 0: a local array declared at the top */
     int narrays;
     int oom;
 };
@@ -104,6 +105,20 @@ static sv intern(sym_graph *g, unsigned char op, int a, int b, double k)
     return id << 1;
 }
 
+/* the node (op, a, b) when it exists, else -1 (no side effects) */
+static int lookup(const sym_graph *g, unsigned char op, int a, int b)
+{
+    if (!g->nslots) return -1;
+    size_t mask = (size_t)g->nslots - 1, h = (size_t)mix(op, a, b) & mask;
+    for (;;) {
+        int id = g->slots[h];
+        if (id < 0) return -1;
+        const sym_node *nd = &g->nodes[id];
+        if (nd->op == op && nd->a == a && nd->b == b) return id;
+        h = (h + 1) & mask;
+    }
+}
+
 sym_graph *sym_new(void)
 {
     sym_graph *g = calloc(1, sizeof *g);
@@ -144,6 +159,13 @@ int sym_array(sym_graph *g, const char *name, int scaled)
 }
 
 /* ---- leaves ---- */
+
+int sym_local_array(sym_graph *g, const char *name, int n)
+{
+    int id = sym_array(g, name, 0);
+    g->local_size[id] = n > 0 ? n : 1;
+    return id;
+}
 
 sv sym_const(sym_graph *g, double k)
 {
@@ -395,7 +417,11 @@ typedef struct {
     const sym_graph *g;
     const sym_style *st;
     ew_writer *w;
-    const int *name; /* temp number of each node, -1 for inputs */
+    const int *name;       /* temp number of each node, -1 for others */
+    const unsigned char *live;
+    unsigned char *done;   /* node already written (loads, sincos partners, stores) */
+    const int *first_store, *next_store; /* stores of each value node, in creation order */
+    sym_stats *stats;
 } emitter;
 
 static void put_name(const emitter *e, int id)
@@ -432,16 +458,128 @@ static void put_element(const emitter *e, int array, int index)
     ew_printf(e->w, "%s[%d%s]", e->g->arrays[array], index, scale);
 }
 
+static void emit_store(emitter *e, int i)
+{
+    const sym_node *nd = &e->g->nodes[i];
+    ew_puts(e->w, e->st->indent);
+    put_element(e, nd->a, nd->b);
+    ew_puts(e->w, " = ");
+    put_operand(e, nd->c, 0);
+    ew_puts(e->w, ";\n");
+    e->done[i] = 1;
+    e->stats->statements++;
+    e->stats->stores++;
+}
+
+/* the stores of value node id, right after it: its register is freed sooner */
+static void flush_stores(emitter *e, int id)
+{
+    for (int s = e->first_store[id]; s >= 0; s = e->next_store[s])
+        if (!e->done[s]) emit_store(e, s);
+}
+
+/* an input is loaded just before its first use */
+static void ensure_loaded(emitter *e, sv x)
+{
+    int id = hv_node(x);
+    const sym_node *nd = &e->g->nodes[id];
+    if (nd->op != SYM_INPUT || e->done[id]) return;
+    ew_printf(e->w, "%sconst %s ", e->st->indent, e->st->real);
+    put_name(e, id);
+    ew_puts(e->w, " = ");
+    put_element(e, nd->a, nd->b);
+    ew_puts(e->w, ";\n");
+    e->done[id] = 1;
+    e->stats->statements++;
+    e->stats->loads++;
+    flush_stores(e, id);
+}
+
+static void emit_node(emitter *e, int i)
+{
+    static const char *const binop[] = {[SYM_ADD] = " + ", [SYM_SUB] = " - ", [SYM_MUL] = " * ",
+                                        [SYM_DIV] = " / "};
+    const sym_graph *g = e->g;
+    const sym_style *st = e->st;
+    ew_writer *w = e->w;
+    const sym_node *nd = &g->nodes[i];
+    if (e->done[i]) return;
+    switch (nd->op) {
+    case SYM_ADD: case SYM_SUB: case SYM_MUL: case SYM_DIV: case SYM_ATAN2:
+        ensure_loaded(e, nd->a);
+        ensure_loaded(e, nd->b);
+        if (nd->op == SYM_ATAN2) {
+            ew_printf(w, "%sconst %s t%d = %s(", st->indent, st->real, e->name[i], st->fn_atan2);
+            put_operand(e, nd->a, 0);
+            ew_puts(w, ", ");
+            put_operand(e, nd->b, 0);
+            ew_puts(w, ");\n");
+            e->stats->transcendental++;
+        } else {
+            ew_printf(w, "%sconst %s t%d = ", st->indent, st->real, e->name[i]);
+            put_operand(e, nd->a, 1);
+            ew_puts(w, binop[nd->op]);
+            put_operand(e, nd->b, 1);
+            ew_puts(w, ";\n");
+            e->stats->flops++;
+        }
+        e->stats->statements++;
+        break;
+    case SYM_SIN: case SYM_COS: case SYM_SQRT: {
+        ensure_loaded(e, nd->a);
+        /* a live sin/cos pair of one argument: one sincos call at the first of the two */
+        int other = -1;
+        if (nd->op != SYM_SQRT && st->fn_sincos) other = lookup(g, nd->op == SYM_SIN ? SYM_COS : SYM_SIN, nd->a, 0);
+        if (other >= 0 && e->live[other]) {
+            int is = nd->op == SYM_SIN ? i : other, ic = nd->op == SYM_SIN ? other : i;
+            ew_printf(w, "%s%s t%d, t%d;\n%s%s(", st->indent, st->real, e->name[is], e->name[ic], st->indent,
+                      st->fn_sincos);
+            put_operand(e, nd->a, 0);
+            ew_printf(w, ", &t%d, &t%d);\n", e->name[is], e->name[ic]);
+            e->stats->statements++;
+            e->stats->transcendental += 2;
+            e->done[other] = 1;
+            flush_stores(e, other);
+            break;
+        }
+        const char *fn = nd->op == SYM_SQRT ? st->fn_sqrt : nd->op == SYM_SIN ? st->fn_sin : st->fn_cos;
+        ew_printf(w, "%sconst %s t%d = %s(", st->indent, st->real, e->name[i], fn);
+        put_operand(e, nd->a, 0);
+        ew_puts(w, ");\n");
+        e->stats->statements++;
+        e->stats->transcendental++;
+        break;
+    }
+    case SYM_STORE:
+        ensure_loaded(e, nd->c);
+        emit_store(e, i);
+        return;
+    case SYM_TEXT:
+        if (nd->b) ew_printf(w, "%s%s\n", st->indent, g->text + nd->a);
+        else ew_puts(w, g->text + nd->a);
+        e->done[i] = 1;
+        return;
+    default: /* constants are literals; inputs load on first use */
+        return;
+    }
+    e->done[i] = 1;
+    flush_stores(e, i);
+}
+
 int sym_emit(const sym_graph *g, const sym_style *st, ew_writer *w, sym_stats *stats)
 {
     if (g->oom) return -1;
     sym_stats s0;
     memset(&s0, 0, sizeof s0);
-    unsigned char *live = calloc((size_t)g->n + 1, 1);
-    int *name = malloc(((size_t)g->n + 1) * sizeof *name);
-    if (!live || !name) {
+    size_t n1 = (size_t)g->n + 1;
+    unsigned char *live = calloc(n1, 1), *done = calloc(n1, 1);
+    int *name = malloc(n1 * sizeof *name), *first = malloc(n1 * sizeof *first), *next = malloc(n1 * sizeof *next);
+    if (!live || !done || !name || !first || !next) {
         free(live);
+        free(done);
         free(name);
+        free(first);
+        free(next);
         return -1;
     }
     /* liveness: stores and raw text are roots; walk operands backwards */
@@ -471,80 +609,33 @@ int sym_emit(const sym_graph *g, const sym_style *st, ew_writer *w, sym_stats *s
         if (nd->op == SYM_TEXT) {
             if (nd->b) live[i] = (unsigned char)seen;
             seen = 0;
-        } else if (live[i] && nd->op != SYM_CONST) {
+        } else if (live[i] && nd->op >= SYM_ADD && nd->op <= SYM_ATAN2) {
             seen = 1;
         }
     }
-    /* number the temporaries densely in emission order */
-    int next = 0;
+    /* number the temporaries densely in creation order; list each value's stores */
+    int next_name = 0;
     for (int i = 0; i < g->n; i++) {
         const sym_node *nd = &g->nodes[i];
-        name[i] = (live[i] && nd->op >= SYM_ADD && nd->op <= SYM_ATAN2) ? next++ : -1;
+        name[i] = (live[i] && nd->op >= SYM_ADD && nd->op <= SYM_ATAN2) ? next_name++ : -1;
+        first[i] = next[i] = -1;
     }
-    emitter e = {g, st, w, name};
-    static const char *const binop[] = {[SYM_ADD] = " + ", [SYM_SUB] = " - ", [SYM_MUL] = " * ",
-                                        [SYM_DIV] = " / "};
-    for (int i = 0; i < g->n; i++) {
-        if (!live[i]) continue;
+    for (int i = g->n - 1; i >= 0; i--) {
         const sym_node *nd = &g->nodes[i];
-        switch (nd->op) {
-        case SYM_CONST:
-            break;
-        case SYM_INPUT:
-            ew_printf(w, "%sconst %s ", st->indent, st->real);
-            put_name(&e, i);
-            ew_puts(w, " = ");
-            put_element(&e, nd->a, nd->b);
-            ew_puts(w, ";\n");
-            s0.statements++;
-            s0.loads++;
-            break;
-        case SYM_ADD: case SYM_SUB: case SYM_MUL: case SYM_DIV:
-            ew_printf(w, "%sconst %s t%d = ", st->indent, st->real, name[i]);
-            put_operand(&e, nd->a, 1);
-            ew_puts(w, binop[nd->op]);
-            put_operand(&e, nd->b, 1);
-            ew_puts(w, ";\n");
-            s0.statements++;
-            s0.flops++;
-            break;
-        case SYM_SQRT: case SYM_SIN: case SYM_COS: {
-            const char *fn = nd->op == SYM_SQRT ? st->fn_sqrt : nd->op == SYM_SIN ? st->fn_sin : st->fn_cos;
-            ew_printf(w, "%sconst %s t%d = %s(", st->indent, st->real, name[i], fn);
-            put_operand(&e, nd->a, 0);
-            ew_puts(w, ");\n");
-            s0.statements++;
-            s0.transcendental++;
-            break;
-        }
-        case SYM_ATAN2:
-            ew_printf(w, "%sconst %s t%d = %s(", st->indent, st->real, name[i], st->fn_atan2);
-            put_operand(&e, nd->a, 0);
-            ew_puts(w, ", ");
-            put_operand(&e, nd->b, 0);
-            ew_puts(w, ");\n");
-            s0.statements++;
-            s0.transcendental++;
-            break;
-        case SYM_STORE:
-            ew_puts(w, st->indent);
-            put_element(&e, nd->a, nd->b);
-            ew_puts(w, " = ");
-            put_operand(&e, nd->c, 0);
-            ew_puts(w, ";\n");
-            s0.statements++;
-            s0.stores++;
-            break;
-        case SYM_TEXT:
-            if (nd->b) ew_printf(w, "%s%s\n", st->indent, g->text + nd->a);
-            else ew_puts(w, g->text + nd->a);
-            break;
-        default:
-            break;
-        }
+        if (nd->op != SYM_STORE || sym_is_const(g, nd->c, NULL)) continue;
+        next[i] = first[hv_node(nd->c)];
+        first[hv_node(nd->c)] = i;
     }
+    emitter e = {g, st, w, name, live, done, first, next, &s0};
+    for (int a = 0; a < g->narrays; a++)
+        if (g->local_size[a] > 0) ew_printf(w, "%s%s %s[%d];\n", st->indent, st->real, g->arrays[a], g->local_size[a]);
+    for (int i = 0; i < g->n; i++)
+        if (live[i]) emit_node(&e, i);
     free(live);
+    free(done);
     free(name);
+    free(first);
+    free(next);
     if (stats) *stats = s0;
     return w->oom ? -1 : 0;
 }

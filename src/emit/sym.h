@@ -41,6 +41,8 @@ int sym_failed(const sym_graph *g);
 /* declare an array the code reads (input) or writes (output); returns its id.
    scaled = 1: a state array addressed with the target's element stride; 0: a plain local array */
 int sym_array(sym_graph *g, const char *name, int scaled);
+/* a local array of n reals the function declares at its top (stores may move ahead of raw code) */
+int sym_local_array(sym_graph *g, const char *name, int n);
 
 sv sym_const(sym_graph *g, double k);
 sv sym_input(sym_graph *g, int array, int index);
@@ -78,6 +80,7 @@ typedef struct {
     const char *real;        /* the real type name */
     int is_float;            /* constants rounded to float and suffixed 'f' */
     const char *fn_sqrt, *fn_sin, *fn_cos, *fn_atan2;
+    const char *fn_sincos;   /* when set, a live sin(x) and cos(x) pair becomes one call fn_sincos(x, &s, &c) */
     const char *elem_scale;  /* scaled array element k is name[k<elem_scale>], e.g. "" or " * st" */
     const char *indent;
 } sym_style;

@@ -1,5 +1,6 @@
 /* Target and dtype tables (C with OpenMP batch loops, CUDA with one thread per state) and their batch wrappers. */
 #include <stdio.h>
+#include <string.h>
 #include "grid/abi.h"
 #include "grid/emit.h"
 #include "target.h"
@@ -120,14 +121,14 @@ static void batch_cuda(ew_writer *w, const emit_target *t, const emit_entry *e)
     for (int k = 0; k < nvar; k++) {
         const emit_variant *vr = variant_at(e, k);
         int dup = 0;
-        for (int j = 0; j < k; j++) dup |= variant_at(e, j) == vr;
+        for (int j = 0; j < k; j++) dup |= strcmp(variant_at(e, j)->fn, vr->fn) == 0;
         if (dup) continue;
-        ew_printf(w, "static __global__ void grid_k_%s(const grid_real *__restrict__ q, const grid_real *__restrict__ v, "
+        ew_printf(w, "static __global__ void grid_k_%s_%s(const grid_real *__restrict__ q, const grid_real *__restrict__ v, "
                      "const grid_real *__restrict__ a, const grid_real *__restrict__ f, grid_real *__restrict__ o, "
                      "const long long n, const int fr, const int rf)\n{\n"
                      "    const long long b = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
                      "    if (b >= n) return;\n    ",
-                  vr->fn);
+                  e->name, vr->fn);
         write_call(w, e, vr, ", 1");
         ew_puts(w, ";\n}\n\n");
     }
@@ -147,7 +148,8 @@ static void batch_cuda(ew_writer *w, const emit_target *t, const emit_entry *e)
     for (int k = 0; k < nvar; k++) {
         const emit_variant *vr = variant_at(e, k);
         if (nvar > 1) ew_printf(w, "    case %d:\n    ", k);
-        ew_printf(w, "    grid_k_%s<<<(unsigned)blocks, GRID_CUDA_BLOCK, 0, s>>>(q, v, a, f, o, n, fr, rf);\n", vr->fn);
+        ew_printf(w, "    grid_k_%s_%s<<<(unsigned)blocks, GRID_CUDA_BLOCK, 0, s>>>(q, v, a, f, o, n, fr, rf);\n", e->name,
+                  vr->fn);
         if (nvar > 1) ew_puts(w, "        break;\n");
     }
     if (nvar > 1) ew_puts(w, "    }\n");
@@ -161,7 +163,7 @@ void emit_batch_helpers(ew_writer *w, const emit_target *t)
         return;
     }
     ew_puts(w, "/* threads for a batch of n states: one below min_parallel, else the request or OpenMP's default */\n"
-               "static int grid_threads_(int requested, long long n, long long min_parallel)\n{\n"
+               "static inline int grid_threads_(int requested, long long n, long long min_parallel)\n{\n"
                "#ifdef _OPENMP\n"
                "    if (n < min_parallel || requested == 1) return 1;\n"
                "    int nt = requested > 0 ? requested : omp_get_max_threads();\n"

@@ -1,15 +1,58 @@
-"""pytest fixtures: `robot` runs a test once per robot case of robot_cases.CASES (float64 handle + Pinocchio map)."""
+"""pytest set-up: one temporary robot.so cache for the whole session (each robot and dtype compiles once, in
+background threads ahead of the tests), and the `robot` fixture: every robot case of robot_cases.CASES on both
+providers (the generated library and the float64 reference)."""
+
+import os
+import shutil
+import tempfile
 
 import pytest
 
-import grid_rbd
-from robot_cases import CASES, Robot, case_path
+import robot_cases
+from robot_cases import CASES, PROVIDERS, Robot, case_path
+
+_session_cache = None
+
+
+def pytest_configure(config):
+    """GRID_RBD_CACHE_DIR = a fresh temporary directory for this session (GRID_RBD_TEST_CACHE_DIR, when set,
+    names a persistent one instead, to iterate locally without recompiling)"""
+    global _session_cache
+    keep = os.environ.get("GRID_RBD_TEST_CACHE_DIR")
+    if keep:
+        os.makedirs(keep, exist_ok=True)
+        os.environ["GRID_RBD_CACHE_DIR"] = keep
+    else:
+        _session_cache = tempfile.mkdtemp(prefix="grid-rbd-test-cache-")
+        os.environ["GRID_RBD_CACHE_DIR"] = _session_cache
+
+
+def pytest_sessionfinish(session, exitstatus):
+    robot_cases.stop_precompile()
+    if _session_cache:
+        shutil.rmtree(_session_cache, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def case_dir(tmp_path_factory):
+    """where the synthetic robot's URDF is written"""
+    return tmp_path_factory.mktemp("cases")
+
+
+PARAMS = [(case, provider) for case in CASES for provider in PROVIDERS]
+
+
+@pytest.fixture(scope="session", params=PARAMS, ids=[f"{c.id}-{p}" for c, p in PARAMS])
+def robot(request, case_dir):
+    """one robot case on one provider, float64 (robot.handle32: float32 on the same provider)"""
+    case, provider = request.param
+    robot_cases.start_precompile(case_dir)
+    path = case_path(case, case_dir)
+    return Robot(case, path, robot_cases.handle_for(case, path, provider, "float64"), provider)
 
 
 @pytest.fixture(scope="session", params=CASES, ids=[c.id for c in CASES])
-def robot(request, tmp_path_factory):
-    case = request.param
-    path = case_path(case, tmp_path_factory.mktemp(case.id))
-    handle = grid_rbd.register_robot(case.id, urdf_path=path, floating_base=case.floating_base,
-                                     ignore_mimic=case.ignore_mimic, dtype="float64")
-    return Robot(case, path, handle)
+def robot_case(request, case_dir):
+    """(case, URDF path) of every robot case, with the background precompile started"""
+    robot_cases.start_precompile(case_dir)
+    return request.param, case_path(request.param, case_dir)

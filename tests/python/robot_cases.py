@@ -1,8 +1,11 @@
 """Test helpers: the robot list (example-robot-data, ../shared/robots, a synthetic robot), Pinocchio models mapped
 to grid_rbd's joint order, state generators and the block comparison used by the cross-checks."""
 
+import concurrent.futures
 import importlib.metadata
+import os
 import sysconfig
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -217,14 +220,79 @@ class PinMap:
         return self.model.getFrameId(name, self.pin.FrameType.BODY)
 
 
+# ---- registered handles, once per (case, provider, dtype) per session ----
+# "generated": the robot's compiled robot.so (codegen=True, the default); "reference": the float64 C reference
+PROVIDERS = ("generated", "reference")
+
+_handles = {}
+_handles_lock = threading.Lock()
+
+
+def handle_for(case, path, provider, dtype):
+    """the session's handle of a case on a provider and dtype (registered on first use; a cache hit when
+    the background precompile got there first)"""
+    key = (case.id, provider, dtype)
+    with _handles_lock:
+        h = _handles.get(key)
+    if h is None:
+        suffix = ("" if dtype == "float64" else "_f32") + ("" if provider == "generated" else "_ref")
+        h = grid_rbd.register_robot(case.id + suffix, urdf_path=path, floating_base=case.floating_base,
+                                    ignore_mimic=case.ignore_mimic, dtype=dtype, codegen=provider == "generated",
+                                    verbose=False)
+        assert h.provider == provider
+        with _handles_lock:
+            h = _handles.setdefault(key, h)
+    return h
+
+
+# Compiling every case takes minutes of CPU; these threads (grid_build releases the GIL) build the libraries
+# in test order, as many at once as there are cores, while the tests that need them run.
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def start_precompile(case_dir):
+    global _pool
+    with _pool_lock:
+        if _pool is not None:
+            return
+        _pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)),
+                                                      thread_name_prefix="precompile")
+        for case in CASES:
+            try:
+                path = case_path(case, case_dir)
+            except BaseException:  # pytest.skip: the robot's folder is absent
+                continue
+            for dtype in ("float64", "float32"):
+                _pool.submit(_precompile_quietly, case, path, dtype)
+
+
+def _precompile_quietly(case, path, dtype):
+    """errors surface when the test registers the robot"""
+    try:
+        grid_rbd.precompile(case.id + ("" if dtype == "float64" else "_f32"), urdf_path=path,
+                            floating_base=case.floating_base, ignore_mimic=case.ignore_mimic, dtype=dtype,
+                            verbose=False)
+    except Exception:
+        pass
+
+
+def stop_precompile():
+    """drop the builds not started yet (at the end of the session)"""
+    with _pool_lock:
+        if _pool is not None:
+            _pool.shutdown(wait=True, cancel_futures=True)
+
+
 @dataclass
 class Robot:
-    """one registered case: the float64 handle, and lazily its Pinocchio map and a float32 handle"""
+    """one registered case on one provider: the float64 handle, and lazily its Pinocchio map and a float32
+    handle on the same provider"""
     case: RobotCase
     path: Path
     handle: object
+    provider: str = "generated"
     _pin: object = field(default=None, repr=False)
-    _h32: object = field(default=None, repr=False)
 
     @property
     def pin(self):
@@ -234,11 +302,7 @@ class Robot:
 
     @property
     def handle32(self):
-        if self._h32 is None:
-            self._h32 = grid_rbd.register_robot(f"{self.case.id}_f32", urdf_path=self.path,
-                                                floating_base=self.case.floating_base,
-                                                ignore_mimic=self.case.ignore_mimic, dtype="float32")
-        return self._h32
+        return handle_for(self.case, self.path, self.provider, "float32")
 
 
 # ---- states ----

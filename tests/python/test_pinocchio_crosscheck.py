@@ -1,4 +1,5 @@
-"""Every handle method against Pinocchio at float64, per state block, for every robot and kind of state (see conftest)."""
+"""Every handle method against Pinocchio at float64, per state block, for every robot, kind of state and provider
+(the generated robot.so and the float64 reference; see conftest)."""
 
 import re
 
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 
 import grid_rbd
-from robot_cases import BUNDLED_IIWA, RTOL, PinMap, all_states, assert_blocks_close, block_errors, make_states
+from robot_cases import BUNDLED_IIWA, PROVIDERS, RTOL, PinMap, all_states, assert_blocks_close, block_errors, make_states
 
 pin = pytest.importorskip("pinocchio")
 
@@ -96,6 +97,7 @@ CHECKS = {
 def test_matches_pinocchio(robot, method):
     ours_fn, pin_fn = CHECKS[method]
     h, P = robot.handle, robot.pin
+    assert h.provider == robot.provider
     for kind, s in all_states(robot):
         ours = ours_fn(h, s)
         assert ours.dtype == np.float64
@@ -135,13 +137,16 @@ def _perturb_mass(urdf, link, factor):
     return new
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize("floating_base", [False, True], ids=["fixed", "floating"])
-def test_perturbed_inertia_fails_the_comparison(floating_base):
+def test_perturbed_inertia_fails_the_comparison(floating_base, provider):
     urdf = BUNDLED_IIWA.read_text()
+    codegen = provider == "generated"
     reference = grid_rbd.register_robot("iiwa_unperturbed", urdf_path=BUNDLED_IIWA, dtype="float64",
-                                        floating_base=floating_base)
+                                        floating_base=floating_base, codegen=codegen)
     perturbed = grid_rbd.register_robot("iiwa_perturbed", urdf_string=_perturb_mass(urdf, "iiwa_link_3", 1.01),
-                                        dtype="float64", floating_base=floating_base)
+                                        dtype="float64", floating_base=floating_base, codegen=codegen)
+    assert reference.provider == perturbed.provider == provider
     P = PinMap(reference, BUNDLED_IIWA, floating_base)  # Pinocchio on the ORIGINAL file
     s = make_states(reference, "random")
     checks = {

@@ -1,0 +1,407 @@
+/* _core.Library: emit -> grid_build (the cache) -> grid_lib_open for one robot, without the GIL, and the provider capsule a Runner calls. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "_core.h"
+#include "grid/build.h"
+#include "grid/emit.h"
+#include "grid/runtime.h"
+
+/* threads a provider workspace is sized for when the library needs per-thread scratch */
+#define GRID_PY_WORK_THREADS_MIN 64
+
+typedef struct {
+    PyObject_HEAD
+    GridPyModel *model_obj;       /* keeps the grid_model alive */
+    grid_lib *lib;                /* NULL when built with load=False */
+    grid_py_provider provider;    /* filled from the library's entry points */
+    char provider_name[96];
+    int work_threads;             /* threads provider.work_bytes covers (0 when no scratch is needed) */
+    grid_build_result res;
+    char model_hash[65];
+    int dtype;
+} GridPyLibrary;
+
+/* ---- hashing ---- */
+
+/* a length-prefixed field: no two field lists hash the same bytes */
+static void hash_field(grid_sha256_ctx *c, const void *data, size_t len)
+{
+    unsigned char prefix[8];
+    for (int i = 0; i < 8; i++) prefix[i] = (unsigned char)((unsigned long long)len >> (8 * i));
+    grid_sha256_update(c, prefix, 8);
+    grid_sha256_update(c, data, len);
+}
+
+/* the model hash baked into generated code: SHA-256 over the URDF bytes and the canonical options JSON */
+static void model_hash_hex(const void *urdf, size_t urdf_len, const char *options, size_t options_len, char hex[65])
+{
+    static const char tag[] = "grid-rbd model hash v1";
+    grid_sha256_ctx c;
+    unsigned char d[32];
+    grid_sha256_init(&c);
+    hash_field(&c, tag, sizeof tag - 1);
+    hash_field(&c, urdf, urdf_len);
+    hash_field(&c, options, options_len);
+    grid_sha256_final(&c, d);
+    grid_sha256_hex(d, hex);
+}
+
+/* ---- the generate callback: runs only on a stage-1 miss ---- */
+
+typedef struct {
+    const grid_model *model;
+    grid_emit_options opts;
+} generate_ctx;
+
+static int generate_source(void *ctx, char **source, size_t *len, grid_error *err)
+{
+    const generate_ctx *g = ctx;
+    return grid_emit_source(g->model, &g->opts, source, len, err);
+}
+
+/* ---- construction ---- */
+
+static int fill_provider(GridPyLibrary *self)
+{
+    const grid_robot_meta_t *meta = grid_lib_meta(self->lib);
+    grid_py_provider *p = &self->provider;
+    memset(p, 0, sizeof *p);
+    p->abi_version = meta->abi_version;
+    snprintf(self->provider_name, sizeof self->provider_name, "generated (%s C, robot.so)",
+             meta->dtype == GRID_FLOAT32 ? "float32" : "float64");
+    p->name = self->provider_name;
+    p->dtype = meta->dtype;
+    p->nq = meta->nq;
+    p->nv = meta->nv;
+    p->nb = meta->nb;
+    p->nee = meta->nee;
+    /* grid_call.work holds meta.work_bytes per thread */
+    if (meta->work_bytes > 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        self->work_threads = n > GRID_PY_WORK_THREADS_MIN ? (int)n : GRID_PY_WORK_THREADS_MIN;
+        p->work_bytes = meta->work_bytes * (size_t)self->work_threads;
+    }
+    for (int a = 0; a < GRID_ALGO_COUNT; a++) p->fns[a] = grid_lib_fn(self->lib, a);
+    return 0;
+}
+
+static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"model", "urdf", "options_json", "name", "dtype", "cache_dir", "force_rebuild",
+                             "verbose", "generator_hash", "load", NULL};
+    PyObject *model_arg;
+    Py_buffer urdf = {0};
+    const char *options = NULL, *name = NULL, *cache_dir = NULL, *gen_hash = GRID_GENERATOR_HASH;
+    Py_ssize_t options_len = 0;
+    int dtype, force_rebuild = 0, verbose = 0, load = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!y*s#si|zppzp:Library", kwlist, &GridPyModel_Type, &model_arg,
+                                     &urdf, &options, &options_len, &name, &dtype, &cache_dir, &force_rebuild,
+                                     &verbose, &gen_hash, &load))
+        return NULL;
+    if (!gen_hash) gen_hash = GRID_GENERATOR_HASH;
+    if (dtype != GRID_FLOAT32 && dtype != GRID_FLOAT64) {
+        PyBuffer_Release(&urdf);
+        return PyErr_Format(PyExc_ValueError, "dtype must be %d (float32) or %d (float64); got %d", GRID_FLOAT32,
+                            GRID_FLOAT64, dtype);
+    }
+
+    GridPyLibrary *self = (GridPyLibrary *)type->tp_alloc(type, 0);
+    if (!self) {
+        PyBuffer_Release(&urdf);
+        return NULL;
+    }
+    GridPyModel *mo = (GridPyModel *)model_arg;
+    Py_INCREF(mo);
+    self->model_obj = mo;
+    self->dtype = dtype;
+    model_hash_hex(urdf.buf, (size_t)urdf.len, options, (size_t)options_len, self->model_hash);
+
+    generate_ctx g;
+    g.model = mo->model;
+    g.opts = grid_emit_options_default();
+    g.opts.dtype = dtype;
+    g.opts.target = GRID_TARGET_C;
+    g.opts.algorithms = 0; /* all */
+    g.opts.model_hash = self->model_hash;
+
+    grid_build_request req;
+    memset(&req, 0, sizeof req);
+    req.cache_dir = cache_dir;
+    req.name = name;
+    req.urdf = urdf.buf;
+    req.urdf_len = (size_t)urdf.len;
+    req.options_json = options;
+    req.package_version = GRID_PACKAGE_VERSION;
+    req.generator_hash = gen_hash;
+    req.target = GRID_TARGET_C;
+    req.force_rebuild = force_rebuild;
+    req.verbose = verbose;
+    req.generate = generate_source;
+    req.generate_ctx = &g;
+
+    grid_lib_expect x = grid_lib_expect_any();
+    x.nq = mo->model->nq;
+    x.nv = mo->model->nv;
+    x.nb = mo->model->nb;
+    x.dtype = dtype;
+    x.target = GRID_TARGET_C;
+    x.model_hash = self->model_hash;
+    x.algorithms = (1u << GRID_ALGO_COUNT) - 1u;
+
+    /* emit, build (or hit), load: all without the GIL; the buffers and the model are held by this call */
+    grid_error err;
+    grid_error_clear(&err);
+    int status;
+    grid_lib *lib = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    status = grid_build(&req, &self->res, &err);
+    if (status == GRID_OK && load) status = grid_lib_open(self->res.so_path, &x, &lib, &err);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&urdf);
+    if (status != GRID_OK) {
+        Py_DECREF(self);
+        return grid_py_raise(status, 0, 0, err.message, NULL);
+    }
+    self->lib = lib;
+    if (lib) fill_provider(self);
+    return (PyObject *)self;
+}
+
+static void library_dealloc(GridPyLibrary *self)
+{
+    /* the Runner holding this object as owner is gone, so no call can be running in the code */
+    grid_lib_close(self->lib);
+    Py_XDECREF(self->model_obj);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* ---- attributes ---- */
+
+#define LIB(s) ((GridPyLibrary *)(s))
+
+static PyObject *get_provider(PyObject *s, void *c)
+{
+    (void)c;
+    if (!LIB(s)->lib) {
+        PyErr_SetString(PyExc_AttributeError, "this Library was built with load=False and has no provider");
+        return NULL;
+    }
+    /* the capsule points into this object; whoever uses it keeps the Library alive (Runner owner=) */
+    return PyCapsule_New(&LIB(s)->provider, GRID_PY_PROVIDER_CAPSULE, NULL);
+}
+
+static PyObject *get_loaded(PyObject *s, void *c) { (void)c; return PyBool_FromLong(LIB(s)->lib != NULL); }
+static PyObject *get_path(PyObject *s, void *c) { (void)c; return PyUnicode_DecodeFSDefault(LIB(s)->res.so_path); }
+static PyObject *get_entry(PyObject *s, void *c) { (void)c; return PyUnicode_DecodeFSDefault(LIB(s)->res.entry_dir); }
+static PyObject *get_ckey(PyObject *s, void *c) { (void)c; return PyUnicode_FromString(LIB(s)->res.content_key); }
+static PyObject *get_ikey(PyObject *s, void *c) { (void)c; return PyUnicode_FromString(LIB(s)->res.input_key); }
+static PyObject *get_hit(PyObject *s, void *c) { (void)c; return PyBool_FromLong(LIB(s)->res.cache_hit); }
+static PyObject *get_compiled(PyObject *s, void *c) { (void)c; return PyBool_FromLong(LIB(s)->res.compiled); }
+static PyObject *get_hash(PyObject *s, void *c) { (void)c; return PyUnicode_FromString(LIB(s)->model_hash); }
+static PyObject *get_threads(PyObject *s, void *c) { (void)c; return PyLong_FromLong(LIB(s)->work_threads); }
+
+static PyObject *get_seconds(PyObject *s, void *c)
+{
+    (void)c;
+    const grid_build_result *r = &LIB(s)->res;
+    return Py_BuildValue("{s:d,s:d,s:d}", "total", r->seconds_total, "generate", r->seconds_generate, "compile",
+                         r->seconds_compile);
+}
+
+/* what the loaded library reports through grid_robot_meta() */
+static PyObject *get_meta(PyObject *s, void *c)
+{
+    (void)c;
+    if (!LIB(s)->lib) Py_RETURN_NONE;
+    const grid_robot_meta_t *m = grid_lib_meta(LIB(s)->lib);
+    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:s,s:i,s:I,s:n,s:s}", "abi_version", m->abi_version, "nq", m->nq,
+                         "nv", m->nv, "nb", m->nb, "nframes", m->nframes, "nee", m->nee, "dtype",
+                         m->dtype == GRID_FLOAT32 ? "float32" : "float64", "target", m->target, "algorithms",
+                         m->algorithms, "work_bytes", (Py_ssize_t)m->work_bytes, "model_hash",
+                         m->model_hash ? m->model_hash : "");
+}
+
+static PyGetSetDef library_getset[] = {
+    {"provider", get_provider, NULL, "a new PyCapsule over the grid_py_provider table (Runner(provider=, owner=self))", NULL},
+    {"loaded", get_loaded, NULL, "whether robot.so is loaded in this process", NULL},
+    {"path", get_path, NULL, "absolute path of robot.so in the cache", NULL},
+    {"entry_dir", get_entry, NULL, "the cache entry directory <root>/store/<content_key>", NULL},
+    {"content_key", get_ckey, NULL, "stage-2 key: SHA-256 of the compiled source, flags and toolchain", NULL},
+    {"input_key", get_ikey, NULL, "stage-1 key: SHA-256 of URDF, options, versions and build identity", NULL},
+    {"cache_hit", get_hit, NULL, "True when the stage-1 lookup hit (nothing generated or compiled)", NULL},
+    {"compiled", get_compiled, NULL, "True when this call ran the compiler", NULL},
+    {"seconds", get_seconds, NULL, "{'total', 'generate', 'compile'} seconds grid_build took", NULL},
+    {"model_hash", get_hash, NULL, "hex SHA-256 baked into the library's metadata", NULL},
+    {"work_threads", get_threads, NULL, "threads the provider workspace covers (0: the library needs none)", NULL},
+    {"meta", get_meta, NULL, "grid_robot_meta() of the loaded library as a dict (None when not loaded)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject GridPyLibrary_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "grid_rbd._core.Library",
+    .tp_basicsize = sizeof(GridPyLibrary),
+    .tp_dealloc = (destructor)library_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Library(model, urdf, options_json, name, dtype, cache_dir=None, force_rebuild=False, verbose=False,\n"
+              "        generator_hash=None, load=True)\n\n"
+              "Generates the robot's C source (only on a cache miss), builds it through the cache into robot.so\n"
+              "and loads it, checking nq/nv/nb, dtype, target and the model hash, all without the GIL.\n"
+              "urdf and options_json are the bytes the cache keys are computed from. load=False only builds.",
+    .tp_getset = library_getset,
+    .tp_new = library_new,
+};
+
+/* ---- module functions: hashing, cache administration, the environment-knob table ---- */
+
+/* a malloc'd JSON string from the build library as a str (freed here) */
+static PyObject *json_result(int status, char *json, grid_error *err)
+{
+    if (status != GRID_OK) {
+        grid_build_free(json);
+        return grid_py_raise(status, 0, 0, err->message, NULL);
+    }
+    PyObject *s = PyUnicode_FromString(json ? json : "null");
+    grid_build_free(json);
+    return s;
+}
+
+static PyObject *fn_sha256(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
+    unsigned char d[32];
+    char hex[65];
+    grid_sha256(b.buf, (size_t)b.len, d);
+    PyBuffer_Release(&b);
+    grid_sha256_hex(d, hex);
+    return PyUnicode_FromString(hex);
+}
+
+static PyObject *fn_model_hash(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer urdf;
+    const char *options;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "y*s#:model_hash", &urdf, &options, &n)) return NULL;
+    char hex[65];
+    model_hash_hex(urdf.buf, (size_t)urdf.len, options, (size_t)n, hex);
+    PyBuffer_Release(&urdf);
+    return PyUnicode_FromString(hex);
+}
+
+static PyObject *fn_cache_root(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *dir = NULL;
+    if (!PyArg_ParseTuple(args, "|z:cache_root", &dir)) return NULL;
+    char out[4096];
+    grid_error err;
+    grid_error_clear(&err);
+    int status = grid_cache_root(dir, out, sizeof out, &err);
+    if (status != GRID_OK) return grid_py_raise(status, 0, 0, err.message, NULL);
+    return PyUnicode_DecodeFSDefault(out);
+}
+
+static PyObject *fn_cache_list(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *dir = NULL;
+    if (!PyArg_ParseTuple(args, "|z:cache_list_json", &dir)) return NULL;
+    char *json = NULL;
+    grid_error err;
+    grid_error_clear(&err);
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = grid_cache_list_json(dir, &json, &err);
+    Py_END_ALLOW_THREADS
+    return json_result(status, json, &err);
+}
+
+static PyObject *fn_cache_info(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *dir = NULL, *name = NULL;
+    if (!PyArg_ParseTuple(args, "zs:cache_info_json", &dir, &name)) return NULL;
+    char *json = NULL;
+    grid_error err;
+    grid_error_clear(&err);
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = grid_cache_info_json(dir, name, &json, &err);
+    Py_END_ALLOW_THREADS
+    return json_result(status, json, &err);
+}
+
+static PyObject *fn_cache_clear(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *dir = NULL, *name = NULL;
+    if (!PyArg_ParseTuple(args, "|zz:cache_clear", &dir, &name)) return NULL;
+    int removed = 0, status;
+    grid_error err;
+    grid_error_clear(&err);
+    Py_BEGIN_ALLOW_THREADS
+    status = grid_cache_clear(dir, name, &removed, &err);
+    Py_END_ALLOW_THREADS
+    if (status != GRID_OK) return grid_py_raise(status, 0, 0, err.message, NULL);
+    return PyLong_FromLong(removed);
+}
+
+static PyObject *fn_build_identity(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int target = GRID_TARGET_C;
+    const char *arch = NULL;
+    if (!PyArg_ParseTuple(args, "|iz:build_identity_json", &target, &arch)) return NULL;
+    char *json = NULL;
+    grid_error err;
+    grid_error_clear(&err);
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = grid_build_identity_json(target, arch, &json, &err);
+    Py_END_ALLOW_THREADS
+    return json_result(status, json, &err);
+}
+
+/* ((name, kind, doc), ...) with kind one of 'build', 'generate', 'location', 'runtime' */
+static PyObject *fn_env_knobs(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    static const char *kinds[] = {"build", "generate", "location", "runtime"};
+    int n = grid_env_knob_count();
+    PyObject *t = PyTuple_New(n);
+    if (!t) return NULL;
+    for (int i = 0; i < n; i++) {
+        const grid_env_knob *k = grid_env_knob_at(i);
+        const char *kind = k->kind >= 0 && k->kind < 4 ? kinds[k->kind] : "unknown";
+        PyObject *row = Py_BuildValue("(sss)", k->name, kind, k->doc ? k->doc : "");
+        if (!row) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, row);
+    }
+    return t;
+}
+
+PyMethodDef grid_py_library_functions[] = {
+    {"sha256", fn_sha256, METH_O, "sha256(bytes) -> 64 lowercase hex digits (grid_sha256)."},
+    {"model_hash", fn_model_hash, METH_VARARGS,
+     "model_hash(urdf: bytes, options_json: str) -> the hex SHA-256 a Library bakes into robot.so."},
+    {"cache_root", fn_cache_root, METH_VARARGS, "cache_root(cache_dir=None) -> the resolved cache root (nothing created)."},
+    {"cache_list_json", fn_cache_list, METH_VARARGS, "cache_list_json(cache_dir=None) -> JSON array of store entries."},
+    {"cache_info_json", fn_cache_info, METH_VARARGS,
+     "cache_info_json(cache_dir, name_or_key) -> JSON object of one entry (GridArgumentError when none matches)."},
+    {"cache_clear", fn_cache_clear, METH_VARARGS,
+     "cache_clear(cache_dir=None, name=None) -> store entries removed (name None: everything)."},
+    {"build_identity_json", fn_build_identity, METH_VARARGS,
+     "build_identity_json(target=0, cuda_arch=None) -> the toolchain identity JSON (build_inputs.json)."},
+    {"env_knobs", fn_env_knobs, METH_NOARGS,
+     "env_knobs() -> ((name, kind, doc), ...): every environment variable the C library reads."},
+    {NULL, NULL, 0, NULL},
+};

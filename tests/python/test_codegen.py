@@ -1,0 +1,196 @@
+"""The generated robot.so against the float64 reference (the oracle): float64 to 1e-12 per output block, float32
+to 1e-5 (dynamics without inversion, kinematics) or 1e-6 * cond(M) (minv, FD, ABA), on every robot case.
+
+The float32 errors achieved and cond(M) per robot are printed (pytest -s) and written to
+build/float32_accuracy.md at the end of the module."""
+
+import time
+
+import numpy as np
+import pytest
+
+from robot_cases import REPO, STATE_KINDS, handle_for, make_states
+
+# float64 generated vs reference, per state block: ||gen - ref||_F <= RTOL64 * max(||ref||_F, FLOOR * scale),
+# scale = the largest block norm of that output over the batch (at least 1). The floor keeps a block whose
+# reference is zero by symmetry (a gravity torque about a vertical axis) from being compared relative to
+# its own rounding noise: such a block must be zero to 1e-12 of the output's scale.
+RTOL64 = 1e-12
+FLOOR = 1.0
+
+# float32 generated vs float64 reference on the same (float32-representable) inputs
+FLOAT32_RTOL = 1e-5          # RNEA, NLE, gravity, CRBA, FK, EE pose, Jacobian
+FLOAT32_COND_RTOL = 1e-6     # minv, FD, ABA: <= 1e-6 * cond(M) of the state
+
+N = 8  # states per kind
+
+# method -> call(handle, states)
+METHODS = {
+    "inverse_dynamics": lambda h, s: h.inverse_dynamics(s["q"], s["qd"], s["qdd"]),
+    "inverse_dynamics_qdd_none": lambda h, s: h.inverse_dynamics(s["q"], s["qd"]),
+    "inverse_dynamics_f_ext": lambda h, s: h.inverse_dynamics(s["q"], s["qd"], s["qdd"], f_ext=s["f_ext"]),
+    "inverse_dynamics_f_ext_qdd_none": lambda h, s: h.inverse_dynamics(s["q"], s["qd"], f_ext=s["f_ext"]),
+    "nonlinear_effects": lambda h, s: h.nonlinear_effects(s["q"], s["qd"]),
+    "generalized_gravity": lambda h, s: h.generalized_gravity(s["q"]),
+    "crba": lambda h, s: h.crba(s["q"]),
+    "minv": lambda h, s: h.minv(s["q"]),
+    "forward_dynamics": lambda h, s: h.forward_dynamics(s["q"], s["qd"], s["u"]),
+    "forward_dynamics_f_ext": lambda h, s: h.forward_dynamics(s["q"], s["qd"], s["u"], f_ext=s["f_ext"]),
+    "aba": lambda h, s: h.aba(s["q"], s["qd"], s["u"]),
+    "aba_f_ext": lambda h, s: h.aba(s["q"], s["qd"], s["u"], f_ext=s["f_ext"]),
+    "forward_kinematics": lambda h, s: h.forward_kinematics(s["q"]),
+    "end_effector_pose": lambda h, s: h.end_effector_pose(s["q"]),
+}
+JACOBIAN_FRAMES = ("WORLD", "LOCAL", "LOCAL_WORLD_ALIGNED")
+
+
+def kinds(case):
+    return [k for k in STATE_KINDS if k != "nonunit_quaternion" or case.floating_base]
+
+
+def jacobian_frames(h):
+    """every end effector, a frame half-way down the list, the root link"""
+    return sorted(set(list(h.ee_frame_ids) + [len(h.frame_names) // 2, 0]))
+
+
+def all_outputs(h, s):
+    """(label, output) for every method and every Jacobian frame/reference frame"""
+    for name, fn in METHODS.items():
+        yield name, fn(h, s)
+    for fid in jacobian_frames(h):
+        for rf in JACOBIAN_FRAMES:
+            yield f"frame_jacobian[{h.frame_names[fid]},{rf}]", h.frame_jacobian(s["q"], fid, rf)
+
+
+def errors64(gen, ref):
+    gen = np.asarray(gen, dtype=np.float64).reshape(len(gen), -1)
+    ref = np.asarray(ref, dtype=np.float64).reshape(len(ref), -1)
+    norms = np.linalg.norm(ref, axis=1)
+    scale = max(1.0, float(norms.max(initial=0.0)))
+    return np.linalg.norm(gen - ref, axis=1) / np.maximum(norms, FLOOR * scale)
+
+
+def rpy_to_matrix(rpy):
+    """rotation matrices (..., 3, 3) of Pinocchio's rpy angles (R = Rz(yaw) Ry(pitch) Rx(roll))"""
+    r, p, y = np.moveaxis(np.asarray(rpy, dtype=np.float64), -1, 0)
+    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    return np.stack([np.stack([cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr], -1),
+                     np.stack([sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr], -1),
+                     np.stack([-sp, cp * sr, cp * cr], -1)], -2)
+
+
+def pose_as_matrices(pose):
+    """(B, 6 nee) [xyz rpy] -> (B, nee * 12) [xyz, R]: angles near +-pi (or a pitch of +-pi/2) have several
+    representations, and float32 rounding may pick another one of the same rotation"""
+    pose = np.asarray(pose, dtype=np.float64).reshape(len(pose), -1, 6)
+    R = rpy_to_matrix(pose[..., 3:]).reshape(len(pose), pose.shape[1], 9)
+    return np.concatenate([pose[..., :3], R], axis=-1).reshape(len(pose), -1)
+
+
+def relative(gen, ref):
+    """relative Frobenius error per state block (a zero reference block is compared absolutely)"""
+    gen = np.asarray(gen, dtype=np.float64).reshape(len(gen), -1)
+    ref = np.asarray(ref, dtype=np.float64).reshape(len(ref), -1)
+    return np.linalg.norm(gen - ref, axis=1) / np.maximum(np.linalg.norm(ref, axis=1), 1e-30)
+
+
+@pytest.fixture(scope="module")
+def handles(robot_case):
+    case, path = robot_case
+    return (case, handle_for(case, path, "generated", "float64"), handle_for(case, path, "reference", "float64"),
+            handle_for(case, path, "generated", "float32"))
+
+
+def test_handles_use_the_generated_library(handles):
+    case, gen, ref, gen32 = handles
+    assert gen.provider == "generated" and gen32.provider == "generated" and ref.provider == "reference"
+    assert gen.library_path.endswith("/robot.so") and gen.library_path != gen32.library_path
+    assert ref.library_path is None and ref.cache_entry is None and ref.build_info is None
+    assert gen._runner.algorithm_sources == ("provider",) * len(gen._runner.algorithm_sources)
+
+
+@pytest.mark.parametrize("kind", STATE_KINDS)
+def test_generated_float64_matches_reference(handles, kind):
+    case, gen, ref, _ = handles
+    if kind not in kinds(case):
+        pytest.skip("non-unit quaternions need a floating base")
+    s = make_states(ref, kind, N, seed=11)
+    failures = []
+    for (label, a), (_, b) in zip(all_outputs(gen, s), all_outputs(ref, s)):
+        assert a.dtype == np.float64 and a.shape == b.shape, label
+        err = errors64(a, b)
+        if not np.all(err <= RTOL64):
+            worst = int(np.argmax(err))
+            failures.append(f"{label}: state {worst} relative error {err[worst]:.2e}")
+    assert not failures, f"{case.id} [{kind}] generated float64 differs from the reference:\n" + "\n".join(failures)
+
+
+# ---- float32 ----
+_accuracy = {}  # case id -> {"cond": (min, max), method: worst error, ...}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def float32_report():
+    """write what the float32 test measured, one row per robot, once the module is done"""
+    yield
+    if not _accuracy:
+        return
+    cols = ["inverse_dynamics", "nonlinear_effects", "generalized_gravity", "crba", "forward_kinematics",
+            "end_effector_pose", "frame_jacobian", "minv", "forward_dynamics", "aba"]
+    short = ["RNEA", "NLE", "gravity", "CRBA", "FK", "EE pose", "Jacobian", "minv", "FD", "ABA"]
+    lines = [f"# float32 generated code vs the float64 reference ({time.strftime('%Y-%m-%d')})", "",
+             f"Worst relative Frobenius error per state block over {N} states of each kind "
+             f"({', '.join(STATE_KINDS)}), float32-representable inputs; every variant (f_ext, qdd=None) and Jacobian "
+             "frame/reference frame of a method in one column; end-effector poses compared as [xyz, R(rpy)]. Bounds: {FLOAT32_RTOL:g} for the first seven "
+             f"columns; {FLOAT32_COND_RTOL:g} * cond(M) of the state for minv, FD and ABA (the last column is the worst "
+             "error / (1e-6 cond(M)) ratio of those three, which must stay <= 1).", "",
+             "| robot | cond(M) min..max | " + " | ".join(short) + " | minv/FD/ABA vs bound |",
+             "|---" * (len(short) + 3) + "|"]
+    for cid, row in _accuracy.items():
+        lo, hi = row["cond"]
+        cells = [f"{row.get(c, float('nan')):.1e}" for c in cols]
+        lines.append(f"| {cid} | {lo:.1e}..{hi:.1e} | " + " | ".join(cells) + f" | {row['ratio']:.2f} |")
+    out = REPO / "build" / "float32_accuracy.md"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    print("\n" + "\n".join(lines) + f"\n(written to {out})")
+
+
+def family(label):
+    """the report column of an output: the f_ext / qdd=None variants and every Jacobian frame share one"""
+    for name in ("inverse_dynamics", "forward_dynamics", "aba", "frame_jacobian"):
+        if label.startswith(name):
+            return name
+    return label
+
+
+def test_generated_float32_accuracy(handles):
+    case, _, ref, gen32 = handles
+    row = {"cond": (np.inf, 0.0), "ratio": 0.0}
+    failures = []
+    for kind in kinds(case):
+        s32 = {k: v.astype(np.float32) for k, v in make_states(ref, kind, N, seed=23).items()}
+        s64 = {k: v.astype(np.float64) for k, v in s32.items()}
+        cond = np.linalg.cond(ref.crba(s64["q"]))
+        row["cond"] = (min(row["cond"][0], cond.min()), max(row["cond"][1], cond.max()))
+        for (label, a), (_, b) in zip(all_outputs(gen32, s32), all_outputs(ref, s64)):
+            assert a.dtype == np.float32, label
+            if label == "end_effector_pose":
+                a, b = pose_as_matrices(a), pose_as_matrices(b)
+            err = relative(a, b)
+            key = family(label)
+            row[key] = max(row.get(key, 0.0), float(err.max()))
+            if key in ("minv", "forward_dynamics", "aba"):
+                bound = FLOAT32_COND_RTOL * cond
+                row["ratio"] = max(row["ratio"], float((err / bound).max()))
+            else:
+                bound = np.full_like(err, FLOAT32_RTOL)
+            bad = np.flatnonzero(~(err <= bound))
+            if bad.size:
+                i = int(bad[np.argmax(err[bad] / bound[bad])])
+                failures.append(f"{label} [{kind}]: state {i} error {err[i]:.2e} > bound {bound[i]:.1e} "
+                                f"(cond(M) {cond[i]:.1e})")
+    _accuracy[case.id] = row
+    print(f"\n{case.id}: cond(M) {row['cond'][0]:.1e}..{row['cond'][1]:.1e}; worst float32 errors: " +
+          ", ".join(f"{k} {v:.1e}" for k, v in row.items() if k not in ("cond", "ratio")))
+    assert not failures, f"{case.id} float32 generated vs float64 reference:\n" + "\n".join(failures)
