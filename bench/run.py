@@ -305,17 +305,28 @@ def python_overhead(urdf, handle, quick):
                     pc(q[i], v[i], a[i])
 
             t_pin = time_python(pin_loop, quick) * 1e6
-            t_grid, why = None, None
+            t_grid, t_grid_mt, why = None, None, None
             if handle is None:
                 why = "no handle"
             else:
+                gc = grid_calls[algo]
                 try:
-                    gc = grid_calls[algo]
-                    t_grid = time_python(lambda: gc(handle, q, v, a), quick) * 1e6
+                    # one thread, like the Python loop; then the handle's default thread count
+                    default_threads = getattr(handle, "num_threads", None)
+                    if default_threads is not None:
+                        handle.num_threads = 1
+                    try:
+                        t_grid = time_python(lambda: gc(handle, q, v, a), quick) * 1e6
+                    finally:
+                        if default_threads is not None:
+                            handle.num_threads = default_threads
+                    if default_threads is not None and default_threads > 1:
+                        t_grid_mt = time_python(lambda: gc(handle, q, v, a), quick) * 1e6
                 except Exception as e:
                     why = f"{type(e).__name__}: {str(e)[:80]}"
-            rows.append({"algo": algo, "B": B, "grid_us": t_grid, "grid_why": why, "pin_loop_us": t_pin})
-    return rows
+            rows.append({"algo": algo, "B": B, "grid_us": t_grid, "grid_default_threads_us": t_grid_mt,
+                         "grid_why": why, "pin_loop_us": t_pin})
+    return rows, (getattr(handle, "num_threads", None) if handle is not None else None)
 
 
 # ---------------------------------------------------------------- register_robot cold / warm
@@ -385,7 +396,7 @@ def ratio(a, b):
     if a is None or not b:
         return "n/a"
     r = a / b
-    return f"{r:.2f}" if r >= 0.1 else f"{r:.2g}"
+    return f"{r:.2f}" if r >= 0.1 else f"{r:.3f}"
 
 
 def machine_info():
@@ -434,6 +445,9 @@ def robot_section(name, info):
              "| grid/Pin B=256 | anchor µs | Pin/anchor | target µs (Pin/3) | B=1 meets target |")
     L.append("|---|---|---|---|---|---|---|---|---|---|")
 
+    def fa(x):  # an anchors.md figure, as written there
+        return "n/a" if x is None else f"{x:.2f}" if x < 10 else f"{x:.3g}"
+
     def with_min(med, mn):
         return fmt(med) + (f" ({fmt(mn)})" if med is not None and mn is not None else "")
 
@@ -448,12 +462,12 @@ def robot_section(name, info):
         if "error" in g:
             met = f"error: {g['error']}"
         L.append(f"| {label} | {with_min(g1, g.get('per_call_min_us'))} | {fmt(g256)} | {with_min(p, p_min)} "
-                 f"| {ratio(g1, p)} | {ratio(g256, p)} | {fmt(a, 2)} | {ratio(p, a)} | {fmt(target)} | {met} |")
+                 f"| {ratio(g1, p)} | {ratio(g256, p)} | {fa(a)} | {ratio(p, a)} | {fmt(target)} | {met} |")
     for pkey, label in PIN_EXTRA:
         p = pin_res.get(pkey, {}).get("median_us")
         p_min = pin_res.get(pkey, {}).get("min_us")
         a = anchor.get(pkey)
-        L.append(f"| {label} (Pinocchio only) | — | — | {with_min(p, p_min)} | — | — | {fmt(a, 2)} | {ratio(p, a)} "
+        L.append(f"| {label} (Pinocchio only) | — | — | {with_min(p, p_min)} | — | — | {fa(a)} | {ratio(p, a)} "
                  f"| — | — |")
     bad = [n for n, g in grid_res.items() if g.get("nonfinite_outputs")]
     if bad:
@@ -463,26 +477,31 @@ def robot_section(name, info):
     return L
 
 
-def python_section(rows, robot, why, provider, pin_cpp):
+def python_section(rows, robot, why, provider, pin_cpp, threads):
     L = ["## Python call overhead", ""]
     if why:
         L += [f"n/a ({why})", ""]
         return L
-    L.append(f"Robot {robot}, float64, one thread. grid: one numpy handle call on a (B, n) array (provider: "
-             f"{provider}); Pinocchio: a Python loop of B calls of the `pin` binding over the rows. "
-             "Whole-batch µs (per state in brackets).")
+    L.append(f"Robot {robot}, float64. grid: one numpy handle call on a (B, n) array (provider: {provider}), "
+             f"with `handle.num_threads = 1`, and with the handle's default ({threads if threads else 'n/a'} "
+             "threads); Pinocchio: a Python loop of B calls of the `pin` binding over the rows, one thread. "
+             "Whole-batch µs (per state in brackets). The last column is B times Pinocchio's C++ per-call time "
+             "from the table above (no Python).")
     L.append("")
-    L.append("The last column is B times Pinocchio's C++ per-call time from the table above (no Python).")
-    L.append("")
-    L.append("| algorithm | B | grid handle µs | Pinocchio Python loop µs | grid/Pinocchio loop | Pinocchio C++ × B µs |")
-    L.append("|---|---|---|---|---|---|")
+    L.append("| algorithm | B | grid handle µs, 1 thread | grid handle µs, default threads | Pinocchio Python loop µs "
+             "| grid 1 thread / Pinocchio loop | Pinocchio C++ × B µs |")
+    L.append("|---|---|---|---|---|---|---|")
+
+    def per(x, b):
+        return f"{fmt(x)} ({fmt(x / b)})" if x is not None else "n/a"
+
     for r in rows:
-        g = r["grid_us"]
-        gs = f"{fmt(g)} ({fmt(g / r['B'])})" if g is not None else f"n/a ({r['grid_why']})"
+        g, b = r["grid_us"], r["B"]
+        gs = per(g, b) if g is not None else f"n/a ({r['grid_why']})"
         p = r["pin_loop_us"]
         c = pin_cpp.get(r["algo"], {}).get("median_us")
-        L.append(f"| {r['algo']} | {r['B']} | {gs} | {fmt(p)} ({fmt(p / r['B'])}) | {ratio(g, p)} "
-                 f"| {fmt(c * r['B'] if c else None)} |")
+        L.append(f"| {r['algo']} | {b} | {gs} | {per(r.get('grid_default_threads_us'), b)} | {per(p, b)} "
+                 f"| {ratio(g, p)} | {fmt(c * b if c else None)} |")
     L.append("")
     return L
 
@@ -596,14 +615,19 @@ def main():
                 info["grid_error"] = why
             else:
                 frame_name = (info.get("pinocchio") or {}).get("jacobian_frame")
-                frame = urdf_link_index(urdf, frame_name) if frame_name else None
+                frame = None
+                if frame_name:
+                    try:
+                        frame = int(h.frame_id(frame_name))
+                    except Exception:
+                        frame = urdf_link_index(urdf, frame_name)
                 info["grid"], info["grid_error"] = bench_grid(so, frame, args.quick)
         for line in robot_section(name, info):
             print(line)
         sys.stdout.flush()
 
     # python overhead on iiwa (fixed base)
-    py_rows, py_why, py_robot, py_handle = [], None, "iiwa", None
+    py_rows, py_why, py_robot, py_handle, py_threads = [], None, "iiwa", None, None
     if "python" in parts:
         urdf = table["iiwa"][0]
         if urdf is None:
@@ -614,12 +638,12 @@ def main():
                 h, _, _ = grid_library(grid_rbd, "iiwa", urdf, False)
             py_handle = h
             print("== python call overhead", flush=True)
-            py_rows = python_overhead(urdf, h, args.quick)
+            py_rows, py_threads = python_overhead(urdf, h, args.quick)
     else:
         py_why = "not requested"
     py_provider = str(getattr(py_handle, "provider", "n/a")) if py_handle is not None else "n/a"
     pin_cpp = ((robots.get("iiwa") or {}).get("pinocchio") or {}).get("results", {})
-    py_lines = python_section(py_rows, py_robot, py_why, py_provider, pin_cpp)
+    py_lines = python_section(py_rows, py_robot, py_why, py_provider, pin_cpp, py_threads)
     print("\n".join(py_lines))
 
     # register_robot cold / warm

@@ -13,19 +13,19 @@ grid_emit_options grid_emit_options_default(void)
 enum { F_RNEA_0, F_RNEA_A, F_RNEA_F, F_GRAVITY, F_CRBA, F_MINV, F_FD_0, F_FD_F, F_ABA_0, F_ABA_F, F_FK, F_EE, F_JAC, F_COUNT };
 
 static const state_spec specs[F_COUNT] = {
-    [F_RNEA_0] = {"rnea_0", ST_RNEA, 1, 0, 0},   /* rnea(q, v, 0): also NLE */
-    [F_RNEA_A] = {"rnea_a", ST_RNEA, 1, 1, 0},
-    [F_RNEA_F] = {"rnea_f", ST_RNEA, 1, 1, 1},   /* a may be zeros */
-    [F_GRAVITY] = {"gravity", ST_GRAVITY, 0, 0, 0},
-    [F_CRBA] = {"crba", ST_CRBA, 0, 0, 0},
-    [F_MINV] = {"minv", ST_MINV, 0, 0, 0},
-    [F_FD_0] = {"fd_0", ST_FD, 1, 1, 0},
-    [F_FD_F] = {"fd_f", ST_FD, 1, 1, 1},
-    [F_ABA_0] = {"aba_0", ST_ABA, 1, 1, 0},
-    [F_ABA_F] = {"aba_f", ST_ABA, 1, 1, 1},
-    [F_FK] = {"fk", ST_FK, 0, 0, 0},
-    [F_EE] = {"ee_pose", ST_EE_POSE, 0, 0, 0},
-    [F_JAC] = {"frame_jacobian", ST_JACOBIAN, 0, 0, 0},
+    [F_RNEA_0] = {"rnea_0", ST_RNEA, 1, 0, 0, 1},   /* rnea(q, v, 0): also NLE */
+    [F_RNEA_A] = {"rnea_a", ST_RNEA, 1, 1, 0, 1},
+    [F_RNEA_F] = {"rnea_f", ST_RNEA, 1, 1, 1, 1},   /* a may be zeros */
+    [F_GRAVITY] = {"gravity", ST_GRAVITY, 0, 0, 0, 1},
+    [F_CRBA] = {"crba", ST_CRBA, 0, 0, 0, 1},
+    [F_MINV] = {"minv", ST_MINV, 0, 0, 0, 1},
+    [F_FD_0] = {"fd_0", ST_FD, 1, 1, 0, 1},
+    [F_FD_F] = {"fd_f", ST_FD, 1, 1, 1, 1},
+    [F_ABA_0] = {"aba_0", ST_ABA, 1, 1, 0, 1},
+    [F_ABA_F] = {"aba_f", ST_ABA, 1, 1, 1, 1},
+    [F_FK] = {"fk", ST_FK, 0, 0, 0, 0},      /* stores dominate: lanes do not pay */
+    [F_EE] = {"ee_pose", ST_EE_POSE, 0, 0, 0, 0},
+    [F_JAC] = {"frame_jacobian", ST_JACOBIAN, 0, 0, 0, 0},
 };
 
 /* per algorithm: required and optional inputs, and the function of each variant slot
@@ -112,7 +112,7 @@ static long long min_parallel(long flops)
 #define MAX_PARTS 8
 
 /* the batch entry of algorithm a */
-static void write_entry(const emit_ctx *cx, int a, const sym_stats *fstats)
+static void write_entry(const emit_ctx *cx, int a, const sym_stats *fstats, const int *vec)
 {
     const em_model *em = cx->em;
     const algo_layout *L = &layouts[a];
@@ -136,6 +136,7 @@ static void write_entry(const emit_ctx *cx, int a, const sym_stats *fstats)
     e.nfext = 6LL * em->nb;
     e.nout = grid_algo_output_width(a, em->nq, em->nv, em->nb, em->nee);
     e.nframes = em->nframes;
+    e.vector = vec[L->slot[0]];
     const sym_stats *ms = &fstats[L->slot[L->main]];
     e.min_parallel = min_parallel(ms->flops + 20 * ms->transcendental);
     cx->t->batch(cx->w, cx->t, &e);
@@ -236,7 +237,9 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
     ew_init(&w);
     for (int f = 0; f < F_COUNT; f++) ew_init(&fw[f]);
     emit_ctx cx = {&em, t, re, {"grid_real", re->is_float, re->fn_sqrt, re->fn_sin, re->fn_cos, re->fn_atan2,
-                                "grid_sincos_", t->elem_scale, "    "}, &w};
+                                "grid_sincos_", NULL, NULL, t->elem_scale, "    "},
+                   {"grid_vec", re->is_float, "grid_vsqrt_", "grid_vsin_", "grid_vcos_", "grid_vatan2_", "grid_vsincos_",
+                    "grid_splat_", NULL, "", "    "}, &w};
 
     /* per-state functions the selected algorithms call, each into its own buffer */
     int need[F_COUNT] = {0};
@@ -245,10 +248,13 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
             if (layouts[a].slot[s] >= 0) need[layouts[a].slot[s]] = 1;
     sym_stats fstats[F_COUNT];
     memset(fstats, 0, sizeof fstats);
+    int vec[F_COUNT], any_vec = 0;
     for (int f = 0; f < F_COUNT && rc == GRID_OK; f++) {
+        vec[f] = t->lanes && specs[f].lanes_ok;
         if (!need[f]) continue;
+        any_vec |= vec[f];
         cx.w = &fw[f];
-        if (emit_state_function(&cx, &specs[f], &fstats[f]) != 0 || fw[f].oom)
+        if (emit_state_function(&cx, &specs[f], vec[f], &fstats[f]) != 0 || fw[f].oom)
             rc = grid_error_set(err, GRID_ERR_NOMEM, 0, 0, "out of memory emitting %s", specs[f].fn);
     }
     cx.w = &w;
@@ -265,6 +271,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
         ew_puts(&w, abi_structs);
         ew_printf(&w, "typedef %s grid_real;\n\n", re->c_type);
         emit_math_helpers(&cx);
+        if (any_vec) emit_lane_helpers(&cx);
         if (need[F_EE]) emit_rpy_helper(&cx);
         emit_batch_helpers(&w, t);
     }
@@ -273,7 +280,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
         int fn_in_part[F_COUNT] = {0}, zeros = 0;
         for (int a = 0; a < GRID_ALGO_COUNT; a++) {
             if (part[a] != p) continue;
-            zeros |= layouts[a].opt_a | layouts[a].opt_fext;
+            zeros |= (layouts[a].opt_a | layouts[a].opt_fext) && !vec[layouts[a].slot[0]];
             for (int s = 0; s < 4; s++)
                 if (layouts[a].slot[s] >= 0) fn_in_part[layouts[a].slot[s]] = 1;
         }
@@ -290,7 +297,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
         for (int f = 0; f < F_COUNT; f++)
             if (fn_in_part[f]) ew_putn(&w, fw[f].buf, fw[f].len);
         for (int a = 0; a < GRID_ALGO_COUNT; a++)
-            if (part[a] == p) write_entry(&cx, a, fstats);
+            if (part[a] == p) write_entry(&cx, a, fstats, vec);
         if (nparts > 1) ew_printf(&w, "#endif /* GRID_PART %d */\n\n", p + 1);
     }
     if (stats && rc == GRID_OK) {

@@ -11,7 +11,8 @@ typedef struct {
     const em_model *em;
     const emit_target *t;
     const emit_real *re;
-    sym_style st;      /* spelling of statements in per-state functions */
+    sym_style st;      /* spelling of statements in scalar per-state functions */
+    sym_style vst;     /* the same for vector (lane) per-state functions, on targets with lanes */
     ew_writer *w;
 } emit_ctx;
 
@@ -23,6 +24,8 @@ void emit_elem(const emit_ctx *cx, char *buf, size_t cap, const char *name, cons
 
 /* the inlinable sincos every per-state function calls (math_helpers.c) */
 void emit_math_helpers(const emit_ctx *cx);
+/* the lane vector type and its helpers (targets with lanes) */
+void emit_lane_helpers(const emit_ctx *cx);
 
 /* frames family (algo_frames.c): constant tables, the rpy helper, and the builders,
    which add raw code around the symbolic part */
@@ -35,10 +38,12 @@ int ea_frame_jacobian(const emit_ctx *cx, ek_kin *k);
 /* per-state functions (emit_state.c): write the function named grid_s_<fn> */
 typedef enum { ST_RNEA, ST_GRAVITY, ST_CRBA, ST_MINV, ST_FD, ST_ABA, ST_FK, ST_EE_POSE, ST_JACOBIAN } state_kind;
 typedef struct {
-    const char *fn;   /* grid_s_<fn> */
+    const char *fn;   /* grid_s_<fn> (scalar) or grid_v_<fn> (lanes) */
     state_kind kind;
     int reads_v, reads_a, reads_fext;
+    int lanes_ok;     /* no raw code: can run on lane vectors */
 } state_spec;
-int emit_state_function(const emit_ctx *cx, const state_spec *sp, sym_stats *stats);
+/* vector = 1: the lane form grid_v_<fn>(const grid_vec *q, *v, *a, *fext, grid_vec *out) */
+int emit_state_function(const emit_ctx *cx, const state_spec *sp, int vector, sym_stats *stats);
 
 #endif

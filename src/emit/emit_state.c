@@ -45,7 +45,7 @@ static sv *inputs(sym_graph *g, int array, int n, int wanted)
     return x;
 }
 
-int emit_state_function(const emit_ctx *cx, const state_spec *sp, sym_stats *stats)
+int emit_state_function(const emit_ctx *cx, const state_spec *sp, int vector, sym_stats *stats)
 {
     const em_model *em = cx->em;
     int rc = -1;
@@ -67,11 +67,19 @@ int emit_state_function(const emit_ctx *cx, const state_spec *sp, sym_stats *sta
     if (ek_kin_init(&k, g, em, q) != 0) goto done;
     if (build(cx, sp, &k, v, a, fext) != 0 || sym_failed(g)) goto done;
 
-    ew_printf(cx->w, "%s void grid_s_%s", cx->t->state_fn, sp->fn);
-    emit_state_params(cx->w, cx->t);
-    ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out; (void)frame; (void)rf;%s\n",
-              cx->t->stride_param[0] ? " (void)st;" : "");
-    if (sym_emit(g, &cx->st, cx->w, stats) != 0) goto done;
+    if (vector) {
+        const char *r = cx->t->restrict_kw;
+        ew_printf(cx->w,
+                  "%s void grid_v_%s(const grid_vec *%s q, const grid_vec *%s v, const grid_vec *%s a, "
+                  "const grid_vec *%s fext, grid_vec *%s out)\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out;\n",
+                  cx->t->state_fn, sp->fn, r, r, r, r, r);
+    } else {
+        ew_printf(cx->w, "%s void grid_s_%s", cx->t->state_fn, sp->fn);
+        emit_state_params(cx->w, cx->t);
+        ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out; (void)frame; (void)rf;%s\n",
+                  cx->t->stride_param[0] ? " (void)st;" : "");
+    }
+    if (sym_emit(g, vector ? &cx->vst : &cx->st, cx->w, stats) != 0) goto done;
     ew_puts(cx->w, "}\n\n");
     rc = 0;
 done:

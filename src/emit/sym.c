@@ -461,11 +461,22 @@ static void put_element(const emitter *e, int array, int index)
 static void emit_store(emitter *e, int i)
 {
     const sym_node *nd = &e->g->nodes[i];
+    const int put = e->st->fn_put && e->g->scaled[nd->a];
     ew_puts(e->w, e->st->indent);
-    put_element(e, nd->a, nd->b);
-    ew_puts(e->w, " = ");
-    put_operand(e, nd->c, 0);
-    ew_puts(e->w, ";\n");
+    if (put) ew_printf(e->w, "%s(%s, %d, ", e->st->fn_put, e->g->arrays[nd->a], nd->b);
+    else {
+        put_element(e, nd->a, nd->b);
+        ew_puts(e->w, " = ");
+    }
+    if (e->st->fn_splat && sym_is_const(e->g, nd->c, NULL)) {
+        /* a constant into a vector element: broadcast it */
+        ew_printf(e->w, "%s(", e->st->fn_splat);
+        put_operand(e, nd->c, 0);
+        ew_puts(e->w, ")");
+    } else {
+        put_operand(e, nd->c, 0);
+    }
+    ew_puts(e->w, put ? ");\n" : ";\n");
     e->done[i] = 1;
     e->stats->statements++;
     e->stats->stores++;

@@ -81,6 +81,8 @@ typedef struct {
     int is_float;            /* constants rounded to float and suffixed 'f' */
     const char *fn_sqrt, *fn_sin, *fn_cos, *fn_atan2;
     const char *fn_sincos;   /* when set, a live sin(x) and cos(x) pair becomes one call fn_sincos(x, &s, &c) */
+    const char *fn_splat;    /* when set (vector code), a constant stored to an array goes through fn_splat(k) */
+    const char *fn_put;      /* when set (vector code), a store to a state array is fn_put(name, k, value) */
     const char *elem_scale;  /* scaled array element k is name[k<elem_scale>], e.g. "" or " * st" */
     const char *indent;
 } sym_style;

@@ -83,29 +83,101 @@ static void write_selector(ew_writer *w, const emit_entry *e)
     ew_printf(w, "    switch (%s | %s) {\n", e->opt_a ? "(a != 0)" : "0", e->opt_fext ? "((f != 0) << 1)" : "0");
 }
 
-/* ---- C: a per-state loop, split over an OpenMP team for large batches ---- */
+/* ---- C: a per-state (or per-tile) loop, split over an OpenMP team for large batches ---- */
+
+static long long at_least_1(long long n) { return n > 0 ? n : 1; }
+
+/* a tile function: GRID_LANES states from b (the last state repeated past n) gathered into
+   lane vectors, one call of the lane function, the valid lanes scattered back */
+static void write_tile(ew_writer *w, const emit_target *t, const emit_entry *e, const emit_variant *vr)
+{
+    const char *r = t->restrict_kw;
+    ew_printf(w, "%s void grid_tile_%s_%s(const grid_real *%s q, const grid_real *%s v, const grid_real *%s a, "
+                 "const grid_real *%s f, grid_real *%s o, const long long b, const long long n)\n{\n",
+              t->state_fn, e->name, vr->fn, r, r, r, r, r);
+    ew_printf(w, "    grid_vec tq[%lld], to[%lld];\n", at_least_1(e->nq), at_least_1(e->nout));
+    if (e->needs_v) ew_printf(w, "    grid_vec tv[%lld];\n", at_least_1(e->nv));
+    if (vr->reads_a) ew_printf(w, "    grid_vec ta[%lld];\n", at_least_1(e->nv));
+    if (vr->reads_fext) ew_printf(w, "    grid_vec tf[%lld];\n", at_least_1(e->nfext));
+    ew_puts(w, "    (void)v; (void)a; (void)f;\n"
+               "    if (b + 1 == n) {\n"
+               "        /* one state: broadcast it to every lane */\n");
+    ew_printf(w, "        for (int k = 0; k < %lld; k++) tq[k] = grid_splat_(q[b * %lld + k]);\n", e->nq, e->nq);
+    if (e->needs_v) ew_printf(w, "        for (int k = 0; k < %lld; k++) tv[k] = grid_splat_(v[b * %lld + k]);\n", e->nv, e->nv);
+    if (vr->reads_a)
+        ew_printf(w, "        for (int k = 0; k < %lld; k++) ta[k] = grid_splat_(a ? a[b * %lld + k] : 0);\n", e->nv, e->nv);
+    if (vr->reads_fext)
+        ew_printf(w, "        for (int k = 0; k < %lld; k++) tf[k] = grid_splat_(f ? f[b * %lld + k] : 0);\n", e->nfext,
+                  e->nfext);
+    ew_puts(w, "    } else {\n"
+               "        for (int l = 0; l < GRID_LANES; l++) {\n"
+               "            const long long s = b + l < n ? b + l : n - 1;\n");
+    ew_printf(w, "            for (int k = 0; k < %lld; k++) tq[k][l] = q[s * %lld + k];\n", e->nq, e->nq);
+    if (e->needs_v) ew_printf(w, "            for (int k = 0; k < %lld; k++) tv[k][l] = v[s * %lld + k];\n", e->nv, e->nv);
+    if (vr->reads_a)
+        ew_printf(w, "            for (int k = 0; k < %lld; k++) ta[k][l] = a ? a[s * %lld + k] : 0;\n", e->nv, e->nv);
+    if (vr->reads_fext)
+        ew_printf(w, "            for (int k = 0; k < %lld; k++) tf[k][l] = f ? f[s * %lld + k] : 0;\n", e->nfext, e->nfext);
+    ew_printf(w, "        }\n    }\n    grid_v_%s(tq, %s, %s, %s, to);\n", vr->fn, e->needs_v ? "tv" : "tq",
+              vr->reads_a ? "ta" : "tq", vr->reads_fext ? "tf" : "tq");
+    ew_printf(w, "    if (b + GRID_LANES <= n) {\n"
+                 "        grid_real *rows[GRID_LANES];\n"
+                 "        for (int l = 0; l < GRID_LANES; l++) rows[l] = o + (b + l) * %lld;\n"
+                 "        grid_scatter_(to, %lld, rows);\n"
+                 "    } else {\n"
+                 "        for (int l = 0; b + l < n; l++)\n"
+                 "            for (int k = 0; k < %lld; k++) o[(b + l) * %lld + k] = to[k][l];\n"
+                 "    }\n}\n\n",
+              e->nout, e->nout, e->nout, e->nout);
+}
 
 static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
 {
+    int nvar = variant_count(e);
+    if (e->vector)
+        for (int k = 0; k < nvar; k++) {
+            const emit_variant *vr = variant_at(e, k);
+            int dup = 0;
+            for (int j = 0; j < k; j++) dup |= strcmp(variant_at(e, j)->fn, vr->fn) == 0;
+            if (!dup) write_tile(w, t, e, vr);
+        }
     ew_printf(w, "%s int grid_%s(const grid_call *c)\n{\n", t->export_fn, e->name);
     write_checks(w, e);
-    write_pointers(w, e);
-    ew_printf(w, "    const long long n = c->batch;\n"
-                 "    const int fr = c->frame, rf = c->reference_frame;\n"
-                 "    const int nt = grid_threads_(c->num_threads, n, %lldLL);\n",
-              e->min_parallel);
-    int nvar = variant_count(e);
+    if (e->vector) {
+        /* every pointer goes to the tile function, which reads what it needs */
+        ew_puts(w, "    const grid_real *q = (const grid_real *)c->q;\n"
+                   "    const grid_real *v = (const grid_real *)c->v;\n"
+                   "    const grid_real *a = (const grid_real *)c->a;\n"
+                   "    const grid_real *f = (const grid_real *)c->fext;\n"
+                   "    grid_real *o = (grid_real *)c->out;\n");
+        ew_printf(w, "    const long long n = c->batch, tiles = (n + GRID_LANES - 1) / GRID_LANES;\n"
+                     "    const int nt = grid_threads_(c->num_threads, tiles, (%lldLL + GRID_LANES - 1) / GRID_LANES);\n",
+                  e->min_parallel);
+    } else {
+        write_pointers(w, e);
+        ew_printf(w, "    const long long n = c->batch;\n"
+                     "    const int fr = c->frame, rf = c->reference_frame;\n"
+                     "    const int nt = grid_threads_(c->num_threads, n, %lldLL);\n",
+                  e->min_parallel);
+    }
     if (nvar > 1) write_selector(w, e);
     for (int k = 0; k < nvar; k++) {
         const emit_variant *vr = variant_at(e, k);
         const char *ind = nvar > 1 ? "        " : "    ";
         if (nvar > 1) ew_printf(w, "    case %d:\n", k);
-        ew_printf(w, "%sif (nt <= 1) {\n%s    for (long long b = 0; b < n; b++) ", ind, ind);
-        write_call(w, e, vr, "");
-        ew_printf(w, ";\n%s} else {\n#pragma omp parallel for schedule(static) num_threads(nt)\n"
-                     "%s    for (long long b = 0; b < n; b++) ", ind, ind);
-        write_call(w, e, vr, "");
-        ew_printf(w, ";\n%s}\n", ind);
+        for (int team = 0; team < 2; team++) {
+            if (team == 0) ew_printf(w, "%sif (nt <= 1) {\n", ind);
+            else ew_printf(w, "%s} else {\n#pragma omp parallel for schedule(static) num_threads(nt)\n", ind);
+            if (e->vector)
+                ew_printf(w, "%s    for (long long i = 0; i < tiles; i++) grid_tile_%s_%s(q, v, a, f, o, i * GRID_LANES, n)",
+                          ind, e->name, vr->fn);
+            else {
+                ew_printf(w, "%s    for (long long b = 0; b < n; b++) ", ind);
+                write_call(w, e, vr, "");
+            }
+            ew_puts(w, ";\n");
+        }
+        ew_printf(w, "%s}\n", ind);
         if (nvar > 1) ew_puts(w, "        break;\n");
     }
     if (nvar > 1) ew_puts(w, "    }\n");
@@ -178,10 +250,10 @@ void emit_batch_helpers(ew_writer *w, const emit_target *t)
 static const emit_target targets[] = {
     {GRID_TARGET_C, "c", "static inline", "restrict", "static const", "", "",
      "#include <math.h>\n#include <stddef.h>\n#ifdef _OPENMP\n#include <omp.h>\n#endif\n",
-     "__attribute__((visibility(\"default\")))", batch_c},
+     "__attribute__((visibility(\"default\")))", 1, batch_c},
     {GRID_TARGET_CUDA, "cuda", "static __device__ __forceinline__", "__restrict__", "static __constant__ const",
      ", const int st", " * st", "#include <math.h>\n#include <stddef.h>\n#include <cuda_runtime.h>\n",
-     "extern \"C\" __attribute__((visibility(\"default\")))", batch_cuda},
+     "extern \"C\" __attribute__((visibility(\"default\")))", 0, batch_cuda},
 };
 
 const emit_target *emit_target_get(int target)

@@ -29,6 +29,7 @@ typedef struct {
     long long nq, nv, nfext, nout;
     long long min_parallel;    /* smallest batch for which a thread team is used */
     int nframes;
+    int vector;                /* 1: the variants are lane functions grid_v_<fn>, fed GRID_LANES states per tile */
 } emit_entry;
 
 /* how one target is spelled */
@@ -42,6 +43,7 @@ typedef struct emit_target {
     const char *elem_scale;    /* state array element k is p[k<elem_scale>] */
     const char *includes;      /* the #include lines */
     const char *export_fn;     /* qualifiers of exported functions */
+    int lanes;                 /* 1: per-state dynamics as lane-vector functions (grid_vec, GRID_LANES states) */
     /* the batch entry point of one algorithm (and any kernels it launches) */
     void (*batch)(ew_writer *w, const struct emit_target *t, const emit_entry *e);
 } emit_target;

@@ -27,6 +27,13 @@ def pytest_configure(config):
         os.environ["GRID_RBD_CACHE_DIR"] = _session_cache
 
 
+def pytest_collection_finish(session):
+    """when any collected test uses the robot cases, start compiling them now, in the background, so the
+    builds overlap the tests that come first"""
+    if any({"robot", "robot_case"} & set(getattr(item, "fixturenames", ())) for item in session.items):
+        robot_cases.start_precompile(robot_cases.synthetic_dir())
+
+
 def pytest_sessionfinish(session, exitstatus):
     robot_cases.stop_precompile()
     if _session_cache:
@@ -34,9 +41,9 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 @pytest.fixture(scope="session")
-def case_dir(tmp_path_factory):
+def case_dir():
     """where the synthetic robot's URDF is written"""
-    return tmp_path_factory.mktemp("cases")
+    return robot_cases.synthetic_dir()
 
 
 PARAMS = [(case, provider) for case in CASES for provider in PROVIDERS]

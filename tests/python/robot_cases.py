@@ -126,6 +126,21 @@ CASES = [
 ]
 
 
+_synthetic_dir = None
+
+
+def synthetic_dir():
+    """a directory for the synthetic robot's URDF, one per process (removed at exit)"""
+    global _synthetic_dir
+    if _synthetic_dir is None:
+        import atexit
+        import shutil
+        import tempfile
+        _synthetic_dir = Path(tempfile.mkdtemp(prefix="grid-rbd-test-cases-"))
+        atexit.register(shutil.rmtree, _synthetic_dir, True)
+    return _synthetic_dir
+
+
 def case_path(case, tmp_dir):
     """the URDF path of a case, or pytest.skip when its folder is absent"""
     if case.source == "erd":
@@ -138,7 +153,11 @@ def case_path(case, tmp_dir):
             pytest.skip(f"{base} is absent (the shared robot folder lives next to the repository)")
     else:
         base = tmp_dir
-        (base / case.relpath).write_text(SYNTHETIC_URDF)
+        target = base / case.relpath
+        if not target.is_file() or target.read_text() != SYNTHETIC_URDF:
+            tmp = target.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
+            tmp.write_text(SYNTHETIC_URDF)
+            os.replace(tmp, target)  # atomic: a reader in another thread never sees half a file
     path = base / case.relpath
     if not path.is_file():
         pytest.skip(f"{path} is absent")

@@ -56,7 +56,7 @@ def test_sizes_and_names(iiwa, iiwa_ff):
     assert iiwa.floating_base is False and iiwa_ff.floating_base is True
     assert iiwa.max_batch_size == 256 and iiwa.device == "cpu" and iiwa.backend == "numpy"
     r = repr(iiwa_ff)
-    for part in ("api_iiwa_ff", "iiwa14", "nq=14", "nv=13", "nb=8", "float32", "'cpu'", "reference"):
+    for part in ("api_iiwa_ff", "iiwa14", "nq=14", "nv=13", "nb=8", "float32", "'cpu'", "generated"):
         assert part in r
 
 
