@@ -45,6 +45,7 @@ ALGOS = [
     ("fd", "fd", "FD = M^-1 (tau - c)"),
     ("aba", "aba", "ABA"),
     ("frame_jacobian", "frame_jacobian", "frame Jacobian"),
+    ("ee_pose", None, "end-effector poses [xyz rpy] (grid only)"),
 ]
 # Pinocchio-only variants, shown for the anchors
 PIN_EXTRA = [
@@ -452,11 +453,11 @@ def robot_section(name, info):
         return fmt(med) + (f" ({fmt(mn)})" if med is not None and mn is not None else "")
 
     for gname, pkey, label in ALGOS:
-        p = pin_res.get(pkey, {}).get("median_us")
-        p_min = pin_res.get(pkey, {}).get("min_us")
+        p = pin_res.get(pkey, {}).get("median_us") if pkey else None
+        p_min = pin_res.get(pkey, {}).get("min_us") if pkey else None
         g = grid_res.get(gname, {})
         g1, g256 = g.get("per_call_us"), g.get("batch_per_state_us")
-        a = anchor.get(pkey)
+        a = anchor.get(pkey) if pkey else None
         target = p / 3 if p else None
         met = "n/a" if g1 is None or target is None else ("yes" if g1 <= target else "no")
         if "error" in g:

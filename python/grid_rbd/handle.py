@@ -131,8 +131,11 @@ class RobotHandle:
     @property
     def provider(self):
         """what computes the results: 'generated' (this robot's compiled robot.so) or 'reference'
-        (the float64 C reference, codegen=False)"""
-        return "reference" if self._library is None else "generated"
+        (the float64 C reference, codegen=False); a Runner built by hand on another provider shows its name"""
+        if self._library is not None:
+            return "generated"
+        name = self._runner.provider
+        return "reference" if name.startswith("reference") else name
 
     @property
     def library_path(self):

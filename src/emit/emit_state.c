@@ -18,13 +18,15 @@ static int build(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *
     }
     res = ek_calloc((size_t)nv * (size_t)nv, sizeof *res);
     if (!res) return -1;
+    /* vector outputs are nv wide, matrices nv x nv */
+    n = (sp->kind == ST_CRBA || sp->kind == ST_MINV) ? nv * nv : nv;
     switch (sp->kind) {
-    case ST_RNEA: rc = ea_rnea(k, v, a, fext, res), n = nv; break;
-    case ST_GRAVITY: rc = ea_rnea(k, NULL, NULL, NULL, res), n = nv; break;
-    case ST_CRBA: rc = ea_crba(k, res), n = nv * nv; break;
-    case ST_MINV: rc = ea_minv(k, res), n = nv * nv; break;
-    case ST_FD: rc = ea_fd(k, v, a, fext, res), n = nv; break;
-    case ST_ABA: rc = ea_aba(k, v, a, fext, res), n = nv; break;
+    case ST_RNEA: rc = ea_rnea(k, v, a, fext, res); break;
+    case ST_GRAVITY: rc = ea_rnea(k, NULL, NULL, NULL, res); break;
+    case ST_CRBA: rc = ea_crba(k, res); break;
+    case ST_MINV: rc = ea_minv(k, res); break;
+    case ST_FD: rc = ea_fd(k, v, a, fext, res); break;
+    case ST_ABA: rc = ea_aba(k, v, a, fext, res); break;
     default: rc = -1; break;
     }
     if (rc == 0) {

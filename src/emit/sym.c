@@ -220,6 +220,16 @@ sv sym_neg(sym_graph *g, sv a)
 
 /* ---- arithmetic with folding; operands of stored nodes are positive handles ---- */
 
+/* the constant operand of a MUL node (0 when it has none) */
+static int mul_const_operand(const sym_graph *g, sv x, sv *other, double *k)
+{
+    const sym_node *nd = &g->nodes[hv_node(x)];
+    if (nd->op != SYM_MUL) return 0;
+    if (sym_is_const(g, nd->a, k)) { *other = nd->b; return 1; }
+    if (sym_is_const(g, nd->b, k)) { *other = nd->a; return 1; }
+    return 0;
+}
+
 static sv add_node(sym_graph *g, sv x, sv y)
 {
     if (x > y) { sv t = x; x = y; y = t; }
@@ -233,6 +243,15 @@ static sv sub_node(sym_graph *g, sv x, sv y)
     return intern(g, SYM_SUB, x, y, 0.0);
 }
 
+/* x and k with x = y * k for a MUL node y by a constant, or k = 1 for any other x */
+static sv scaled_term(const sym_graph *g, sv y, double *k)
+{
+    sv other;
+    if (mul_const_operand(g, y, &other, k)) return other;
+    *k = 1.0;
+    return y;
+}
+
 sv sym_add(sym_graph *g, sv a, sv b)
 {
     if (g->oom) return ZERO;
@@ -243,6 +262,15 @@ sv sym_add(sym_graph *g, sv a, sv b)
     if (cb && kb == 0.0) return a;
     int na, nb;
     sv pa = split(g, a, &na), pb = split(g, b, &nb);
+    /* x k1 + x k2 = x (k1 + k2): one multiplication instead of two (a rounding-level change) */
+    if (!ca && !cb) {
+        double k1, k2;
+        sv x1 = scaled_term(g, pa, &k1), x2 = scaled_term(g, pb, &k2);
+        if (x1 == x2 && (k1 != 1.0 || k2 != 1.0)) {
+            double k = (na ? -k1 : k1) + (nb ? -k2 : k2);
+            return sym_mul(g, x1, sym_const(g, k));
+        }
+    }
     if (!na && !nb) return add_node(g, pa, pb);
     if (!na && nb) return sub_node(g, pa, pb);
     if (na && !nb) return sub_node(g, pb, pa);
@@ -252,16 +280,6 @@ sv sym_add(sym_graph *g, sv a, sv b)
 sv sym_sub(sym_graph *g, sv a, sv b)
 {
     return sym_add(g, a, sym_neg(g, b));
-}
-
-/* the constant operand of a MUL node (0 when it has none) */
-static int mul_const_operand(const sym_graph *g, sv x, sv *other, double *k)
-{
-    const sym_node *nd = &g->nodes[hv_node(x)];
-    if (nd->op != SYM_MUL) return 0;
-    if (sym_is_const(g, nd->a, k)) { *other = nd->b; return 1; }
-    if (sym_is_const(g, nd->b, k)) { *other = nd->a; return 1; }
-    return 0;
 }
 
 sv sym_mul(sym_graph *g, sv a, sv b)

@@ -368,6 +368,10 @@ def test_progress_on_stderr_when_verbose_and_silence_otherwise(tmp_path, capfd):
     assert all(line.startswith("grid-rbd: loud_iiwa: ") for line in lines), err
     assert re.search(r"compiled in \d+\.\d+ s", err) and len(lines) <= 6
 
+    # a cache hit has nothing to report, verbose or not
+    assert register("loud_iiwa", tmp_path / "b", verbose=True).build_info["cache_hit"]
+    assert capfd.readouterr() == ("", "")
+
 
 # ---- the cache tool ----
 def cli(*args, cache_dir):

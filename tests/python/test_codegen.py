@@ -141,7 +141,8 @@ def float32_report():
     lines = [f"# float32 generated code vs the float64 reference ({time.strftime('%Y-%m-%d')})", "",
              f"Worst relative Frobenius error per state block over {N} states of each kind "
              f"({', '.join(STATE_KINDS)}), float32-representable inputs; every variant (f_ext, qdd=None) and Jacobian "
-             "frame/reference frame of a method in one column; end-effector poses compared as [xyz, R(rpy)]. Bounds: {FLOAT32_RTOL:g} for the first seven "
+             "frame/reference frame of a method in one column; end-effector poses compared as [xyz, R(rpy)]. "
+             f"Bounds: {FLOAT32_RTOL:g} for the first seven "
              f"columns; {FLOAT32_COND_RTOL:g} * cond(M) of the state for minv, FD and ABA (the last column is the worst "
              "error / (1e-6 cond(M)) ratio of those three, which must stay <= 1).", "",
              "| robot | cond(M) min..max | " + " | ".join(short) + " | minv/FD/ABA vs bound |",
@@ -149,7 +150,7 @@ def float32_report():
     for cid, row in _accuracy.items():
         lo, hi = row["cond"]
         cells = [f"{row.get(c, float('nan')):.1e}" for c in cols]
-        lines.append(f"| {cid} | {lo:.1e}..{hi:.1e} | " + " | ".join(cells) + f" | {row['ratio']:.2f} |")
+        lines.append(f"| {cid} | {lo:.1e}..{hi:.1e} | " + " | ".join(cells) + f" | {row['ratio']:.1e} |")
     out = REPO / "build" / "float32_accuracy.md"
     out.parent.mkdir(exist_ok=True)
     out.write_text("\n".join(lines) + "\n")

@@ -57,7 +57,7 @@ class FakeLibrary:
 
 
 def test_provider_entry_points_are_called_and_others_fall_back_to_the_reference():
-    ref = grid_rbd.register_robot("prov_ref", urdf_path=BUNDLED_IIWA, dtype="float64")
+    ref = grid_rbd.register_robot("prov_ref", urdf_path=BUNDLED_IIWA, dtype="float64", codegen=False)
     model = ref._model
     lib = FakeLibrary(model)
     runner = _core.Runner(model, _core.FLOAT64, provider=lib.capsule, owner=lib)
