@@ -14,7 +14,12 @@ static void usage(FILE *f)
           "             [--ee JOINT]... [--ignore-mimic] [--algo NAME]... [--gravity G] [--hash HEX]\n"
           "             [--stats] [-o OUT]\n"
           "Writes the generated robot library source to OUT (default: stdout).\n"
-          "Build it with e.g.: cc -O3 -march=native -ffp-contract=fast -fno-math-errno -fPIC -shared -fopenmp robot.c -o robot.so\n"
+          "Build (gcc; docs/emitter.md explains the flags):\n"
+          "  cc -O2 -fno-schedule-insns2 --param=max-combine-insns=2 -fno-tree-pre -march=native \\\n"
+          "     -ffp-contract=fast -fno-math-errno -fPIC -shared -fopenmp robot.c -o robot.so\n"
+          "  nvcc -O3 -arch=sm_90 -shared -Xcompiler -fPIC robot.cu -o robot.so   (--target cuda)\n"
+          "A source whose first line says 'grid-rbd parts: N' (N > 1) may be compiled as N objects\n"
+          "with -DGRID_PART=1..N in parallel and linked.\n"
           "NAME is one of: rnea nle gravity crba minv fd aba fk ee_pose frame_jacobian (default: all).\n",
           f);
 }
@@ -104,8 +109,10 @@ int main(int argc, char **argv)
     grid_error_clear(&err);
     grid_model *m = NULL;
     if (grid_urdf_load_file(path, &mo, &m, &err) != GRID_OK) {
-        if (err.line > 0) fprintf(stderr, "%s:%d:%d: error: %s\n", path, err.line, err.column, err.message);
-        else fprintf(stderr, "%s: error: %s\n", path, err.message);
+        /* the loader's messages usually start with path:line:column already */
+        if (strncmp(err.message, path, strlen(path)) == 0) fprintf(stderr, "%s\n", err.message);
+        else if (err.line > 0) fprintf(stderr, "%s:%d:%d: %s\n", path, err.line, err.column, err.message);
+        else fprintf(stderr, "%s: %s\n", path, err.message);
         return 1;
     }
     char *src = NULL;

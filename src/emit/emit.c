@@ -263,8 +263,11 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
 
     /* prologue, shared by every part: banner, includes, ABI structs, the real type, helpers */
     if (rc == GRID_OK) {
-        ew_printf(&w, "/* grid-rbd parts: %d (compile once, or as %d objects with -DGRID_PART=1..%d and link them) */\n",
-                  nparts, nparts, nparts);
+        if (nparts > 1)
+            ew_printf(&w, "/* grid-rbd parts: %d (compile once, or as %d objects with -DGRID_PART=1..%d and link them) */\n",
+                      nparts, nparts, nparts);
+        else
+            ew_puts(&w, "/* grid-rbd parts: 1 */\n");
         write_banner(&cx, &o, mask);
         ew_puts(&w, t->includes);
         ew_puts(&w, "\n");
