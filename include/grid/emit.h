@@ -30,21 +30,22 @@ grid_emit_options grid_emit_options_default(void);
    The source is self-contained: it includes only <math.h>, <stddef.h> (and <omp.h> under
    _OPENMP, <cuda_runtime.h> on the CUDA target), never a grid header.
    Parts: large robots split into N parts so a build can use N cores. The first line of the
-   source starts with the comment text "grid-rbd parts: N". Compiling the file once (GRID_PART undefined)
-   builds the whole library; compiling it N times with -DGRID_PART=1 .. -DGRID_PART=N into N
-   objects and linking them builds the same library in parallel.
+   source starts with the comment text "grid-rbd parts: N". Compiling the file once
+   (GRID_PART undefined) builds the whole library; compiling it N times with -DGRID_PART=1
+   .. -DGRID_PART=N into N objects and linking them builds the same library in parallel.
+   Link with -lm (docs/emitter.md lists the compiler flags).
    Errors: GRID_ERR_ARG (bad options, non-finite model constant), GRID_ERR_NOMEM. */
 int grid_emit_source(const grid_model *m, const grid_emit_options *o, char **source, size_t *len,
                      grid_error *err);
 
 /* Per-algorithm size of the generated code: statements emitted for each algorithm's
-   per-state functions (all variants summed) and arithmetic operations in them
-   (additions, subtractions, multiplications, divisions; sqrt/sin/cos/atan2 counted apart). */
+   per-state functions (all variants summed: loads, arithmetic, stores) and the arithmetic
+   of its main variant (RNEA: with a, without fext; FD, ABA: without fext). */
 typedef struct {
-    long statements[GRID_ALGO_COUNT]; /* emitted assignment statements */
-    long flops[GRID_ALGO_COUNT];      /* + - * / in the main (first) variant of the algorithm */
-    long transcendental[GRID_ALGO_COUNT]; /* sqrt sin cos atan2 in the main variant */
-    int parts;                        /* translation units the source splits into (see below) */
+    long statements[GRID_ALGO_COUNT];     /* emitted statements, every variant */
+    long flops[GRID_ALGO_COUNT];          /* + - * / in the main variant */
+    long transcendental[GRID_ALGO_COUNT]; /* sqrt sin cos atan2 in the main variant (a sincos pair counts 2) */
+    int parts;                            /* parts the source splits into (see grid_emit_source) */
 } grid_emit_stats;
 
 /* Same as grid_emit_source, also filling stats (may be NULL). */

@@ -63,7 +63,7 @@ void emit_rpy_helper(const emit_ctx *cx)
               "        y -= pi;\n"
               "    }\n"
               "    rpy[0] = r;\n    rpy[1] = p;\n    rpy[2] = y;\n}\n\n",
-              cx->t->state_fn, f, re->fn_atan2, re->fn_sqrt, re->fn_atan2, re->fn_atan2, re->fn_sin, re->fn_cos,
+              cx->t->helper_fn, f, re->fn_atan2, re->fn_sqrt, re->fn_atan2, re->fn_atan2, re->fn_sin, re->fn_cos,
               re->fn_atan2);
 }
 

@@ -1,4 +1,4 @@
-/* Math helpers written into every generated file: an inlinable sincos for joint angles. */
+/* Math helpers written into generated files: an inlinable sincos, the lane vector type and its helpers. */
 #include "emit_ctx.h"
 
 /* double: Cody-Waite reduction by pi/2 (fdlibm's 33+33+53-bit split) and fdlibm's kernels, < 1 ulp
@@ -55,7 +55,7 @@ static const char sincos_float[] =
 
 void emit_math_helpers(const emit_ctx *cx)
 {
-    ew_printf(cx->w, cx->re->is_float ? sincos_float : sincos_double, cx->t->state_fn);
+    ew_printf(cx->w, cx->re->is_float ? sincos_float : sincos_double, cx->t->helper_fn);
 }
 
 /* lane vectors of the C target: GRID_LANES states per call of a vector per-state function */
@@ -63,11 +63,14 @@ static const char lanes_double[] =
     "/* vector per-state code runs GRID_LANES states at once (GCC/Clang vector extensions):\n"
     "   4 doubles fill AVX2, -DGRID_LANES=8 suits AVX-512, -DGRID_LANES=1 gives plain scalar code */\n"
     "#ifndef GRID_LANES\n#define GRID_LANES 4\n#endif\n"
+    "/* vectors pass only between static functions of this file: no ABI to keep */\n"
+    "#if defined(__clang__)\n#pragma clang diagnostic ignored \"-Wpsabi\"\n"
+    "#elif defined(__GNUC__)\n#pragma GCC diagnostic ignored \"-Wpsabi\"\n#endif\n"
     "typedef grid_real grid_vec __attribute__((vector_size(GRID_LANES * sizeof(grid_real))));\n"
     "typedef long long grid_ivec __attribute__((vector_size(GRID_LANES * sizeof(grid_real))));\n\n"
-    "static inline grid_vec grid_splat_(const grid_real x)\n{\n    const grid_vec z = {0};\n    return z + x;\n}\n\n"
+    "static inline __attribute__((unused)) grid_vec grid_splat_(const grid_real x)\n{\n    const grid_vec z = {0};\n    return z + x;\n}\n\n"
     "/* grid_sincos_ on every lane: the quadrant comes from the bits of k + 1.5 * 2^52 */\n"
-    "static inline void grid_vsincos_(const grid_vec x, grid_vec *s, grid_vec *c)\n{\n"
+    "static inline __attribute__((unused)) void grid_vsincos_(const grid_vec x, grid_vec *s, grid_vec *c)\n{\n"
     "    const grid_vec km = x * 6.36619772367581382433e-01 + 6755399441055744.0;\n"
     "    const grid_vec k = km - 6755399441055744.0;\n"
     "    const grid_vec r = ((x - k * 1.57079632673412561417e+00) - k * 6.07710050630396597660e-11) -\n"
@@ -97,11 +100,14 @@ static const char lanes_float[] =
     "/* vector per-state code runs GRID_LANES states at once (GCC/Clang vector extensions):\n"
     "   8 floats fill AVX2, -DGRID_LANES=16 suits AVX-512, -DGRID_LANES=1 gives plain scalar code */\n"
     "#ifndef GRID_LANES\n#define GRID_LANES 8\n#endif\n"
+    "/* vectors pass only between static functions of this file: no ABI to keep */\n"
+    "#if defined(__clang__)\n#pragma clang diagnostic ignored \"-Wpsabi\"\n"
+    "#elif defined(__GNUC__)\n#pragma GCC diagnostic ignored \"-Wpsabi\"\n#endif\n"
     "typedef grid_real grid_vec __attribute__((vector_size(GRID_LANES * sizeof(grid_real))));\n"
     "typedef int grid_ivec __attribute__((vector_size(GRID_LANES * sizeof(grid_real))));\n\n"
-    "static inline grid_vec grid_splat_(const grid_real x)\n{\n    const grid_vec z = {0};\n    return z + x;\n}\n\n"
+    "static inline __attribute__((unused)) grid_vec grid_splat_(const grid_real x)\n{\n    const grid_vec z = {0};\n    return z + x;\n}\n\n"
     "/* grid_sincos_ on every lane: the quadrant comes from the bits of k + 1.5 * 2^23 */\n"
-    "static inline void grid_vsincos_(const grid_vec x, grid_vec *s, grid_vec *c)\n{\n"
+    "static inline __attribute__((unused)) void grid_vsincos_(const grid_vec x, grid_vec *s, grid_vec *c)\n{\n"
     "    const grid_vec km = x * 0.636619772f + 12582912.0f;\n"
     "    const grid_vec k = km - 12582912.0f;\n"
     "    const grid_vec r = ((x - k * 1.5703125f) - k * 4.837512969970703125e-4f) - k * 7.54978995489188216e-8f;\n"
@@ -124,7 +130,7 @@ static const char lanes_float[] =
 static const char lanes_common[] =
     "/* output elements 0..n-1 of a tile to each lane's row: blocks of lanes x lanes transposed in registers\n"
     "   and stored as vectors where the compiler offers shuffles, one element at a time otherwise */\n"
-    "static inline void grid_scatter_(const grid_vec *to, const int n, grid_real *const *rows)\n{\n"
+    "static inline __attribute__((unused)) void grid_scatter_(const grid_vec *to, const int n, grid_real *const *rows)\n{\n"
     "    int k = 0;\n"
     "#if GRID_LANES == 4 && (defined(__clang__) || __GNUC__ >= 12)\n"
     "    for (; k + 4 <= n; k += 4) {\n"
@@ -145,11 +151,11 @@ static const char lanes_common[] =
     "    for (; k < n; k++)\n"
     "        for (int l = 0; l < GRID_LANES; l++) rows[l][k] = to[k][l];\n"
     "}\n\n"
-    "static inline grid_vec grid_vsin_(const grid_vec x)\n{\n    grid_vec s, c;\n    grid_vsincos_(x, &s, &c);\n    return s;\n}\n\n"
-    "static inline grid_vec grid_vcos_(const grid_vec x)\n{\n    grid_vec s, c;\n    grid_vsincos_(x, &s, &c);\n    return c;\n}\n\n"
-    "static inline grid_vec grid_vsqrt_(const grid_vec x)\n{\n    grid_vec r;\n"
+    "static inline __attribute__((unused)) grid_vec grid_vsin_(const grid_vec x)\n{\n    grid_vec s, c;\n    grid_vsincos_(x, &s, &c);\n    return s;\n}\n\n"
+    "static inline __attribute__((unused)) grid_vec grid_vcos_(const grid_vec x)\n{\n    grid_vec s, c;\n    grid_vsincos_(x, &s, &c);\n    return c;\n}\n\n"
+    "static inline __attribute__((unused)) grid_vec grid_vsqrt_(const grid_vec x)\n{\n    grid_vec r;\n"
     "    for (int l = 0; l < GRID_LANES; l++) r[l] = %s(x[l]);\n    return r;\n}\n\n"
-    "static inline grid_vec grid_vatan2_(const grid_vec y, const grid_vec x)\n{\n    grid_vec r;\n"
+    "static inline __attribute__((unused)) grid_vec grid_vatan2_(const grid_vec y, const grid_vec x)\n{\n    grid_vec r;\n"
     "    for (int l = 0; l < GRID_LANES; l++) r[l] = %s(y[l], x[l]);\n    return r;\n}\n\n";
 
 void emit_lane_helpers(const emit_ctx *cx)

@@ -414,6 +414,13 @@ void sym_raw(sym_graph *g, const char *text)
 void sym_write_literal(ew_writer *w, const sym_style *st, double k)
 {
     char buf[64];
+    if (!isfinite(k) || (st->is_float && !isfinite((float)k))) {
+        /* inf and NaN as constant expressions (a division by a zero constant, e.g. a massless body) */
+        const char *f = st->is_float ? "f" : "";
+        if (isnan(k)) ew_printf(w, "(0.0%s / 0.0%s)", f, f);
+        else ew_printf(w, "(%s1.0%s / 0.0%s)", k < 0 ? "-" : "", f, f);
+        return;
+    }
     if (st->is_float) {
         float f = (float)k;
         for (int p = 1; p <= 9; p++) {
@@ -545,11 +552,14 @@ static void emit_node(emitter *e, int i)
             ew_puts(w, ");\n");
             e->stats->transcendental++;
         } else {
-            ew_printf(w, "%sconst %s t%d = ", st->indent, st->real, e->name[i]);
+            /* two constants (only a division by a zero constant stays unfolded): broadcast in vector code */
+            const int splat = st->fn_splat && sym_is_const(g, nd->a, NULL) && sym_is_const(g, nd->b, NULL);
+            ew_printf(w, "%sconst %s t%d = %s%s", st->indent, st->real, e->name[i], splat ? st->fn_splat : "",
+                      splat ? "(" : "");
             put_operand(e, nd->a, 1);
             ew_puts(w, binop[nd->op]);
             put_operand(e, nd->b, 1);
-            ew_puts(w, ";\n");
+            ew_puts(w, splat ? ");\n" : ";\n");
             e->stats->flops++;
         }
         e->stats->statements++;

@@ -167,7 +167,7 @@ static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
         if (nvar > 1) ew_printf(w, "    case %d:\n", k);
         for (int team = 0; team < 2; team++) {
             if (team == 0) ew_printf(w, "%sif (nt <= 1) {\n", ind);
-            else ew_printf(w, "%s} else {\n#pragma omp parallel for schedule(static) num_threads(nt)\n", ind);
+            else ew_printf(w, "%s} else {\n#ifdef _OPENMP\n#pragma omp parallel for schedule(static) num_threads(nt)\n#endif\n", ind);
             if (e->vector)
                 ew_printf(w, "%s    for (long long i = 0; i < tiles; i++) grid_tile_%s_%s(q, v, a, f, o, i * GRID_LANES, n)",
                           ind, e->name, vr->fn);
@@ -235,7 +235,7 @@ void emit_batch_helpers(ew_writer *w, const emit_target *t)
         return;
     }
     ew_puts(w, "/* threads for a batch of n states: one below min_parallel, else the request or OpenMP's default */\n"
-               "static inline int grid_threads_(int requested, long long n, long long min_parallel)\n{\n"
+               "static inline __attribute__((unused)) int grid_threads_(int requested, long long n, long long min_parallel)\n{\n"
                "#ifdef _OPENMP\n"
                "    if (n < min_parallel || requested == 1) return 1;\n"
                "    int nt = requested > 0 ? requested : omp_get_max_threads();\n"
@@ -248,10 +248,10 @@ void emit_batch_helpers(ew_writer *w, const emit_target *t)
 }
 
 static const emit_target targets[] = {
-    {GRID_TARGET_C, "c", "static inline", "restrict", "static const", "", "",
+    {GRID_TARGET_C, "c", "static inline", "static inline __attribute__((unused))", "restrict", "static const", "", "",
      "#include <math.h>\n#include <stddef.h>\n#ifdef _OPENMP\n#include <omp.h>\n#endif\n",
      "__attribute__((visibility(\"default\")))", 1, batch_c},
-    {GRID_TARGET_CUDA, "cuda", "static __device__ __forceinline__", "__restrict__", "static __constant__ const",
+    {GRID_TARGET_CUDA, "cuda", "static __device__ __forceinline__", "static __device__ __forceinline__ __attribute__((unused))", "__restrict__", "static __constant__ const",
      ", const int st", " * st", "#include <math.h>\n#include <stddef.h>\n#include <cuda_runtime.h>\n",
      "extern \"C\" __attribute__((visibility(\"default\")))", 0, batch_cuda},
 };

@@ -36,7 +36,8 @@ typedef struct {
 typedef struct emit_target {
     int id;                    /* a grid_target */
     const char *name;          /* "c" / "cuda" */
-    const char *state_fn;      /* qualifiers of per-state functions and helpers */
+    const char *state_fn;      /* qualifiers of per-state functions */
+    const char *helper_fn;     /* qualifiers of helpers a part may leave unused */
     const char *restrict_kw;   /* restrict qualifier of pointer parameters */
     const char *table;         /* qualifiers of constant tables read by per-state code */
     const char *stride_param;  /* extra trailing parameter of per-state functions */

@@ -30,8 +30,15 @@ def pytest_configure(config):
 def pytest_collection_finish(session):
     """when any collected test uses the robot cases, start compiling them now, in the background, so the
     builds overlap the tests that come first"""
-    if any({"robot", "robot_case"} & set(getattr(item, "fixturenames", ())) for item in session.items):
-        robot_cases.start_precompile(robot_cases.synthetic_dir())
+    ids = set()
+    for item in session.items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "robot" in params:
+            ids.add(params["robot"][0].id)
+        if "robot_case" in params:
+            ids.add(params["robot_case"].id)
+    if ids:
+        robot_cases.start_precompile(robot_cases.synthetic_dir(), ids)
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -270,7 +270,8 @@ _pool = None
 _pool_lock = threading.Lock()
 
 
-def start_precompile(case_dir):
+def start_precompile(case_dir, ids=None):
+    """compile the cases (those whose id is in ids, default all) for float64 and float32, in CASES order"""
     global _pool
     with _pool_lock:
         if _pool is not None:
@@ -278,6 +279,8 @@ def start_precompile(case_dir):
         _pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)),
                                                       thread_name_prefix="precompile")
         for case in CASES:
+            if ids is not None and case.id not in ids:
+                continue
             try:
                 path = case_path(case, case_dir)
             except BaseException:  # pytest.skip: the robot's folder is absent
