@@ -46,7 +46,8 @@ typedef struct {
     int target;                   /* a grid_target */
     const char *cuda_arch;        /* "90", "sm_90", "9.0" ...; NULL: $GRID_RBD_CUDA_ARCH, else nvidia-smi */
     int force_rebuild;            /* skip every reuse: always generate and compile */
-    int verbose;                  /* progress lines on stderr (also when $GRID_RBD_VERBOSE=1) */
+    int verbose;                  /* 1: progress lines on stderr while generating/compiling (a hit is silent);
+                                     2: also report hits. $GRID_RBD_VERBOSE=N raises it to N */
     grid_generate_fn generate;    /* called only on a stage-1 miss ... */
     void *generate_ctx;
     const char *source;           /* ... or, when generate is NULL, these bytes are the source */

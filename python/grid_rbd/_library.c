@@ -60,19 +60,6 @@ static int generate_source(void *ctx, char **source, size_t *len, grid_error *er
     return grid_emit_source(g->model, &g->opts, source, len, err);
 }
 
-/* A quiet first lookup: grid_build calls the generator only on a stage-1 miss, so this one stops the
-   build there with a private status. A hit is then silent even when verbose; a miss is redone verbosely. */
-#define GRID_PY_STAGE1_MISS 1000
-
-static int stop_at_miss(void *ctx, char **source, size_t *len, grid_error *err)
-{
-    (void)ctx;
-    (void)source;
-    (void)len;
-    (void)err;
-    return GRID_PY_STAGE1_MISS;
-}
-
 /* ---- construction ---- */
 
 static int fill_provider(GridPyLibrary *self)
@@ -168,20 +155,7 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     int status;
     grid_lib *lib = NULL;
     Py_BEGIN_ALLOW_THREADS
-    if (verbose && !force_rebuild) {
-        /* progress only when there is something to build: a quiet lookup first */
-        req.verbose = 0;
-        req.generate = stop_at_miss;
-        status = grid_build(&req, &self->res, &err);
-        req.verbose = verbose;
-        req.generate = generate_source;
-        if (status == GRID_PY_STAGE1_MISS) {
-            grid_error_clear(&err);
-            status = grid_build(&req, &self->res, &err);
-        }
-    } else {
-        status = grid_build(&req, &self->res, &err);
-    }
+    status = grid_build(&req, &self->res, &err);
     if (status == GRID_OK && load) status = grid_lib_open(self->res.so_path, &x, &lib, &err);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&urdf);

@@ -13,7 +13,7 @@
 
 /* progress on stderr: one line per stage boundary when verbose */
 typedef struct {
-    int on;
+    int level;  /* 0 silent, 1 build stages, 2 also hits */
     const char *name;
 } progress;
 
@@ -25,7 +25,7 @@ static void say(const progress *p, const char *fmt, ...)
 
 static void say(const progress *p, const char *fmt, ...)
 {
-    if (!p->on) return;
+    if (p->level < 1) return;
     char line[1200];
     va_list ap;
     va_start(ap, fmt);
@@ -238,7 +238,8 @@ int grid_build(const grid_build_request *req, grid_build_result *res, grid_error
         return grid_error_set(err, GRID_ERR_ARG, 0, 0, "grid_build: urdf_len is %zu but urdf is NULL", req->urdf_len);
     double t0 = grid_now();
     const char *verbose_env = grid_env("GRID_RBD_VERBOSE");
-    progress pg = {req->verbose || (verbose_env && strcmp(verbose_env, "0") != 0), req->name ? req->name : "robot"};
+    int env_level = verbose_env ? atoi(verbose_env) : 0;
+    progress pg = {req->verbose > env_level ? req->verbose : env_level, req->name ? req->name : "robot"};
     const char *name = pg.name;
 
     grid_cache_dirs d;
@@ -262,7 +263,7 @@ int grid_build(const grid_build_request *req, grid_build_result *res, grid_error
             grid_cache_manifest_set(&d, name, ck, &ignored);
         }
         res->seconds_total = grid_now() - t0;
-        say(&pg, "cached at %s (hit, %.3f s)", res->entry_dir, res->seconds_total);
+        if (pg.level >= 2) say(&pg, "cached at %s (hit, %.3f s)", res->entry_dir, res->seconds_total);
         goto done;
     }
 

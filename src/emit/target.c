@@ -1,4 +1,4 @@
-/* Target and dtype tables (C with OpenMP batch loops, CUDA with one thread per state) and their batch wrappers. */
+/* Target and dtype tables (C: OpenMP loops over lane tiles; CUDA: a thread per state) and their batch wrappers. */
 #include <stdio.h>
 #include <string.h>
 #include "grid/abi.h"
@@ -27,7 +27,7 @@ void emit_state_params(ew_writer *w, const emit_target *t)
 
 /* ---- pieces shared by both wrappers ---- */
 
-/* argument checks every entry point starts with; returns through `fail` */
+/* the argument checks every entry point starts with (GRID_ERR_ARG = 7) */
 static void write_checks(ew_writer *w, const emit_entry *e)
 {
     ew_puts(w, "    if (!c || c->batch < 0) return 7; /* GRID_ERR_ARG */\n"

@@ -871,12 +871,16 @@ static void test_verbose_progress(void)
     dup2(fd, 2);
     close(fd);
     int rc1 = grid_build(&req, &res, &err);
-    int rc2 = grid_build(&req, &res, &err);
+    int rc2 = grid_build(&req, &res, &err); /* level 1: a hit is silent */
+    req.verbose = 2;
+    int rc3 = grid_build(&req, &res, &err); /* level 2: hits are reported too */
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
-    CHECK(rc1 == GRID_OK && rc2 == GRID_OK);
+    CHECK(rc1 == GRID_OK && rc2 == GRID_OK && rc3 == GRID_OK);
     char *text = read_text(log);
+    const char *hit = text ? strstr(text, "(hit, ") : NULL;
+    CHECK_MSG(hit && !strstr(hit + 1, "(hit, "), "exactly one hit line expected: %s", text ? text : "");
     CHECK_MSG(text && strstr(text, "grid-rbd: iiwa: generating C source...") &&
               strstr(text, "grid-rbd: iiwa: compiling robot.so with ") && strstr(text, "compiled in ") &&
               strstr(text, "grid-rbd: iiwa: cached at ") && strstr(text, "(hit, "), "%s", text ? text : "");
