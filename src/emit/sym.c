@@ -266,10 +266,9 @@ sv sym_add(sym_graph *g, sv a, sv b)
     if (!ca && !cb) {
         double k1, k2;
         sv x1 = scaled_term(g, pa, &k1), x2 = scaled_term(g, pb, &k2);
-        if (x1 == x2 && (k1 != 1.0 || k2 != 1.0)) {
-            double k = (na ? -k1 : k1) + (nb ? -k2 : k2);
-            return sym_mul(g, x1, sym_const(g, k));
-        }
+        double k = (na ? -k1 : k1) + (nb ? -k2 : k2);
+        /* (not when the sum is 0: x k - x k must stay NaN for a NaN x) */
+        if (x1 == x2 && (k1 != 1.0 || k2 != 1.0) && k != 0.0) return sym_mul(g, x1, sym_const(g, k));
     }
     if (!na && !nb) return add_node(g, pa, pb);
     if (!na && nb) return sub_node(g, pa, pb);

@@ -16,6 +16,9 @@ static const char cuda_config[] =
     "#ifndef GRID_CUDA_BLOCK\n"
     "#define GRID_CUDA_BLOCK 128 /* threads per block, one state per thread */\n"
     "#endif\n"
+    "#ifndef GRID_CUDA_MIN_BLOCKS\n"
+    "#define GRID_CUDA_MIN_BLOCKS 1 /* __launch_bounds__ minimum blocks per SM (1: ptxas may use 255 registers) */\n"
+    "#endif\n"
     "#ifndef GRID_CUDA_SMEM_MAX\n"
     "#define GRID_CUDA_SMEM_MAX 49152 /* shared-memory bytes per block the staging tiles may take */\n"
     "#endif\n"
@@ -41,6 +44,11 @@ static const char cuda_config[] =
     "                                                     const int m, const int lane)\n{\n"
     "#pragma unroll 4\n"
     "    for (int e = lane; e < m * W; e += 32) t[(e / W) * (W | 1) + e % W] = __ldg(g + e);\n"
+    "}\n\n"
+    "/* a tile of zeros (an absent optional input) */\n"
+    "template <int W>\n"
+    "static __device__ __forceinline__ void grid_tile_zero_(grid_real *__restrict__ t, const int lane)\n{\n"
+    "    for (int e = lane; e < 32 * (W | 1); e += 32) t[e] = 0;\n"
     "}\n\n"
     "/* the tile's m rows back to global memory, coalesced */\n"
     "template <int W>\n"
@@ -417,7 +425,7 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
     ew_printf(w, "#ifndef GRID_KERNEL_%s\n#define GRID_KERNEL_%s\n", fn, fn);
     ew_printf(w, "/* %s: the plan of its shared-memory tiles, then the kernel */\n", fn);
     write_plan(w, fn, arr, n);
-    ew_printf(w, "static __global__ void __launch_bounds__(GRID_CUDA_BLOCK)\n"
+    ew_printf(w, "static __global__ void __launch_bounds__(GRID_CUDA_BLOCK, GRID_CUDA_MIN_BLOCKS)\n"
                  "grid_k_%s(const grid_real *__restrict__ q, const grid_real *__restrict__ v, const grid_real *__restrict__ a,\n"
                  "    const grid_real *__restrict__ f, grid_real *__restrict__ o, const long long n, const int fr, const int rf)\n{\n",
               fn);
@@ -437,20 +445,21 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
         char name[8];
         snprintf(name, sizeof name, "s%c", s->key);
         ew_printf(w, "    /* %s: staged when the plan has room, else read in place */\n", s->arg);
-        if (s->optional) {
-            ew_printf(w, "    const grid_real *%s = grid_zeros_;\n"
-                         "    if (%s) {\n"
-                         "        %s = %s + (b0 + l) * %lld;\n",
-                      name, s->arg, name, s->arg, wd);
-        } else {
-            ew_printf(w, "    const grid_real *%s = %s + (b0 + l) * %lld;\n    {\n", name, s->arg, wd);
-        }
-        ew_printf(w, "        if (grid_p_%s_%c >= 0) {\n"
-                     "            grid_real *t = (grid_real *)(grid_smem_ + grid_p_%s_%c) + warp * 32 * (%lld | 1);\n"
-                     "            grid_tile_in_<%lld>(t, %s + b0 * %lld, m, lane);\n"
-                     "            %s = t + l * (%lld | 1);\n"
-                     "        }\n    }\n",
-                  fn, s->key, fn, s->key, wd, wd, s->arg, wd, name, wd);
+        if (s->optional)
+            ew_printf(w, "    const grid_real *%s = %s ? %s + (b0 + l) * %lld : grid_zeros_; /* NULL: zeros */\n", name, s->arg,
+                      s->arg, wd);
+        else
+            ew_printf(w, "    const grid_real *%s = %s + (b0 + l) * %lld;\n", name, s->arg, wd);
+        ew_printf(w, "    if (grid_p_%s_%c >= 0) {\n"
+                     "        grid_real *t = (grid_real *)(grid_smem_ + grid_p_%s_%c) + warp * 32 * (%lld | 1);\n",
+                  fn, s->key, fn, s->key, wd);
+        if (s->optional)
+            ew_printf(w, "        if (%s) grid_tile_in_<%lld>(t, %s + b0 * %lld, m, lane);\n"
+                         "        else grid_tile_zero_<%lld>(t, lane);\n",
+                      s->arg, wd, s->arg, wd, wd);
+        else
+            ew_printf(w, "        grid_tile_in_<%lld>(t, %s + b0 * %lld, m, lane);\n", wd, s->arg, wd);
+        ew_printf(w, "        %s = t + l * (%lld | 1);\n    }\n", name, wd);
         int slot = s->key == 'q' ? 0 : s->key == 'v' ? 1 : s->key == 'a' ? 2 : 3;
         ptr[slot] = s->key == 'q' ? "sq" : s->key == 'v' ? "sv" : s->key == 'a' ? "sa" : "sf";
     }

@@ -430,8 +430,9 @@ static void check_nan(const grid_model *m, const lib *L, const states *s, const 
         long long w = grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
         if (w == 0) continue;
         void *o = alloc_real(dt, B * w);
-        grid_call c = {.q = q, .v = v, .a = s->a, .batch = B, .out = o};
-        /* a frame on a moving body (a frame welded to the world has a zero Jacobian) */
+        grid_call c = {.q = q, .v = v, .a = s->a, .batch = B, .out = o, .reference_frame = GRID_LOCAL};
+        /* a frame on a moving body (a frame welded to the world has a zero Jacobian; a WORLD
+           column of a root joint does not depend on q at all) */
         for (int f = 0; f < m->nframes; f++)
             if (m->frames[f].body >= 0) c.frame = f;
         CHECK(L->fn[algo](&c) == 0);
@@ -515,7 +516,7 @@ static void test_g1_floating(void) { check_robot("g1_29dof.urdf", 1, 13); }
 
 /* a small branching robot with unaligned and negative axes, a prismatic joint and a welded frame;
    names: 0 robot, 1..5 links, 6..9 joints */
-static char *small_urdf(const char *const names[10])
+static char *small_urdf_rooted(const char *const names[10], int j4_parent)
 {
     static const char fmt[] =
         "<?xml version=\"1.0\"?>\n<robot name=\"%s\">\n"
@@ -542,8 +543,14 @@ static char *small_urdf(const char *const names[10])
     size_t cap = sizeof fmt + 4096;
     char *s = malloc(cap);
     snprintf(s, cap, fmt, names[0], names[1], names[2], names[3], names[4], names[5], names[6], names[1], names[2],
-             names[7], names[2], names[3], names[8], names[3], names[4], names[9], names[2], names[5]);
+             names[7], names[2], names[3], names[8], names[3], names[4], names[9], names[j4_parent], names[5]);
     return s;
+}
+
+/* the fourth joint branches off link 1 */
+static char *small_urdf(const char *const names[10])
+{
+    return small_urdf_rooted(names, 2);
 }
 
 static grid_model *load_text(const char *text, int floating)
@@ -562,8 +569,10 @@ static grid_model *load_text(const char *text, int floating)
 static void test_small_robot(void)
 {
     const char *plain[10] = {"r", "base", "l1", "l2", "l3", "l4", "j1", "j2", "j3", "j4"};
-    for (int floating = 0; floating < 2; floating++) {
-        char *u = small_urdf(plain);
+    /* fixed base, floating base, and a fixed base with two chains on the root link */
+    for (int config = 0; config < 3; config++) {
+        const int floating = config == 1;
+        char *u = small_urdf_rooted(plain, config == 2 ? 1 : 2);
         grid_model *m = load_text(u, floating);
         free(u);
         CHECK(m != NULL);
@@ -572,7 +581,8 @@ static void test_small_robot(void)
             lib L;
             int dtype = d ? GRID_FLOAT32 : GRID_FLOAT64;
             char what[64];
-            snprintf(what, sizeof what, "small robot%s %s", floating ? " floating" : "", d ? "float32" : "float64");
+            snprintf(what, sizeof what, "small robot%s %s", floating ? " floating" : config == 2 ? " two roots" : "",
+                     d ? "float32" : "float64");
             CHECK(emit_and_build(m, dtype, NULL, &L) == 0);
             if (L.dl) {
                 states s;
