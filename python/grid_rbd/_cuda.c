@@ -41,7 +41,7 @@ static PyObject *fn_cuda_probe(PyObject *self, PyObject *unused)
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         const char *e = dlerror();
-        snprintf(reason, sizeof reason, "no NVIDIA driver: libcuda.so.1 cannot be loaded (%s)", e ? e : "not found");
+        snprintf(reason, sizeof reason, "no NVIDIA driver: %s", e ? e : "libcuda.so.1 not found");
         goto done;
     }
     {
