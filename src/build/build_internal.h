@@ -55,6 +55,9 @@ int grid_fs_copy(const char *from, const char *to);
    Output (stdout and stderr) goes to out_fd when >= 0, else into capture when not NULL, else /dev/null.
    c_locale: run with LC_ALL=C. Returns 0 with *wstatus set, or the errno of a failed start. */
 int grid_spawn(char *const argv[], const char *cwd, int out_fd, grid_buf *capture, int c_locale, int *wstatus);
+/* the same in two steps, so several children can run at once: start (0 or an errno value), then wait */
+int grid_spawn_start(char *const argv[], const char *cwd, int out_fd, pid_t *pid);
+int grid_spawn_wait(pid_t pid, int *wstatus);
 /* the absolute path of an executable: name with a '/' is checked as is (made absolute),
    a bare name is searched on $PATH; returns 0 or an errno value */
 int grid_find_program(const char *name, char *out, size_t cap);

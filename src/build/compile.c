@@ -9,6 +9,8 @@
 #include "build_internal.h"
 
 #define LOG_TAIL_LINES 20
+#define GRID_MAX_PARTS 16  /* translation units compiled at once */
+#define GRID_MAX_ARGS 128  /* words in one compiler command */
 
 /* append a word quoted for a POSIX shell, so the logged command can be pasted */
 static void put_shell_word(grid_buf *b, const char *w)
@@ -44,6 +46,95 @@ static void log_tail(const char *log, char *out, size_t cap)
     free(text);
 }
 
+/* the part count the emitter writes on the source's first line (grid-rbd parts: N), 1 if absent */
+static int source_parts(const char *dir, const char *source_name)
+{
+    char path[GRID_PATH_CAP], head[64] = {0};
+    if (grid_pathf(path, sizeof path, "%s/%s", dir, source_name) != 0) return 1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 1;
+    ssize_t n = read(fd, head, sizeof head - 1);
+    close(fd);
+    int parts = 1;
+    if (n > 0 && sscanf(head, "/* grid-rbd parts: %d */", &parts) != 1) parts = 1;
+    return parts < 1 ? 1 : parts > GRID_MAX_PARTS ? GRID_MAX_PARTS : parts;
+}
+
+/* argv of one step, derived from the single-command argv: a part compile
+   (-shared -> -c, robot.so -> part<k>.o, -DGRID_PART=k, no libraries) or the link (source -> objects) */
+typedef struct {
+    char *argv[GRID_MAX_ARGS];
+    char words[GRID_MAX_PARTS + 1][32];
+} step_argv;
+
+static int make_step(const grid_toolchain *tc, int part, int parts, step_argv *s)
+{
+    int k = 0, after_source = 0;
+    for (int i = 0; i < tc->argc && k < GRID_MAX_ARGS - GRID_MAX_PARTS - 2; i++) {
+        const char *a = tc->argv[i];
+        if (after_source && part >= 0) break; /* libraries: link step only */
+        if (part >= 0 && strcmp(a, "-shared") == 0) {
+            s->argv[k++] = "-c";
+        } else if (part >= 0 && i > 0 && strcmp(tc->argv[i - 1], "-o") == 0) {
+            snprintf(s->words[0], sizeof s->words[0], "part%d.o", part);
+            s->argv[k++] = s->words[0];
+        } else if (strcmp(a, tc->source_name) == 0) {
+            after_source = 1;
+            if (part >= 0) {
+                s->argv[k++] = (char *)a;
+                snprintf(s->words[1], sizeof s->words[1], "-DGRID_PART=%d", part + 1); /* parts count from 1 */
+                s->argv[k++] = s->words[1];
+            } else {
+                for (int p = 0; p < parts; p++) {
+                    snprintf(s->words[p + 1], sizeof s->words[p + 1], "part%d.o", p);
+                    s->argv[k++] = s->words[p + 1];
+                }
+            }
+        } else {
+            s->argv[k++] = (char *)a;
+        }
+    }
+    s->argv[k] = NULL;
+    return k;
+}
+
+/* write the command of a step to the log */
+static void log_command(int fd, char *const argv[], const char *what)
+{
+    grid_buf head;
+    grid_buf_init(&head);
+    grid_buf_puts(&head, "# ");
+    grid_buf_puts(&head, what);
+    grid_buf_puts(&head, " (run in the entry directory):\n# ");
+    for (int i = 0; argv[i]; i++) {
+        if (i) grid_buf_put(&head, " ", 1);
+        put_shell_word(&head, argv[i]);
+    }
+    grid_buf_puts(&head, "\n");
+    if (head.data) (void)!write(fd, head.data, head.len);
+    grid_buf_free(&head);
+}
+
+/* run the steps of one stage at once; the first failure's status wins */
+static int run_stage(step_argv *steps, int n, const char *dir, int fd, int *status)
+{
+    pid_t pids[GRID_MAX_PARTS + 1];
+    int rc = 0, started = 0;
+    *status = 0;
+    for (int i = 0; i < n; i++) {
+        log_command(fd, steps[i].argv, n > 1 ? "grid-rbd build log; part command" : "grid-rbd build log; command");
+        rc = grid_spawn_start(steps[i].argv, dir, fd, &pids[i]);
+        if (rc) break;
+        started++;
+    }
+    for (int i = 0; i < started; i++) {
+        int st = 0;
+        if (grid_spawn_wait(pids[i], &st) == 0 && *status == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+            *status = st;
+    }
+    return rc;
+}
+
 int grid_compile(const grid_toolchain *tc, const char *dir, const char *failed_log, double *seconds,
                  grid_error *err)
 {
@@ -53,21 +144,27 @@ int grid_compile(const grid_toolchain *tc, const char *dir, const char *failed_l
     int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) return grid_cache_error(err, "create build log", log, errno);
 
-    /* the header: the exact command, run in the entry directory */
-    grid_buf head;
-    grid_buf_init(&head);
-    grid_buf_puts(&head, "# grid-rbd build log; command (run in the entry directory):\n# ");
-    for (int i = 0; i < tc->argc; i++) {
-        if (i) grid_buf_put(&head, " ", 1);
-        put_shell_word(&head, tc->argv[i]);
+    /* one command, or the parts compiled at once and then linked */
+    int parts = source_parts(dir, tc->source_name);
+    step_argv *steps = calloc((size_t)parts + 1, sizeof *steps);
+    if (!steps) {
+        close(fd);
+        return grid_error_set(err, GRID_ERR_NOMEM, 0, 0, "out of memory preparing the compile");
     }
-    grid_buf_puts(&head, "\n");
-    if (head.data) (void)!write(fd, head.data, head.len);
-    grid_buf_free(&head);
-
     double t0 = grid_now();
-    int status = 0;
-    int rc = grid_spawn(tc->argv, dir, fd, NULL, 0, &status);
+    int status = 0, rc;
+    if (parts == 1) {
+        for (int i = 0; i < tc->argc && i < GRID_MAX_ARGS - 1; i++) steps[0].argv[i] = tc->argv[i];
+        rc = run_stage(steps, 1, dir, fd, &status);
+    } else {
+        for (int p = 0; p < parts; p++) make_step(tc, p, parts, &steps[p]);
+        rc = run_stage(steps, parts, dir, fd, &status);
+        if (!rc && status == 0) {
+            make_step(tc, -1, parts, &steps[parts]);
+            rc = run_stage(&steps[parts], 1, dir, fd, &status);
+        }
+    }
+    free(steps);
     double dt = grid_now() - t0;
     if (seconds) *seconds = dt;
 

@@ -187,3 +187,18 @@ int grid_find_program(const char *name, char *out, size_t cap)
     }
     return ENOENT;
 }
+
+int grid_spawn_start(char *const argv[], const char *cwd, int out_fd, pid_t *pid)
+{
+    return start_child(argv, cwd, out_fd, environ, pid);
+}
+
+int grid_spawn_wait(pid_t pid, int *wstatus)
+{
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0) {
+        if (errno != EINTR) return errno;
+    }
+    *wstatus = st;
+    return 0;
+}

@@ -13,7 +13,12 @@
 /* ---- every compiler flag lives here ---- */
 
 /* CPU: cc <tuning> <required> -o robot.so robot.c <libs>; GRID_RBD_CFLAGS replaces the tuning part */
-static const char *const c_tuning_default[] = {"-O3", "-march=native", "-fno-math-errno", "-fopenmp", NULL};
+static const char *const c_tuning_default[] = {"-O2", "-march=native", "-ffp-contract=fast", "-fno-math-errno",
+                                               "-fopenmp", NULL};
+/* gcc only: these cut its compile time of long straight-line functions by about a quarter at no run-time
+   cost (docs/emitter.md); skipped for clang */
+static const char *const c_tuning_gcc_extra[] = {"-fno-schedule-insns2", "--param=max-combine-insns=2",
+                                                 "-fno-tree-pre", NULL};
 static const char *const c_required[] = {"-std=gnu11", "-fPIC", "-shared", NULL};
 static const char *const c_libs[] = {"-lm", NULL};
 /* CUDA: nvcc -ccbin <cc> -arch=sm_XX <tuning> <required> -o robot.so robot.cu; GRID_RBD_NVCC_FLAGS replaces
@@ -411,6 +416,8 @@ int grid_toolchain_resolve(int target, const char *cuda_arch, grid_toolchain *tc
         snprintf(tc->source_name, sizeof tc->source_name, "robot.c");
         int bad = argv_add(&tc->argv, &tc->argc, tc->compiler) ||
                   argv_add_flags(&tc->argv, &tc->argc, c_tuning_default, grid_env("GRID_RBD_CFLAGS")) ||
+                  (!grid_env("GRID_RBD_CFLAGS") && !strstr(tc->compiler_version, "clang") &&
+                   argv_add_flags(&tc->argv, &tc->argc, c_tuning_gcc_extra, NULL)) ||
                   argv_add_flags(&tc->argv, &tc->argc, c_required, NULL) ||
                   argv_add(&tc->argv, &tc->argc, "-o") || argv_add(&tc->argv, &tc->argc, "robot.so") ||
                   argv_add(&tc->argv, &tc->argc, tc->source_name) ||

@@ -78,7 +78,7 @@ int grid_lib_open(const char *so_path, const grid_lib_expect *expect, grid_lib *
 
     /* load with every symbol bound now, private to this library */
     dlerror();
-    lib->handle = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+    lib->handle = dlopen(so_path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!lib->handle) {
         const char *why = dlerror();
         rc = grid_error_set(err, GRID_ERR_LOAD, 0, 0, "cannot load %s: %s", so_path, why ? why : "dlopen failed");

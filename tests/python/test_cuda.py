@@ -1,0 +1,300 @@
+"""device="cuda" against the float64 reference on every robot case (pytest -m gpu; skipped with the reason when there
+is no GPU or no nvcc): float64 to 1e-10 per output block, float32 no worse than 4x the CPU float32 generated path on
+the same inputs, at B = 1, 7, 256, 1000 (and 65536 for a subset), outputs poisoned with NaN before every call, fresh
+random inputs per test. Also: bitwise identical outputs in every batch slot, the torch device-array path equal to the
+numpy path, pinned out=, and failures that raise.
+
+Robots: robot_cases.CASES; GRID_RBD_ROBOTS_DIR / GRID_RBD_ERD_DIR point at copies of ../shared/robots and
+example-robot-data's robots/ where those are not installed (the GPU machine). GRID_RBD_GPU_REPORT names a markdown file
+that receives the error table."""
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import grid_rbd
+from grid_rbd import cuda as gcuda
+from robot_cases import CASES, case_path, make_states, synthetic_dir
+
+_ok, _why = gcuda.available()
+pytestmark = [pytest.mark.gpu] + ([] if _ok else [pytest.mark.skip(reason=f"needs an NVIDIA GPU and nvcc: {_why}")])
+
+RTOL64 = 1e-10       # float64 CUDA vs float64 reference, per block (relative, floor 1e-6 of the output's scale)
+F32_FACTOR = 4.0     # float32 CUDA error <= 4x the CPU float32 generated path's error ...
+F32_FLOOR = 1e-6     # ... or 4x this, whichever is larger (both are a few float32 ulps on easy outputs)
+SCALE_FLOOR = 1e-6
+
+BATCHES = (1, 7, 256, 1000)
+BIG = 65536
+BIG_CASES = ("iiwa", "go2_ff", "g1_29dof_ff", "atlas_ff")
+BIG_METHODS = ("inverse_dynamics", "crba", "minv", "forward_dynamics", "aba")
+TORCH_CASES = ("iiwa", "go2_ff", "g1_29dof_ff", "synthetic_ff")
+
+
+def robot_path(case):
+    """the case's URDF: GRID_RBD_ROBOTS_DIR (shared robots) / GRID_RBD_ERD_DIR (example-robot-data robots/) first"""
+    env = {"shared": "GRID_RBD_ROBOTS_DIR", "erd": "GRID_RBD_ERD_DIR"}.get(case.source)
+    if env and os.environ.get(env):
+        p = Path(os.environ[env]) / case.relpath
+        if p.is_file():
+            return p
+    return case_path(case, synthetic_dir())
+
+
+# ---- handles, once per (case, kind) ----
+_handles = {}
+_handles_lock = threading.Lock()
+
+
+def handle(case, kind):
+    """kind: 'cuda64', 'cuda32' (device="cuda"), 'cpu32' (the CPU float32 generated library), 'ref' (float64
+    reference)"""
+    key = (case.id, kind)
+    with _handles_lock:
+        if key in _handles:
+            return _handles[key]
+    path = robot_path(case)
+    common = dict(urdf_path=path, floating_base=case.floating_base, ignore_mimic=case.ignore_mimic, verbose=False)
+    if kind == "ref":
+        h = grid_rbd.register_robot(f"{case.id}_gpu_ref", dtype="float64", codegen=False, device="cpu", **common)
+    elif kind == "cpu32":
+        h = grid_rbd.register_robot(f"{case.id}_gpu_cpu32", dtype="float32", device="cpu", **common)
+    else:
+        dtype = "float64" if kind == "cuda64" else "float32"
+        h = grid_rbd.register_robot(f"{case.id}_gpu_{kind}", dtype=dtype, device="cuda", **common)
+        assert h.device == "cuda", h
+    with _handles_lock:
+        return _handles.setdefault(key, h)
+
+
+# ---- what is called ----
+def _jac(rf):
+    def call(h, s, out):
+        fid = h.ee_frame_ids[0] if h.ee_frame_ids else len(h.frame_names) - 1
+        return h.frame_jacobian(s["q"], fid, rf, out=out)
+    return call
+
+
+METHODS = {
+    "inverse_dynamics": lambda h, s, out: h.inverse_dynamics(s["q"], s["qd"], s["qdd"], out=out),
+    "inverse_dynamics_qdd_none": lambda h, s, out: h.inverse_dynamics(s["q"], s["qd"], out=out),
+    "inverse_dynamics_f_ext": lambda h, s, out: h.inverse_dynamics(s["q"], s["qd"], s["qdd"], f_ext=s["f_ext"], out=out),
+    "inverse_dynamics_f_ext_qdd_none": lambda h, s, out: h.inverse_dynamics(s["q"], s["qd"], f_ext=s["f_ext"], out=out),
+    "nonlinear_effects": lambda h, s, out: h.nonlinear_effects(s["q"], s["qd"], out=out),
+    "generalized_gravity": lambda h, s, out: h.generalized_gravity(s["q"], out=out),
+    "crba": lambda h, s, out: h.crba(s["q"], out=out),
+    "minv": lambda h, s, out: h.minv(s["q"], out=out),
+    "forward_dynamics": lambda h, s, out: h.forward_dynamics(s["q"], s["qd"], s["u"], out=out),
+    "forward_dynamics_f_ext": lambda h, s, out: h.forward_dynamics(s["q"], s["qd"], s["u"], f_ext=s["f_ext"], out=out),
+    "aba": lambda h, s, out: h.aba(s["q"], s["qd"], s["u"], out=out),
+    "aba_f_ext": lambda h, s, out: h.aba(s["q"], s["qd"], s["u"], f_ext=s["f_ext"], out=out),
+    "forward_kinematics": lambda h, s, out: h.forward_kinematics(s["q"], out=out),
+    "end_effector_pose": lambda h, s, out: h.end_effector_pose(s["q"], out=out),
+    "frame_jacobian_world": _jac("WORLD"),
+    "frame_jacobian_local": _jac("LOCAL"),
+    "frame_jacobian_lwa": _jac("LOCAL_WORLD_ALIGNED"),
+}
+
+
+def states(h, n, seed, dtype):
+    """fresh random states in dtype (float32 inputs are what both float32 paths and the reference see)"""
+    s = make_states(h, "random", n, seed=seed)
+    return {k: np.ascontiguousarray(v, dtype=dtype) for k, v in s.items()}
+
+
+def poisoned(shape, dtype, pinned_from=None):
+    out = pinned_from.pinned_empty(shape) if pinned_from is not None else np.empty(shape, dtype=dtype)
+    out[...] = np.nan
+    return out
+
+
+def block_errors(ours, ref):
+    """per state ||ours - ref|| / max(||ref||, 1e-6 * the largest ||ref|| of the batch (at least 1))"""
+    ours = np.asarray(ours, dtype=np.float64).reshape(len(ours), -1)
+    ref = np.asarray(ref, dtype=np.float64).reshape(len(ref), -1)
+    norms = np.linalg.norm(ref, axis=1)
+    scale = max(1.0, float(norms.max(initial=0.0)))
+    err = np.linalg.norm(ours - ref, axis=1) / np.maximum(norms, SCALE_FLOOR * scale)
+    err[~np.isfinite(ours).all(axis=1)] = np.inf  # a NaN left in place (an unwritten output) never passes
+    return err
+
+
+# ---- the report (GRID_RBD_GPU_REPORT) ----
+_rows = []
+_rows_lock = threading.Lock()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report():
+    yield
+    path = os.environ.get("GRID_RBD_GPU_REPORT")
+    if not path or not _rows:
+        return
+    lines = ["| robot | B | method | float64 CUDA max rel err | float32 CUDA max rel err | float32 CPU max rel err | "
+             "ratio |", "|---|---|---|---|---|---|---|"]
+    for r in sorted(_rows, key=lambda r: (r[0], r[1], r[2])):
+        ratio = r[4] / max(r[5], 1e-30) if np.isfinite(r[4]) else float("inf")
+        lines.append(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]:.2e} | {r[4]:.2e} | {r[5]:.2e} | {ratio:.2f} |")
+    worst64 = max(r[3] for r in _rows)
+    worst_ratio = max(r[4] / max(r[5], F32_FLOOR) for r in _rows)
+    head = [f"# CUDA accuracy ({len(_rows)} rows): worst float64 relative block error {worst64:.2e} (limit {RTOL64:.0e}); "
+            f"worst float32 CUDA / max(CPU float32, {F32_FLOOR:.0e}) ratio {worst_ratio:.2f} (limit {F32_FACTOR:g})", ""]
+    with open(path, "w") as f:
+        f.write("\n".join(head + lines) + "\n")
+
+
+def check_case(case, n, methods):
+    """every method on fresh random states: float64 CUDA vs reference, float32 CUDA vs 4x the CPU float32 path"""
+    ref, g64, g32, c32 = (handle(case, k) for k in ("ref", "cuda64", "cuda32", "cpu32"))
+    seed = 7919 * n + len(case.id)
+    s64 = states(ref, n, seed, np.float64)
+    s32 = states(ref, n, seed + 1, np.float32)
+    s32_as64 = {k: v.astype(np.float64) for k, v in s32.items()}
+    failures = []
+    for name in methods:
+        call = METHODS[name]
+        if name.startswith("end_effector") and ref.num_ees == 0:
+            continue
+        r64 = call(ref, s64, None)
+        out = poisoned(r64.shape, np.float64)
+        got = call(g64, s64, out)
+        assert got is out
+        e64 = float(block_errors(got, r64).max())
+        # float32: the same float32 inputs on the GPU and on the CPU generated path; the reference sees them exactly
+        r32 = call(ref, s32_as64, None)
+        out32 = poisoned(r32.shape, np.float32, pinned_from=g32 if n % 2 else None)  # odd B: pinned out=
+        got32 = call(g32, s32, out32)
+        cpu32 = call(c32, s32, poisoned(r32.shape, np.float32))
+        e32 = float(block_errors(got32, r32).max())
+        ec = float(block_errors(cpu32, r32).max())
+        with _rows_lock:
+            _rows.append((case.id, n, name, e64, e32, ec))
+        if not e64 <= RTOL64:
+            failures.append(f"{name}: float64 max relative block error {e64:.3e} > {RTOL64:.0e}")
+        if not e32 <= F32_FACTOR * max(ec, F32_FLOOR):
+            failures.append(f"{name}: float32 CUDA error {e32:.3e} > {F32_FACTOR:g} x max(CPU float32 {ec:.3e}, "
+                            f"{F32_FLOOR:.0e})")
+    assert not failures, f"{case.id} B={n}:\n" + "\n".join(failures)
+
+
+@pytest.mark.parametrize("n", BATCHES)
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_matches_reference(case, n):
+    check_case(case, n, list(METHODS))
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.id in BIG_CASES], ids=lambda c: c.id)
+def test_matches_reference_large_batch(case):
+    """65536 states: several host round-trip chunks for the wide outputs (minv, crba of the larger robots)"""
+    check_case(case, BIG, BIG_METHODS)
+
+
+@pytest.mark.parametrize("dtype", ("float32", "float64"))
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_every_slot_bitwise_identical(case, dtype):
+    """one state copied into all 1000 slots (7 full warps and a partial one) gives bit-identical outputs"""
+    h = handle(case, "cuda64" if dtype == "float64" else "cuda32")
+    one = states(h, 1, 12345, np.dtype(dtype))
+    many = {k: np.ascontiguousarray(np.repeat(v, 1000, axis=0)) for k, v in one.items()}
+    for name, call in METHODS.items():
+        if name.startswith("end_effector") and h.num_ees == 0:
+            continue
+        first = call(h, one, None)
+        out = call(h, many, None)
+        assert np.isfinite(out).all(), name
+        flat = out.reshape(1000, -1).view(np.uint32 if dtype == "float32" else np.uint64)
+        assert (flat == flat[0]).all(), f"{case.id} {name}: outputs differ between batch slots"
+        assert np.array_equal(first.reshape(1, -1).view(flat.dtype)[0], flat[0]), \
+            f"{case.id} {name}: B=1 and B=1000 differ"
+
+
+def _torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA device")
+    return torch
+
+
+@pytest.mark.parametrize("dtype", ("float32", "float64"))
+@pytest.mark.parametrize("case", [c for c in CASES if c.id in TORCH_CASES], ids=lambda c: c.id)
+def test_torch_device_arrays_equal_numpy(case, dtype):
+    """device tensors go straight to grid_cuda_<algo> on torch's current stream: bit-identical to the numpy path"""
+    torch = _torch()
+    h = handle(case, "cuda64" if dtype == "float64" else "cuda32")
+    n = 1000
+    s = states(h, n, 4242, np.dtype(dtype))
+    ts = {k: torch.from_numpy(v).cuda() for k, v in s.items()}
+    side = torch.cuda.Stream()
+    for name, call in METHODS.items():
+        if name.startswith("end_effector") and h.num_ees == 0:
+            continue
+        want = call(h, s, None)
+        tout = torch.full(want.shape, float("nan"), dtype=ts["q"].dtype, device="cuda")
+        with torch.cuda.stream(side):
+            side.wait_stream(torch.cuda.current_stream())
+            got = call(h, ts, tout)
+        side.synchronize()
+        assert got is tout
+        assert np.array_equal(got.cpu().numpy(), want), f"{case.id} {name}: torch path differs from numpy path"
+        fresh = call(h, ts, None)  # out=None: torch.empty on q's device
+        torch.cuda.synchronize()
+        assert fresh.is_cuda and fresh.dtype == ts["q"].dtype and tuple(fresh.shape) == want.shape
+        assert np.array_equal(fresh.cpu().numpy(), want), f"{case.id} {name}: allocated output differs"
+
+
+def test_device_array_errors():
+    torch = _torch()
+    case = next(c for c in CASES if c.id == "iiwa")
+    h = handle(case, "cuda32")
+    q = torch.zeros((4, h.nq), dtype=torch.float32, device="cuda")
+    with pytest.raises(ValueError, match="float32"):
+        h.inverse_dynamics(q.double(), q.double())
+    with pytest.raises(ValueError, match="shape"):
+        h.inverse_dynamics(q, torch.zeros((5, h.nv), dtype=torch.float32, device="cuda"))
+    with pytest.raises(ValueError, match="contiguous"):
+        h.crba(torch.zeros((h.nq, 4), dtype=torch.float32, device="cuda").t())
+    with pytest.raises(ValueError, match="out must be"):
+        h.crba(q, out=torch.zeros((4, h.nv), dtype=torch.float32, device="cuda"))
+    with pytest.raises(TypeError, match="qd is required"):
+        h.inverse_dynamics(q, None)
+
+
+def test_failures_raise():
+    """an allocation the GPU cannot satisfy raises CudaError (never zeros), and the handle works afterwards"""
+    case = next(c for c in CASES if c.id == "iiwa")
+    h = handle(case, "cuda32")
+    with pytest.raises(grid_rbd.CudaError, match="cudaMalloc"):
+        h.reserve(10 ** 13)
+    s = states(h, 300, 1, np.float32)
+    ref = handle(case, "ref").inverse_dynamics(s["q"].astype(np.float64), s["qd"].astype(np.float64))
+    assert block_errors(h.inverse_dynamics(s["q"], s["qd"]), ref).max() < 1e-4
+    # a batch too large for one launch is refused before anything runs
+    lib = h.cuda_library
+    with pytest.raises(grid_rbd.GridArgumentError):
+        lib.call(grid_rbd._core.ALGO_CRBA, 256, 0, 0, 0, 256, 2 ** 31 * 128, 0, 0, 0)
+
+
+def test_runtime_entry_points():
+    case = next(c for c in CASES if c.id == "iiwa")
+    h = handle(case, "cuda32")
+    info = json.loads(h.cuda_library.device_info())
+    assert info["sms"] > 0 and info["cc"].count(".") == 1 and info["real_bytes"] == 4
+    h.cuda_library.noop(0)
+    ev, wall = h.cuda_library.time(0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 2, True)
+    assert len(ev) == len(wall) == 5 and min(wall) > 0
+    s = states(h, 64, 3, np.float32)
+    out = h.pinned_empty((64, h.nv))
+    out[...] = np.nan
+    ev, wall = h.cuda_library.time(0, 1, s["q"].ctypes.data, s["qd"].ctypes.data, 0, 0, out.ctypes.data, 64, 0, 0, 0,
+                                   3, 1, False)
+    assert ev is None and len(wall) == 3 and np.isfinite(out).all()
+
+
+def test_auto_picks_cuda():
+    case = next(c for c in CASES if c.id == "iiwa")
+    h = grid_rbd.register_robot("iiwa_gpu_auto", urdf_path=robot_path(case), verbose=False)
+    assert h.device == "cuda" and "auto: found" in repr(h), repr(h)
