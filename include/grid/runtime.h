@@ -16,6 +16,9 @@ typedef struct {
     int target;                /* 0 C, 1 CUDA, -1: any */
     const char *model_hash;    /* NULL: any */
     unsigned algorithms;       /* algorithms that must be present (0: none required) */
+    int inspect_only;          /* 1: opened only to read metadata, no code runs; unloaded on close.
+                                  0 (the default): opened to run, and never unloaded, because OpenMP
+                                  worker threads must not outlive the libgomp the library pulled in */
 } grid_lib_expect;
 
 /* every field at "any" */

@@ -130,7 +130,9 @@ static int write_meta(const char *dir, const grid_build_request *req, const grid
     grid_lib *lib = NULL;
     grid_error lerr;
     grid_error_clear(&lerr);
-    if (grid_lib_open(so, NULL, &lib, &lerr))
+    grid_lib_expect inspect = grid_lib_expect_any();
+    inspect.inspect_only = 1;
+    if (grid_lib_open(so, &inspect, &lib, &lerr))
         return grid_error_set(err, GRID_ERR_BUILD, 0, 0, "the compiled library fails its load check: %s",
                               lerr.message);
     const grid_robot_meta_t *m = grid_lib_meta(lib);

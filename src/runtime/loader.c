@@ -15,7 +15,7 @@ struct grid_lib {
 
 grid_lib_expect grid_lib_expect_any(void)
 {
-    grid_lib_expect e = {-1, -1, -1, 0, -1, NULL, 0};
+    grid_lib_expect e = {-1, -1, -1, 0, -1, NULL, 0, 0};
     return e;
 }
 
@@ -78,7 +78,8 @@ int grid_lib_open(const char *so_path, const grid_lib_expect *expect, grid_lib *
 
     /* load with every symbol bound now, private to this library */
     dlerror();
-    lib->handle = dlopen(so_path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    int keep = !(expect && expect->inspect_only);
+    lib->handle = dlopen(so_path, RTLD_NOW | RTLD_LOCAL | (keep ? RTLD_NODELETE : 0));
     if (!lib->handle) {
         const char *why = dlerror();
         rc = grid_error_set(err, GRID_ERR_LOAD, 0, 0, "cannot load %s: %s", so_path, why ? why : "dlopen failed");
