@@ -78,7 +78,7 @@ build/fuzz_urdf: tests/fuzz/fuzz_urdf.c $(SRC)
 fuzz: build/fuzz_urdf
 	@mkdir -p build/fuzz-corpus
 	@cp -n tests/data/*.urdf build/fuzz-corpus/ 2>/dev/null || true
-	build/fuzz_urdf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -dict=tests/fuzz/urdf.dict build/fuzz-corpus 2>&1 | tail -n 5
+	set -o pipefail; build/fuzz_urdf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -dict=tests/fuzz/urdf.dict build/fuzz-corpus 2>&1 | tail -n 5
 
 test-python: venv
 	$(VPY) -m pytest -q tests/python

@@ -187,8 +187,9 @@ static PyObject *cudalib_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     self->lib = lib;
     self->nframes = grid_lib_meta(lib)->nframes;
-    /* the same mapping grid_lib_open made (dlopen of one path returns one handle) */
-    self->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    /* the same mapping grid_lib_open made (dlopen of one path returns one handle), marked never to be unmapped:
+       the library carries a static CUDA runtime and a stream/buffer context that live until the process ends */
+    self->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!self->handle) {
         char msg[600];
         const char *e = dlerror();

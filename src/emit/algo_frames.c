@@ -1,4 +1,4 @@
-/* Kinematic outputs: forward kinematics, end-effector poses (rpy) and frame Jacobians with a runtime frame. */
+/* Kinematic outputs: forward kinematics, end-effector poses (rpy) and the constant frame tables of the frame Jacobian. */
 #include <stdio.h>
 #include <string.h>
 #include "emit_ctx.h"
@@ -126,82 +126,6 @@ void emit_frame_tables(const emit_ctx *cx)
         ew_puts(w, "},\n");
     }
     if (em->nframes == 0) ew_puts(w, "    {0},\n");
-    ew_puts(w, "};\n/* body -> parent body (-1 = world), first velocity index, velocity width */\n");
-    const char *names[3] = {"grid_body_parent_", "grid_body_iv_", "grid_body_nv_"};
-    for (int t = 0; t < 3; t++) {
-        ew_printf(w, "%s int %s[%d] = {", q, names[t], em->nb > 0 ? em->nb : 1);
-        for (int i = 0; i < em->nb; i++) {
-            const em_body *b = &em->b[i];
-            ew_printf(w, "%s%d", i ? ", " : "", t == 0 ? b->parent : t == 1 ? b->iv : b->nv);
-        }
-        if (em->nb == 0) ew_puts(w, "0");
-        ew_puts(w, "};\n");
-    }
+    ew_puts(w, "};\n");
     ew_puts(w, "\n");
-}
-
-int ea_frame_jacobian(const emit_ctx *cx, ek_kin *k)
-{
-    sym_graph *g = k->g;
-    const em_model *em = cx->em;
-    const int nb = em->nb, nv = em->nv;
-    char buf[512], el[160], ix[96];
-    if (ek_world(k) != 0) return -1;
-    int aR = sym_local_array(g, "oR", 9 * nb), ap = sym_local_array(g, "op", 3 * nb), aJ = sym_local_array(g, "Jw", 6 * nv);
-    /* unrolled: oMi of every body and every joint column S as a world-frame twist at the origin */
-    for (int i = 0; i < nb; i++) {
-        const em_body *b = &em->b[i];
-        ek_body_comment(g, em, i, "oMi and world columns");
-        for (int r = 0; r < 9; r++) sym_store(g, aR, 9 * i + r, k->oM[i].R[r]);
-        for (int r = 0; r < 3; r++) sym_store(g, ap, 3 * i + r, k->oM[i].p[r]);
-        for (int c = 0; c < b->nv; c++) {
-            sv s[6], w[6];
-            for (int r = 0; r < 6; r++) s[r] = sym_const(g, b->S[b->nv * r + c]);
-            sp_motion_act(g, &k->oM[i], s, w);
-            for (int r = 0; r < 6; r++) sym_store(g, aJ, 6 * (b->iv + c) + r, w[r]);
-        }
-    }
-    /* runtime part: the frame's placement, then the columns of the joints that support it */
-    emit_elem(cx, el, sizeof el, "out", "e");
-    snprintf(buf, sizeof buf,
-             "    /* runtime frame: zero, then the columns of every joint from the frame's body to the root */\n"
-             "    for (int e = 0; e < %d; e++) %s = 0;\n"
-             "    const int body = grid_frame_body_[frame];\n"
-             "    if (body < 0) return;\n",
-             6 * nv, el);
-    sym_raw(g, buf);
-    sym_raw(g, "    const grid_real *F = grid_frame_place_[frame];\n"
-               "    const grid_real *bR = oR + 9 * body, *bp = op + 3 * body;\n"
-               "    grid_real R[9], p[3];\n"
-               "    for (int r = 0; r < 3; r++) {\n"
-               "        for (int c = 0; c < 3; c++) R[3 * r + c] = bR[3 * r] * F[c] + bR[3 * r + 1] * F[3 + c] + bR[3 * r + 2] * F[6 + c];\n"
-               "        p[r] = bp[r] + bR[3 * r] * F[9] + bR[3 * r + 1] * F[10] + bR[3 * r + 2] * F[11];\n"
-               "    }\n"
-               "    for (int j = body; j >= 0; j = grid_body_parent_[j]) {\n"
-               "        for (int d = grid_body_iv_[j]; d < grid_body_iv_[j] + grid_body_nv_[j]; d++) {\n"
-               "            const grid_real *w = Jw + 6 * d;\n"
-               "            grid_real col[6];\n"
-               "            if (rf == 0) {\n"
-               "                for (int r = 0; r < 6; r++) col[r] = w[r];\n"
-               "            } else {\n"
-               "                /* velocity of the frame origin, world axes: v - p x w */\n"
-               "                const grid_real l0 = w[0] - (p[1] * w[5] - p[2] * w[4]);\n"
-               "                const grid_real l1 = w[1] - (p[2] * w[3] - p[0] * w[5]);\n"
-               "                const grid_real l2 = w[2] - (p[0] * w[4] - p[1] * w[3]);\n"
-               "                if (rf == 2) {\n"
-               "                    col[0] = l0; col[1] = l1; col[2] = l2;\n"
-               "                    col[3] = w[3]; col[4] = w[4]; col[5] = w[5];\n"
-               "                } else {\n"
-               "                    /* LOCAL: both parts in the frame's axes */\n"
-               "                    for (int r = 0; r < 3; r++) {\n"
-               "                        col[r] = R[r] * l0 + R[3 + r] * l1 + R[6 + r] * l2;\n"
-               "                        col[3 + r] = R[r] * w[3] + R[3 + r] * w[4] + R[6 + r] * w[5];\n"
-               "                    }\n"
-               "                }\n"
-               "            }\n");
-    snprintf(ix, sizeof ix, "%d * r + d", nv);
-    emit_elem(cx, el, sizeof el, "out", ix);
-    snprintf(buf, sizeof buf, "            for (int r = 0; r < 6; r++) %s = col[r];\n        }\n    }\n", el);
-    sym_raw(g, buf);
-    return 0;
 }

@@ -33,7 +33,10 @@ void emit_frame_tables(const emit_ctx *cx);
 void emit_rpy_helper(const emit_ctx *cx);
 int ea_fk(const emit_ctx *cx, ek_kin *k);
 int ea_ee_pose(const emit_ctx *cx, ek_kin *k);
-int ea_frame_jacobian(const emit_ctx *cx, ek_kin *k);
+/* algo_jacobian.c: writes one chain function per body to cx->w (ahead of the per-state function),
+   whose graph k->g gets only the runtime dispatch; their counts go to *extra (statements summed,
+   flops of the most expensive body) */
+int ea_frame_jacobian(const emit_ctx *cx, ek_kin *k, sym_stats *extra);
 
 /* per-state functions (emit_state.c): write the function named grid_s_<fn> */
 typedef enum { ST_RNEA, ST_GRAVITY, ST_CRBA, ST_MINV, ST_FD, ST_ABA, ST_FK, ST_EE_POSE, ST_JACOBIAN } state_kind;

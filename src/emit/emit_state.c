@@ -3,7 +3,8 @@
 #include "emit_ctx.h"
 
 /* run the builder of sp on fresh kinematics; outputs land in out[] through stores */
-static int build(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *v, const sv *a, const sv *fext)
+static int build(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *v, const sv *a, const sv *fext,
+                 sym_stats *extra)
 {
     const em_model *em = cx->em;
     sym_graph *g = k->g;
@@ -13,7 +14,7 @@ static int build(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *
     switch (sp->kind) {
     case ST_FK: return ea_fk(cx, k);
     case ST_EE_POSE: return ea_ee_pose(cx, k);
-    case ST_JACOBIAN: return ea_frame_jacobian(cx, k);
+    case ST_JACOBIAN: return ea_frame_jacobian(cx, k, extra);
     default: break;
     }
     res = ek_calloc((size_t)nv * (size_t)nv, sizeof *res);
@@ -54,6 +55,7 @@ int emit_state_function(const emit_ctx *cx, const state_spec *sp, int vector, sy
     sym_graph *g = sym_new();
     sv *q = NULL, *v = NULL, *a = NULL, *fext = NULL;
     ek_kin k = {0};
+    sym_stats extra = {0};  /* functions a builder wrote besides this one */
     if (!g) return -1;
     /* array ids follow ARR_Q .. ARR_OUT */
     sym_array(g, "q", 1);
@@ -67,7 +69,7 @@ int emit_state_function(const emit_ctx *cx, const state_spec *sp, int vector, sy
     fext = inputs(g, ARR_FEXT, 6 * em->nb, sp->reads_fext);
     if (!q || (sp->reads_v && !v) || (sp->reads_a && !a) || (sp->reads_fext && !fext)) goto done;
     if (ek_kin_init(&k, g, em, q) != 0) goto done;
-    if (build(cx, sp, &k, v, a, fext) != 0 || sym_failed(g)) goto done;
+    if (build(cx, sp, &k, v, a, fext, &extra) != 0 || sym_failed(g)) goto done;
 
     if (vector) {
         const char *r = cx->t->restrict_kw;
@@ -82,6 +84,13 @@ int emit_state_function(const emit_ctx *cx, const state_spec *sp, int vector, sy
                   cx->t->stride_param[0] ? " (void)st;" : "");
     }
     if (sym_emit(g, vector ? &cx->vst : &cx->st, cx->w, stats) != 0) goto done;
+    if (stats) {
+        stats->statements += extra.statements;
+        stats->flops += extra.flops;
+        stats->transcendental += extra.transcendental;
+        stats->loads += extra.loads;
+        stats->stores += extra.stores;
+    }
     ew_puts(cx->w, "}\n\n");
     rc = 0;
 done:

@@ -11,8 +11,14 @@ void *ek_calloc(size_t n, size_t size)
 /* rotation by angle q about the unit axis a: exact sparsity for +-e_k, Rodrigues otherwise */
 static void joint_rotation(sym_graph *g, const em_body *b, sv q, sv R[9])
 {
+    const sv s = sym_sin(g, q);
+    const sv c = sym_cos(g, q);
+    ek_axis_rotation(g, b, s, c, R);
+}
+
+void ek_axis_rotation(sym_graph *g, const em_body *b, sv s, sv c, sv R[9])
+{
     const sv zero = sym_const(g, 0.0), one = sym_const(g, 1.0);
-    sv s = sym_sin(g, q), c = sym_cos(g, q);
     if (b->axis_k >= 0) {
         int kx = b->axis_k, k1 = (kx + 1) % 3, k2 = (kx + 2) % 3;
         if (b->axis[kx] < 0) s = sym_neg(g, s);

@@ -18,6 +18,9 @@ int ek_kin_init(ek_kin *k, sym_graph *g, const em_model *em, const sv *q);
 int ek_world(ek_kin *k);
 void ek_kin_free(ek_kin *k);
 
+/* the rotation of body b's revolute joint from s = sin(q), c = cos(q), as the joint transform builds it */
+void ek_axis_rotation(sym_graph *g, const em_body *b, sv s, sv c, sv R[9]);
+
 /* S x (x has the body's nv entries) and S^T f */
 void ek_joint_motion(sym_graph *g, const em_body *b, const sv *x, sv out[6]);
 void ek_joint_project(sym_graph *g, const em_body *b, const sv f[6], sv *out);

@@ -11,6 +11,7 @@ that receives the error table."""
 import json
 import os
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -121,6 +122,15 @@ def block_errors(ours, ref):
     err = np.linalg.norm(ours - ref, axis=1) / np.maximum(norms, SCALE_FLOOR * scale)
     err[~np.isfinite(ours).all(axis=1)] = np.inf  # a NaN left in place (an unwritten output) never passes
     return err
+
+
+@pytest.fixture(autouse=True)
+def _deadline():
+    """GRID_RBD_GPU_TEST_DEADLINE (unix seconds, set by bench/gpu_session.sh): later tests skip, so a session with a
+    fixed time budget still ends with its report"""
+    deadline = os.environ.get("GRID_RBD_GPU_TEST_DEADLINE")
+    if deadline and time.time() > float(deadline):
+        pytest.skip("past GRID_RBD_GPU_TEST_DEADLINE (the session's time budget)")
 
 
 # ---- the report (GRID_RBD_GPU_REPORT) ----
