@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# The one GPU session of issue 4 (CUDA target), run at the repository root on the H200 through the device tool:
+# nvidia-smi, install, parallel precompile of every CUDA/CPU library the GPU tests and the benchmark need,
+# pytest -m gpu (accuracy report), bench/gpu_bench.py, a compute-sanitizer pass; reports and logs to $OUT.
+#
+#   bench/gpu_session.sh prepare     # HERE, before the device call: fills .gpu-deps/{robots,erd} (git-ignored)
+#   bench/gpu_session.sh             # THERE, with carry [".gpu-deps"]; about 9 minutes, budgeted below
+#
+# .gpu-deps/include + lib hold libexpat's header and library (the device image has no libexpat headers),
+# .gpu-deps/robots the shared robots, .gpu-deps/erd the example-robot-data URDFs the test cases use.
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+DEPS=$ROOT/.gpu-deps
+
+if [ "${1:-run}" = prepare ]; then
+    set -e
+    mkdir -p "$DEPS/robots" "$DEPS/erd"
+    cp ../shared/robots/*.urdf "$DEPS/robots/"
+    PY=${PY:-.venv/bin/python}
+    "$PY" - "$DEPS/erd" <<'EOF'
+import shutil, sys
+from pathlib import Path
+sys.path.insert(0, "tests/python")
+import robot_cases
+erd = robot_cases.example_robot_data_dir()
+if erd is None:
+    sys.exit("example-robot-data is not installed in this Python: the erd test cases will be skipped there")
+for case in robot_cases.CASES:
+    if case.source == "erd":
+        dst = Path(sys.argv[1]) / case.relpath
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(erd / case.relpath, dst)
+        print("copied", case.relpath)
+EOF
+    if [ ! -f "$DEPS/include/expat.h" ] || ! ls "$DEPS"/lib/libexpat.so* >/dev/null 2>&1; then
+        mkdir -p "$DEPS/include" "$DEPS/lib"
+        cp /usr/include/expat.h /usr/include/expat_external.h "$DEPS/include/"
+        cp -L "$(gcc -print-file-name=libexpat.so)" "$DEPS/lib/libexpat.so"
+        cp -L "$(gcc -print-file-name=libexpat.so.1)" "$DEPS/lib/libexpat.so.1" 2>/dev/null || true
+    fi
+    du -sh "$DEPS"
+    echo "ready: run bench/gpu_session.sh on the device with carry [\".gpu-deps\"]"
+    exit 0
+fi
+
+# ---- on the GPU machine ----
+T0=$(date +%s)
+DEADLINE=$((T0 + ${GPU_SESSION_SECONDS:-535}))   # the device call's limit is 600 s: keep a margin
+OUT=${OUT:-$ROOT/build/gpu_session}
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/session.log") 2>&1
+ts() { echo "[$(date +%T) +$(($(date +%s) - T0))s] $*"; }
+left() { echo $((DEADLINE - $(date +%s))); }
+
+export CFLAGS="-I$DEPS/include ${CFLAGS:-}" LDFLAGS="-L$DEPS/lib ${LDFLAGS:-}"
+export LIBRARY_PATH="$DEPS/lib:${LIBRARY_PATH:-}" LD_LIBRARY_PATH="$DEPS/lib:${LD_LIBRARY_PATH:-}"
+export GRID_RBD_ROBOTS_DIR=$DEPS/robots GRID_RBD_ERD_DIR=$DEPS/erd
+export GRID_RBD_CACHE_DIR=/tmp/grid-rbd-gpu-cache GRID_RBD_TEST_CACHE_DIR=/tmp/grid-rbd-gpu-cache
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+JOBS=$(nproc)
+
+ts "session start; $(uname -srm); $JOBS cores; python3 = $(command -v python3) ($(python3 --version 2>&1))"
+nvidia-smi
+nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu,memory.used --format=csv
+command -v nvcc && nvcc --version | tail -2
+python3 -c "import numpy, torch; print('numpy', numpy.__version__, 'torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available())"
+
+ts "install (pip install -e .)"
+if ! python3 -m pip install --no-build-isolation --no-deps -e . > /tmp/install.log 2>&1; then
+    tail -30 /tmp/install.log
+    ts "pip install failed; building the extension in place instead"
+    python3 setup.py build_ext --inplace -j "$JOBS" > /tmp/install2.log 2>&1 || { tail -30 /tmp/install2.log; exit 1; }
+    export PYTHONPATH=$ROOT/python${PYTHONPATH:+:$PYTHONPATH}
+fi
+python3 -c "
+import grid_rbd
+from grid_rbd import cuda
+print('grid_rbd', grid_rbd.__version__, grid_rbd.__file__)
+print('probe', cuda.probe()); print('nvcc', cuda.nvcc_status())" || exit 1
+
+ts "precompile (every library of the tests and the bench, $JOBS processes)"
+PRE_SECONDS=$(( $(left) - 300 ))
+[ "$PRE_SECONDS" -lt 60 ] && PRE_SECONDS=60
+timeout "$PRE_SECONDS" python3 bench/gpu_bench.py --precompile --jobs "$JOBS" --robots-dir "$DEPS/robots" \
+    || ts "precompile: some builds failed or timed out (their tests will build or fail on their own)"
+
+# the GPU tests get what is left minus the bench's share; they skip themselves past their deadline
+TEST_SECONDS=$(( $(left) - 215 ))
+[ "$TEST_SECONDS" -lt 60 ] && TEST_SECONDS=60
+ts "pytest -m gpu (deadline in $TEST_SECONDS s)"
+export GRID_RBD_GPU_TEST_DEADLINE=$(( $(date +%s) + TEST_SECONDS - 10 ))
+GRID_RBD_GPU_REPORT=$OUT/gpu_accuracy.md timeout $((TEST_SECONDS + 30)) \
+    python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests/python/test_cuda.py 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
+ts "pytest done"
+
+BENCH_SECONDS=$(( $(left) - 105 ))
+[ "$BENCH_SECONDS" -lt 30 ] && BENCH_SECONDS=30
+ts "gpu_bench.py (measuring budget $BENCH_SECONDS s, then cold build times)"
+timeout $((BENCH_SECONDS + 120)) python3 bench/gpu_bench.py --out "$OUT" --robots-dir "$DEPS/robots" \
+    --budget-s "$BENCH_SECONDS" 2>&1 | tail -60
+
+if [ "$(left)" -gt 25 ] && command -v compute-sanitizer >/dev/null; then
+    ts "compute-sanitizer (memcheck, racecheck) on small batches"
+    cat > /tmp/sanity.py <<'EOF'
+import sys, numpy as np, grid_rbd
+sys.path.insert(0, "bench")
+from gpu_bench import ALGOS, method, inputs_of, random_states, register
+import os
+for robot in ("iiwa", "go2"):
+    h = register(os.environ["GRID_RBD_ROBOTS_DIR"], robot, "float32")
+    for n in (1, 45):
+        q, qd, u = random_states(h, n, seed=n)
+        for algo in ALGOS:
+            out = method(h, algo)(*[x for x in inputs_of(algo, q, qd, u) if x is not None])
+            assert np.isfinite(out).all(), (robot, algo, n)
+        h.forward_kinematics(q); h.frame_jacobian(q); h.inverse_dynamics(q, qd, f_ext=np.ones((n, 6 * h.nb), np.float32))
+print("sanity ok")
+EOF
+    for tool in memcheck racecheck; do
+        [ "$(left)" -gt 15 ] || break
+        timeout $(( $(left) - 10 )) compute-sanitizer --tool $tool --error-exitcode 9 python3 /tmp/sanity.py \
+            > "/tmp/sanitizer_$tool.log" 2>&1
+        echo "== compute-sanitizer --tool $tool: exit $?" | tee -a "$OUT/sanitizer.log"
+        tail -25 "/tmp/sanitizer_$tool.log" >> "$OUT/sanitizer.log"
+    done
+fi
+
+ts "done; files in \$OUT:"
+ls -la "$OUT"
+[ -f "$OUT/gpu_bench.md" ] && sed -n '/## Targets/,/^$/p' "$OUT/gpu_bench.md"
+head -3 "$OUT/gpu_accuracy.md" 2>/dev/null
+tail -3 "$OUT/pytest_gpu.log" 2>/dev/null
+exit 0

@@ -1,0 +1,335 @@
+/* Frame Jacobians with a runtime frame: straight-line functions per body and reference frame over its chain only, a switch on the body. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "emit_ctx.h"
+
+/* The work of one call is O(depth of the frame's body): for every body that carries a frame, two
+   functions read only the joints of the chain from the body to the root, with every model constant
+   folded, and store the chain's nonzero column entries straight into out (the per-state function
+   zeroes out first). The frame's placement F in its body is folded too when every frame of the body
+   has the same one (the usual case: one link frame per body), else read at run time from
+   grid_frame_place_.
+
+   grid_fja_<b>  WORLD and LOCAL_WORLD_ALIGNED: column of joint j = oMj.act(S_j) with the translation
+                 of oMj taken relative to lw * o_f, o_f = op_i + oR_i p_F the frame origin and lw = 0
+                 (WORLD: twists at the world origin) or 1 (at the frame origin)
+   grid_fjl_<b>  LOCAL: fX_j S_j from the frame down: A = F, then A <- liMi(j) A up the chain, column
+                 = A^-1 . S_j; the root's own joint enters only as NaN carriers (a floating base's
+                 LOCAL Jacobian does not need its quaternion) */
+
+/* C target: the sines and cosines of a chain, JW angles per call of one vector kernel (GCC/Clang
+   vector extensions, independent of GRID_LANES): grid_sincos_'s reduction and kernels, the C
+   library for lanes past its range and for inf/NaN */
+#define JW 8
+/* at most JV vectors (sym arrays are few); longer chains keep the scalar grid_sincos_ */
+#define JV 5
+static const char jsincos_double[] =
+    "/* sin and cos of 8 angles at once (the frame Jacobian's chains): grid_sincos_'s reduction and kernels\n"
+    "   on a vector, the quadrant from the bits of k + 1.5 * 2^52; the C library for |x| >= 1e5 and inf */\n"
+    "typedef grid_real grid_jvec __attribute__((vector_size(8 * sizeof(grid_real))));\n"
+    "typedef long long grid_jivec __attribute__((vector_size(8 * sizeof(grid_real))));\n"
+    "static inline __attribute__((unused, always_inline)) void grid_jsincos_(const grid_jvec *xp, grid_jvec *sp, grid_jvec *cp)\n{\n"
+    "    const grid_jvec x = *xp;\n"
+    "    const grid_jvec km = x * 6.36619772367581382433e-01 + 6755399441055744.0;\n"
+    "    const grid_jvec k = km - 6755399441055744.0;\n"
+    "    const grid_jvec r = ((x - k * 1.57079632673412561417e+00) - k * 6.07710050630396597660e-11) -\n"
+    "                        k * 2.02226624879595063154e-21;\n"
+    "    const grid_jvec z = r * r;\n"
+    "    const grid_jvec ps = -1.66666666666666324348e-01 + z * (8.33333333332248946124e-03 +\n"
+    "        z * (-1.98412698298579493134e-04 + z * (2.75573137070700676789e-06 +\n"
+    "        z * (-2.50507602534068634195e-08 + z * 1.58969099521155010221e-10))));\n"
+    "    const grid_jvec pc = z * (4.16666666666666019037e-02 + z * (-1.38888888888741095749e-03 +\n"
+    "        z * (2.48015872894767294178e-05 + z * (-2.75573143513906633035e-07 +\n"
+    "        z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11)))));\n"
+    "    const grid_jvec hz = 0.5 * z, w = 1.0 - hz;\n"
+    "    const grid_jvec sr = r + r * z * ps;\n"
+    "    const grid_jvec cr = w + (((1.0 - w) - hz) + z * pc);\n"
+    "    const grid_jivec n = (grid_jivec)km;\n"
+    "    const grid_jivec odd = -(n & 1), sneg = (n & 2) << 62, cneg = ((n + 1) & 2) << 62;\n"
+    "    grid_jvec s = (grid_jvec)((((grid_jivec)cr & odd) | ((grid_jivec)sr & ~odd)) ^ sneg);\n"
+    "    grid_jvec c = (grid_jvec)((((grid_jivec)sr & odd) | ((grid_jivec)cr & ~odd)) ^ cneg);\n"
+    "    /* NaN comes out NaN as it is; |x| >= 1e5 and inf go to the C library */\n"
+    "    const grid_jivec big = (x >= 1.0e5) | (x <= -1.0e5);\n"
+    "    long long any = 0;\n"
+    "    for (int l = 0; l < 8; l++) any |= big[l];\n"
+    "    if (any)\n"
+    "        for (int l = 0; l < 8; l++)\n"
+    "            if (big[l]) {\n"
+    "                s[l] = sin(x[l]);\n"
+    "                c[l] = cos(x[l]);\n"
+    "            }\n"
+    "    *sp = s;\n"
+    "    *cp = c;\n"
+    "}\n\n";
+static const char jsincos_float[] =
+    "/* sin and cos of 8 angles at once (the frame Jacobian's chains): grid_sincos_'s reduction and kernels\n"
+    "   on a vector, the quadrant from the bits of k + 1.5 * 2^23; the C library for |x| >= 1e4 and inf */\n"
+    "typedef grid_real grid_jvec __attribute__((vector_size(8 * sizeof(grid_real))));\n"
+    "typedef int grid_jivec __attribute__((vector_size(8 * sizeof(grid_real))));\n"
+    "static inline __attribute__((unused, always_inline)) void grid_jsincos_(const grid_jvec *xp, grid_jvec *sp, grid_jvec *cp)\n{\n"
+    "    const grid_jvec x = *xp;\n"
+    "    const grid_jvec km = x * 0.636619772f + 12582912.0f;\n"
+    "    const grid_jvec k = km - 12582912.0f;\n"
+    "    const grid_jvec r = ((x - k * 1.5703125f) - k * 4.837512969970703125e-4f) - k * 7.54978995489188216e-8f;\n"
+    "    const grid_jvec z = r * r;\n"
+    "    const grid_jvec sr = r + r * z * (-1.6666654611e-1f + z * (8.3321608736e-3f + z * -1.9515295891e-4f));\n"
+    "    const grid_jvec cr = 1.0f - 0.5f * z +\n"
+    "        z * z * (4.166664568298827e-2f + z * (-1.388731625493765e-3f + z * 2.443315711809948e-5f));\n"
+    "    const grid_jivec n = (grid_jivec)km;\n"
+    "    const grid_jivec odd = -(n & 1), sneg = (n & 2) << 30, cneg = ((n + 1) & 2) << 30;\n"
+    "    grid_jvec s = (grid_jvec)((((grid_jivec)cr & odd) | ((grid_jivec)sr & ~odd)) ^ sneg);\n"
+    "    grid_jvec c = (grid_jvec)((((grid_jivec)sr & odd) | ((grid_jivec)cr & ~odd)) ^ cneg);\n"
+    "    /* NaN comes out NaN as it is; |x| >= 1e4 and inf go to the C library */\n"
+    "    const grid_jivec big = (x >= 1.0e4f) | (x <= -1.0e4f);\n"
+    "    int any = 0;\n"
+    "    for (int l = 0; l < 8; l++) any |= big[l];\n"
+    "    if (any)\n"
+    "        for (int l = 0; l < 8; l++)\n"
+    "            if (big[l]) {\n"
+    "                s[l] = sinf(x[l]);\n"
+    "                c[l] = cosf(x[l]);\n"
+    "            }\n"
+    "    *sp = s;\n"
+    "    *cp = c;\n"
+    "}\n\n";
+
+/* the bodies from b up to the root (b first); returns their count */
+static int chain_of(const em_model *em, int b, int *chain)
+{
+    int n = 0;
+    for (int j = b; j >= 0; j = em->b[j].parent) chain[n++] = j;
+    return n;
+}
+
+/* the first frame on body b, -1 when none (only bodies with a frame get functions) */
+static int first_frame(const em_model *em, int b)
+{
+    for (int f = 0; f < em->nframes; f++)
+        if (em->f[f].body == b) return f;
+    return -1;
+}
+
+/* 1 when every frame on body b has the placement of its first frame (then it folds as a constant) */
+static int shared_placement(const em_model *em, int b)
+{
+    const em_frame *f0 = &em->f[first_frame(em, b)];
+    for (int f = 0; f < em->nframes; f++) {
+        const em_frame *fr = &em->f[f];
+        if (fr->body == b && (memcmp(fr->R, f0->R, sizeof fr->R) != 0 || memcmp(fr->p, f0->p, sizeof fr->p) != 0))
+            return 0;
+    }
+    return 1;
+}
+
+/* the columns of joint j (its motion subspace S, [linear; angular]) moved by X or X^-1 into out;
+   *nan (when nan is not NULL) is added to every nonzero entry */
+static void store_columns(sym_graph *g, const em_model *em, int j, const sxf *X, int inverse, const sv *nan, int aout)
+{
+    const em_body *bj = &em->b[j];
+    for (int s = 0; s < bj->nv; s++) {
+        sv S[6], c[6];
+        for (int r = 0; r < 6; r++) S[r] = sym_const(g, bj->S[bj->nv * r + s]);
+        if (inverse) sp_motion_act_inv(g, X, S, c);
+        else sp_motion_act(g, X, S, c);
+        /* out is zero already */
+        for (int r = 0; r < 6; r++)
+            if (!sym_is_zero(g, c[r])) sym_store(g, aout, em->nv * r + bj->iv + s, nan ? sym_add(g, c[r], *nan) : c[r]);
+    }
+}
+
+/* the symbolic part of one (body, reference frame) function; -1 when out of memory */
+static int build_chain(sym_graph *g, const em_model *em, const ek_kin *k, const sv *q, int b, int local, const sxf *F,
+                       sv lw, int aout, int *chain)
+{
+    const int n = chain_of(em, b, chain);
+    if (local) {
+        /* A = jMf, from the frame down to the root */
+        sxf A = *F;
+        for (int c = 0; c < n; c++) {
+            const int j = chain[c];
+            ek_body_comment(g, em, j, "LOCAL columns");
+            /* the root's own coordinates do not enter; sum_k (q_k - q_k) (0, or NaN for an inf/NaN
+               coordinate: x - x does not fold) makes them reach its columns, as in Pinocchio */
+            sv nan = 0;
+            const int root = c == n - 1 && em->b[j].nq > 0;
+            if (root) {
+                const em_body *br = &em->b[j];
+                for (int i = 0; i < br->nq; i++) {
+                    const sv d = sym_sub(g, q[br->iq + i], q[br->iq + i]);
+                    nan = i ? sym_add(g, nan, d) : d;
+                }
+            }
+            store_columns(g, em, j, &A, 1, root ? &nan : NULL, aout);
+            if (c + 1 < n) sp_xf_compose(g, &k->X[j], &A, &A);
+        }
+        return 0;
+    }
+    /* oMj, root first, then lw times the frame origin */
+    sxf *oM = ek_calloc((size_t)n, sizeof *oM);
+    if (!oM) return -1;
+    for (int c = n - 1; c >= 0; c--) {
+        const int j = chain[c];
+        if (c == n - 1) oM[c] = k->X[j];
+        else sp_xf_compose(g, &oM[c + 1], &k->X[j], &oM[c]);
+    }
+    sv of[3];
+    sp_rot(g, oM[0].R, F->p, of);
+    for (int r = 0; r < 3; r++) of[r] = sym_mul(g, lw, sym_add(g, of[r], oM[0].p[r]));
+    for (int c = n - 1; c >= 0; c--) {
+        const int j = chain[c];
+        sxf X = oM[c];
+        ek_body_comment(g, em, j, "WORLD / LOCAL_WORLD_ALIGNED columns");
+        for (int r = 0; r < 3; r++) X.p[r] = sym_sub(g, X.p[r], of[r]);
+        store_columns(g, em, j, &X, 0, NULL, aout);
+    }
+    free(oM);
+    return 0;
+}
+
+/* targets with vector extensions: the sines and cosines of the chain's revolute joints by
+   grid_jsincos_ (raw code at the top of the function, into vectors snK, csK), and their liMi rebuilt
+   from those; a single joint keeps the scalar grid_sincos_. Returns the number of angles. */
+static int vector_trig(const emit_ctx *cx, sym_graph *g, ek_kin *k, int b, int local, int *chain)
+{
+    const em_model *em = cx->em;
+    char buf[160], el[96], ix[32];
+    int n = chain_of(em, b, chain), m = 0;
+    /* LOCAL never uses the root's own joint */
+    if (local) n--;
+    for (int c = 0; c < n; c++) m += em->b[chain[c]].type == GRID_JOINT_REVOLUTE;
+    if (m < 2 || m > JW * JV) return 0;
+    /* JW angles per vector, root first (the order the forward pass needs them in) */
+    int t = 0;
+    for (int c = n - 1; c >= 0; c--) {
+        const em_body *bj = &em->b[chain[c]];
+        if (bj->type != GRID_JOINT_REVOLUTE) continue;
+        if (t % JW == 0) {
+            snprintf(buf, sizeof buf, "    grid_jvec sn%d, cs%d;\n    {\n        const grid_jvec x = {", t / JW, t / JW);
+            sym_raw(g, buf);
+        }
+        snprintf(ix, sizeof ix, "%d", bj->iq);
+        emit_elem(cx, el, sizeof el, "q", ix);
+        snprintf(buf, sizeof buf, "%s%s", t % JW ? ", " : "", el);
+        sym_raw(g, buf);
+        if (++t % JW == 0 || t == m) {
+            snprintf(buf, sizeof buf, "};\n        grid_jsincos_(&x, &sn%d, &cs%d);\n    }\n", (t - 1) / JW, (t - 1) / JW);
+            sym_raw(g, buf);
+        }
+    }
+    int asn[JV], acs[JV];
+    for (int v = 0; v * JW < m; v++) {
+        snprintf(buf, sizeof buf, "sn%d", v);
+        asn[v] = sym_array(g, buf, 0);
+        snprintf(buf, sizeof buf, "cs%d", v);
+        acs[v] = sym_array(g, buf, 0);
+    }
+    t = 0;
+    for (int c = n - 1; c >= 0; c--) {
+        const int j = chain[c];
+        const em_body *bj = &em->b[j];
+        if (bj->type != GRID_JOINT_REVOLUTE) continue;
+        sxf XJ, P;
+        const sv zero = sym_const(g, 0.0);
+        const sv s = sym_input(g, asn[t / JW], t % JW);
+        const sv co = sym_input(g, acs[t / JW], t % JW);
+        t++;
+        ek_axis_rotation(g, bj, s, co, XJ.R);
+        for (int r = 0; r < 3; r++) XJ.p[r] = zero;
+        sp_xf_const(g, bj->R, bj->p, &P);
+        sp_xf_compose(g, &P, &XJ, &k->X[j]);
+    }
+    return m;
+}
+
+/* grid_fjl_<b>(q, F, out) or grid_fja_<b>(q, F, lw, out): the nonzero columns of the Jacobian of a frame on body b */
+static int emit_chain_function(const emit_ctx *cx, int b, int local, sym_stats *stats)
+{
+    const em_model *em = cx->em;
+    int rc = -1;
+    sym_graph *g = sym_new();
+    sv *q = ek_calloc((size_t)em->nq, sizeof *q);
+    int *chain = ek_calloc((size_t)em->nb, sizeof *chain);
+    ek_kin k = {0};
+    if (!g || !q || !chain) goto done;
+    const int aq = sym_array(g, "q", 1), af = sym_array(g, "F", 0), alw = sym_array(g, "lw", 0);
+    const int aout = sym_array(g, "out", 1);
+    for (int i = 0; i < em->nq; i++) q[i] = sym_input(g, aq, i);
+    if (ek_kin_init(&k, g, em, q) != 0) goto done;
+    /* the frame placement: constant when shared by the body's frames, else F[0..11] = [R row-major, p] */
+    sxf F;
+    if (shared_placement(em, b)) {
+        const em_frame *f0 = &em->f[first_frame(em, b)];
+        sp_xf_const(g, f0->R, f0->p, &F);
+    } else {
+        for (int r = 0; r < 9; r++) F.R[r] = sym_input(g, af, r);
+        for (int r = 0; r < 3; r++) F.p[r] = sym_input(g, af, 9 + r);
+    }
+    const int angles = cx->t->lanes ? vector_trig(cx, g, &k, b, local, chain) : 0;
+    if (build_chain(g, em, &k, q, b, local, &F, sym_input(g, alw, 0), aout, chain) != 0 || sym_failed(g)) goto done;
+    const char *r = cx->t->restrict_kw;
+    ew_printf(cx->w, "/* body %d: %s, %s Jacobian columns of its chain */\n", b, em->b[b].label,
+              local ? "LOCAL" : "WORLD (lw = 0) or LOCAL_WORLD_ALIGNED (lw = 1)");
+    ew_printf(cx->w, "%s void grid_fj%s_%d(const grid_real *%s q, const grid_real *%s F, %sgrid_real *%s out%s)\n{\n",
+              cx->t->state_fn, local ? "l" : "a", b, r, r, local ? "" : "const grid_real *lw, ", r, cx->t->stride_param);
+    ew_printf(cx->w, "    (void)q; (void)F;%s%s\n", local ? "" : " (void)lw;", cx->t->stride_param[0] ? " (void)st;" : "");
+    if (sym_emit(g, &cx->st, cx->w, stats) != 0) goto done;
+    ew_puts(cx->w, "}\n\n");
+    /* the vector sines and cosines are raw code: count them as the scalar ones would be */
+    stats->transcendental += 2 * angles;
+    rc = 0;
+done:
+    ek_kin_free(&k);
+    free(q);
+    free(chain);
+    sym_free(g);
+    return rc;
+}
+
+int ea_frame_jacobian(const emit_ctx *cx, ek_kin *k, sym_stats *extra)
+{
+    sym_graph *g = k->g;
+    const em_model *em = cx->em;
+    const char *st = cx->t->stride_param[0] ? ", st" : "";
+    char buf[512], el[160];
+    if (cx->t->lanes) ew_puts(cx->w, cx->re->is_float ? jsincos_float : jsincos_double);
+    /* per body, LOCAL and the other two: its chain, as its own functions (written ahead of the per-state function) */
+    for (int b = 0; b < em->nb; b++) {
+        if (first_frame(em, b) < 0) continue;
+        for (int local = 0; local < 2; local++) {
+            sym_stats s = {0};
+            if (emit_chain_function(cx, b, local, &s) != 0) return -1;
+            extra->statements += s.statements;
+            extra->loads += s.loads;
+            extra->stores += s.stores;
+            /* the work of one call: the most expensive function */
+            if (s.flops + 20 * s.transcendental > extra->flops + 20 * extra->transcendental) {
+                extra->flops = s.flops;
+                extra->transcendental = s.transcendental;
+            }
+        }
+    }
+    /* runtime part: zero, then the chain of the frame's body in the requested reference frame */
+    emit_elem(cx, el, sizeof el, "out", "e");
+    snprintf(buf, sizeof buf,
+             "    /* runtime frame: zero, then the columns of the joints from the frame's body to the root */\n"
+             "    for (int e = 0; e < %d; e++) %s = 0;\n"
+             "    const grid_real *F = grid_frame_place_[frame];\n"
+             "    const grid_real lw = rf == 2;\n"
+             "    (void)F; (void)lw;\n"
+             "    switch (grid_frame_body_[frame]) {\n",
+             6 * em->nv, el);
+    sym_raw(g, buf);
+    for (int b = 0; b < em->nb; b++) {
+        if (first_frame(em, b) < 0) continue;
+        snprintf(buf, sizeof buf,
+                 "    case %d:\n"
+                 "        if (rf == 1) grid_fjl_%d(q, F, out%s);\n"
+                 "        else grid_fja_%d(q, F, &lw, out%s);\n"
+                 "        break;\n",
+                 b, b, st, b, st);
+        sym_raw(g, buf);
+    }
+    sym_raw(g, "    default: /* a frame welded to the world: zero */\n        break;\n    }\n");
+    return 0;
+}
