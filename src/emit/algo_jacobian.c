@@ -1,4 +1,4 @@
-/* Frame Jacobians with a runtime frame: straight-line functions per body and reference frame over its chain only, a switch on the body. */
+/* Frame Jacobians with a runtime frame: two straight-line functions per body over its chain only, a switch on the frame's body. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,14 +13,15 @@
 
    grid_fja_<b>  WORLD and LOCAL_WORLD_ALIGNED: column of joint j = oMj.act(S_j) with the translation
                  of oMj taken relative to lw * o_f, o_f = op_i + oR_i p_F the frame origin and lw = 0
-                 (WORLD: twists at the world origin) or 1 (at the frame origin)
+                 (WORLD: twists at the world origin) or 1 (at the frame origin); so a NaN on the chain
+                 reaches every WORLD column too (0 * NaN)
    grid_fjl_<b>  LOCAL: fX_j S_j from the frame down: A = F, then A <- liMi(j) A up the chain, column
                  = A^-1 . S_j; the root's own joint enters only as NaN carriers (a floating base's
                  LOCAL Jacobian does not need its quaternion) */
 
-/* C target: the sines and cosines of a chain, JW angles per call of one vector kernel (GCC/Clang
-   vector extensions, independent of GRID_LANES): grid_sincos_'s reduction and kernels, the C
-   library for lanes past its range and for inf/NaN */
+/* C target: the sines and cosines of a chain, JW angles per call of one inlined vector kernel
+   (GCC/Clang vector extensions, independent of GRID_LANES): grid_sincos_'s reduction and kernels,
+   the C library for lanes with |x| past the kernel's range */
 #define JW 8
 /* at most JV vectors (sym arrays are few); longer chains keep the scalar grid_sincos_ */
 #define JV 5
@@ -138,7 +139,7 @@ static void store_columns(sym_graph *g, const em_model *em, int j, const sxf *X,
     }
 }
 
-/* the symbolic part of one (body, reference frame) function; -1 when out of memory */
+/* the symbolic part of one function of body b (local: LOCAL, else WORLD / LOCAL_WORLD_ALIGNED); -1 when out of memory */
 static int build_chain(sym_graph *g, const em_model *em, const ek_kin *k, const sv *q, int b, int local, const sxf *F,
                        sv lw, int aout, int *chain)
 {
