@@ -63,6 +63,7 @@ VARIANT_POINTS = {  # variant -> [(robot, algo, B)] measured (resident, or host 
     "no_pack": [(r, "rnea", b) for r, _, _ in ROBOTS for b in (1024, 65536)],
 }
 
+BUILD_RESERVE_S = 100         # seconds kept for the cold builds (iiwa and g1 floating, float32)
 L2_ROTATE_BYTES = 256 << 20   # rotate input sets until this many bytes are touched (about 4x the H200's L2)
 HOST_MAX_BYTES = 1 << 30      # host round trips moving more than this per call are skipped
 
@@ -146,7 +147,6 @@ def method(h, algo):
 class Bench:
     def __init__(self, args):
         self.args = args
-        self.t_end = time.time() + args.budget_s
         self.results = []
         self.skipped = []
         self.noop = {}
@@ -156,10 +156,7 @@ class Bench:
         self.stream = torch.cuda.current_stream()
         self.sptr = self.stream.cuda_stream
 
-    def left(self):
-        return self.t_end - time.time()
-
-    def reps_for(self, t_us, lo=20, hi=200, budget_us=3e5):
+    def reps_for(self, t_us, lo=20, hi=200, budget_us=1.5e5):
         return int(max(lo, min(hi, budget_us / max(t_us, 1.0))))
 
     def empty_launch(self, lib):
@@ -245,26 +242,26 @@ class Bench:
             r[label] = median(t)
         return r
 
-    def device_sets(self, h, algo, n, host_arrays):
+    def device_sets(self, n, host_arrays):
+        """input sets on the device: (q, qd, u) and, while one set is smaller than L2_ROTATE_BYTES, permuted copies
+        (fresh memory, the same values) so the timed calls do not all hit the L2"""
         torch = self.torch
-        per_set = sum(x.nbytes for x in inputs_of(algo, *host_arrays) if x is not None)
+        base = [torch.from_numpy(x).cuda() for x in host_arrays]
+        per_set = sum(x.nbytes for x in host_arrays)
         k = 1 if per_set >= L2_ROTATE_BYTES else min(64, math.ceil(L2_ROTATE_BYTES / max(per_set, 1)))
-        base = [torch.from_numpy(x).cuda() if x is not None else None for x in inputs_of(algo, *host_arrays)]
         sets = [base]
-        for j in range(1, k):
-            # other input sets: the same states permuted (fresh memory, same values distribution)
+        for _ in range(1, k):
             perm = torch.randperm(n, device="cuda")
-            sets.append([x[perm].contiguous() if x is not None else None for x in base])
+            sets.append([x[perm].contiguous() for x in base])
         return sets
 
-    def run_point(self, h, robot, dtype, algo, n, variant=None, host=True, resident=True, pack_only=False):
+    def run_point(self, h, robot, dtype, algo, n, arrays, sets, variant=None, host=True, resident=True,
+                  pack_only=False):
+        """one (robot, dtype, algo, B): arrays = host (q, qd, u), sets = their device copies"""
         row = {"robot": robot, "dtype": dtype, "algo": algo, "B": n, "variant": variant or "default"}
         try:
-            arrays = random_states(h, n, seed=n + len(robot))
             if resident:
-                sets = self.device_sets(h, algo, n, arrays)
-                row.update(self.resident(h, algo, n, sets))
-                del sets
+                row.update(self.resident(h, algo, n, [inputs_of(algo, *x) for x in sets]))
             out_bytes = math.prod(out_shape(h, algo, n)) * np.dtype(dtype).itemsize
             in_bytes = sum(x.nbytes for x in inputs_of(algo, *arrays) if x is not None)
             if host and out_bytes + in_bytes <= HOST_MAX_BYTES:
@@ -274,16 +271,16 @@ class Bench:
         except Exception as e:  # keep going: one failure must not lose the run
             row["error"] = f"{type(e).__name__}: {e}"
             log("ERROR", robot, dtype, algo, n, variant, row["error"])
-        self.torch.cuda.empty_cache()
         self.results.append(row)
         return row
 
-    def run(self):
+    def run_main(self, deadline):
+        """the main grid until deadline: float32 first (the targets are fp32), then float64; per robot the batch
+        sizes in increasing order, every algorithm on the same states"""
         torch = self.torch
-        # the main grid: float32 first (the targets are fp32), smaller batches first within each problem
         for dtype in ("float32", "float64"):
             for robot, _, _ in ROBOTS:
-                if self.left() < 20:
+                if deadline - time.time() < 10:
                     self.skipped.append(f"{robot} {dtype}: out of time")
                     continue
                 h = register(self.args.robots_dir, robot, dtype)
@@ -292,22 +289,29 @@ class Bench:
                     self.info = json.loads(lib.device_info())
                     self.noop = self.empty_launch(lib)
                     log("device", self.info["name"], "empty launch+sync", self.noop)
-                for algo in ALGOS:
-                    for n in BATCHES:
-                        need = 8 if n >= 1048576 else 3 if n >= 65536 else 1
-                        if self.left() < need * (2 if dtype == "float64" else 1):
-                            self.skipped.append(f"{robot} {dtype} {algo} B={n}: out of time")
-                            continue
-                        r = self.run_point(h, robot, dtype, algo, n)
+                for n in BATCHES:
+                    need = {1048576: 25, 65536: 6}.get(n, 2) * (2 if dtype == "float64" else 1)
+                    if deadline - time.time() < need:
+                        self.skipped.append(f"{robot} {dtype} B={n}: out of time")
+                        continue
+                    arrays = random_states(h, n, seed=n + len(robot))
+                    sets = self.device_sets(n, arrays)
+                    # the host round trip: float32 at every B, float64 up to B=1024
+                    host = dtype == "float32" or n <= 1024
+                    for algo in ALGOS:
+                        r = self.run_point(h, robot, dtype, algo, n, arrays, sets, host=host)
                         log(f"{robot:9s} {dtype} {algo:4s} B={n:<8d} res {r.get('res_us', float('nan')):10.1f} us  "
                             f"host {r.get('host_py_pinned_us', float('nan')):10.1f} us")
+                    del sets
+                    torch.cuda.empty_cache()
                 del h
-                torch.cuda.empty_cache()
         self.noop_end = self.empty_launch(register(self.args.robots_dir, "iiwa", "float32").cuda_library)
-        # the compile-time variants
+
+    def run_variants(self, deadline):
+        """the compile-time variants next to the default (float32)"""
         for variant, points in VARIANT_POINTS.items():
             for robot in sorted({p[0] for p in points}):
-                if self.left() < 15:
+                if deadline - time.time() < 10:
                     self.skipped.append(f"variant {variant} {robot}: out of time")
                     continue
                 try:
@@ -315,12 +319,19 @@ class Bench:
                 except Exception as e:
                     self.skipped.append(f"variant {variant} {robot}: {type(e).__name__}: {e}")
                     continue
-                for (r, algo, n) in points:
-                    if r != robot or self.left() < 5:
+                for n in sorted({p[2] for p in points if p[0] == robot}):
+                    if deadline - time.time() < (20 if n > 65536 else 4):
+                        self.skipped.append(f"variant {variant} {robot} B={n}: out of time")
                         continue
+                    arrays = random_states(h, n, seed=n + len(robot))
                     host = variant == "no_pack"
-                    self.run_point(h, robot, "float32", algo, n, variant=variant, host=host, resident=not host,
-                                   pack_only=host)
+                    sets = None if host else self.device_sets(n, arrays)
+                    for (r, algo, b) in points:
+                        if r == robot and b == n:
+                            self.run_point(h, robot, "float32", algo, n, arrays, sets, variant=variant, host=host,
+                                           resident=not host, pack_only=host)
+                    del sets
+                    self.torch.cuda.empty_cache()
 
 
 # ---- cold build time and peak RSS (a child process per build, nothing else running) ----
@@ -340,7 +351,7 @@ def build_child(urdf, floating, dtype, arch):
 
 def build_times(robots_dir, arch):
     rows = []
-    for robot, dtype in (("iiwa", "float32"), ("g1_29dof", "float32"), ("g1_29dof", "float64")):
+    for robot, dtype in (("iiwa", "float32"), ("g1_29dof", "float32")):
         file, floating = next((f, fb) for r, f, fb in ROBOTS if r == robot)
         cmd = [sys.executable, __file__, "--build-child", str(urdf_path(robots_dir, file)), str(int(floating)), dtype,
                arch or ""]
@@ -417,7 +428,9 @@ def precompile_all(robots_dir, jobs_n, tests=True):
     ctx = multiprocessing.get_context("spawn")  # no CUDA state crosses a fork
     with concurrent.futures.ProcessPoolExecutor(max_workers=jobs_n, mp_context=ctx) as pool:
         for job, secs, err in pool.map(_precompile_job, jobs):
-            log(f"  {secs:6.1f} s {job[0]} {job[1][:1] + job[1][2:]} {'FAILED ' + err if err else ''}")
+            spec = job[1]
+            what = (spec[0], spec[4], spec[5]) if job[0] == "test" else (spec[1], spec[2], spec[3] or "default")
+            log(f"  {secs:6.1f} s {job[0]} {' '.join(map(str, what))} {'FAILED ' + err if err else ''}")
             if err:
                 failed.append((job, err))
     log(f"precompiled in {time.perf_counter() - t0:.1f} s, {len(failed)} failed")
@@ -567,7 +580,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=REPO / "build" / "gpu_bench")
     ap.add_argument("--robots-dir", default=os.environ.get("GRID_RBD_ROBOTS_DIR"))
-    ap.add_argument("--budget-s", type=float, default=300.0, help="stop measuring after this many seconds")
+    ap.add_argument("--budget-s", type=float, default=300.0,
+                    help="the whole run, cold builds included, ends after this many seconds (larger cases skipped)")
     ap.add_argument("--no-build-times", action="store_true")
     ap.add_argument("--precompile", action="store_true", help="only build every library the GPU tests and bench use")
     ap.add_argument("--no-tests", action="store_true", help="with --precompile: the bench's libraries only")
@@ -581,17 +595,25 @@ def main():
     if args.precompile:
         return 1 if precompile_all(args.robots_dir, args.jobs, tests=not args.no_tests) else 0
     started = time.time()
-    bench = Bench(args)
     try:
-        bench.run()
-    finally:
-        builds = []
+        bench = Bench(args)
+    except Exception as e:  # no torch, no GPU: say so in the report rather than only on stderr
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "gpu_bench.md").write_text(f"# GPU benchmark\n\nNot run: {type(e).__name__}: {e}\n")
+        raise
+    end = started + args.budget_s
+    builds = []
+    try:
+        # the main grid, leaving BUILD_RESERVE_S for the cold builds
+        bench.run_main(end - (0 if args.no_build_times else BUILD_RESERVE_S))
         if not args.no_build_times:
-            if bench.left() > -60:
+            if end - time.time() > BUILD_RESERVE_S * 0.6:
                 arch = bench.info.get("cc", "").replace(".", "") or None
                 builds = build_times(args.robots_dir, arch)
             else:
                 bench.skipped.append("cold build times: out of time")
+        bench.run_variants(end)
+    finally:
         report(bench, builds, args.out, started)
     return 0
 

@@ -6,6 +6,9 @@
 #   bench/gpu_session.sh prepare     # HERE, before the device call: fills .gpu-deps/{robots,erd} (git-ignored)
 #   bench/gpu_session.sh             # THERE, with carry [".gpu-deps"]; about 9 minutes, budgeted below
 #
+# $OUT receives: session.log, pytest_gpu.log, gpu_accuracy.md, gpu_bench.md, gpu_bench.json, gpu_bench.log,
+# sanitizer.log.
+#
 # .gpu-deps/include + lib hold libexpat's header and library (the device image has no libexpat headers),
 # .gpu-deps/robots the shared robots, .gpu-deps/erd the example-robot-data URDFs the test cases use.
 set -u
@@ -86,7 +89,7 @@ timeout "$PRE_SECONDS" python3 bench/gpu_bench.py --precompile --jobs "$JOBS" --
     || ts "precompile: some builds failed or timed out (their tests will build or fail on their own)"
 
 # the GPU tests get what is left minus the bench's share; they skip themselves past their deadline
-TEST_SECONDS=$(( $(left) - 215 ))
+TEST_SECONDS=$(( $(left) - 260 ))
 [ "$TEST_SECONDS" -lt 60 ] && TEST_SECONDS=60
 ts "pytest -m gpu (deadline in $TEST_SECONDS s)"
 export GRID_RBD_GPU_TEST_DEADLINE=$(( $(date +%s) + TEST_SECONDS - 10 ))
@@ -94,11 +97,12 @@ GRID_RBD_GPU_REPORT=$OUT/gpu_accuracy.md timeout $((TEST_SECONDS + 30)) \
     python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests/python/test_cuda.py 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
 ts "pytest done"
 
-BENCH_SECONDS=$(( $(left) - 105 ))
+BENCH_SECONDS=$(( $(left) - 45 ))
 [ "$BENCH_SECONDS" -lt 30 ] && BENCH_SECONDS=30
-ts "gpu_bench.py (measuring budget $BENCH_SECONDS s, then cold build times)"
-timeout $((BENCH_SECONDS + 120)) python3 bench/gpu_bench.py --out "$OUT" --robots-dir "$DEPS/robots" \
-    --budget-s "$BENCH_SECONDS" 2>&1 | tail -60
+ts "gpu_bench.py (budget $BENCH_SECONDS s: measurements, cold builds, variants)"
+timeout $((BENCH_SECONDS + 40)) python3 bench/gpu_bench.py --out "$OUT" --robots-dir "$DEPS/robots" \
+    --budget-s "$BENCH_SECONDS" > "$OUT/gpu_bench.log" 2>&1
+tail -25 "$OUT/gpu_bench.log"
 
 if [ "$(left)" -gt 25 ] && command -v compute-sanitizer >/dev/null; then
     ts "compute-sanitizer (memcheck, racecheck) on small batches"

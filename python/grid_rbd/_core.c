@@ -74,6 +74,7 @@ PyMODINIT_FUNC PyInit__core(void)
     PyObject *m = PyModule_Create(&core_module);
     if (!m) return NULL;
     if (PyModule_AddFunctions(m, grid_py_library_functions) < 0) goto fail;
+    if (grid_py_cuda_add(m) < 0) goto fail;
 
     /* algorithm names in grid_algo order */
     PyObject *names = PyTuple_New(GRID_ALGO_COUNT);

@@ -45,6 +45,9 @@ extern PyTypeObject GridPyLibrary_Type;
 /* module-level functions of _library.c (hashing, cache administration, the environment-knob table) */
 extern PyMethodDef grid_py_library_functions[];
 
+/* _cuda.c: adds cuda_probe(), CudaLibrary and PinnedBuffer to the module; 0 or -1 with an exception */
+int grid_py_cuda_add(PyObject *m);
+
 /* Raise the Python exception that grid_rbd._errors maps this status to
    (filename may be NULL); always returns NULL so callers can `return grid_py_raise(...)`. */
 PyObject *grid_py_raise(int code, int line, int column, const char *message, PyObject *filename);

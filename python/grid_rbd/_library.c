@@ -68,8 +68,8 @@ static int fill_provider(GridPyLibrary *self)
     grid_py_provider *p = &self->provider;
     memset(p, 0, sizeof *p);
     p->abi_version = meta->abi_version;
-    snprintf(self->provider_name, sizeof self->provider_name, "generated (%s C, robot.so)",
-             meta->dtype == GRID_FLOAT32 ? "float32" : "float64");
+    snprintf(self->provider_name, sizeof self->provider_name, "generated (%s %s, robot.so)",
+             meta->dtype == GRID_FLOAT32 ? "float32" : "float64", meta->target == GRID_TARGET_CUDA ? "CUDA" : "C");
     p->name = self->provider_name;
     p->dtype = meta->dtype;
     p->nq = meta->nq;
@@ -89,17 +89,24 @@ static int fill_provider(GridPyLibrary *self)
 static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"model", "urdf", "options_json", "name", "dtype", "cache_dir", "force_rebuild",
-                             "verbose", "generator_hash", "load", NULL};
+                             "verbose", "generator_hash", "load", "target", "cuda_arch", NULL};
     PyObject *model_arg;
     Py_buffer urdf = {0};
     const char *options = NULL, *name = NULL, *cache_dir = NULL, *gen_hash = GRID_GENERATOR_HASH;
     Py_ssize_t options_len = 0;
     int dtype, force_rebuild = 0, verbose = 0, load = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!y*s#si|zppzp:Library", kwlist, &GridPyModel_Type, &model_arg,
+    int target = GRID_TARGET_C;
+    const char *cuda_arch = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!y*s#si|zppzpiz:Library", kwlist, &GridPyModel_Type, &model_arg,
                                      &urdf, &options, &options_len, &name, &dtype, &cache_dir, &force_rebuild,
-                                     &verbose, &gen_hash, &load))
+                                     &verbose, &gen_hash, &load, &target, &cuda_arch))
         return NULL;
     if (!gen_hash) gen_hash = GRID_GENERATOR_HASH;
+    if (target != GRID_TARGET_C && target != GRID_TARGET_CUDA) {
+        PyBuffer_Release(&urdf);
+        return PyErr_Format(PyExc_ValueError, "target must be %d (C) or %d (CUDA); got %d", GRID_TARGET_C,
+                            GRID_TARGET_CUDA, target);
+    }
     if (dtype != GRID_FLOAT32 && dtype != GRID_FLOAT64) {
         PyBuffer_Release(&urdf);
         return PyErr_Format(PyExc_ValueError, "dtype must be %d (float32) or %d (float64); got %d", GRID_FLOAT32,
@@ -121,7 +128,7 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     g.model = mo->model;
     g.opts = grid_emit_options_default();
     g.opts.dtype = dtype;
-    g.opts.target = GRID_TARGET_C;
+    g.opts.target = target;
     g.opts.algorithms = 0; /* all */
     g.opts.model_hash = self->model_hash;
 
@@ -134,7 +141,8 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     req.options_json = options;
     req.package_version = GRID_PACKAGE_VERSION;
     req.generator_hash = gen_hash;
-    req.target = GRID_TARGET_C;
+    req.target = target;
+    req.cuda_arch = cuda_arch;
     req.force_rebuild = force_rebuild;
     req.verbose = verbose;
     req.generate = generate_source;
@@ -145,7 +153,7 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     x.nv = mo->model->nv;
     x.nb = mo->model->nb;
     x.dtype = dtype;
-    x.target = GRID_TARGET_C;
+    x.target = target;
     x.model_hash = self->model_hash;
     x.algorithms = (1u << GRID_ALGO_COUNT) - 1u;
 

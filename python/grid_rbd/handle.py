@@ -122,7 +122,35 @@ class RobotHandle:
 
     @property
     def device(self):
+        """where the calls run: "cuda" or "cpu" (register_robot's device="auto" picks one: see device_reason)"""
         return self._options["device"]
+
+    @property
+    def device_reason(self):
+        """why device is what it is (e.g. "auto: no GPU: ...")"""
+        return self._options.get("device_reason", "")
+
+    @property
+    def cuda_library(self):
+        """the _core.CudaLibrary of a CUDA handle (device-pointer calls, timing), None on the CPU"""
+        return getattr(self._runner, "cuda_library", None)
+
+    def pinned_empty(self, shape):
+        """An uninitialised array of the handle dtype in page-locked host memory, to reuse as out= (outputs are
+        copied from the GPU straight into it) or as inputs. Allocate once: page-locked memory is scarce and slow
+        to allocate. On a CPU handle it is an ordinary numpy array."""
+        runner_pinned = getattr(self._runner, "pinned_empty", None)
+        if runner_pinned is None:
+            import numpy as np
+            return np.empty(shape, dtype=self.dtype)
+        return runner_pinned(shape)
+
+    def reserve(self, max_batch):
+        """CUDA: allocate the device buffers of host round trips for max_batch states now (CudaError when the
+        GPU cannot hold them); larger batches still work later. A no-op on the CPU."""
+        lib = self.cuda_library
+        if lib is not None:
+            lib.reserve(int(max_batch))
 
     @property
     def backend(self):
@@ -197,10 +225,16 @@ class RobotHandle:
                              f"{len(self._frame_names)} frames")
         raise TypeError(f"target must be a frame name or an int frame id, not {type(frame).__name__}")
 
+    def _device_note(self):
+        """' (auto: ...)' when device="auto" picked the device, so the repr says which and why"""
+        if self._options.get("device_requested") == "auto":
+            return f" ({self.device_reason})"
+        return ""
+
     def __repr__(self):
         return (f"RobotHandle(name={self._name!r}, robot={self._model.robot_name!r}, nq={self.nq}, "
                 f"nv={self.nv}, nb={self.nb}, nee={self.num_ees}, floating_base={self.floating_base}, "
-                f"dtype={self.dtype.name}, device={self.device!r}, backend={self.backend!r}, "
+                f"dtype={self.dtype.name}, device={self.device!r}{self._device_note()}, backend={self.backend!r}, "
                 f"provider={self.provider!r})")
 
     # ---- dynamics ----

@@ -10,12 +10,13 @@ import threading
 import numpy as np
 
 from . import _core
+from . import cuda as _cuda_mod
 from ._errors import GridIOError, NotAvailableError, UnsupportedURDFError
 from .handle import RobotHandle
 
 __all__ = ["register_robot", "get_robot", "precompile"]
 
-_DEVICES = ("cpu", "cuda")
+_DEVICES = ("auto", "cpu", "cuda")
 _BACKENDS = ("numpy", "jax", "torch")
 
 # options the spec documents for later increments: default value -> accepted silently;
@@ -44,9 +45,9 @@ _registry_lock = threading.Lock()
 
 
 def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, ee_joint_names=None,
-                   max_batch_size=256, dtype="float32", device="cpu", backend="numpy", gravity=-9.81,
+                   max_batch_size=256, dtype="float32", device="auto", backend="numpy", gravity=-9.81,
                    ignore_mimic=False, codegen=True, cache_dir=None, force_rebuild=False, num_threads=None,
-                   verbose=True, **reserved):
+                   verbose=True, cuda_arch=None, **reserved):
     """Parse a URDF, prepare its batched algorithms and return a RobotHandle (also kept under `name`).
 
     Exactly one of urdf_path / urdf_string. floating_base adds a free-flyer "root_joint"
@@ -61,10 +62,18 @@ def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, 
     load it in milliseconds. force_rebuild=True regenerates and recompiles. codegen=False uses the float64
     C reference (the oracle the generated code is tested against). num_threads: threads one batched call
     may use (default os.cpu_count(); settable later as handle.num_threads). verbose: build progress on
-    stderr. Only device="cpu" and backend="numpy" exist in this version."""
+    stderr.
+
+    device="auto" (the default) runs on CUDA when an NVIDIA GPU and nvcc are both present, else on the CPU
+    (handle.device and the repr say which, and why); device="cuda" insists (CudaError without a GPU,
+    BuildError without nvcc); device="cpu" never touches CUDA. cuda_arch ("sm_90", "90", "9.0") overrides
+    the GPU's own. On CUDA, numpy arrays go through a host round trip on the library's stream (device
+    buffers sized from max_batch_size, regrown for larger batches) and torch / __cuda_array_interface__
+    arrays straight to the kernels on the caller's stream. Only backend="numpy" exists in this version."""
     options = _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, max_batch_size,
                              dtype, device, backend, gravity, ignore_mimic, codegen, cache_dir, force_rebuild,
                              num_threads, verbose, reserved)
+    _resolve_device(options, cuda_arch)
     urdf_bytes, filename = _read_urdf(urdf_path, urdf_string)
     model = _load_model(urdf_bytes, filename, options)
     library = _build_library(name, model, urdf_bytes, options, load=True) if options["codegen"] else None
@@ -77,7 +86,7 @@ def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, 
 
 def precompile(name, urdf_path=None, urdf_string=None, floating_base=False, ee_joint_names=None,
                dtype="float32", gravity=-9.81, ignore_mimic=False, cache_dir=None, force_rebuild=False,
-               verbose=True, **options):
+               verbose=True, cuda_arch=None, **options):
     """Build the robot's library into the cache without loading it or creating a handle, e.g. ahead of
     time in a Docker image or CI step. Takes register_robot's arguments (those that do not change the
     build are checked and ignored) and returns the cache entry directory (<root>/store/<content_key>).
@@ -85,9 +94,10 @@ def precompile(name, urdf_path=None, urdf_string=None, floating_base=False, ee_j
     for key in ("codegen", "num_threads"):
         options.pop(key, None)
     opts = _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names,
-                          options.pop("max_batch_size", 256), dtype, options.pop("device", "cpu"),
+                          options.pop("max_batch_size", 256), dtype, options.pop("device", "auto"),
                           options.pop("backend", "numpy"), gravity, ignore_mimic, True, cache_dir, force_rebuild,
                           None, verbose, options)
+    _resolve_device(opts, cuda_arch, build_only=True)
     urdf_bytes, filename = _read_urdf(urdf_path, urdf_string)
     model = _load_model(urdf_bytes, filename, opts)
     return _build_library(name, model, urdf_bytes, opts, load=False).entry_dir
@@ -114,9 +124,6 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
 
     if device not in _DEVICES:
         raise ValueError(f"device must be one of {', '.join(map(repr, _DEVICES))}; got {device!r}")
-    if device != "cpu":
-        raise NotAvailableError(f"device={device!r} comes in a later version of grid_rbd; "
-                                "this version runs on device='cpu'")
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}; got {backend!r}")
     if backend != "numpy":
@@ -196,7 +203,7 @@ def options_json(options):
     """The canonical JSON of exactly the options that change generation (docs/cache.md):
     json.dumps(sort_keys=True, separators=(",", ":")), the target and the algorithm set included."""
     gen = {key: options[key] for key in _GENERATION_OPTIONS}
-    gen["target"] = "c"
+    gen["target"] = "cuda" if options.get("device") == "cuda" else "c"
     gen["algorithms"] = list(_core.ALGORITHMS)
     return json.dumps(gen, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
@@ -238,8 +245,10 @@ def _build_library(name, model, urdf_bytes, options, load):
     """_core.Library: generate (only on a cache miss), compile through the cache, load (BuildError,
     CacheError or LoadError otherwise, see _errors)"""
     dtype = _core.FLOAT32 if options["dtype"] == "float32" else _core.FLOAT64
+    cuda = options.get("device") == "cuda"
     return _core.Library(model, urdf_bytes, options_json(options), name, dtype, cache_dir=options["cache_dir"],
-                         force_rebuild=options["force_rebuild"], verbose=options["verbose"], load=load)
+                         force_rebuild=options["force_rebuild"], verbose=options["verbose"], load=load,
+                         target=1 if cuda else 0, cuda_arch=options.get("cuda_arch") if cuda else None)
 
 
 def _make_runner(model, options, library):
@@ -249,4 +258,20 @@ def _make_runner(model, options, library):
     threads = options["num_threads"] or (os.cpu_count() or 1)
     if library is None:
         return _core.Runner(model, dtype, num_threads=threads)
-    return _core.Runner(model, dtype, provider=library.provider, owner=library, num_threads=threads)
+    runner = _core.Runner(model, dtype, provider=library.provider, owner=library, num_threads=threads)
+    if options.get("device") != "cuda":
+        return runner
+    # CUDA: numpy arrays through the host round trip (the runner), device arrays to the kernels
+    cuda_library = _core.CudaLibrary(library.path)
+    cuda_library.reserve(options["max_batch_size"])
+    return _cuda_mod.CudaRunner(runner, library, cuda_library, model)
+
+
+def _resolve_device(options, cuda_arch, build_only=False):
+    """options["device"] becomes "cpu" or "cuda" (device_requested, device_reason and cuda_arch say why and
+    for which GPU architecture); CudaError / BuildError when device="cuda" cannot be had"""
+    if cuda_arch is not None and not isinstance(cuda_arch, str):
+        raise TypeError(f"cuda_arch must be a str such as 'sm_90' or None; got {cuda_arch!r}")
+    requested = options["device"]
+    device, reason, arch = _cuda_mod.resolve_device(requested, options["codegen"], cuda_arch, build_only)
+    options.update(device=device, device_requested=requested, device_reason=reason, cuda_arch=arch)

@@ -4,6 +4,7 @@
 #include "grid/abi.h"
 #include "grid/emit.h"
 #include "target.h"
+#include "target_cuda.h"
 
 static const emit_real reals[] = {
     {GRID_FLOAT64, "double", "sqrt", "sin", "cos", "atan2", 0},
@@ -184,54 +185,10 @@ static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
     ew_puts(w, "    return 0;\n}\n\n");
 }
 
-/* ---- CUDA: one kernel per variant (one thread per state) and a host launcher ---- */
-
-static void batch_cuda(ew_writer *w, const emit_target *t, const emit_entry *e)
-{
-    int nvar = variant_count(e);
-    /* one kernel per distinct per-state function */
-    for (int k = 0; k < nvar; k++) {
-        const emit_variant *vr = variant_at(e, k);
-        int dup = 0;
-        for (int j = 0; j < k; j++) dup |= strcmp(variant_at(e, j)->fn, vr->fn) == 0;
-        if (dup) continue;
-        ew_printf(w, "static __global__ void grid_k_%s_%s(const grid_real *__restrict__ q, const grid_real *__restrict__ v, "
-                     "const grid_real *__restrict__ a, const grid_real *__restrict__ f, grid_real *__restrict__ o, "
-                     "const long long n, const int fr, const int rf)\n{\n"
-                     "    const long long b = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-                     "    if (b >= n) return;\n    ",
-                  e->name, vr->fn);
-        write_call(w, e, vr, ", 1");
-        ew_puts(w, ";\n}\n\n");
-    }
-    ew_printf(w, "%s int grid_cuda_%s(const grid_call *c)\n{\n", t->export_fn, e->name);
-    write_checks(w, e);
-    ew_puts(w, "    const grid_real *q = (const grid_real *)c->q;\n"
-               "    const grid_real *v = (const grid_real *)c->v;\n"
-               "    const grid_real *a = (const grid_real *)c->a;\n"
-               "    const grid_real *f = (const grid_real *)c->fext;\n"
-               "    grid_real *o = (grid_real *)c->out;\n"
-               "    const long long n = c->batch;\n"
-               "    const int fr = c->frame, rf = c->reference_frame;\n"
-               "    const long long blocks = (n + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK;\n"
-               "    if (blocks > 2147483647LL) return 7;\n"
-               "    cudaStream_t s = (cudaStream_t)c->stream;\n");
-    if (nvar > 1) write_selector(w, e);
-    for (int k = 0; k < nvar; k++) {
-        const emit_variant *vr = variant_at(e, k);
-        if (nvar > 1) ew_printf(w, "    case %d:\n    ", k);
-        ew_printf(w, "    grid_k_%s_%s<<<(unsigned)blocks, GRID_CUDA_BLOCK, 0, s>>>(q, v, a, f, o, n, fr, rf);\n", e->name,
-                  vr->fn);
-        if (nvar > 1) ew_puts(w, "        break;\n");
-    }
-    if (nvar > 1) ew_puts(w, "    }\n");
-    ew_puts(w, "    return cudaGetLastError() == cudaSuccess ? 0 : 11; /* GRID_ERR_CUDA */\n}\n\n");
-}
-
 void emit_batch_helpers(ew_writer *w, const emit_target *t)
 {
     if (t->id == GRID_TARGET_CUDA) {
-        ew_puts(w, "#define GRID_CUDA_BLOCK 128\n\n");
+        emit_cuda_helpers(w, t);
         return;
     }
     ew_puts(w, "/* threads for a batch of n states: one below min_parallel, else the request or OpenMP's default */\n"
@@ -253,7 +210,7 @@ static const emit_target targets[] = {
      "__attribute__((visibility(\"default\")))", 1, batch_c},
     {GRID_TARGET_CUDA, "cuda", "static __device__ __forceinline__", "static __device__ __forceinline__ __attribute__((unused))", "__restrict__", "static __constant__ const",
      ", const int st", " * st", "#include <math.h>\n#include <stddef.h>\n#include <cuda_runtime.h>\n",
-     "extern \"C\" __attribute__((visibility(\"default\")))", 0, batch_cuda},
+     "extern \"C\" __attribute__((visibility(\"default\")))", 0, emit_cuda_batch},
 };
 
 const emit_target *emit_target_get(int target)

@@ -285,8 +285,8 @@ def test_concurrent_calls_from_threads(iiwa):
 @pytest.mark.parametrize("kwargs, exc, match", [
     ({"dtype": "float16"}, ValueError, "dtype must be 'float32' or 'float64'"),
     ({"dtype": "int32"}, ValueError, "dtype must be"),
-    ({"device": "tpu"}, ValueError, "device must be one of 'cpu', 'cuda'"),
-    ({"device": "cuda"}, grid_rbd.NotAvailableError, "later version"),
+    ({"device": "tpu"}, ValueError, "device must be one of 'auto', 'cpu', 'cuda'"),
+    ({"device": "cuda", "codegen": False}, ValueError, "device='cuda' needs codegen=True"),
     ({"backend": "tensorflow"}, ValueError, "backend must be one of 'numpy', 'jax', 'torch'"),
     ({"backend": "jax"}, grid_rbd.NotAvailableError, "later version"),
     ({"backend": "torch"}, grid_rbd.NotAvailableError, "later version"),
@@ -304,9 +304,9 @@ def test_register_robot_option_errors(kwargs, exc, match):
 
 def test_not_available_error_is_a_grid_error():
     with pytest.raises(grid_rbd.GridError):
-        grid_rbd.register_robot("api_cuda", urdf_path=BUNDLED_IIWA, device="cuda")
+        grid_rbd.register_robot("api_jax", urdf_path=BUNDLED_IIWA, backend="jax")
     with pytest.raises(NotImplementedError):
-        grid_rbd.register_robot("api_cuda", urdf_path=BUNDLED_IIWA, device="cuda")
+        grid_rbd.register_robot("api_jax", urdf_path=BUNDLED_IIWA, backend="jax")
 
 
 def test_build_options_are_accepted(tmp_path):

@@ -1,9 +1,13 @@
 """The CUDA target without a GPU (runs in CI): the generated CUDA library of iiwa and go2 (floating base) compiles with
-nvcc for an explicit architecture (sm_90), loads (metadata, every entry point) without a GPU, and device="auto" falls
-back to the CPU with the reason in the repr. Skipped only when nvcc is missing."""
+nvcc for an explicit architecture (sm_90) and loads (metadata, every entry point) without a GPU; its kernels and host
+runtime, run by a CPU emulation of CUDA (cuda_emu.h), equal the C target; device="auto" falls back to the CPU with the
+reason in the repr; the device-array path checks its arguments and passes the right pointers and stream (a stand-in
+library). The nvcc tests skip only when nvcc is missing."""
 
 import ctypes
-import os
+import re
+import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -12,7 +16,7 @@ import pytest
 import grid_rbd
 from grid_rbd import _core
 from grid_rbd import cuda as gcuda
-from robot_cases import BUNDLED_IIWA, SHARED_ROBOTS, example_robot_data_dir
+from robot_cases import BUNDLED_IIWA, SHARED_ROBOTS, SYNTHETIC_URDF, example_robot_data_dir
 
 ALL_ALGORITHMS = (1 << _core.ALGO_COUNT) - 1
 
@@ -67,15 +71,76 @@ def test_precompile_cuda_without_gpu(tmp_path, name, floating):
     assert Path(again) == entry and time.perf_counter() - t0 < cold
 
 
-def test_generated_cuda_is_deterministic(tmp_path):
-    """the same robot twice, force_rebuild: the same source bytes (so the same content key)"""
+@pytest.fixture(scope="module")
+def iiwa64_cuda(tmp_path_factory):
+    """iiwa's float64 CUDA library (its cache entry), built once for this module"""
     _need_nvcc()
-    a = Path(grid_rbd.precompile("iiwa_det", urdf_path=BUNDLED_IIWA, dtype="float64", device="cuda", cuda_arch="90",
-                                 cache_dir=tmp_path / "a", verbose=False))
+    cache = tmp_path_factory.mktemp("iiwa64-cuda")
+    return Path(grid_rbd.precompile("iiwa64", urdf_path=BUNDLED_IIWA, dtype="float64", device="cuda", cuda_arch="90",
+                                    cache_dir=cache, verbose=False))
+
+
+@pytest.fixture(scope="module")
+def synthetic_ff64_cuda(tmp_path_factory):
+    """the synthetic robot's (continuous, prismatic and fixed joints) float64 CUDA library on a floating base"""
+    _need_nvcc()
+    cache = tmp_path_factory.mktemp("synthetic-cuda")
+    return Path(grid_rbd.precompile("synthetic_ff64", urdf_string=SYNTHETIC_URDF, floating_base=True, dtype="float64",
+                                    device="cuda", cuda_arch="90", cache_dir=cache, verbose=False))
+
+
+def test_generated_cuda_is_deterministic(tmp_path, iiwa64_cuda):
+    """the same robot again, force_rebuild into another cache: the same source bytes (so the same content key)"""
     b = Path(grid_rbd.precompile("iiwa_det", urdf_path=BUNDLED_IIWA, dtype="float64", device="cuda", cuda_arch="90",
-                                 cache_dir=tmp_path / "b", verbose=False, force_rebuild=True))
-    assert (a / "robot.cu").read_bytes() == (b / "robot.cu").read_bytes()
-    assert a.name == b.name
+                                 cache_dir=tmp_path, verbose=False, force_rebuild=True))
+    assert (iiwa64_cuda / "robot.cu").read_bytes() == (b / "robot.cu").read_bytes()
+    assert iiwa64_cuda.name == b.name
+
+
+# ---- the kernels and the host runtime, executed by a CPU emulation of CUDA (cuda_emu.h) ----
+HERE = Path(__file__).resolve().parent
+
+
+def _emulated_source(cu_text):
+    """robot.cu rewritten for cuda_emu.h, with cuda_emu_harness.cpp appended"""
+    src = cu_text.replace("#include <cuda_runtime.h>\n", '#include "cuda_emu.h"\n')
+    src = src.replace("extern __shared__ __align__(16) unsigned char grid_smem_[];",
+                      "unsigned char *grid_smem_ = emu_smem_ptr;")
+    src = re.sub(r"(\w+)<<<([^,]+), ([^,]+), ([^,]+), ([^>]+)>>>\(([^;]*)\);",
+                 lambda m: f"emu_launch({m[1]}, {m[2]}, {m[3]}, {m[4]}, {m[5]}{', ' if m[6] else ''}{m[6]});", src)
+    assert "<<<" not in src and "__shared__" not in src
+    return src + (HERE / "cuda_emu_harness.cpp").read_text()
+
+
+@pytest.mark.parametrize("which,defines", [
+    ("iiwa", []),                                                            # the default plan, one chunk
+    ("synthetic_ff", ["-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_CHUNK_BYTES=4096"]),   # nothing staged; many chunks
+    ("synthetic_ff", ["-DGRID_CUDA_OUT_STAGE_MAX=4096", "-DGRID_CUDA_SMEM_MAX=1000000",
+                      "-DGRID_CUDA_PACK_INPUTS=0"]),                         # everything staged; a copy per array
+], ids=["iiwa-default", "synthetic_ff-in-place-chunked", "synthetic_ff-all-staged-unpacked"])
+def test_kernels_match_the_c_target_in_emulation(tmp_path, iiwa64_cuda, synthetic_ff64_cuda, which, defines):
+    """grid_cuda_<algo> (tiles, plan, tails, variants) and grid_host_<algo> (chunks, packing) run on the CPU, one
+    std::thread per CUDA thread, and must equal the C target of the same robot (float64, 1e-10) at B = 1, 7, 33, 300"""
+    gxx = shutil.which("g++") or shutil.which("c++")
+    if not gxx:
+        pytest.skip("no C++ compiler")
+    if which == "iiwa":
+        entry, kw = iiwa64_cuda, {"urdf_path": BUNDLED_IIWA}
+    else:
+        entry, kw = synthetic_ff64_cuda, {"urdf_string": SYNTHETIC_URDF, "floating_base": True}
+    cpu = grid_rbd.register_robot(f"{which}_emu_cpu", dtype="float64", device="cpu", cache_dir=entry.parents[1],
+                                  verbose=False, **kw)
+    src = tmp_path / "emulated.cpp"
+    src.write_text(_emulated_source((entry / "robot.cu").read_text()))
+    exe = tmp_path / "emulated"
+    p = subprocess.run([gxx, "-std=c++20", "-O0", "-w", f"-I{HERE}", *defines, str(src), "-o", str(exe), "-ldl",
+                        "-lpthread"], capture_output=True, text=True)
+    if p.returncode and "barrier" in p.stderr:
+        pytest.skip(f"{gxx} has no C++20 <barrier>")
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = subprocess.run([str(exe), cpu.library_path, "1", "7", "33", "300"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "0 mismatches" in r.stdout
 
 
 def test_auto_without_gpu_runs_on_cpu(tmp_path):
@@ -113,3 +178,91 @@ def test_nvcc_missing_is_named(monkeypatch, tmp_path):
     finally:
         monkeypatch.undo()
         gcuda._nvcc = None
+
+
+# ---- the device-array path of a CUDA handle, with a stand-in for the library (no GPU needed) ----
+class _DeviceArrayStandIn:
+    """host memory dressed as a device array: only __cuda_array_interface__ (version 3)"""
+
+    def __init__(self, arr, stream=None, strides=None):
+        self.arr = arr
+        self.__cuda_array_interface__ = {"shape": arr.shape, "typestr": arr.dtype.str, "data": (arr.ctypes.data, False),
+                                         "strides": strides, "version": 3, "stream": stream}
+
+
+class _LibraryStandIn:
+    """records grid_cuda_<algo> calls instead of launching"""
+
+    def __init__(self):
+        self.calls = []
+
+    def call(self, *args):
+        self.calls.append(args)
+
+    def use_device(self, dev):
+        pass
+
+    def last_error(self):
+        return "stand-in"
+
+
+def _cuda_runner(dtype="float32"):
+    import numpy as np
+    h = grid_rbd.register_robot(f"iiwa_standin_{dtype}", urdf_path=BUNDLED_IIWA, dtype=dtype, codegen=False,
+                                device="cpu", verbose=False)
+    lib = _LibraryStandIn()
+    runner = _core.Runner(h._model, _core.FLOAT32 if dtype == "float32" else _core.FLOAT64)
+    return h, gcuda.CudaRunner(runner, None, lib, h._model), lib, np
+
+
+def test_device_arrays_go_to_the_kernels():
+    h, r, lib, np = _cuda_runner()
+    n = 5
+    q = np.random.default_rng(0).uniform(-1, 1, (n, h.nq)).astype(np.float32)
+    v, a = np.ones((n, h.nv), np.float32), np.zeros((n, h.nv), np.float32)
+    out = np.full((n, h.nv), np.nan, np.float32)
+    # numpy in: the host path (here the reference runner) answers
+    want = h.inverse_dynamics(q, v, a)
+    np.testing.assert_allclose(r.call(_core.ALGO_RNEA, q, v, a, None, None, 0, 0), want, rtol=1e-5, atol=1e-5)
+    # device arrays in: grid_cuda_<algo> gets their pointers, the batch and the interface's stream
+    dq, dv, da, do = (_DeviceArrayStandIn(x, stream=7) for x in (q, v, a, out))
+    got = r.call(_core.ALGO_RNEA, dq, dv, da, None, do, 0, 0)
+    assert got is do and len(lib.calls) == 1
+    assert lib.calls[0] == (_core.ALGO_RNEA, q.ctypes.data, v.ctypes.data, a.ctypes.data, 0, out.ctypes.data, n, 0, 0, 7)
+    # the frame Jacobian passes its frame and reference frame
+    jac = _DeviceArrayStandIn(np.empty((n, 6, h.nv), np.float32))
+    r.call(_core.ALGO_FRAME_JACOBIAN, dq, None, None, None, jac, 3, 2)
+    assert lib.calls[-1][-3:] == (3, 2, 7)  # the stream of q
+    # a batch of zero launches nothing
+    r.call(_core.ALGO_CRBA, _DeviceArrayStandIn(q[:0]), None, None, None,
+           _DeviceArrayStandIn(np.empty((0, h.nv, h.nv), np.float32)), 0, 0)
+    assert len(lib.calls) == 2
+
+
+@pytest.mark.parametrize("case", ["dtype", "width", "batch", "strides", "out_shape", "mixed", "no_out", "frame",
+                                  "missing_qd", "extra_arg"])
+def test_device_array_arguments_are_checked(case):
+    h, r, lib, np = _cuda_runner()
+    n = 4
+    q = np.zeros((n, h.nq), np.float32)
+    v = np.zeros((n, h.nv), np.float32)
+    out = np.zeros((n, h.nv), np.float32)
+    D = _DeviceArrayStandIn
+    call = {
+        "dtype": lambda: r.call(_core.ALGO_NLE, D(q.astype(np.float64)), D(v), None, None, D(out), 0, 0),
+        "width": lambda: r.call(_core.ALGO_NLE, D(q), D(np.zeros((n, h.nv + 1), np.float32)), None, None, D(out), 0, 0),
+        "batch": lambda: r.call(_core.ALGO_NLE, D(q), D(np.zeros((n + 1, h.nv), np.float32)), None, None, D(out), 0, 0),
+        "strides": lambda: r.call(_core.ALGO_CRBA, D(q, strides=(4, 4 * n)), None, None, None,
+                                  D(np.zeros((n, h.nv, h.nv), np.float32)), 0, 0),
+        "out_shape": lambda: r.call(_core.ALGO_CRBA, D(q), None, None, None, D(out), 0, 0),
+        "mixed": lambda: r.call(_core.ALGO_NLE, D(q), v, None, None, D(out), 0, 0),
+        "no_out": lambda: r.call(_core.ALGO_NLE, D(q), D(v), None, None, None, 0, 0),
+        "frame": lambda: r.call(_core.ALGO_FRAME_JACOBIAN, D(q), None, None, None,
+                                D(np.zeros((n, 6, h.nv), np.float32)), 999, 0),
+        "missing_qd": lambda: r.call(_core.ALGO_NLE, D(q), None, None, None, D(out), 0, 0),
+        "extra_arg": lambda: r.call(_core.ALGO_CRBA, D(q), D(v), None, None, D(out), 0, 0),
+    }[case]
+    exc = TypeError if case in ("missing_qd", "extra_arg") else ValueError  # GridArgumentError is a ValueError
+    with pytest.raises(exc):
+        call()
+    assert lib.calls == []

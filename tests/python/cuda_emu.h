@@ -1,0 +1,118 @@
+// CPU emulation of the CUDA execution model for a generated robot.cu (test_cuda_compile.py): every block runs as
+// GRID_CUDA_BLOCK std::threads, each warp shares a std::barrier for __syncwarp, dynamic shared memory is a poisoned
+// buffer per block, and the CUDA runtime calls the host runtime makes are served from host memory. The source is
+// rewritten for it first (cuda_runtime.h -> this file, extern __shared__ -> the block's buffer, <<<...>>> -> emu_launch).
+#pragma once
+#include <barrier>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <math.h>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __constant__
+#define __align__(x)
+#define __launch_bounds__(...)
+
+struct emu_dim {
+    unsigned x, y, z;
+};
+inline thread_local emu_dim threadIdx, blockIdx, blockDim;
+inline thread_local std::barrier<> *emu_warp_barrier;
+inline thread_local unsigned char *emu_smem_ptr;
+inline void __syncwarp(unsigned = 0xffffffffu) { emu_warp_barrier->arrive_and_wait(); }
+template <class T> inline T __ldg(const T *p) { return *p; }
+
+// ---- the runtime API, on host memory ----
+typedef int cudaError_t;
+enum { cudaSuccess = 0, cudaErrorMemoryAllocation = 2 };
+typedef void *cudaStream_t;
+typedef void *cudaEvent_t;
+enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2 };
+enum { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+#define cudaStreamNonBlocking 1
+#define cudaEventDisableTiming 2
+#define cudaHostAllocPortable 1
+#define CUDART_VERSION 13000
+struct cudaDeviceProp {
+    char name[256];
+    int major, minor, multiProcessorCount, l2CacheSize, regsPerMultiprocessor;
+    size_t sharedMemPerMultiprocessor, sharedMemPerBlockOptin, totalGlobalMem;
+};
+static size_t emu_alloc_limit = (size_t)1 << 40;  // cudaMalloc beyond this fails (out of memory)
+static cudaError_t emu_last = 0;
+inline cudaError_t cudaMalloc(void **p, size_t n)
+{
+    if (n > emu_alloc_limit) {
+        *p = 0;
+        return emu_last = cudaErrorMemoryAllocation;
+    }
+    *p = malloc(n ? n : 1);
+    return 0;
+}
+inline cudaError_t cudaFree(void *p) { free(p); return 0; }
+inline cudaError_t cudaHostAlloc(void **p, size_t n, unsigned) { *p = malloc(n ? n : 1); return 0; }
+inline cudaError_t cudaFreeHost(void *p) { free(p); return 0; }
+inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t) { memcpy(d, s, n); return 0; }
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return 0; }
+inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return 0; }
+inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return 0; }
+inline cudaError_t cudaEventDestroy(cudaEvent_t) { return 0; }
+inline cudaError_t cudaEventCreate(cudaEvent_t *e) { *e = (void *)0x9; return 0; }
+inline cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t, cudaEvent_t) { *ms = 0.001f; return 0; }
+inline cudaError_t cudaStreamDestroy(cudaStream_t) { return 0; }
+inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) { *s = (void *)0x5; return 0; }
+inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) { *e = (void *)0x7; return 0; }
+inline cudaError_t cudaSetDevice(int) { return 0; }
+inline cudaError_t cudaGetDevice(int *d) { *d = 0; return 0; }
+inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
+{
+    memset(p, 0, sizeof *p);
+    strcpy(p->name, "emulated \"GPU\"");
+    p->major = 9;
+    p->multiProcessorCount = 1;
+    return 0;
+}
+inline cudaError_t cudaDriverGetVersion(int *v) { *v = 13000; return 0; }
+inline cudaError_t cudaRuntimeGetVersion(int *v) { *v = 13000; return 0; }
+inline cudaError_t cudaGetLastError()
+{
+    cudaError_t e = emu_last;
+    emu_last = 0;
+    return e;
+}
+template <class F> inline cudaError_t cudaFuncSetAttribute(F, int, int) { return 0; }
+inline const char *cudaGetErrorString(cudaError_t e) { return e ? "out of memory" : "no error"; }
+inline const char *cudaGetErrorName(cudaError_t e) { return e ? "cudaErrorMemoryAllocation" : "cudaSuccess"; }
+
+// ---- kernel launches: blocks one after another, the threads of a block concurrently ----
+static long long emu_smem_max = 0;
+template <class K, class... A>
+void emu_launch(K kernel, unsigned blocks, unsigned threads, long long smem, cudaStream_t, A... args)
+{
+    if (smem > emu_smem_max) emu_smem_max = smem;
+    for (unsigned b = 0; b < blocks; b++) {
+        std::vector<unsigned char> sm(smem > 0 ? smem : 1, 0xAB); // poisoned: an unstaged read shows as garbage
+        std::vector<std::unique_ptr<std::barrier<>>> bars;
+        for (unsigned w = 0; w < (threads + 31) / 32; w++) bars.emplace_back(new std::barrier<>(32));
+        std::vector<std::thread> ts;
+        for (unsigned t = 0; t < threads; t++)
+            ts.emplace_back([&, t] {
+                threadIdx = {t, 0, 0};
+                blockIdx = {b, 0, 0};
+                blockDim = {threads, 1, 1};
+                emu_warp_barrier = bars[t / 32].get();
+                emu_smem_ptr = sm.data();
+                kernel(args...);
+                emu_warp_barrier->arrive_and_drop(); // a finished lane no longer holds its warp's barrier
+            });
+        for (auto &t : ts) t.join();
+    }
+}
