@@ -25,8 +25,13 @@ static const char cuda_config[] =
     "#ifndef GRID_CUDA_OUT_STAGE_MAX\n"
     "#define GRID_CUDA_OUT_STAGE_MAX 64 /* outputs of at most this many elements per state are staged too */\n"
     "#endif\n"
+    "#ifndef GRID_CUDA_SMEM_MAX_WIDE\n"
+    "#define GRID_CUDA_SMEM_MAX_WIDE 200000 /* a wider (matrix) output is staged when the block's tiles fit this:\n"
+    "   measured on an H200, go2 CRBA/Minv at 1M states 6.4 ms -> 0.64/0.84 ms (bench/gpu_run1) */\n"
+    "#endif\n"
     "#ifndef GRID_CUDA_PACK_INPUTS\n"
-    "#define GRID_CUDA_PACK_INPUTS 1 /* host round trip: gather the inputs in pinned memory, one copy */\n"
+    "#define GRID_CUDA_PACK_INPUTS 0 /* host round trip: 1 gathers the inputs in pinned memory for one copy;\n"
+    "   0 (measured faster on an H200: iiwa RNEA B=1024 36.8 -> 32.8 us) copies each input array directly */\n"
     "#endif\n"
     "#ifndef GRID_CUDA_CHUNK_BYTES\n"
     "#define GRID_CUDA_CHUNK_BYTES (64LL << 20) /* host round trip: input (or output) bytes per chunk */\n"
@@ -37,7 +42,8 @@ static const char cuda_config[] =
     "/* a staged array takes, per warp, a tile of 32 states x (w | 1) elements: the odd row stride puts\n"
     "   the 32 lanes' reads of one element in 32 different banks */\n"
     "#define GRID_TILE_(w) (GRID_CUDA_WARPS * 32 * ((w) | 1) * (int)sizeof(grid_real))\n"
-    "#define GRID_FITS_(used, w) ((used) + GRID_TILE_(w) <= GRID_CUDA_SMEM_MAX)\n\n"
+    "#define GRID_FITS_(used, w) ((used) + GRID_TILE_(w) <= GRID_CUDA_SMEM_MAX)\n"
+    "#define GRID_FITS_WIDE_(used, w) ((used) + GRID_TILE_(w) <= GRID_CUDA_SMEM_MAX_WIDE)\n\n"
     "/* the rows of a warp's m states (consecutive in global memory) into its tile, coalesced */\n"
     "template <int W>\n"
     "static __device__ __forceinline__ void grid_tile_in_(grid_real *__restrict__ t, const grid_real *__restrict__ g,\n"
@@ -407,9 +413,15 @@ static void write_plan(ew_writer *w, const char *fn, const stage_array *arr, int
     char prev[64] = "0";
     for (int i = 0; i < n; i++) {
         const stage_array *s = &arr[i];
+        /* inputs and narrow outputs fit the normal budget; a wide output the wide one */
+        const char *fits = "GRID_FITS_";
         char cond[96] = "";
-        if (s->key == 'o') snprintf(cond, sizeof cond, "%lld <= GRID_CUDA_OUT_STAGE_MAX && ", s->width);
-        ew_printf(w, "    grid_p_%s_%c = %sGRID_FITS_(%s, %lld) ? %s : -1,\n", fn, s->key, cond, prev, s->width, prev);
+        if (s->key == 'o') {
+            snprintf(cond, sizeof cond, "%lld <= GRID_CUDA_OUT_STAGE_MAX ? GRID_FITS_(%s, %lld) : ", s->width, prev,
+                     s->width);
+            fits = "GRID_FITS_WIDE_";
+        }
+        ew_printf(w, "    grid_p_%s_%c = (%s%s(%s, %lld)) ? %s : -1,\n", fn, s->key, cond, fits, prev, s->width, prev);
         ew_printf(w, "    grid_p_%s_u%c = grid_p_%s_%c < 0 ? %s : %s + GRID_TILE_(%lld),\n", fn, s->key, fn, s->key, prev,
                   prev, s->width);
         snprintf(prev, sizeof prev, "grid_p_%s_u%c", fn, s->key);
