@@ -513,7 +513,7 @@ def report(bench, builds, out_dir, started):
               "| robot | dtype | wall s | nvcc s | peak RSS of the build's processes MB | target |", "|---|---|---|---|---|---|"]
         for b in builds:
             tgt = "≤ 30 s" if b["robot"] == "iiwa" else "≤ 120 s"
-            comp = (b.get("meta") or {}).get("compile_seconds")
+            comp = (b.get("meta") or {}).get("seconds_compile")
             L.append(f"| {b['robot']}{' (floating)' if b['floating'] else ''} | {b['dtype']} | {fmt(b.get('wall_s'))} | "
                      f"{fmt(comp)} | {fmt(b.get('children_maxrss_mb'), 0)} | {tgt}, ≤ 4096 MB |"
                      f"{' ' + b['error'] if 'error' in b else ''}")

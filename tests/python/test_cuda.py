@@ -157,13 +157,20 @@ def _report():
         f.write("\n".join(head + lines) + "\n")
 
 
+F32_SAMPLE = 256  # the CPU float32 error is taken over at least this many states (the tested ones first)
+
+
 def check_case(case, n, methods):
-    """every method on fresh random states: float64 CUDA vs reference, float32 CUDA vs 4x the CPU float32 path"""
+    """every method on fresh random states: float64 CUDA vs reference, float32 CUDA vs 4x the CPU float32 path.
+    The CPU float32 error is the largest over max(B, 256) states that start with the B tested ones, so a small batch
+    is judged against the model's typical float32 error, not against one lucky rounding."""
     ref, g64, g32, c32 = (handle(case, k) for k in ("ref", "cuda64", "cuda32", "cpu32"))
     seed = 7919 * n + len(case.id)
     s64 = states(ref, n, seed, np.float64)
-    s32 = states(ref, n, seed + 1, np.float32)
-    s32_as64 = {k: v.astype(np.float64) for k, v in s32.items()}
+    m = max(n, F32_SAMPLE)
+    s32_all = states(ref, m, seed + 1, np.float32)
+    s32 = {k: np.ascontiguousarray(v[:n]) for k, v in s32_all.items()}
+    s32_as64 = {k: v.astype(np.float64) for k, v in s32_all.items()}
     failures = []
     for name in methods:
         call = METHODS[name]
@@ -176,10 +183,11 @@ def check_case(case, n, methods):
         e64 = float(block_errors(got, r64).max())
         # float32: the same float32 inputs on the GPU and on the CPU generated path; the reference sees them exactly
         r32 = call(ref, s32_as64, None)
-        out32 = poisoned(r32.shape, np.float32, pinned_from=g32 if n % 2 else None)  # odd B: pinned out=
+        out32 = poisoned(r32[:n].shape, np.float32, pinned_from=g32 if n % 2 else None)  # odd B: pinned out=
         got32 = call(g32, s32, out32)
-        cpu32 = call(c32, s32, poisoned(r32.shape, np.float32))
-        e32 = float(block_errors(got32, r32).max())
+        assert got32 is out32
+        cpu32 = call(c32, s32_all, poisoned(r32.shape, np.float32))
+        e32 = float(block_errors(got32, r32[:n]).max())
         ec = float(block_errors(cpu32, r32).max())
         with _rows_lock:
             _rows.append((case.id, n, name, e64, e32, ec))
@@ -244,8 +252,8 @@ def test_torch_device_arrays_equal_numpy(case, dtype):
             continue
         want = call(h, s, None)
         tout = torch.full(want.shape, float("nan"), dtype=ts["q"].dtype, device="cuda")
+        side.wait_stream(torch.cuda.current_stream())  # tout was filled on the default stream
         with torch.cuda.stream(side):
-            side.wait_stream(torch.cuda.current_stream())
             got = call(h, ts, tout)
         side.synchronize()
         assert got is tout
