@@ -50,17 +50,18 @@ BOUND_FP32 = {("iiwa", "rnea"): 4.3e10, ("iiwa", "crba"): 3.4e10, ("iiwa", "aba"
               ("go2", "fd"): 1.4e10, ("g1_29dof", "rnea"): 8.5e9, ("g1_29dof", "crba"): 1.8e9,
               ("g1_29dof", "aba"): 5.0e9, ("g1_29dof", "fd"): 5.0e9}
 
-# compile-time variants (GRID_RBD_NVCC_FLAGS replaces the tuning flags; each is its own cache entry), float32 only
+# compile-time variants (GRID_RBD_NVCC_FLAGS replaces the tuning flags; each is its own cache entry), float32 only:
+# name -> (flags, what it changes, "host" or "resident": which path is measured)
 VARIANTS = {
-    "stage_wide": ("-O3 -DGRID_CUDA_OUT_STAGE_MAX=4096 -DGRID_CUDA_SMEM_MAX=200000",
-                   "every output that fits 200 KB per block staged through shared memory"),
-    "min_blocks_3": ("-O3 -DGRID_CUDA_MIN_BLOCKS=3", "__launch_bounds__(128, 3): at most 168 registers"),
-    "no_pack": ("-O3 -DGRID_CUDA_PACK_INPUTS=0", "host round trip: one cudaMemcpyAsync per input, no pinned gather"),
+    "zero_copy": ("-O3 -DGRID_CUDA_ZERO_COPY_MAX=4194304",
+                  "host round trip up to 4 MiB per call without copies: mapped pinned memory read and written by the "
+                  "kernel", "host"),
+    "pack": ("-O3 -DGRID_CUDA_PACK_INPUTS=1", "host round trip: the inputs gathered in pinned memory, one copy",
+             "host"),
 }
-VARIANT_POINTS = {  # variant -> [(robot, algo, B)] measured (resident, or host for no_pack)
-    "stage_wide": [(r, a, b) for r in ("go2", "g1_29dof") for a in ("crba", "minv", "fd", "rnea") for b in (65536, 1048576)],
-    "min_blocks_3": [(r, a, b) for r in ("iiwa", "go2") for a in ("rnea", "fd", "crba") for b in (1024, 1048576)],
-    "no_pack": [(r, "rnea", b) for r, _, _ in ROBOTS for b in (1024, 65536)],
+VARIANT_POINTS = {  # variant -> [(robot, algo, B)]
+    "zero_copy": [(r, a, b) for r, _, _ in ROBOTS for a in ("rnea", "fd", "crba") for b in (16, 256, 1024, 65536)],
+    "pack": [(r, "rnea", b) for r, _, _ in ROBOTS for b in (1024, 65536)],
 }
 
 BUILD_RESERVE_S = 100         # seconds kept for the cold builds (iiwa and g1 floating, float32)
@@ -324,7 +325,7 @@ class Bench:
                         self.skipped.append(f"variant {variant} {robot} B={n}: out of time")
                         continue
                     arrays = random_states(h, n, seed=n + len(robot))
-                    host = variant == "no_pack"
+                    host = VARIANTS[variant][2] == "host"
                     sets = None if host else self.device_sets(n, arrays)
                     for (r, algo, b) in points:
                         if r == robot and b == n:

@@ -99,11 +99,13 @@ static void write_meta(const emit_ctx *cx, const grid_emit_options *o, unsigned 
               cx->t->export_fn);
 }
 
-/* smallest batch worth a thread team: about 40k operations of work */
+/* smallest batch worth a thread team: about 400k operations (~100 us on one core), so the team's
+   fork/join (a few us when the cores are idle, milliseconds when they are oversubscribed) stays small
+   against the work (bench/RESULTS.md: a 256-state iiwa RNEA on two busy cores took 8 ms with a team) */
 static long long min_parallel(long flops)
 {
-    long long n = 40000 / (flops > 0 ? flops : 1);
-    return n < 2 ? 2 : n > 4096 ? 4096 : n;
+    long long n = 400000 / (flops > 0 ? flops : 1);
+    return n < 2 ? 2 : n > 16384 ? 16384 : n;
 }
 
 /* one part per this many statements (compile time grows with function size, not file size,

@@ -40,6 +40,7 @@ enum { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 #define cudaStreamNonBlocking 1
 #define cudaEventDisableTiming 2
 #define cudaHostAllocPortable 1
+#define cudaHostAllocMapped 2
 #define CUDART_VERSION 13000
 struct cudaDeviceProp {
     char name[256];
@@ -60,6 +61,7 @@ inline cudaError_t cudaMalloc(void **p, size_t n)
 inline cudaError_t cudaFree(void *p) { free(p); return 0; }
 inline cudaError_t cudaHostAlloc(void **p, size_t n, unsigned) { *p = malloc(n ? n : 1); return 0; }
 inline cudaError_t cudaFreeHost(void *p) { free(p); return 0; }
+inline cudaError_t cudaHostGetDevicePointer(void **d, void *h, unsigned) { *d = h; return 0; }
 inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t) { memcpy(d, s, n); return 0; }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return 0; }
 inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return 0; }

@@ -114,10 +114,11 @@ def _emulated_source(cu_text):
 
 @pytest.mark.parametrize("which,defines", [
     ("iiwa", []),                                                            # the default plan, one chunk
-    ("synthetic_ff", ["-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_CHUNK_BYTES=4096"]),   # nothing staged; many chunks
-    ("synthetic_ff", ["-DGRID_CUDA_OUT_STAGE_MAX=4096", "-DGRID_CUDA_SMEM_MAX=1000000",
-                      "-DGRID_CUDA_PACK_INPUTS=0"]),                         # everything staged; a copy per array
-], ids=["iiwa-default", "synthetic_ff-in-place-chunked", "synthetic_ff-all-staged-unpacked"])
+    ("synthetic_ff", ["-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_SMEM_MAX_WIDE=0",
+                      "-DGRID_CUDA_CHUNK_BYTES=4096"]),                     # nothing staged; many chunks
+    ("synthetic_ff", ["-DGRID_CUDA_OUT_STAGE_MAX=4096", "-DGRID_CUDA_SMEM_MAX=1000000", "-DGRID_CUDA_PACK_INPUTS=1",
+                      "-DGRID_CUDA_ZERO_COPY_MAX=30000"]),   # everything staged; packed inputs; zero-copy up to B=46
+], ids=["iiwa-default", "synthetic_ff-in-place-chunked", "synthetic_ff-all-staged-packed-zero-copy"])
 def test_kernels_match_the_c_target_in_emulation(tmp_path, iiwa64_cuda, synthetic_ff64_cuda, which, defines):
     """grid_cuda_<algo> (tiles, plan, tails, variants) and grid_host_<algo> (chunks, packing) run on the CPU, one
     std::thread per CUDA thread, and must equal the C target of the same robot (float64, 1e-10) at B = 1, 7, 33, 300"""
