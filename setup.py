@@ -53,7 +53,7 @@ core = Extension(
         ("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"),
     ],
     libraries=["expat", "m", "dl", "pthread"],
-    extra_compile_args=["-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra",
+    extra_compile_args=["-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Werror",
                         "-Wno-missing-field-initializers"],
 )
 
