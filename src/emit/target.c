@@ -28,8 +28,8 @@ void emit_state_params(ew_writer *w, const emit_target *t)
 
 /* ---- pieces shared by both wrappers ---- */
 
-/* the argument checks every entry point starts with (GRID_ERR_ARG = 7) */
-static void write_checks(ew_writer *w, const emit_entry *e)
+/* the argument checks every entry point starts with (GRID_ERR_ARG = 7); both targets use it */
+void emit_write_checks(ew_writer *w, const emit_entry *e)
 {
     ew_puts(w, "    if (!c || c->batch < 0) return 7; /* GRID_ERR_ARG */\n"
                "    if (c->batch == 0) return 0;\n");
@@ -143,7 +143,7 @@ static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
             if (!dup) write_tile(w, t, e, vr);
         }
     ew_printf(w, "%s int grid_%s(const grid_call *c)\n{\n", t->export_fn, e->name);
-    write_checks(w, e);
+    emit_write_checks(w, e);
     if (e->vector) {
         /* every pointer goes to the tile function, which reads what it needs */
         ew_puts(w, "    const grid_real *q = (const grid_real *)c->q;\n"

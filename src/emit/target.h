@@ -58,4 +58,7 @@ void emit_state_params(ew_writer *w, const emit_target *t);
 /* the helpers every batch wrapper uses (thread count), written once after the tables */
 void emit_batch_helpers(ew_writer *w, const emit_target *t);
 
+/* the argument checks every batch entry point starts with, for either target */
+void emit_write_checks(ew_writer *w, const emit_entry *e);
+
 #endif

@@ -418,19 +418,6 @@ void emit_cuda_helpers(ew_writer *w, const emit_target *t)
 
 /* ---- per algorithm ---- */
 
-/* the argument checks every entry point starts with */
-static void write_checks(ew_writer *w, const emit_entry *e)
-{
-    ew_puts(w, "    if (!c || c->batch < 0) return 7; /* GRID_ERR_ARG */\n"
-               "    if (c->batch == 0) return 0;\n");
-    ew_printf(w, "    if (!c->q || !c->out%s%s) return 7;\n", e->needs_v ? " || !c->v" : "",
-              e->needs_a ? " || !c->a" : "");
-    if (e->frame_check)
-        ew_printf(w, "    if (c->frame < 0 || c->frame >= %d) return 7;\n"
-                     "    if (c->reference_frame < 0 || c->reference_frame > 2) return 7;\n",
-                  e->nframes);
-}
-
 static int variant_count(const emit_entry *e) { return (e->opt_a || e->opt_fext) ? 4 : 1; }
 
 static const emit_variant *variant_at(const emit_entry *e, int k)
@@ -576,7 +563,7 @@ void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e)
     /* device pointers, the caller's stream, no synchronisation */
     ew_printf(w, "/* %s on device arrays: launched on c->stream, not synchronised */\n", e->name);
     ew_printf(w, "%s int grid_cuda_%s(const grid_call *c)\n{\n", t->export_fn, e->name);
-    write_checks(w, e);
+    emit_write_checks(w, e);
     ew_puts(w, "    const grid_real *q = (const grid_real *)c->q;\n"
                "    const grid_real *v = (const grid_real *)c->v;\n"
                "    const grid_real *a = (const grid_real *)c->a;\n"
@@ -607,7 +594,7 @@ void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e)
     ew_printf(w, "/* %s on host arrays: copied in, launched and copied out on the library's stream, synchronised */\n",
               e->name);
     ew_printf(w, "%s int grid_host_%s(const grid_call *c)\n{\n", t->export_fn, e->name);
-    write_checks(w, e);
+    emit_write_checks(w, e);
     char wa[64], wf[64];
     if (e->needs_a) snprintf(wa, sizeof wa, "%lld", e->nv);
     else if (e->opt_a) snprintf(wa, sizeof wa, "c->a ? %lld : 0", e->nv);
