@@ -14,11 +14,19 @@ extern "C" {
 /* what the generated source is compiled by: cc (C11, OpenMP batch loops) or nvcc (one thread per state) */
 typedef enum { GRID_TARGET_C = 0, GRID_TARGET_CUDA = 1 } grid_target;
 
+/* how an algorithm's per-state code is laid out (docs/emitter.md, "Schedules"):
+   UNROLLED: straight-line code, model constants folded as literals (the fast path for small robots);
+   ROLLED: loops over the tree in parents-first order, per-joint-type step functions reading flat model tables
+   (code size independent of the robot's size); AUTO: unrolled unless the algorithm's unrolled code would
+   exceed GRID_EMIT_UNROLL_BUDGET statements */
+typedef enum { GRID_SCHEDULE_AUTO = 0, GRID_SCHEDULE_UNROLLED = 1, GRID_SCHEDULE_ROLLED = 2 } grid_schedule;
+
 typedef struct {
     int dtype;              /* GRID_FLOAT32 or GRID_FLOAT64: the generated code's real type */
     int target;             /* a grid_target */
     unsigned algorithms;    /* bit mask of grid_algo (bit i = algorithm i); 0 = all */
     const char *model_hash; /* hex string baked into the metadata; NULL = "" */
+    int schedule;           /* a grid_schedule (0 = AUTO) */
 } grid_emit_options;
 
 /* the defaults: float64, C target, every algorithm, no hash */
@@ -46,6 +54,8 @@ typedef struct {
     long flops[GRID_ALGO_COUNT];          /* + - * / in the main variant */
     long transcendental[GRID_ALGO_COUNT]; /* sqrt sin cos atan2 in the main variant (a sincos pair counts 2) */
     int parts;                            /* parts the source splits into (see grid_emit_source) */
+    int rolled[GRID_ALGO_COUNT];          /* 1: the algorithm got the rolled schedule */
+    long work[GRID_ALGO_COUNT];           /* reals of workspace per state (rolled schedule; 0 unrolled) */
 } grid_emit_stats;
 
 /* Same as grid_emit_source, also filling stats (may be NULL). */

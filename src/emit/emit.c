@@ -5,7 +5,7 @@
 
 grid_emit_options grid_emit_options_default(void)
 {
-    grid_emit_options o = {GRID_FLOAT64, GRID_TARGET_C, 0u, NULL};
+    grid_emit_options o = {GRID_FLOAT64, GRID_TARGET_C, 0u, NULL, GRID_SCHEDULE_AUTO};
     return o;
 }
 
@@ -89,13 +89,13 @@ static void write_banner(const emit_ctx *cx, const grid_emit_options *o, unsigne
     ew_puts(cx->w, ". */\n");
 }
 
-static void write_meta(const emit_ctx *cx, const grid_emit_options *o, unsigned mask, const char *hash)
+static void write_meta(const emit_ctx *cx, const grid_emit_options *o, unsigned mask, const char *hash, long work)
 {
     const em_model *em = cx->em;
     ew_printf(cx->w,
-              "static const grid_robot_meta_t grid_meta_ = {%d, %d, %d, %d, %d, %d, %d, %d, 0x%xu, 0, \"%s\"};\n\n"
+              "static const grid_robot_meta_t grid_meta_ = {%d, %d, %d, %d, %d, %d, %d, %d, 0x%xu, %ld * sizeof(grid_real), \"%s\"};\n\n"
               "%s const grid_robot_meta_t *grid_robot_meta(void)\n{\n    return &grid_meta_;\n}\n\n",
-              GRID_ABI_VERSION, em->nq, em->nv, em->nb, em->nframes, em->nee, o->dtype, o->target, mask, hash,
+              GRID_ABI_VERSION, em->nq, em->nv, em->nb, em->nframes, em->nee, o->dtype, o->target, mask, work, hash,
               cx->t->export_fn);
 }
 
@@ -139,6 +139,8 @@ static void write_entry(const emit_ctx *cx, int a, const sym_stats *fstats, cons
     e.nout = grid_algo_output_width(a, em->nq, em->nv, em->nb, em->nee);
     e.nframes = em->nframes;
     e.vector = vec[L->slot[0]];
+    for (int s = 0; s < 4; s++)
+        if (L->slot[s] >= 0 && fstats[L->slot[s]].work > e.work) e.work = fstats[L->slot[s]].work;
     const sym_stats *ms = &fstats[L->slot[L->main]];
     e.min_parallel = min_parallel(ms->flops + 20 * ms->transcendental);
     cx->t->batch(cx->w, cx->t, &e);
@@ -290,7 +292,12 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
                 if (layouts[a].slot[s] >= 0) fn_in_part[layouts[a].slot[s]] = 1;
         }
         if (nparts > 1) ew_printf(&w, "#if !defined(GRID_PART) || GRID_PART == %d\n\n", p + 1);
-        if (p == 0) write_meta(&cx, &o, mask, hash);
+        if (p == 0) {
+            long work = 0;
+            for (int f = 0; f < F_COUNT; f++)
+                if (need[f] && fstats[f].work > work) work = fstats[f].work;
+            write_meta(&cx, &o, mask, hash, work);
+        }
         if (zeros) {
             int nz = em.nv > 6 * em.nb ? em.nv : 6 * em.nb;
             /* once per translation unit, whichever parts it holds */

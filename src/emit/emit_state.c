@@ -80,7 +80,7 @@ int emit_state_function(const emit_ctx *cx, const state_spec *sp, int vector, sy
     } else {
         ew_printf(cx->w, "%s void grid_s_%s", cx->t->state_fn, sp->fn);
         emit_state_params(cx->w, cx->t);
-        ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out; (void)frame; (void)rf;%s\n",
+        ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out; (void)frame; (void)rf; (void)ws;%s\n",
                   cx->t->stride_param[0] ? " (void)st;" : "");
     }
     if (sym_emit(g, vector ? &cx->vst : &cx->st, cx->w, stats) != 0) goto done;

@@ -93,6 +93,7 @@ typedef struct {
     long flops;      /* + - * / */
     long transcendental;
     long loads, stores;
+    long work;       /* reals of caller workspace the function uses per state (rolled schedule) */
 } sym_stats;
 
 /* emit every live statement in creation order; returns 0, or -1 on out of memory */

@@ -22,8 +22,8 @@ void emit_state_params(ew_writer *w, const emit_target *t)
 {
     const char *r = t->restrict_kw;
     ew_printf(w, "(const grid_real *%s q, const grid_real *%s v, const grid_real *%s a, "
-                 "const grid_real *%s fext, grid_real *%s out, const int frame, const int rf%s)",
-              r, r, r, r, r, t->stride_param);
+                 "const grid_real *%s fext, grid_real *%s out, const int frame, const int rf, grid_real *%s ws%s)",
+              r, r, r, r, r, r, t->stride_param);
 }
 
 /* ---- pieces shared by both wrappers ---- */
@@ -52,6 +52,11 @@ static void write_pointers(ew_writer *w, const emit_entry *e)
     if (uses_a(e)) ew_puts(w, "    const grid_real *a = (const grid_real *)c->a;\n");
     if (uses_fext(e)) ew_puts(w, "    const grid_real *f = (const grid_real *)c->fext;\n");
     ew_puts(w, "    grid_real *o = (grid_real *)c->out;\n");
+    if (e->work > 0)
+        ew_printf(w, "    /* workspace: W reals per thread of the team, in c->work (meta.work_bytes per thread) */\n"
+                     "    const size_t W = %lld;\n"
+                     "    grid_real *const wsb = (grid_real *)c->work;\n"
+                     "    if (!wsb) return 7;\n", e->work);
 }
 
 /* the call of a per-state function on state b */
@@ -65,7 +70,7 @@ static void write_call(ew_writer *w, const emit_entry *e, const emit_variant *vr
     else ew_puts(w, "0, ");
     if (vr->reads_fext) ew_printf(w, "f ? f + b * %lld : grid_zeros_, ", e->nfext);
     else ew_puts(w, "0, ");
-    ew_printf(w, "o + b * %lld, fr, rf%s)", e->nout, stride_arg);
+    ew_printf(w, "o + b * %lld, fr, rf, %s%s)", e->nout, e->work > 0 ? "wsb + (size_t)grid_thread_() * W" : "0", stride_arg);
 }
 
 /* the variant slots in use: 1 entry when the algorithm has no optional input */
@@ -158,7 +163,9 @@ static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
         write_pointers(w, e);
         ew_printf(w, "    const long long n = c->batch;\n"
                      "    const int fr = c->frame, rf = c->reference_frame;\n"
-                     "    const int nt = grid_threads_(c->num_threads, n, %lldLL);\n",
+                     "    const int nt = grid_threads_(%s, n, %lldLL);\n",
+                  e->work > 0 ? "c->num_threads > 0 ? c->num_threads : 1 /* workspace covers the requested threads */"
+                              : "c->num_threads",
                   e->min_parallel);
     }
     if (nvar > 1) write_selector(w, e);
@@ -201,7 +208,10 @@ void emit_batch_helpers(ew_writer *w, const emit_target *t)
                "#else\n"
                "    (void)requested; (void)n; (void)min_parallel;\n"
                "    return 1;\n"
-               "#endif\n}\n\n");
+               "#endif\n}\n\n"
+               "/* this thread's index in the team (its workspace slice) */\n"
+               "static inline __attribute__((unused)) int grid_thread_(void)\n{\n"
+               "#ifdef _OPENMP\n    return omp_get_thread_num();\n#else\n    return 0;\n#endif\n}\n\n");
 }
 
 static const emit_target targets[] = {

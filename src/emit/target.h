@@ -30,6 +30,7 @@ typedef struct {
     long long min_parallel;    /* smallest batch for which a thread team is used */
     int nframes;
     int vector;                /* 1: the variants are lane functions grid_v_<fn>, fed GRID_LANES states per tile */
+    long long work;            /* reals of workspace one state's function needs (its thread's slice of c->work) */
 } emit_entry;
 
 /* how one target is spelled */

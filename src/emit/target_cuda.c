@@ -526,14 +526,14 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
                      "        so = to + lane * (%lld | 1);\n"
                      "    }\n"
                      "    __syncwarp();\n"
-                     "    if (grid_p_%s_o >= 0 || lane < m) grid_s_%s(%s, %s, %s, %s, so, fr, rf, 1);\n"
+                     "    if (grid_p_%s_o >= 0 || lane < m) grid_s_%s(%s, %s, %s, %s, so, fr, rf, 0, 1);\n"
                      "    if (grid_p_%s_o >= 0) {\n"
                      "        __syncwarp();\n"
                      "        grid_tile_out_<%lld>(o + b0 * %lld, to, m, lane);\n"
                      "    }\n",
                   e->nout, fn, fn, e->nout, e->nout, fn, fn, ptr[0], ptr[1], ptr[2], ptr[3], fn, e->nout, e->nout);
     } else {
-        ew_printf(w, "    __syncwarp();\n    if (lane < m) grid_s_%s(%s, %s, %s, %s, o, fr, rf, 1);\n", fn, ptr[0], ptr[1],
+        ew_printf(w, "    __syncwarp();\n    if (lane < m) grid_s_%s(%s, %s, %s, %s, o, fr, rf, 0, 1);\n", fn, ptr[0], ptr[1],
                   ptr[2], ptr[3]);
     }
     ew_printf(w, "}\n#endif /* GRID_KERNEL_%s */\n\n", fn);
