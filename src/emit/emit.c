@@ -243,7 +243,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
     emit_ctx cx = {&em, t, re, {"grid_real", re->is_float, re->fn_sqrt, re->fn_sin, re->fn_cos, re->fn_atan2,
                                 "grid_sincos_", NULL, NULL, t->elem_scale, "    "},
                    {"grid_vec", re->is_float, "grid_vsqrt_", "grid_vsin_", "grid_vcos_", "grid_vatan2_", "grid_vsincos_",
-                    "grid_splat_", NULL, "", "    "}, &w};
+                    "grid_splat_", NULL, "", "    "}, &w, o.schedule};
 
     /* per-state functions the selected algorithms call, each into its own buffer */
     int need[F_COUNT] = {0};
@@ -252,9 +252,11 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
             if (layouts[a].slot[s] >= 0) need[layouts[a].slot[s]] = 1;
     sym_stats fstats[F_COUNT];
     memset(fstats, 0, sizeof fstats);
-    int vec[F_COUNT], any_vec = 0;
+    int vec[F_COUNT], rolled[F_COUNT], any_vec = 0;
+    if (o.schedule < GRID_SCHEDULE_AUTO || o.schedule > GRID_SCHEDULE_ROLLED) rc = grid_error_set(err, GRID_ERR_ARG, 0, 0, "unknown schedule %d (use GRID_SCHEDULE_AUTO, _UNROLLED or _ROLLED)", o.schedule);
     for (int f = 0; f < F_COUNT && rc == GRID_OK; f++) {
-        vec[f] = t->lanes && specs[f].lanes_ok;
+        rolled[f] = emit_state_rolled(&cx, &specs[f]);
+        vec[f] = t->lanes && specs[f].lanes_ok && !rolled[f];
         if (!need[f]) continue;
         any_vec |= vec[f];
         cx.w = &fw[f];
@@ -318,6 +320,8 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
             if (!(mask & (1u << a))) continue;
             const sym_stats *ms = &fstats[layouts[a].slot[layouts[a].main]];
             stats->statements[a] = algo_statements(a, fstats);
+            stats->rolled[a] = rolled[layouts[a].slot[0]];
+            stats->work[a] = fstats[layouts[a].slot[0]].work;
             stats->flops[a] = ms->flops;
             stats->transcendental[a] = ms->transcendental;
         }

@@ -14,6 +14,7 @@ typedef struct {
     sym_style st;      /* spelling of statements in scalar per-state functions */
     sym_style vst;     /* the same for vector (lane) per-state functions, on targets with lanes */
     ew_writer *w;
+    int schedule;      /* the requested grid_schedule (emit options) */
 } emit_ctx;
 
 /* array ids every per-state graph declares, in this order */
@@ -46,6 +47,9 @@ typedef struct {
     int reads_v, reads_a, reads_fext;
     int lanes_ok;     /* no raw code: can run on lane vectors */
 } state_spec;
+/* 1 when the per-state function sp gets the rolled schedule (loops over model tables; scalar only):
+   forced by cx->schedule, or under AUTO when its unrolled code would exceed the statement budget */
+int emit_state_rolled(const emit_ctx *cx, const state_spec *sp);
 /* vector = 1: the lane form grid_v_<fn>(const grid_vec *q, *v, *a, *fext, grid_vec *out) */
 int emit_state_function(const emit_ctx *cx, const state_spec *sp, int vector, sym_stats *stats);
 

@@ -48,6 +48,12 @@ static sv *inputs(sym_graph *g, int array, int n, int wanted)
     return x;
 }
 
+int emit_state_rolled(const emit_ctx *cx, const state_spec *sp)
+{
+    (void)sp;
+    return cx->schedule == GRID_SCHEDULE_ROLLED;
+}
+
 int emit_state_function(const emit_ctx *cx, const state_spec *sp, int vector, sym_stats *stats)
 {
     const em_model *em = cx->em;
