@@ -12,7 +12,7 @@ static void usage(FILE *f)
 {
     fputs("usage: gridc ROBOT.urdf [--floating-base] [--dtype float32|float64] [--target c|cuda]\n"
           "             [--ee JOINT]... [--ignore-mimic] [--algo NAME]... [--gravity G] [--hash HEX]\n"
-          "             [--stats] [-o OUT]\n"
+          "             [--schedule auto|unrolled|rolled] [--stats] [-o OUT]\n"
           "Writes the generated robot library source to OUT (default: stdout).\n"
           "Build (gcc; docs/emitter.md explains the flags):\n"
           "  cc -O2 -fno-schedule-insns2 --param=max-combine-insns=2 -fno-tree-pre -march=native \\\n"
@@ -82,6 +82,12 @@ int main(int argc, char **argv)
             char *end;
             mo.gravity = strtod(v, &end);
             if (end == v || *end) die("bad gravity '%s'", v);
+        } else if (!strcmp(a, "--schedule")) {
+            const char *v = value(argc, argv, &i);
+            if (!strcmp(v, "auto")) eo.schedule = GRID_SCHEDULE_AUTO;
+            else if (!strcmp(v, "unrolled")) eo.schedule = GRID_SCHEDULE_UNROLLED;
+            else if (!strcmp(v, "rolled")) eo.schedule = GRID_SCHEDULE_ROLLED;
+            else die("--schedule must be auto, unrolled or rolled, not %s", v);
         } else if (!strcmp(a, "--hash")) {
             hash = value(argc, argv, &i);
         } else if (!strcmp(a, "-o")) {

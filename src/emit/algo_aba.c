@@ -26,7 +26,7 @@ int ea_aba(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd)
         const em_body *b = &em->b[i];
         sv vj[6], t[6], Iv[6];
         ek_body_comment(g, em, i, "velocities and bias forces");
-        ek_joint_motion(g, b, v + b->iv, vj);
+        ek_joint_motion(g, &k->view[i], v + b->iv, vj);
         if (b->parent < 0) {
             memcpy(vel[i], vj, sizeof vj);
             for (int e = 0; e < 6; e++) cb[i][e] = zero;
@@ -35,8 +35,8 @@ int ea_aba(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd)
             for (int e = 0; e < 6; e++) vel[i][e] = sym_add(g, t[e], vj[e]);
             sp_motion_cross(g, vel[i], vj, cb[i]);
         }
-        sp_body_inertia_matrix(g, b, IA[i]);
-        sp_body_inertia_apply(g, b, vel[i], Iv);
+        sp_body_inertia_matrix(g, &k->view[i], IA[i]);
+        sp_body_inertia_apply(g, &k->view[i], vel[i], Iv);
         sp_force_cross(g, vel[i], Iv, pA[i]);
         if (fext)
             for (int e = 0; e < 6; e++) pA[i][e] = sym_sub(g, pA[i][e], fext[6 * i + e]);
@@ -50,17 +50,17 @@ int ea_aba(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd)
         /* U = IA S, D = S^T U, u = tau - S^T pA */
         for (int c = 0; c < n; c++) {
             sv sc[6];
-            for (int e = 0; e < 6; e++) sc[e] = sym_const(g, b->S[n * e + c]);
+            for (int e = 0; e < 6; e++) sc[e] = k->view[i].S[n * e + c];
             sp_mat6_vec(g, IA[i], sc, U[i] + 6 * c);
         }
         for (int c = 0; c < n; c++) {
             sv p[6];
-            ek_joint_project(g, b, U[i] + 6 * c, p);
+            ek_joint_project(g, &k->view[i], U[i] + 6 * c, p);
             for (int r = 0; r < n; r++) D[n * r + c] = p[r];
         }
         if (n == 1) Dinv[i][0] = sym_div(g, sym_const(g, 1.0), D[0]);
         else sp_spd_inverse(g, n, D, Dinv[i]);
-        ek_joint_project(g, b, pA[i], s);
+        ek_joint_project(g, &k->view[i], pA[i], s);
         for (int m = 0; m < n; m++) uu[i][m] = sym_sub(g, u[b->iv + m], s[m]);
         if (b->parent < 0) continue;
         /* Ia = IA - U Dinv U^T (basis-vector S: its row and column are exactly zero),
@@ -105,7 +105,7 @@ int ea_aba(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd)
             for (int j = 0; j < n; j++) x = sym_add(g, x, sym_mul(g, Dinv[i][n * m + j], ua[j]));
             qdd[b->iv + m] = x;
         }
-        ek_joint_motion(g, b, qdd + b->iv, sq);
+        ek_joint_motion(g, &k->view[i], qdd + b->iv, sq);
         for (int e = 0; e < 6; e++) acc[i][e] = sym_add(g, a[e], sq[e]);
     }
     rc = 0;

@@ -12,12 +12,12 @@ void ea_factor_free(ea_factor *fa)
 }
 
 /* U = IA S (6 x n, by columns), Dinv = (S^T U)^-1 */
-static void joint_pieces(sym_graph *g, const em_body *b, const sv IA[36], sv U[36], sv Dinv[36])
+static void joint_pieces(sym_graph *g, const ek_body *b, const sv IA[36], sv U[36], sv Dinv[36])
 {
     sv D[36];
     for (int c = 0; c < b->nv; c++) {
         sv s[6];
-        for (int r = 0; r < 6; r++) s[r] = sym_const(g, b->S[b->nv * r + c]);
+        for (int r = 0; r < 6; r++) s[r] = b->S[b->nv * r + c];
         sp_mat6_vec(g, IA, s, U + 6 * c);
     }
     for (int r = 0; r < b->nv; r++)
@@ -32,7 +32,7 @@ static void joint_pieces(sym_graph *g, const em_body *b, const sv IA[36], sv U[3
 
 /* Ia = IA - U Dinv U^T, with the row and column of a basis-vector S set to exact zero
    (Ia S = 0 holds analytically, so only rounding noise is dropped) */
-static void articulated_minus_joint(sym_graph *g, const em_body *b, const sv IA[36], const sv U[36],
+static void articulated_minus_joint(sym_graph *g, const ek_body *b, const sv IA[36], const sv U[36],
                                     const sv Dinv[36], sv Ia[36])
 {
     const int n = b->nv;
@@ -66,14 +66,14 @@ int ea_factor_build(ek_kin *k, ea_factor *fa)
         free(IA);
         return -1;
     }
-    for (int i = 0; i < nb; i++) sp_body_inertia_matrix(g, &em->b[i], IA[i]);
+    for (int i = 0; i < nb; i++) sp_body_inertia_matrix(g, &k->view[i], IA[i]);
     for (int i = nb - 1; i >= 0; i--) {
         const em_body *b = &em->b[i];
         ek_body_comment(g, em, i, "articulated inertia");
-        joint_pieces(g, b, IA[i], fa->U[i], fa->Dinv[i]);
+        joint_pieces(g, &k->view[i], IA[i], fa->U[i], fa->Dinv[i]);
         if (b->parent >= 0) {
             sv Ia[36], t[36];
-            articulated_minus_joint(g, b, IA[i], fa->U[i], fa->Dinv[i], Ia);
+            articulated_minus_joint(g, &k->view[i], IA[i], fa->U[i], fa->Dinv[i], Ia);
             ek_mat6_to_parent(k, i, Ia, t);
             for (int r = 0; r < 36; r++) IA[b->parent][r] = sym_add(g, IA[b->parent][r], t[r]);
         }

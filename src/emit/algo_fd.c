@@ -28,7 +28,7 @@ int ea_fd(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd)
         const int n = b->nv;
         sv s[6], w[6];
         ek_body_comment(g, em, i, "backward substitution");
-        ek_joint_project(g, b, pA[i], s);
+        ek_joint_project(g, &k->view[i], pA[i], s);
         for (int m = 0; m < n; m++) s[m] = sym_sub(g, r[b->iv + m], s[m]);
         for (int m = 0; m < n; m++) {
             sv t = zero;
@@ -59,7 +59,7 @@ int ea_fd(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd)
             for (int j = 0; j < n; j++) t = sym_add(g, t, sym_mul(g, fa.Dinv[i][n * m + j], ua[j]));
             qdd[b->iv + m] = sym_sub(g, y[b->iv + m], t);
         }
-        ek_joint_motion(g, b, qdd + b->iv, sq);
+        ek_joint_motion(g, &k->view[i], qdd + b->iv, sq);
         for (int e = 0; e < 6; e++) acc[i][e] = sym_add(g, a[e], sq[e]);
     }
     rc = 0;

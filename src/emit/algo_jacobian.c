@@ -235,7 +235,9 @@ static int vector_trig(const emit_ctx *cx, sym_graph *g, ek_kin *k, int b, int l
         const sv s = sym_input(g, asn[t / JW], t % JW);
         const sv co = sym_input(g, acs[t / JW], t % JW);
         t++;
-        ek_axis_rotation(g, bj, s, co, XJ.R);
+        ek_body view;
+        sp_body_literal(g, bj, &view);
+        ek_axis_rotation(g, &view, s, co, XJ.R);
         for (int r = 0; r < 3; r++) XJ.p[r] = zero;
         sp_xf_const(g, bj->R, bj->p, &P);
         sp_xf_compose(g, &P, &XJ, &k->X[j]);

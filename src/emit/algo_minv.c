@@ -46,7 +46,7 @@ static int coupling_build(ek_kin *k, const ea_factor *fa, coupling *cp)
             for (int m = 0; m < bc->nv; m++) {
                 sv col[6];
                 sp_force_act(g, &k->X[j], W[m], W[m]);
-                ek_joint_project(g, ba, W[m], col);
+                ek_joint_project(g, &k->view[em->b[j].parent], W[m], col);
                 for (int r = 0; r < ba->nv; r++) K[bc->nv * r + m] = col[r];
             }
         }

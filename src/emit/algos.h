@@ -3,12 +3,18 @@
 #define GRID_EMIT_ALGOS_H
 
 #include "kinematics.h"
+#include "program.h"
 
 /* Every builder reads the kinematics k (built from symbolic q), symbolic inputs where an
    absent input (NULL) is an exact zero that folds away, and writes symbolic outputs.
    They return 0, or -1 when out of memory. */
 
-/* tau (nv) = M(q) a + C(q, v) v + g(q) - J^T fext; v, a, fext may be NULL */
+/* Programs (program.h): one description for both schedules; has_* say which inputs exist. */
+
+/* tau = M(q) a + C(q, v) v + g(q) - J^T fext into the output (tau_buf < 0) or a per-body buffer */
+int ea_rnea_program(ep_prog *p, int has_v, int has_a, int has_fext, int tau_buf);
+
+/* tau (nv) = M(q) a + C(q, v) v + g(q) - J^T fext; v, a, fext may be NULL (the unrolled program) */
 int ea_rnea(ek_kin *k, const sv *v, const sv *a, const sv *fext, sv *tau);
 
 /* M (nv x nv row-major, full symmetric) by composite rigid bodies */

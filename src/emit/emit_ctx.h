@@ -17,8 +17,6 @@ typedef struct {
     int schedule;      /* the requested grid_schedule (emit options) */
 } emit_ctx;
 
-/* array ids every per-state graph declares, in this order */
-enum { ARR_Q = 0, ARR_V, ARR_A, ARR_FEXT, ARR_OUT };
 
 /* an element of a state array in raw code: name[expr] or name[(expr) * st] */
 void emit_elem(const emit_ctx *cx, char *buf, size_t cap, const char *name, const char *expr);
@@ -50,6 +48,12 @@ typedef struct {
 /* 1 when the per-state function sp gets the rolled schedule (loops over model tables; scalar only):
    forced by cx->schedule, or under AUTO when its unrolled code would exceed the statement budget */
 int emit_state_rolled(const emit_ctx *cx, const state_spec *sp);
+
+/* the AUTO schedule's budget, in graph nodes of one per-state function (about 0.7 emitted statements
+   each): gcc's time on a straight-line function grows faster than its length, and past ~100k nodes a
+   function costs seconds to compile while the rolled loop nest runs within a few percent of it
+   (docs/emitter.md, "Schedules", has the measurements) */
+#define GRID_EMIT_UNROLL_BUDGET 100000L
 /* vector = 1: the lane form grid_v_<fn>(const grid_vec *q, *v, *a, *fext, grid_vec *out) */
 int emit_state_function(const emit_ctx *cx, const state_spec *sp, int vector, sym_stats *stats);
 

@@ -1,5 +1,6 @@
-/* One per-state function: symbolic inputs, one algorithm builder, stores, then live-only emission. */
+/* One per-state function: symbolic inputs, one algorithm builder, stores, then live-only emission (or the rolled loop nest). */
 #include <stdlib.h>
+#include <string.h>
 #include "emit_ctx.h"
 
 /* run the builder of sp on fresh kinematics; outputs land in out[] through stores */
@@ -48,21 +49,14 @@ static sv *inputs(sym_graph *g, int array, int n, int wanted)
     return x;
 }
 
-int emit_state_rolled(const emit_ctx *cx, const state_spec *sp)
-{
-    (void)sp;
-    return cx->schedule == GRID_SCHEDULE_ROLLED;
-}
-
-int emit_state_function(const emit_ctx *cx, const state_spec *sp, int vector, sym_stats *stats)
+/* the unrolled graph of sp, built into g (arrays declared, outputs stored); extra gets the counts of
+   functions a builder wrote besides this one */
+static int unrolled_graph(const emit_ctx *cx, const state_spec *sp, sym_graph *g, sym_stats *extra)
 {
     const em_model *em = cx->em;
     int rc = -1;
-    sym_graph *g = sym_new();
     sv *q = NULL, *v = NULL, *a = NULL, *fext = NULL;
     ek_kin k = {0};
-    sym_stats extra = {0};  /* functions a builder wrote besides this one */
-    if (!g) return -1;
     /* array ids follow ARR_Q .. ARR_OUT */
     sym_array(g, "q", 1);
     sym_array(g, "v", 1);
@@ -75,7 +69,90 @@ int emit_state_function(const emit_ctx *cx, const state_spec *sp, int vector, sy
     fext = inputs(g, ARR_FEXT, 6 * em->nb, sp->reads_fext);
     if (!q || (sp->reads_v && !v) || (sp->reads_a && !a) || (sp->reads_fext && !fext)) goto done;
     if (ek_kin_init(&k, g, em, q) != 0) goto done;
-    if (build(cx, sp, &k, v, a, fext, &extra) != 0 || sym_failed(g)) goto done;
+    if (build(cx, sp, &k, v, a, fext, extra) != 0 || sym_failed(g)) goto done;
+    rc = 0;
+done:
+    ek_kin_free(&k);
+    free(q);
+    free(v);
+    free(a);
+    free(fext);
+    return rc;
+}
+
+/* the algorithms written as programs (program.h), which can be rolled */
+static int has_program(state_kind kind)
+{
+    return kind == ST_RNEA || kind == ST_GRAVITY;
+}
+
+/* the program of sp on p */
+static int run_program(ep_prog *p, const state_spec *sp)
+{
+    switch (sp->kind) {
+    case ST_RNEA: return ea_rnea_program(p, sp->reads_v, sp->reads_a, sp->reads_fext, -1);
+    case ST_GRAVITY: return ea_rnea_program(p, 0, 0, 0, -1);
+    default: return -1;
+    }
+}
+
+int emit_state_rolled(const emit_ctx *cx, const state_spec *sp)
+{
+    /* the CUDA target keeps one thread per state with the robot unrolled for now */
+    if (cx->t->id != GRID_TARGET_C || !has_program(sp->kind)) return 0;
+    if (cx->schedule == GRID_SCHEDULE_ROLLED) return 1;
+    if (cx->schedule == GRID_SCHEDULE_UNROLLED) return 0;
+    /* AUTO: roll when the unrolled graph would pass the budget (built with a cap, into a scratch writer) */
+    sym_graph *g = sym_new();
+    ew_writer scratch;
+    ew_init(&scratch);
+    emit_ctx tx = *cx;
+    tx.w = &scratch;
+    sym_stats extra = {0};
+    int over = 1;
+    if (g) {
+        sym_set_limit(g, GRID_EMIT_UNROLL_BUDGET);
+        if (unrolled_graph(&tx, sp, g, &extra) == 0 || sym_over_limit(g))
+            over = sym_over_limit(g) || sym_node_count(g) + extra.statements > GRID_EMIT_UNROLL_BUDGET;
+    }
+    sym_free(g);
+    ew_free(&scratch);
+    return over;
+}
+
+/* the rolled form: model tables, the program's step functions, then the per-state loop nest */
+static int rolled_function(const emit_ctx *cx, const state_spec *sp, sym_stats *stats)
+{
+    ew_writer body;
+    ew_init(&body);
+    long work = 0;
+    int rc = -1;
+    ep_write_tables(cx->em, cx->w, &cx->st, cx->t->table);
+    ep_prog *p = ep_new(cx->em, NULL, 1, sp->fn, NULL, NULL, &cx->st, cx->t, cx->w);
+    if (p && run_program(p, sp) == 0 && ep_finish(p, &body, &work, stats) == 0 && !body.oom) {
+        ew_printf(cx->w, "/* %s, rolled schedule: loops over the body tables, %ld reals of workspace */\n", sp->fn, work);
+        ew_printf(cx->w, "%s void grid_s_%s", cx->t->state_fn, sp->fn);
+        emit_state_params(cx->w, cx->t);
+        ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out; (void)frame; (void)rf; (void)ws;%s\n",
+                  cx->t->stride_param[0] ? " (void)st;" : "");
+        ew_putn(cx->w, body.buf, body.len);
+        ew_puts(cx->w, "}\n\n");
+        if (stats) stats->work = work;
+        rc = 0;
+    }
+    ep_free(p);
+    ew_free(&body);
+    return rc;
+}
+
+int emit_state_function(const emit_ctx *cx, const state_spec *sp, int vector, sym_stats *stats)
+{
+    if (emit_state_rolled(cx, sp)) return rolled_function(cx, sp, stats);
+    int rc = -1;
+    sym_graph *g = sym_new();
+    sym_stats extra = {0};  /* functions a builder wrote besides this one */
+    if (!g) return -1;
+    if (unrolled_graph(cx, sp, g, &extra) != 0) goto done;
 
     if (vector) {
         const char *r = cx->t->restrict_kw;
@@ -100,11 +177,6 @@ int emit_state_function(const emit_ctx *cx, const state_spec *sp, int vector, sy
     ew_puts(cx->w, "}\n\n");
     rc = 0;
 done:
-    ek_kin_free(&k);
-    free(q);
-    free(v);
-    free(a);
-    free(fext);
     sym_free(g);
     return rc;
 }

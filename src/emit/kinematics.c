@@ -9,19 +9,20 @@ void *ek_calloc(size_t n, size_t size)
 }
 
 /* rotation by angle q about the unit axis a: exact sparsity for +-e_k, Rodrigues otherwise */
-static void joint_rotation(sym_graph *g, const em_body *b, sv q, sv R[9])
+static void joint_rotation(sym_graph *g, const ek_body *b, sv q, sv R[9])
 {
     const sv s = sym_sin(g, q);
     const sv c = sym_cos(g, q);
     ek_axis_rotation(g, b, s, c, R);
 }
 
-void ek_axis_rotation(sym_graph *g, const em_body *b, sv s, sv c, sv R[9])
+void ek_axis_rotation(sym_graph *g, const ek_body *b, sv s, sv c, sv R[9])
 {
     const sv zero = sym_const(g, 0.0), one = sym_const(g, 1.0);
-    if (b->axis_k >= 0) {
+    double sign = 1.0;
+    if (b->axis_k >= 0 && sym_is_const(g, b->axis[b->axis_k], &sign)) {
         int kx = b->axis_k, k1 = (kx + 1) % 3, k2 = (kx + 2) % 3;
-        if (b->axis[kx] < 0) s = sym_neg(g, s);
+        if (sign < 0) s = sym_neg(g, s);
         for (int i = 0; i < 9; i++) R[i] = zero;
         /* rotation about e_k: the (k1, k2) plane turns */
         R[3 * kx + kx] = one;
@@ -32,18 +33,19 @@ void ek_axis_rotation(sym_graph *g, const em_body *b, sv s, sv c, sv R[9])
         return;
     }
     /* Rodrigues: R = I + sin(q) [a]x + (1 - cos(q)) [a]x^2, the reference's entry order */
-    const double *a = b->axis;
+    const sv *A = b->axis;
     sv t = sym_sub(g, one, c);
-    sv A[3] = {sym_const(g, a[0]), sym_const(g, a[1]), sym_const(g, a[2])};
-    R[0] = sym_add(g, c, sym_mul(g, t, sym_const(g, a[0] * a[0])));
-    R[1] = sym_sub(g, sym_mul(g, t, sym_const(g, a[0] * a[1])), sym_mul(g, s, A[2]));
-    R[2] = sym_add(g, sym_mul(g, t, sym_const(g, a[0] * a[2])), sym_mul(g, s, A[1]));
-    R[3] = sym_add(g, sym_mul(g, t, sym_const(g, a[0] * a[1])), sym_mul(g, s, A[2]));
-    R[4] = sym_add(g, c, sym_mul(g, t, sym_const(g, a[1] * a[1])));
-    R[5] = sym_sub(g, sym_mul(g, t, sym_const(g, a[1] * a[2])), sym_mul(g, s, A[0]));
-    R[6] = sym_sub(g, sym_mul(g, t, sym_const(g, a[0] * a[2])), sym_mul(g, s, A[1]));
-    R[7] = sym_add(g, sym_mul(g, t, sym_const(g, a[1] * a[2])), sym_mul(g, s, A[0]));
-    R[8] = sym_add(g, c, sym_mul(g, t, sym_const(g, a[2] * a[2])));
+    const sv a00 = sym_mul(g, A[0], A[0]), a01 = sym_mul(g, A[0], A[1]), a02 = sym_mul(g, A[0], A[2]);
+    const sv a11 = sym_mul(g, A[1], A[1]), a12 = sym_mul(g, A[1], A[2]), a22 = sym_mul(g, A[2], A[2]);
+    R[0] = sym_add(g, c, sym_mul(g, t, a00));
+    R[1] = sym_sub(g, sym_mul(g, t, a01), sym_mul(g, s, A[2]));
+    R[2] = sym_add(g, sym_mul(g, t, a02), sym_mul(g, s, A[1]));
+    R[3] = sym_add(g, sym_mul(g, t, a01), sym_mul(g, s, A[2]));
+    R[4] = sym_add(g, c, sym_mul(g, t, a11));
+    R[5] = sym_sub(g, sym_mul(g, t, a12), sym_mul(g, s, A[0]));
+    R[6] = sym_sub(g, sym_mul(g, t, a02), sym_mul(g, s, A[1]));
+    R[7] = sym_add(g, sym_mul(g, t, a12), sym_mul(g, s, A[0]));
+    R[8] = sym_add(g, c, sym_mul(g, t, a22));
 }
 
 /* the free-flyer: p = q[0..2], R from the quaternion (x, y, z, w) = q[3..6] divided by its norm
@@ -70,7 +72,7 @@ static void free_flyer(sym_graph *g, const sv *q, sxf *X)
     for (int i = 0; i < 3; i++) X->p[i] = q[i];
 }
 
-static void joint_transform(sym_graph *g, const em_body *b, const sv *q, sxf *X)
+void ek_joint_transform(sym_graph *g, const ek_body *b, const sv *q, sxf *X)
 {
     const sv zero = sym_const(g, 0.0), one = sym_const(g, 1.0);
     for (int i = 0; i < 9; i++) X->R[i] = (i % 4 == 0) ? one : zero;
@@ -80,7 +82,7 @@ static void joint_transform(sym_graph *g, const em_body *b, const sv *q, sxf *X)
         joint_rotation(g, b, q[0], X->R);
         break;
     case GRID_JOINT_PRISMATIC:
-        for (int i = 0; i < 3; i++) X->p[i] = sym_mul(g, q[0], sym_const(g, b->axis[i]));
+        for (int i = 0; i < 3; i++) X->p[i] = sym_mul(g, q[0], b->axis[i]);
         break;
     case GRID_JOINT_FREE:
         free_flyer(g, q, X);
@@ -95,14 +97,17 @@ int ek_kin_init(ek_kin *k, sym_graph *g, const em_model *em, const sv *q)
     k->em = em;
     k->XJ = ek_calloc((size_t)em->nb, sizeof *k->XJ);
     k->X = ek_calloc((size_t)em->nb, sizeof *k->X);
-    if (!k->XJ || !k->X) {
+    k->view = ek_calloc((size_t)em->nb, sizeof *k->view);
+    if (!k->XJ || !k->X || !k->view) {
         ek_kin_free(k);
         return -1;
     }
+    for (int i = 0; i < em->nb; i++) sp_body_literal(g, &em->b[i], &k->view[i]);
+    if (!q) return 0; /* the rolled schedule computes transforms per step */
     for (int i = 0; i < em->nb; i++) {
         const em_body *b = &em->b[i];
         sxf P;
-        joint_transform(g, b, q + b->iq, &k->XJ[i]);
+        ek_joint_transform(g, &k->view[i], q + b->iq, &k->XJ[i]);
         sp_xf_const(g, b->R, b->p, &P);
         sp_xf_compose(g, &P, &k->XJ[i], &k->X[i]);
     }
@@ -128,23 +133,25 @@ void ek_kin_free(ek_kin *k)
     free(k->XJ);
     free(k->X);
     free(k->oM);
+    free(k->view);
     k->XJ = k->X = k->oM = NULL;
+    k->view = NULL;
 }
 
-void ek_joint_motion(sym_graph *g, const em_body *b, const sv *x, sv out[6])
+void ek_joint_motion(sym_graph *g, const ek_body *b, const sv *x, sv out[6])
 {
     for (int r = 0; r < 6; r++) {
         sv s = sym_const(g, 0.0);
-        for (int c = 0; c < b->nv; c++) s = sym_add(g, s, sym_mul(g, sym_const(g, b->S[b->nv * r + c]), x[c]));
+        for (int c = 0; c < b->nv; c++) s = sym_add(g, s, sym_mul(g, b->S[b->nv * r + c], x[c]));
         out[r] = s;
     }
 }
 
-void ek_joint_project(sym_graph *g, const em_body *b, const sv f[6], sv *out)
+void ek_joint_project(sym_graph *g, const ek_body *b, const sv f[6], sv *out)
 {
     for (int c = 0; c < b->nv; c++) {
         sv s = sym_const(g, 0.0);
-        for (int r = 0; r < 6; r++) s = sym_add(g, s, sym_mul(g, sym_const(g, b->S[b->nv * r + c]), f[r]));
+        for (int r = 0; r < 6; r++) s = sym_add(g, s, sym_mul(g, b->S[b->nv * r + c], f[r]));
         out[c] = s;
     }
 }

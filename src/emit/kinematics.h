@@ -10,20 +10,24 @@ typedef struct {
     sxf *XJ;   /* joint transform M_J(q) per body */
     sxf *X;    /* liMi = placement * M_J(q) per body */
     sxf *oM;   /* oMi per body, after ek_world */
+    ek_body *view; /* the literal view of every body (the model accessor of the unrolled schedule) */
 } ek_kin;
 
-/* joint transforms and liMi of every body from the nq symbolic coordinates q; -1 when out of memory */
+/* joint transforms and liMi of every body from the nq symbolic coordinates q (q NULL: the views only);
+   -1 when out of memory */
 int ek_kin_init(ek_kin *k, sym_graph *g, const em_model *em, const sv *q);
 /* oMi of every body; -1 when out of memory */
 int ek_world(ek_kin *k);
 void ek_kin_free(ek_kin *k);
 
 /* the rotation of body b's revolute joint from s = sin(q), c = cos(q), as the joint transform builds it */
-void ek_axis_rotation(sym_graph *g, const em_body *b, sv s, sv c, sv R[9]);
+void ek_axis_rotation(sym_graph *g, const ek_body *b, sv s, sv c, sv R[9]);
+/* the joint transform M_J(q) of body b from its coordinates q (b's nq entries) */
+void ek_joint_transform(sym_graph *g, const ek_body *b, const sv *q, sxf *X);
 
 /* S x (x has the body's nv entries) and S^T f */
-void ek_joint_motion(sym_graph *g, const em_body *b, const sv *x, sv out[6]);
-void ek_joint_project(sym_graph *g, const em_body *b, const sv f[6], sv *out);
+void ek_joint_motion(sym_graph *g, const ek_body *b, const sv *x, sv out[6]);
+void ek_joint_project(sym_graph *g, const ek_body *b, const sv f[6], sv *out);
 
 /* a 6x6 inertia-like matrix and a rigid inertia from body i's frame to its parent's:
    through the joint transform first, then the constant placement, so both fold separately */

@@ -114,17 +114,15 @@ void sp_force_cross(sym_graph *g, const sv v[6], const sv f[6], sv out[6])
 
 /* ---- inertias ---- */
 
-void sp_body_inertia_apply(sym_graph *g, const em_body *b, const sv m[6], sv out[6])
+void sp_body_inertia_apply(sym_graph *g, const ek_body *b, const sv m[6], sv out[6])
 {
-    sv c[3], cxw[3], f[3], Iw[3], cxf[3], Ic[9];
-    for (int i = 0; i < 3; i++) c[i] = k(g, b->com[i]);
-    for (int i = 0; i < 9; i++) Ic[i] = k(g, b->Ic[i]);
+    sv cxw[3], f[3], Iw[3], cxf[3];
     /* f = m (v - c x w) */
-    sp_cross(g, c, m + 3, cxw);
-    for (int i = 0; i < 3; i++) f[i] = sym_mul(g, k(g, b->mass), sym_sub(g, m[i], cxw[i]));
+    sp_cross(g, b->com, m + 3, cxw);
+    for (int i = 0; i < 3; i++) f[i] = sym_mul(g, b->mass, sym_sub(g, m[i], cxw[i]));
     /* n = Ic w + c x f */
-    sp_rot(g, Ic, m + 3, Iw);
-    sp_cross(g, c, f, cxf);
+    sp_rot(g, b->Ic, m + 3, Iw);
+    sp_cross(g, b->com, f, cxf);
     for (int i = 0; i < 3; i++) {
         out[i] = f[i];
         out[3 + i] = sym_add(g, Iw[i], cxf[i]);
@@ -144,28 +142,92 @@ static void body_io(const em_body *b, double Io[9])
         }
 }
 
-void sp_body_inertia_matrix(sym_graph *g, const em_body *b, sv M[36])
+void sp_body_table_row(const em_body *b, double row[EKT_WIDTH])
 {
-    const double m = b->mass, *c = b->com;
-    const double cx[9] = {0, -c[2], c[1], c[2], 0, -c[0], -c[1], c[0], 0};
-    double Io[9];
-    body_io(b, Io);
+    memset(row, 0, EKT_WIDTH * sizeof *row);
+    memcpy(row + EKT_R, b->R, 9 * sizeof *row);
+    memcpy(row + EKT_P, b->p, 3 * sizeof *row);
+    memcpy(row + EKT_AXIS, b->axis, 3 * sizeof *row);
+    if (b->nv == 1)
+        for (int r = 0; r < 6; r++) row[EKT_S + r] = b->S[r];
+    row[EKT_MASS] = b->mass;
+    memcpy(row + EKT_COM, b->com, 3 * sizeof *row);
+    memcpy(row + EKT_IC, b->Ic, 9 * sizeof *row);
+    for (int i = 0; i < 3; i++) row[EKT_H + i] = b->mass * b->com[i];
+    body_io(b, row + EKT_IO);
+}
+
+/* the motion subspace of a joint type whose free-flyer S is the identity */
+static void view_structure(sym_graph *g, ek_body *out, int type)
+{
+    out->type = type;
+    out->nv = type == GRID_JOINT_FREE ? 6 : 1;
+    for (int i = 0; i < 36; i++) out->S[i] = k(g, 0.0);
+    if (type == GRID_JOINT_FREE)
+        for (int i = 0; i < 6; i++) out->S[6 * i + i] = k(g, 1.0);
+}
+
+void sp_body_literal(sym_graph *g, const em_body *b, ek_body *out)
+{
+    double row[EKT_WIDTH];
+    sp_body_table_row(b, row);
+    view_structure(g, out, b->type);
+    out->axis_k = b->axis_k;
+    out->s_basis = b->s_basis;
+    for (int i = 0; i < 9; i++) out->R[i] = k(g, row[EKT_R + i]);
+    for (int i = 0; i < 3; i++) out->p[i] = k(g, row[EKT_P + i]);
+    for (int i = 0; i < 3; i++) out->axis[i] = k(g, row[EKT_AXIS + i]);
+    for (int i = 0; i < 6 * b->nv; i++) out->S[i] = k(g, b->S[i]);
+    out->mass = k(g, row[EKT_MASS]);
+    for (int i = 0; i < 3; i++) out->com[i] = k(g, row[EKT_COM + i]);
+    for (int i = 0; i < 9; i++) out->Ic[i] = k(g, row[EKT_IC + i]);
+    for (int i = 0; i < 3; i++) out->h[i] = k(g, row[EKT_H + i]);
+    for (int i = 0; i < 9; i++) out->Io[i] = k(g, row[EKT_IO + i]);
+}
+
+void sp_body_loaded(sym_graph *g, int table, int type, ek_body *out)
+{
+    view_structure(g, out, type);
+    out->axis_k = -1;
+    out->s_basis = -1;
+    for (int i = 0; i < 9; i++) out->R[i] = sym_input(g, table, EKT_R + i);
+    for (int i = 0; i < 3; i++) out->p[i] = sym_input(g, table, EKT_P + i);
+    for (int i = 0; i < 3; i++) out->axis[i] = sym_input(g, table, EKT_AXIS + i);
+    if (out->nv == 1)
+        for (int i = 0; i < 6; i++) out->S[i] = sym_input(g, table, EKT_S + i);
+    out->mass = sym_input(g, table, EKT_MASS);
+    for (int i = 0; i < 3; i++) out->com[i] = sym_input(g, table, EKT_COM + i);
+    /* symmetric 3x3: the upper triangle's loads serve both halves */
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) {
+            int u = r <= c ? 3 * r + c : 3 * c + r;
+            out->Ic[3 * r + c] = sym_input(g, table, EKT_IC + u);
+            out->Io[3 * r + c] = sym_input(g, table, EKT_IO + u);
+        }
+    for (int i = 0; i < 3; i++) out->h[i] = sym_input(g, table, EKT_H + i);
+}
+
+void sp_body_inertia_matrix(sym_graph *g, const ek_body *b, sv M[36])
+{
+    /* [m 1, -m [c]x; m [c]x, Io] with m [c]x = [h]x */
+    const sv zero = k(g, 0.0);
+    const sv hx[9] = {zero, sym_neg(g, b->h[2]), b->h[1], b->h[2], zero, sym_neg(g, b->h[0]),
+                      sym_neg(g, b->h[1]), b->h[0], zero};
     for (int r = 0; r < 3; r++)
         for (int col = 0; col < 3; col++) {
-            M[6 * r + col] = k(g, r == col ? m : 0.0);
-            M[6 * r + col + 3] = k(g, -m * cx[3 * r + col]);
-            M[6 * (r + 3) + col] = k(g, m * cx[3 * r + col]);
-            M[6 * (r + 3) + col + 3] = k(g, Io[3 * r + col]);
+            M[6 * r + col] = r == col ? b->mass : zero;
+            M[6 * r + col + 3] = sym_neg(g, hx[3 * r + col]);
+            M[6 * (r + 3) + col] = hx[3 * r + col];
+            M[6 * (r + 3) + col + 3] = b->Io[3 * r + col];
         }
 }
 
-void sp_body_inertia_sci(sym_graph *g, const em_body *b, sci *out)
+void sp_body_inertia_sci(sym_graph *g, const ek_body *b, sci *out)
 {
-    double Io[9];
-    body_io(b, Io);
+    (void)g;
     out->m = b->mass;
-    for (int i = 0; i < 3; i++) out->h[i] = k(g, b->mass * b->com[i]);
-    for (int i = 0; i < 9; i++) out->I[i] = k(g, Io[i]);
+    for (int i = 0; i < 3; i++) out->h[i] = b->h[i];
+    for (int i = 0; i < 9; i++) out->I[i] = b->Io[i];
 }
 
 void sp_sci_apply(sym_graph *g, const sci *Y, const sv m[6], sv out[6])
@@ -175,14 +237,14 @@ void sp_sci_apply(sym_graph *g, const sci *Y, const sv m[6], sv out[6])
     sp_cross(g, Y->h, m, hxv);
     sp_rot(g, Y->I, m + 3, Iw);
     for (int i = 0; i < 3; i++) {
-        out[i] = sym_sub(g, sym_mul(g, k(g, Y->m), m[i]), hxw[i]);
+        out[i] = sym_sub(g, sym_mul(g, Y->m, m[i]), hxw[i]);
         out[3 + i] = sym_add(g, Iw[i], hxv[i]);
     }
 }
 
 void sp_sci_add(sym_graph *g, sci *acc, const sci *y)
 {
-    acc->m += y->m;
+    acc->m = sym_add(g, acc->m, y->m);
     for (int i = 0; i < 3; i++) acc->h[i] = sym_add(g, acc->h[i], y->h[i]);
     for (int i = 0; i < 9; i++) acc->I[i] = sym_add(g, acc->I[i], y->I[i]);
 }
@@ -232,10 +294,10 @@ void sp_sci_to_parent(sym_graph *g, const sxf *X, const sci *Y, sci *out)
                 e = sym_add(g, e, two_up);
                 q = sym_sub(g, q, pp);
             }
-            e = sym_sub(g, e, sym_mul(g, k(g, Y->m), q));
+            e = sym_sub(g, e, sym_mul(g, Y->m, q));
             out->I[3 * r + c] = out->I[3 * c + r] = e;
         }
-    for (int i = 0; i < 3; i++) out->h[i] = sym_add(g, u[i], sym_mul(g, k(g, Y->m), p[i]));
+    for (int i = 0; i < 3; i++) out->h[i] = sym_add(g, u[i], sym_mul(g, Y->m, p[i]));
     out->m = Y->m;
 }
 

@@ -20,11 +20,15 @@ struct sym_graph {
     int nslots;
     char *text;   /* pool of TEXT node strings */
     size_t tlen, tcap;
-    char arrays[SYM_MAX_ARRAYS][24];
+    char arrays[SYM_MAX_ARRAYS][24];  /* the tag: loads are named <tag>_<k> */
+    char ptr[SYM_MAX_ARRAYS][24];     /* the C array the elements live in */
+    char base[SYM_MAX_ARRAYS][64];    /* "" or a runtime offset expression: element k is ptr[base + k] */
     int scaled[SYM_MAX_ARRAYS];
     int local_size[SYM_MAX_ARRAYS]; /* > 0: a local array declared at the top */
     int narrays;
     int oom;
+    long limit;   /* > 0: at most this many nodes; past it every operation returns 0 and `over` is set */
+    int over;
 };
 
 /* handles of the two constants every graph starts with */
@@ -85,7 +89,11 @@ static int append_node(sym_graph *g, const sym_node *nd)
 /* find or create the node (op, a, b); returns its positive handle */
 static sv intern(sym_graph *g, unsigned char op, int a, int b, double k)
 {
-    if (g->oom) return ZERO;
+    if (g->oom || g->over) return ZERO;
+    if (g->limit > 0 && g->n >= g->limit) {
+        g->over = 1;
+        return ZERO;
+    }
     if (2 * (g->n + 1) > g->nslots && grow_slots(g) != 0) {
         g->oom = 1;
         return ZERO;
@@ -147,15 +155,38 @@ int sym_failed(const sym_graph *g)
     return g->oom;
 }
 
-int sym_array(sym_graph *g, const char *name, int scaled)
+void sym_set_limit(sym_graph *g, long nodes)
 {
-    if (g->narrays == SYM_MAX_ARRAYS || strlen(name) >= sizeof g->arrays[0]) {
+    g->limit = nodes;
+}
+
+int sym_over_limit(const sym_graph *g)
+{
+    return g->over;
+}
+
+long sym_node_count(const sym_graph *g)
+{
+    return g->n;
+}
+
+int sym_array_at(sym_graph *g, const char *tag, const char *ptr, const char *base, int scaled)
+{
+    if (g->narrays == SYM_MAX_ARRAYS || strlen(tag) >= sizeof g->arrays[0] || strlen(ptr) >= sizeof g->ptr[0] ||
+        strlen(base) >= sizeof g->base[0]) {
         g->oom = 1; /* a programming error; surfaces as a failure */
         return 0;
     }
-    snprintf(g->arrays[g->narrays], sizeof g->arrays[0], "%s", name);
+    snprintf(g->arrays[g->narrays], sizeof g->arrays[0], "%s", tag);
+    snprintf(g->ptr[g->narrays], sizeof g->ptr[0], "%s", ptr);
+    snprintf(g->base[g->narrays], sizeof g->base[0], "%s", base);
     g->scaled[g->narrays] = scaled;
     return g->narrays++;
+}
+
+int sym_array(sym_graph *g, const char *name, int scaled)
+{
+    return sym_array_at(g, name, name, "", scaled);
 }
 
 /* ---- leaves ---- */
@@ -479,7 +510,11 @@ static void put_operand(const emitter *e, sv x, int in_binary)
 static void put_element(const emitter *e, int array, int index)
 {
     const char *scale = e->g->scaled[array] ? e->st->elem_scale : "";
-    ew_printf(e->w, "%s[%d%s]", e->g->arrays[array], index, scale);
+    const char *base = e->g->base[array];
+    if (!base[0]) ew_printf(e->w, "%s[%d%s]", e->g->ptr[array], index, scale);
+    else if (scale[0]) ew_printf(e->w, "%s[(%s + %d)%s]", e->g->ptr[array], base, index, scale);
+    else if (index == 0) ew_printf(e->w, "%s[%s]", e->g->ptr[array], base);
+    else ew_printf(e->w, "%s[%s + %d]", e->g->ptr[array], base, index);
 }
 
 static void emit_store(emitter *e, int i)
@@ -487,7 +522,7 @@ static void emit_store(emitter *e, int i)
     const sym_node *nd = &e->g->nodes[i];
     const int put = e->st->fn_put && e->g->scaled[nd->a];
     ew_puts(e->w, e->st->indent);
-    if (put) ew_printf(e->w, "%s(%s, %d, ", e->st->fn_put, e->g->arrays[nd->a], nd->b);
+    if (put) ew_printf(e->w, "%s(%s, %d, ", e->st->fn_put, e->g->ptr[nd->a], nd->b);
     else {
         put_element(e, nd->a, nd->b);
         ew_puts(e->w, " = ");

@@ -27,7 +27,7 @@ enum {
     SYM_NKINDS
 };
 
-#define SYM_MAX_ARRAYS 16
+#define SYM_MAX_ARRAYS 48
 
 typedef struct sym_graph sym_graph;
 
@@ -37,10 +37,17 @@ void sym_free(sym_graph *g);
 
 /* 1 once an allocation failed (every later operation returns the constant 0) */
 int sym_failed(const sym_graph *g);
+/* a budget of nodes: past it every operation returns the constant 0 and sym_over_limit is 1 */
+void sym_set_limit(sym_graph *g, long nodes);
+int sym_over_limit(const sym_graph *g);
+long sym_node_count(const sym_graph *g);
 
 /* declare an array the code reads (input) or writes (output); returns its id.
    scaled = 1: a state array addressed with the target's element stride; 0: a plain local array */
 int sym_array(sym_graph *g, const char *name, int scaled);
+/* the same over a runtime offset: element k is ptr[base + k] (ptr[(base + k) * st] when scaled),
+   its loads named <tag>_<k>; base is C text the emitter writes (never from the URDF) */
+int sym_array_at(sym_graph *g, const char *tag, const char *ptr, const char *base, int scaled);
 /* a local array of n reals the function declares at its top (stores may move ahead of raw code) */
 int sym_local_array(sym_graph *g, const char *name, int n);
 

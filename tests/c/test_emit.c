@@ -19,6 +19,7 @@
 static char tmpdir[64];
 static int lib_counter;
 static int quiet; /* 1: comparisons report their error without failing (perturbation test) */
+static int emit_schedule = GRID_SCHEDULE_AUTO; /* the schedule emit_and_build asks for */
 
 /* ---- random states ---- */
 
@@ -59,6 +60,7 @@ typedef struct {
     void *dl;
     const grid_robot_meta_t *meta;
     grid_batch_fn fn[GRID_ALGO_COUNT];
+    void *work;   /* meta.work_bytes for 4 threads */
 } lib;
 
 /* write src to a file, compile it to a shared object and load it; 0 on success */
@@ -98,6 +100,11 @@ static int build_lib(const char *src, size_t len, lib *L)
     const grid_robot_meta_t *(*meta)(void) = (const grid_robot_meta_t *(*)(void))dlsym(L->dl, "grid_robot_meta");
     if (!meta) return -1;
     L->meta = meta();
+    /* workspace for up to 4 threads, as the runtime sizes it */
+    if (L->meta->work_bytes > 0) {
+        L->work = calloc(4, L->meta->work_bytes);
+        if (!L->work) return -1;
+    }
     for (int a = 0; a < GRID_ALGO_COUNT; a++) {
         char name[64];
         snprintf(name, sizeof name, "grid_%s", grid_algo_name(a));
@@ -109,6 +116,7 @@ static int build_lib(const char *src, size_t len, lib *L)
 static void close_lib(lib *L)
 {
     if (L->dl) dlclose(L->dl);
+    free(L->work);
     memset(L, 0, sizeof *L);
 }
 
@@ -117,6 +125,7 @@ static int emit_and_build(const grid_model *m, int dtype, const char *hash, lib 
     grid_emit_options o = grid_emit_options_default();
     o.dtype = dtype;
     o.model_hash = hash;
+    o.schedule = emit_schedule;
     char *src = NULL;
     size_t len = 0;
     grid_error err;
@@ -280,6 +289,7 @@ static double compare_algo(const grid_model *m, const lib *L, const states *s, i
     c.reference_frame = rf;
     c.num_threads = 1;
     c.out = out;
+    c.work = L->work;
     int rc = L->fn[algo](&c);
     CHECK_MSG(rc == 0, "%s %s returned %d", what, grid_algo_name(algo), rc);
     c.out = ref;
@@ -360,6 +370,7 @@ static void check_entry_points(const grid_model *m, const lib *L, const states *
     c.v = s->v;
     c.a = s->a;
     c.batch = B;
+    c.work = L->work;
     long long wmax = 0;
     for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
         long long w = grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
@@ -430,7 +441,7 @@ static void check_nan(const grid_model *m, const lib *L, const states *s, const 
         long long w = grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
         if (w == 0) continue;
         void *o = alloc_real(dt, B * w);
-        grid_call c = {.q = q, .v = v, .a = s->a, .batch = B, .out = o, .reference_frame = GRID_LOCAL};
+        grid_call c = {.q = q, .v = v, .a = s->a, .batch = B, .out = o, .reference_frame = GRID_LOCAL, .work = L->work};
         /* a frame on a moving body (a frame welded to the world has a zero Jacobian; a WORLD
            column of a root joint does not depend on q at all) */
         for (int f = 0; f < m->nframes; f++)
@@ -493,7 +504,8 @@ static void check_robot(const char *file, int floating, long long B)
         const grid_robot_meta_t *mt = L.meta;
         CHECK(mt->abi_version == GRID_ABI_VERSION && mt->nq == m->nq && mt->nv == m->nv && mt->nb == m->nb);
         CHECK(mt->nframes == m->nframes && mt->nee == m->nee && mt->dtype == dtype && mt->target == GRID_TARGET_C);
-        CHECK(mt->algorithms == (1u << GRID_ALGO_COUNT) - 1 && mt->work_bytes == 0);
+        CHECK(mt->algorithms == (1u << GRID_ALGO_COUNT) - 1);
+        CHECK(emit_schedule == GRID_SCHEDULE_ROLLED ? mt->work_bytes > 0 : mt->work_bytes == 0);
         CHECK(strcmp(mt->model_hash, "00ff") == 0);
         states s;
         make_states(m, dtype, B, &s);
@@ -511,6 +523,7 @@ static void test_hyq(void) { check_robot("hyq.urdf", 0, 29); }
 static void test_go2_fixed(void) { check_robot("go2.urdf", 0, 31); }
 static void test_go2_floating(void) { check_robot("go2.urdf", 1, 33); }
 static void test_g1_floating(void) { check_robot("g1_29dof.urdf", 1, 13); }
+
 
 /* ---- determinism and untrusted names ---- */
 
@@ -729,6 +742,18 @@ static void test_perturbed_model_detected(void)
     grid_model_free(m);
 }
 
+/* the rolled schedule forced: every algorithm that has it, against the reference as above */
+static void test_rolled(void)
+{
+    emit_schedule = GRID_SCHEDULE_ROLLED;
+    test_small_robot();
+    check_robot("iiwa.urdf", 0, 17);
+    check_robot("hyq.urdf", 0, 9);
+    check_robot("go2.urdf", 1, 11);
+    check_robot("g1_29dof.urdf", 1, 9);
+    emit_schedule = GRID_SCHEDULE_AUTO;
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/grid_test_emit_XXXXXX");
@@ -737,6 +762,7 @@ int main(void)
         return 1;
     }
     RUN_TEST(test_small_robot);
+    RUN_TEST(test_rolled);
     RUN_TEST(test_hostile_names);
     RUN_TEST(test_perturbed_model_detected);
     RUN_TEST(test_determinism);

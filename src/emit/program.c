@@ -1,0 +1,586 @@
+/* The two schedules of an algorithm program: loops run at emit time (unrolled) or written out as C loops over step functions (rolled). */
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "program.h"
+#include "emit_ctx.h"
+
+typedef struct {
+    char name[16];
+    int width, per_body;
+    long offset;   /* rolled: first real in the workspace */
+    sv *val;       /* unrolled: slots x width values */
+} ep_buf;
+
+/* what a rolled step's array is: a workspace buffer slot, an input, the output, the body table */
+enum { ACC_BUF, ACC_IN, ACC_OUT_VEC, ACC_OUT_MAT, ACC_TABLE };
+
+typedef struct {
+    int what, id, var, rel, cvar;  /* id: buffer or input array; cvar: the column variable of ACC_OUT_MAT */
+    int arr;                       /* the array in the step graph */
+    sv *cache;                     /* ACC_BUF: values written in this step */
+    unsigned char *set;
+} ep_acc;
+
+struct ep_prog {
+    const em_model *em;
+    ek_kin *k;
+    int rolled;
+    char fn[48];
+    const sv *in[4];
+    sv *res;
+    const sym_style *st;
+    const emit_target *t;
+    ew_writer *steps;
+    ep_buf buf[EP_MAX_BUFFERS];
+    int nbuf;
+    long ws;
+    int xbuf;                 /* rolled: the liMi buffer (-1 until used) */
+    int kin_done, kin_loop;   /* rolled: every liMi stored / the current forward loop stores them */
+    int depth;                /* 0: no loop, 1: bodies, 2: ancestors */
+    struct { int backward, from_self, started, pos; } L[2];
+    int kinds[8], nkinds;
+    int cur_kind[2];          /* rolled: the kind of i and j in this iteration */
+    int cur_body[2];          /* unrolled: the body of i and j */
+    sym_graph *sg;            /* rolled: the current step's graph (NULL between steps) */
+    ep_acc acc[SYM_MAX_ARRAYS];
+    int nacc;
+    ek_body view[2];
+    int have_view[2];
+    sxf X[2];
+    int have_X[2];
+    ew_writer skel;           /* rolled: the per-state body */
+    int nsteps, fail;
+    sym_stats stats;          /* rolled: all steps together */
+};
+
+static int kind_type(int kind) { return kind >> 1; }
+static int kind_root(int kind) { return kind & 1; }
+static int kind_of(const em_body *b) { return 2 * b->type + (b->parent < 0); }
+
+ep_prog *ep_new(const em_model *em, ek_kin *k, int rolled, const char *fn, const sv *const in[4], sv *res,
+                const sym_style *st, const emit_target *t, ew_writer *steps)
+{
+    ep_prog *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->em = em;
+    p->k = k;
+    p->rolled = rolled;
+    snprintf(p->fn, sizeof p->fn, "%s", fn);
+    for (int a = 0; a < 4; a++) p->in[a] = in ? in[a] : NULL;
+    p->res = res;
+    p->st = st;
+    p->t = t;
+    p->steps = steps;
+    p->xbuf = -1;
+    ew_init(&p->skel);
+    for (int i = 0; i < em->nb; i++) {
+        int kd = kind_of(&em->b[i]), seen = 0;
+        for (int s = 0; s < p->nkinds; s++) seen |= p->kinds[s] == kd;
+        if (!seen && p->nkinds < 8) p->kinds[p->nkinds++] = kd;
+    }
+    /* ascending, so the switch reads in a fixed order */
+    for (int a = 1; a < p->nkinds; a++)
+        for (int b = a; b > 0 && p->kinds[b - 1] > p->kinds[b]; b--) {
+            int tmp = p->kinds[b];
+            p->kinds[b] = p->kinds[b - 1];
+            p->kinds[b - 1] = tmp;
+        }
+    return p;
+}
+
+int ep_rolled(const ep_prog *p) { return p->rolled; }
+
+int ep_over(const ep_prog *p, long nodes)
+{
+    return !p->rolled && sym_node_count(p->k->g) > nodes;
+}
+
+int ep_buffer(ep_prog *p, const char *name, int width, int per_body)
+{
+    assert(p->nbuf < EP_MAX_BUFFERS && width > 0);
+    if (p->nbuf == EP_MAX_BUFFERS) {
+        p->fail = 1;
+        return 0;
+    }
+    ep_buf *b = &p->buf[p->nbuf];
+    snprintf(b->name, sizeof b->name, "%s", name);
+    b->width = width;
+    b->per_body = per_body;
+    const long slots = per_body ? p->em->nb : 1;
+    if (p->rolled) {
+        b->offset = p->ws;
+        p->ws += slots * width;
+    } else {
+        b->val = calloc((size_t)(slots * width > 0 ? slots * width : 1), sizeof *b->val);
+        if (!b->val) p->fail = 1;
+    }
+    return p->nbuf++;
+}
+
+/* ---- rolled steps ---- */
+
+static sym_graph *step_graph(ep_prog *p)
+{
+    if (!p->sg) {
+        p->sg = sym_new();
+        if (!p->sg) p->fail = 1;
+        p->nacc = 0;
+        p->have_view[0] = p->have_view[1] = 0;
+        p->have_X[0] = p->have_X[1] = 0;
+    }
+    return p->sg;
+}
+
+/* the C text of var's body (rel = parent: its parent) */
+static const char *body_expr(int var, int rel)
+{
+    static const char *const e[2][2] = {{"i", "grid_parent_[i]"}, {"j", "grid_parent_[j]"}};
+    return e[var][rel];
+}
+
+/* the step array of an access, declared on first use */
+static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
+{
+    sym_graph *g = step_graph(p);
+    for (int a = 0; a < p->nacc; a++) {
+        ep_acc *x = &p->acc[a];
+        if (x->what == what && x->id == id && x->var == var && x->rel == rel && x->cvar == cvar) return x;
+    }
+    if (!g || p->nacc == SYM_MAX_ARRAYS) {
+        p->fail = 1;
+        return NULL;
+    }
+    ep_acc *x = &p->acc[p->nacc];
+    memset(x, 0, sizeof *x);
+    x->what = what;
+    x->id = id;
+    x->var = var;
+    x->rel = rel;
+    x->cvar = cvar;
+    char tag[24], base[64];
+    const char *be = body_expr(var < 0 ? 0 : var, rel);
+    static const char *const vn[2][2] = {{"i", "pi"}, {"j", "pj"}};
+    const char *vs = var < 0 ? "s" : vn[var][rel];
+    switch (what) {
+    case ACC_BUF: {
+        const ep_buf *b = &p->buf[id];
+        snprintf(tag, sizeof tag, "%.8s_%s", b->name, b->per_body ? vs : "s");
+        if (b->per_body) snprintf(base, sizeof base, "%ld + %d * %s", b->offset, b->width, be);
+        else snprintf(base, sizeof base, "%ld", b->offset);
+        x->arr = sym_array_at(g, tag, "ws", base, 0);
+        x->cache = calloc((size_t)b->width, sizeof *x->cache);
+        x->set = calloc((size_t)b->width, 1);
+        if (!x->cache || !x->set) p->fail = 1;
+        break;
+    }
+    case ACC_IN: {
+        static const char *const names[4] = {"q", "v", "a", "fext"};
+        snprintf(tag, sizeof tag, "%s_%s", names[id], vs);
+        if (id == ARR_Q) snprintf(base, sizeof base, "grid_iq_[%s]", be);
+        else if (id == ARR_FEXT) snprintf(base, sizeof base, "6 * %s", be);
+        else snprintf(base, sizeof base, "grid_iv_[%s]", be);
+        x->arr = sym_array_at(g, tag, names[id], base, 1);
+        break;
+    }
+    case ACC_OUT_VEC:
+        snprintf(tag, sizeof tag, "out_%s", vs);
+        snprintf(base, sizeof base, "grid_iv_[%s]", be);
+        x->arr = sym_array_at(g, tag, "out", base, 1);
+        break;
+    case ACC_OUT_MAT:
+        snprintf(tag, sizeof tag, "out_%s_%s", vs, vn[cvar][0]);
+        snprintf(base, sizeof base, "grid_iv_[%s] * %d + grid_iv_[%s]", be, p->em->nv, body_expr(cvar, 0));
+        x->arr = sym_array_at(g, tag, "out", base, 1);
+        break;
+    case ACC_TABLE:
+        snprintf(tag, sizeof tag, "bt_%s", vs);
+        snprintf(base, sizeof base, "%d * %s", EKT_WIDTH, be);
+        x->arr = sym_array_at(g, tag, "grid_body_", base, 0);
+        break;
+    default:
+        assert(0);
+    }
+    p->nacc++;
+    return x;
+}
+
+/* write the current step as a function and its call into the loop nest */
+static void step_end(ep_prog *p)
+{
+    sym_graph *g = p->sg;
+    if (!g) return;
+    /* the last value written to each buffer element, stored once */
+    for (int a = 0; a < p->nacc; a++) {
+        ep_acc *x = &p->acc[a];
+        if (x->what != ACC_BUF) continue;
+        for (int e = 0; e < p->buf[x->id].width; e++)
+            if (x->set[e]) sym_store(g, x->arr, e, x->cache[e]);
+    }
+    const char *r = p->t->restrict_kw;
+    ew_printf(p->steps,
+              "%s void grid_r_%s_%d(const int i, const int j, const grid_real *%s q, const grid_real *%s v, "
+              "const grid_real *%s a, const grid_real *%s fext, grid_real *%s out, grid_real *%s ws%s)\n{\n"
+              "    (void)i; (void)j; (void)q; (void)v; (void)a; (void)fext; (void)out; (void)ws;%s\n",
+              p->t->state_fn, p->fn, p->nsteps, r, r, r, r, r, r, p->t->stride_param,
+              p->t->stride_param[0] ? " (void)st;" : "");
+    sym_stats s;
+    memset(&s, 0, sizeof s);
+    if (sym_failed(g) || sym_emit(g, p->st, p->steps, &s) != 0) p->fail = 1;
+    ew_puts(p->steps, "}\n\n");
+    p->stats.statements += s.statements;
+    p->stats.flops += s.flops;
+    p->stats.transcendental += s.transcendental;
+    p->stats.loads += s.loads;
+    p->stats.stores += s.stores;
+    ew_printf(&p->skel, "grid_r_%s_%d(i, j, q, v, a, fext, out, ws%s);\n", p->fn, p->nsteps,
+              p->t->stride_param[0] ? ", st" : "");
+    p->nsteps++;
+    for (int a = 0; a < p->nacc; a++) {
+        free(p->acc[a].cache);
+        free(p->acc[a].set);
+    }
+    p->nacc = 0;
+    sym_free(g);
+    p->sg = NULL;
+}
+
+/* ---- loops ---- */
+
+void ep_bodies(ep_prog *p, int backward)
+{
+    assert(p->depth == 0);
+    step_end(p);
+    p->depth = 1;
+    p->L[0].backward = backward;
+    p->L[0].started = 0;
+    p->L[0].pos = 0;
+    p->kin_loop = p->rolled && !backward && !p->kin_done;
+}
+
+void ep_ancestors(ep_prog *p, int from_self)
+{
+    assert(p->depth == 1);
+    p->depth = 2;
+    p->L[1].from_self = from_self;
+    p->L[1].started = 0;
+    p->L[1].pos = 0;
+}
+
+static int next_rolled(ep_prog *p)
+{
+    const int lv = p->depth - 1;
+    if (!p->L[lv].started) {
+        step_end(p);
+        if (lv == 0)
+            ew_printf(&p->skel, p->L[0].backward ? "for (i = %d; i >= 0; i--) switch (grid_kind_[i]) {\n"
+                                                 : "for (i = 0; i < %d; i++) switch (grid_kind_[i]) {\n",
+                      p->L[0].backward ? p->em->nb - 1 : p->em->nb);
+        else
+            ew_printf(&p->skel, "for (j = %s; j >= 0; j = grid_parent_[j]) switch (grid_kind_[j]) {\n",
+                      p->L[1].from_self ? "i" : "grid_parent_[i]");
+        p->L[lv].started = 1;
+        p->L[lv].pos = 0;
+    } else {
+        if (lv == 0 && p->kin_loop) (void)ep_X(p, EP_I);
+        step_end(p);
+        ew_puts(&p->skel, "break;\n");
+        p->L[lv].pos++;
+    }
+    if (p->L[lv].pos < p->nkinds) {
+        p->cur_kind[lv] = p->kinds[p->L[lv].pos];
+        ew_printf(&p->skel, "case %d:\n", p->cur_kind[lv]);
+        return 1;
+    }
+    ew_puts(&p->skel, "}\n");
+    p->depth--;
+    if (lv == 0 && p->kin_loop) {
+        p->kin_done = 1;
+        p->kin_loop = 0;
+    }
+    return 0;
+}
+
+static int next_unrolled(ep_prog *p)
+{
+    const em_model *em = p->em;
+    if (p->depth == 1) {
+        int *pos = &p->L[0].pos;
+        if (p->L[0].started) (*pos)++;
+        p->L[0].started = 1;
+        if (*pos >= em->nb) {
+            p->depth = 0;
+            return 0;
+        }
+        p->cur_body[EP_I] = p->L[0].backward ? em->nb - 1 - *pos : *pos;
+        return 1;
+    }
+    int j;
+    if (!p->L[1].started) j = p->L[1].from_self ? p->cur_body[EP_I] : em->b[p->cur_body[EP_I]].parent;
+    else j = em->b[p->cur_body[EP_J]].parent;
+    p->L[1].started = 1;
+    if (j < 0) {
+        p->depth = 1;
+        return 0;
+    }
+    p->cur_body[EP_J] = j;
+    return 1;
+}
+
+int ep_next(ep_prog *p)
+{
+    assert(p->depth > 0);
+    return p->rolled ? next_rolled(p) : next_unrolled(p);
+}
+
+/* ---- access ---- */
+
+sym_graph *ep_graph(ep_prog *p)
+{
+    return p->rolled ? step_graph(p) : p->k->g;
+}
+
+double ep_gravity(const ep_prog *p)
+{
+    return p->em->gravity;
+}
+
+static int body_of(const ep_prog *p, int var, int rel)
+{
+    assert(!p->rolled && var >= 0 && var <= 1);
+    int b = p->cur_body[var];
+    return rel == EP_PARENT ? p->em->b[b].parent : b;
+}
+
+const ek_body *ep_body(ep_prog *p, int var)
+{
+    if (!p->rolled) return &p->k->view[body_of(p, var, EP_SELF)];
+    if (!p->have_view[var]) {
+        ep_acc *x = access(p, ACC_TABLE, 0, var, EP_SELF, 0);
+        if (x) sp_body_loaded(p->sg, x->arr, kind_type(p->cur_kind[var]), &p->view[var]);
+        p->have_view[var] = 1;
+    }
+    return &p->view[var];
+}
+
+int ep_is_root(ep_prog *p, int var)
+{
+    if (!p->rolled) return p->em->b[body_of(p, var, EP_SELF)].parent < 0;
+    return kind_root(p->cur_kind[var]);
+}
+
+int ep_nv(ep_prog *p, int var)
+{
+    if (!p->rolled) return p->em->b[body_of(p, var, EP_SELF)].nv;
+    return kind_type(p->cur_kind[var]) == GRID_JOINT_FREE ? 6 : 1;
+}
+
+const sxf *ep_X(ep_prog *p, int var)
+{
+    if (!p->rolled) return &p->k->X[body_of(p, var, EP_SELF)];
+    if (p->have_X[var]) return &p->X[var];
+    sym_graph *g = step_graph(p);
+    if (p->xbuf < 0) p->xbuf = ep_buffer(p, "X", 12, 1);
+    sxf *X = &p->X[var];
+    if (p->kin_loop && var == EP_I && p->depth == 1) {
+        /* liMi = placement * M_J(q), stored for the later passes */
+        const ek_body *b = ep_body(p, var);
+        sv q[7];
+        sxf XJ, P;
+        const int nq = b->type == GRID_JOINT_FREE ? 7 : 1;
+        for (int e = 0; e < nq; e++) q[e] = ep_in(p, ARR_Q, var, e);
+        ek_joint_transform(g, b, q, &XJ);
+        memcpy(P.R, b->R, sizeof P.R);
+        memcpy(P.p, b->p, sizeof P.p);
+        sp_xf_compose(g, &P, &XJ, X);
+        for (int e = 0; e < 9; e++) ep_set(p, p->xbuf, var, EP_SELF, e, X->R[e]);
+        for (int e = 0; e < 3; e++) ep_set(p, p->xbuf, var, EP_SELF, 9 + e, X->p[e]);
+    } else {
+        assert(p->kin_done);
+        for (int e = 0; e < 9; e++) X->R[e] = ep_get(p, p->xbuf, var, EP_SELF, e);
+        for (int e = 0; e < 3; e++) X->p[e] = ep_get(p, p->xbuf, var, EP_SELF, 9 + e);
+    }
+    p->have_X[var] = 1;
+    return X;
+}
+
+void ep_kinematics(ep_prog *p)
+{
+    if (!p->rolled || p->kin_done) return;
+    for (ep_bodies(p, 0); ep_next(p);) (void)ep_X(p, EP_I);
+}
+
+void ep_mat6_to_parent(ep_prog *p, int var, const sv M[36], sv out[36])
+{
+    if (!p->rolled) ek_mat6_to_parent(p->k, body_of(p, var, EP_SELF), M, out);
+    else sp_mat6_to_parent(step_graph(p), ep_X(p, var), M, out);
+}
+
+void ep_sci_to_parent(ep_prog *p, int var, const sci *Y, sci *out)
+{
+    if (!p->rolled) ek_sci_to_parent(p->k, body_of(p, var, EP_SELF), Y, out);
+    else sp_sci_to_parent(step_graph(p), ep_X(p, var), Y, out);
+}
+
+static sv *slot(ep_prog *p, int buf, int var, int rel, int k)
+{
+    const ep_buf *b = &p->buf[buf];
+    assert(k >= 0 && k < b->width);
+    int s = 0;
+    if (b->per_body) {
+        s = body_of(p, var, rel);
+        assert(s >= 0);
+    }
+    return &b->val[(size_t)s * (size_t)b->width + (size_t)k];
+}
+
+sv ep_get(ep_prog *p, int buf, int var, int rel, int k)
+{
+    if (p->fail) return 0;
+    if (!p->rolled) return *slot(p, buf, var, rel, k);
+    ep_acc *x = access(p, ACC_BUF, buf, p->buf[buf].per_body ? var : -1, p->buf[buf].per_body ? rel : 0, 0);
+    if (!x) return 0;
+    return x->set[k] ? x->cache[k] : sym_input(p->sg, x->arr, k);
+}
+
+void ep_set(ep_prog *p, int buf, int var, int rel, int k, sv val)
+{
+    if (p->fail) return;
+    if (!p->rolled) {
+        *slot(p, buf, var, rel, k) = val;
+        return;
+    }
+    ep_acc *x = access(p, ACC_BUF, buf, p->buf[buf].per_body ? var : -1, p->buf[buf].per_body ? rel : 0, 0);
+    if (!x) return;
+    x->cache[k] = val;
+    x->set[k] = 1;
+}
+
+sv ep_in(ep_prog *p, int array, int var, int k)
+{
+    assert(array >= ARR_Q && array <= ARR_FEXT);
+    if (!p->rolled) {
+        const em_body *b = &p->em->b[body_of(p, var, EP_SELF)];
+        const sv *x = p->in[array];
+        if (!x) return sym_const(p->k->g, 0.0);
+        int off = array == ARR_Q ? b->iq : array == ARR_FEXT ? 6 * body_of(p, var, EP_SELF) : b->iv;
+        return x[off + k];
+    }
+    ep_acc *x = access(p, ACC_IN, array, var, EP_SELF, 0);
+    return x ? sym_input(p->sg, x->arr, k) : 0;
+}
+
+void ep_out_vec(ep_prog *p, int var, int k, sv val)
+{
+    if (!p->rolled) {
+        p->res[p->em->b[body_of(p, var, EP_SELF)].iv + k] = val;
+        return;
+    }
+    ep_acc *x = access(p, ACC_OUT_VEC, 0, var, EP_SELF, 0);
+    if (x) sym_store(p->sg, x->arr, k, val);
+}
+
+void ep_out_mat(ep_prog *p, int rv, int rrel, int r, int cv, int c, sv val)
+{
+    const int nv = p->em->nv;
+    if (!p->rolled) {
+        int rb = body_of(p, rv, rrel), cb = body_of(p, cv, EP_SELF);
+        p->res[(p->em->b[rb].iv + r) * nv + p->em->b[cb].iv + c] = val;
+        return;
+    }
+    ep_acc *x = access(p, ACC_OUT_MAT, 0, rv, rrel, cv);
+    if (x) sym_store(p->sg, x->arr, r * nv + c, val);
+}
+
+void ep_mirror_upper(ep_prog *p)
+{
+    const int nv = p->em->nv;
+    if (!p->rolled) {
+        for (int r = 0; r < nv; r++)
+            for (int c = 0; c < r; c++) p->res[r * nv + c] = p->res[c * nv + r];
+        return;
+    }
+    assert(p->depth == 0);
+    step_end(p);
+    ew_printf(&p->skel, "for (i = 1; i < %d; i++) for (j = 0; j < i; j++) out[(i * %d + j)%s] = out[(j * %d + i)%s];\n", nv, nv,
+              p->st->elem_scale, nv, p->st->elem_scale);
+}
+
+void ep_comment(ep_prog *p, const char *what)
+{
+    if (!p->rolled) {
+        int var = p->depth == 2 ? EP_J : EP_I;
+        ek_body_comment(p->k->g, p->em, p->cur_body[var], what);
+    } else {
+        sym_comment(step_graph(p), "/* %s */", what);
+    }
+}
+
+int ep_finish(ep_prog *p, ew_writer *w, long *work, sym_stats *stats)
+{
+    assert(p->depth == 0);
+    if (p->rolled) {
+        step_end(p);
+        ew_puts(w, "    int i = 0, j = 0;\n    (void)i; (void)j;\n");
+        /* the loop nest, indented */
+        const char *s = p->skel.buf ? p->skel.buf : "";
+        while (*s) {
+            const char *e = strchr(s, '\n');
+            size_t n = e ? (size_t)(e - s) + 1 : strlen(s);
+            ew_puts(w, "    ");
+            ew_putn(w, s, n);
+            s += n;
+        }
+        if (stats) *stats = p->stats;
+    }
+    if (work) *work = p->rolled ? p->ws : 0;
+    return (p->fail || p->skel.oom) ? -1 : 0;
+}
+
+void ep_free(ep_prog *p)
+{
+    if (!p) return;
+    for (int a = 0; a < p->nacc; a++) {
+        free(p->acc[a].cache);
+        free(p->acc[a].set);
+    }
+    sym_free(p->sg);
+    for (int b = 0; b < p->nbuf; b++) free(p->buf[b].val);
+    ew_free(&p->skel);
+    free(p);
+}
+
+void ep_write_tables(const em_model *em, ew_writer *w, const sym_style *st, const char *qual)
+{
+    const int nb = em->nb > 0 ? em->nb : 1;
+    ew_printf(w, "#ifndef GRID_MODEL_TABLES_\n#define GRID_MODEL_TABLES_\n"
+                 "/* the model tables of the rolled schedule, bodies parents-first (nb = %d) */\n", em->nb);
+    const char *names[4] = {"grid_parent_", "grid_kind_", "grid_iq_", "grid_iv_"};
+    const char *what[4] = {"parent body, -1 = the world", "2 x joint type + 1 when the parent is the world",
+                           "first coordinate in q", "first coordinate in v"};
+    for (int t = 0; t < 4; t++) {
+        ew_printf(w, "%s int %s[%d] = { /* %s (nb) */\n   ", qual, names[t], nb, what[t]);
+        for (int i = 0; i < em->nb; i++) {
+            const em_body *b = &em->b[i];
+            int x = t == 0 ? b->parent : t == 1 ? kind_of(b) : t == 2 ? b->iq : b->iv;
+            ew_printf(w, " %d,%s", x, i % 16 == 15 ? "\n   " : "");
+        }
+        ew_puts(w, em->nb ? "\n};\n" : " 0\n};\n");
+    }
+    ew_printf(w, "%s grid_real grid_body_[%d] = { /* per body (nb x %d): R (9) p (3) of the joint placement, axis (3), "
+                 "S (6, one-dof joints), mass, com (3), Ic (9), mass * com (3), Io (9, about the origin) */\n",
+              qual, nb * EKT_WIDTH, EKT_WIDTH);
+    for (int i = 0; i < em->nb; i++) {
+        double row[EKT_WIDTH];
+        sp_body_table_row(&em->b[i], row);
+        ew_printf(w, "    /* body %d */", i);
+        for (int e = 0; e < EKT_WIDTH; e++) {
+            ew_puts(w, " ");
+            sym_write_literal(w, st, row[e]);
+            ew_puts(w, ",");
+        }
+        ew_puts(w, "\n");
+    }
+    ew_puts(w, em->nb ? "};\n#endif\n\n" : "    0\n};\n#endif\n\n");
+}

@@ -1,0 +1,85 @@
+/* One algorithm description, two schedules: tree loops the unrolled schedule runs at emit time and the rolled schedule writes out. */
+#ifndef GRID_EMIT_PROGRAM_H
+#define GRID_EMIT_PROGRAM_H
+
+#include "kinematics.h"
+#include "target.h"
+#include "writer.h"
+
+/* An algorithm is written once as loops over the tree in parents-first order:
+
+       for (ep_bodies(p, 0); ep_next(p);) {            forward over every body i
+           const ek_body *b = ep_body(p, EP_I);        the model accessor
+           sv x = ep_get(p, VEL, EP_I, EP_PARENT, r);  per-body state of the parent
+           ep_set(p, VEL, EP_I, EP_SELF, r, y);
+           for (ep_ancestors(p, 0); ep_next(p);) ...   j = parent(i), ..., the root
+       }
+
+   UNROLLED: the loops run here over concrete bodies; constants are literals, buffers are symbolic
+   values, everything lands in one straight-line graph (today's fast path).
+   ROLLED: each loop iterates once per joint kind (joint type x root or not) and its body becomes a
+   step function grid_r_<fn>_<n>(i, j, ...) with constants loaded from the body table (EKT_*) and
+   buffers in the caller's workspace; the per-state function is the C loop nest that calls the steps
+   through a switch on grid_kind_[i]. Code size is then independent of the robot's size.
+
+   Rules that make both schedules agree: values cross from one step to another only through buffers
+   (ep_get/ep_set), and a step reads an element it wrote back from the write (ep_get does that). */
+
+/* array ids every per-state graph declares, in this order */
+enum { ARR_Q = 0, ARR_V, ARR_A, ARR_FEXT, ARR_OUT };
+
+enum { EP_I = 0, EP_J = 1 };          /* loop variables: i (a bodies loop), j (an ancestors loop inside it) */
+enum { EP_SELF = 0, EP_PARENT = 1 };  /* a buffer slot: the variable's body or its parent */
+enum { EP_MAX_BUFFERS = 16 };
+
+typedef struct ep_prog ep_prog;
+
+/* a program over em for the per-state function fn, appending its graph (unrolled) or its step functions
+   (rolled, written to steps) and returning the per-state body in ep_finish. in[ARR_Q..ARR_FEXT] are the
+   unrolled schedule's input values (NULL for absent inputs), res the unrolled outputs (may be NULL) */
+ep_prog *ep_new(const em_model *em, ek_kin *k, int rolled, const char *fn, const sv *const in[4], sv *res,
+                const sym_style *st, const emit_target *t, ew_writer *steps);
+/* the rolled per-state body (loops and calls) appended to w, the workspace it needs in *work (reals);
+   returns 0, or -1 on failure (out of memory, a rule broken) */
+int ep_finish(ep_prog *p, ew_writer *w, long *work, sym_stats *stats);
+void ep_free(ep_prog *p);
+int ep_rolled(const ep_prog *p);
+/* 1 once the unrolled graph has more than `nodes` nodes (the budget check of the AUTO schedule) */
+int ep_over(const ep_prog *p, long nodes);
+
+/* a buffer of width reals per body (per_body) or one slot per state; returns its id */
+int ep_buffer(ep_prog *p, const char *name, int width, int per_body);
+
+void ep_bodies(ep_prog *p, int backward);
+void ep_ancestors(ep_prog *p, int from_self);   /* j = i (from_self) or parent(i), up to the root */
+int ep_next(ep_prog *p);
+
+sym_graph *ep_graph(ep_prog *p);
+double ep_gravity(const ep_prog *p);   /* signed, along world z */
+const ek_body *ep_body(ep_prog *p, int var);
+int ep_is_root(ep_prog *p, int var);
+int ep_nv(ep_prog *p, int var);
+/* liMi of var's body (rolled: computed in the first forward bodies loop, or by ep_kinematics, then loaded) */
+const sxf *ep_X(ep_prog *p, int var);
+/* a forward pass computing every liMi (rolled) when the algorithm starts with a backward loop */
+void ep_kinematics(ep_prog *p);
+/* an inertia-like 6x6 / a rigid inertia from var's body frame to its parent's */
+void ep_mat6_to_parent(ep_prog *p, int var, const sv M[36], sv out[36]);
+void ep_sci_to_parent(ep_prog *p, int var, const sci *Y, sci *out);
+
+sv ep_get(ep_prog *p, int buf, int var, int rel, int k);
+void ep_set(ep_prog *p, int buf, int var, int rel, int k, sv x);
+/* input element k of var's body: ARR_Q at its iq, ARR_V / ARR_A at its iv, ARR_FEXT at 6 * body */
+sv ep_in(ep_prog *p, int array, int var, int k);
+/* out[iv(var) + k] and out[(iv(rv) + r) * nv + iv(cv) + c] (rv's body or its parent with rrel) */
+void ep_out_vec(ep_prog *p, int var, int k, sv x);
+void ep_out_mat(ep_prog *p, int rv, int rrel, int r, int cv, int c, sv x);
+/* the lower triangle of the nv x nv output from the upper */
+void ep_mirror_upper(ep_prog *p);
+/* a block label: "body 3: link 'x' (joint 'y'), what" unrolled, "what" rolled */
+void ep_comment(ep_prog *p, const char *what);
+
+/* the model tables the rolled steps read (once per translation unit, guarded) */
+void ep_write_tables(const em_model *em, ew_writer *w, const sym_style *st, const char *qual);
+
+#endif
