@@ -1,50 +1,86 @@
-/* Composite-rigid-body mass matrix (local frames, rigid-inertia composites) as a symbolic builder. */
+/* Composite-rigid-body mass matrix (local frames, rigid-inertia composites) as one program for both schedules. */
 #include <stdlib.h>
 #include "algos.h"
 
-int ea_crba(ek_kin *k, sv *M)
+/* a rigid inertia in a 13-wide buffer slot: m, h (3), I (9) */
+static void get_sci(ep_prog *p, int buf, int var, int rel, sci *Y)
 {
-    sym_graph *g = k->g;
-    const em_model *em = k->em;
-    const int nb = em->nb, nv = em->nv;
-    sci *Yc = ek_calloc((size_t)nb, sizeof *Yc);
-    if (!Yc) return -1;
-    for (int i = 0; i < nv * nv; i++) M[i] = sym_const(g, 0.0);
-    for (int i = 0; i < nb; i++) sp_body_inertia_sci(g, &k->view[i], &Yc[i]);
+    Y->m = ep_get(p, buf, var, rel, 0);
+    for (int e = 0; e < 3; e++) Y->h[e] = ep_get(p, buf, var, rel, 1 + e);
+    for (int e = 0; e < 9; e++) Y->I[e] = ep_get(p, buf, var, rel, 4 + e);
+}
 
-    for (int i = nb - 1; i >= 0; i--) {
-        const em_body *b = &em->b[i];
-        sv F[6][6], col[6];
-        ek_body_comment(g, em, i, "composite inertia");
+static void set_sci(ep_prog *p, int buf, int var, int rel, const sci *Y)
+{
+    ep_set(p, buf, var, rel, 0, Y->m);
+    for (int e = 0; e < 3; e++) ep_set(p, buf, var, rel, 1 + e, Y->h[e]);
+    for (int e = 0; e < 9; e++) ep_set(p, buf, var, rel, 4 + e, Y->I[e]);
+}
+
+int ea_crba_program(ep_prog *p, int nv)
+{
+    const int YC = ep_buffer(p, "Yc", 13, 1), F = ep_buffer(p, "F", 36, 0);
+    ep_zero_output(p, (long)nv * nv);
+    /* composites start as the bodies' own inertias (rolled: this pass also stores every liMi) */
+    for (ep_bodies(p, 0); ep_next(p);) {
+        sci Y;
+        sp_body_inertia_sci(ep_graph(p), ep_body(p, EP_I), &Y);
+        set_sci(p, YC, EP_I, EP_SELF, &Y);
+    }
+    for (ep_bodies(p, 1); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        const ek_body *b = ep_body(p, EP_I);
+        sci Y;
+        ep_comment(p, "composite inertia");
+        get_sci(p, YC, EP_I, EP_SELF, &Y);
         /* F = Yc_i S_i; M_ii = S_i^T F */
         for (int c = 0; c < b->nv; c++) {
-            sv s[6];
-            for (int r = 0; r < 6; r++) s[r] = k->view[i].S[b->nv * r + c];
-            sp_sci_apply(g, &Yc[i], s, F[c]);
-            ek_joint_project(g, &k->view[i], F[c], col);
-            for (int r = 0; r < b->nv; r++) M[(b->iv + r) * nv + b->iv + c] = col[r];
+            sv s[6], Fc[6], col[6];
+            for (int r = 0; r < 6; r++) s[r] = b->S[b->nv * r + c];
+            sp_sci_apply(g, &Y, s, Fc);
+            ek_joint_project(g, b, Fc, col);
+            for (int r = 0; r < b->nv; r++) ep_out_mat(p, EP_I, EP_SELF, r, EP_I, c, col[r]);
+            for (int r = 0; r < 6; r++) ep_set(p, F, EP_I, EP_SELF, 6 * c + r, Fc[r]);
         }
-        /* carry F up the tree: M_ji = S_j^T (X F) for every ancestor j */
-        for (int j = i; em->b[j].parent >= 0;) {
-            const int p = em->b[j].parent;
-            const em_body *bp = &em->b[p];
-            for (int c = 0; c < b->nv; c++) {
-                sp_force_act(g, &k->X[j], F[c], F[c]);
-                ek_joint_project(g, &k->view[p], F[c], col);
-                for (int r = 0; r < bp->nv; r++) {
-                    M[(bp->iv + r) * nv + b->iv + c] = col[r];
-                    M[(b->iv + c) * nv + bp->iv + r] = col[r];
+        /* carry F up the tree: M_ai = S_a^T (X F) for every ancestor a */
+        const int ni = ep_nv(p, EP_I);
+        for (ep_ancestors(p, 0); ep_next(p);) {
+            sym_graph *ga = ep_graph(p);
+            const ek_body *ba = ep_body(p, EP_J);
+            const sxf *Xc = ep_X_child(p);
+            for (int c = 0; c < ni; c++) {
+                sv Fc[6], col[6];
+                for (int r = 0; r < 6; r++) Fc[r] = ep_get(p, F, EP_I, EP_SELF, 6 * c + r);
+                sp_force_act(ga, Xc, Fc, Fc);
+                ek_joint_project(ga, ba, Fc, col);
+                for (int r = 0; r < ba->nv; r++) {
+                    ep_out_mat(p, EP_J, EP_SELF, r, EP_I, c, col[r]);
+                    ep_out_mat(p, EP_I, EP_SELF, c, EP_J, r, col[r]);
                 }
+                for (int r = 0; r < 6; r++) ep_set(p, F, EP_I, EP_SELF, 6 * c + r, Fc[r]);
             }
-            j = p;
         }
         /* the parent's composite takes this one */
-        if (b->parent >= 0) {
-            sci t;
-            ek_sci_to_parent(k, i, &Yc[i], &t);
-            sp_sci_add(g, &Yc[b->parent], &t);
+        if (!ep_is_root(p, EP_I)) {
+            sci t, Yp;
+            sym_graph *gp = ep_graph(p);
+            get_sci(p, YC, EP_I, EP_SELF, &Y);
+            ep_sci_to_parent(p, EP_I, &Y, &t);
+            get_sci(p, YC, EP_I, EP_PARENT, &Yp);
+            sp_sci_add(gp, &Yp, &t);
+            set_sci(p, YC, EP_I, EP_PARENT, &Yp);
         }
     }
-    free(Yc);
     return 0;
+}
+
+int ea_crba(ek_kin *k, sv *M)
+{
+    ep_prog *p = ep_new(k->em, k, 0, "crba", NULL, M, NULL, NULL, NULL);
+    if (!p) return -1;
+    for (int i = 0; i < k->em->nv * k->em->nv; i++) M[i] = sym_const(k->g, 0.0);
+    int rc = ea_crba_program(p, k->em->nv);
+    if (rc == 0) rc = ep_finish(p, NULL, NULL, NULL);
+    ep_free(p);
+    return rc;
 }

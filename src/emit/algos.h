@@ -18,6 +18,7 @@ int ea_rnea_program(ep_prog *p, int has_v, int has_a, int has_fext, int tau_buf)
 int ea_rnea(ek_kin *k, const sv *v, const sv *a, const sv *fext, sv *tau);
 
 /* M (nv x nv row-major, full symmetric) by composite rigid bodies */
+int ea_crba_program(ep_prog *p, int nv);
 int ea_crba(ek_kin *k, sv *M);
 
 /* Carpentier's factorization of M^-1: articulated inertias without bias, U = IA S, Dinv = (S^T U)^-1 */

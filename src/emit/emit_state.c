@@ -83,15 +83,16 @@ done:
 /* the algorithms written as programs (program.h), which can be rolled */
 static int has_program(state_kind kind)
 {
-    return kind == ST_RNEA || kind == ST_GRAVITY;
+    return kind == ST_RNEA || kind == ST_GRAVITY || kind == ST_CRBA;
 }
 
 /* the program of sp on p */
-static int run_program(ep_prog *p, const state_spec *sp)
+static int run_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
 {
     switch (sp->kind) {
     case ST_RNEA: return ea_rnea_program(p, sp->reads_v, sp->reads_a, sp->reads_fext, -1);
     case ST_GRAVITY: return ea_rnea_program(p, 0, 0, 0, -1);
+    case ST_CRBA: return ea_crba_program(p, cx->em->nv);
     default: return -1;
     }
 }
@@ -129,7 +130,7 @@ static int rolled_function(const emit_ctx *cx, const state_spec *sp, sym_stats *
     int rc = -1;
     ep_write_tables(cx->em, cx->w, &cx->st, cx->t->table);
     ep_prog *p = ep_new(cx->em, NULL, 1, sp->fn, NULL, NULL, &cx->st, cx->t, cx->w);
-    if (p && run_program(p, sp) == 0 && ep_finish(p, &body, &work, stats) == 0 && !body.oom) {
+    if (p && run_program(p, cx, sp) == 0 && ep_finish(p, &body, &work, stats) == 0 && !body.oom) {
         ew_printf(cx->w, "/* %s, rolled schedule: loops over the body tables, %ld reals of workspace */\n", sp->fn, work);
         ew_printf(cx->w, "%s void grid_s_%s", cx->t->state_fn, sp->fn);
         emit_state_params(cx->w, cx->t);

@@ -43,13 +43,14 @@ struct ep_prog {
     int kinds[8], nkinds;
     int cur_kind[2];          /* rolled: the kind of i and j in this iteration */
     int cur_body[2];          /* unrolled: the body of i and j */
+    int cur_child;            /* unrolled: the child of j on the path from i */
     sym_graph *sg;            /* rolled: the current step's graph (NULL between steps) */
     ep_acc acc[SYM_MAX_ARRAYS];
     int nacc;
     ek_body view[2];
     int have_view[2];
-    sxf X[2];
-    int have_X[2];
+    sxf X[3];
+    int have_X[3];            /* i, j, the child of j */
     ew_writer skel;           /* rolled: the per-state body */
     int nsteps, fail;
     sym_stats stats;          /* rolled: all steps together */
@@ -128,7 +129,7 @@ static sym_graph *step_graph(ep_prog *p)
         if (!p->sg) p->fail = 1;
         p->nacc = 0;
         p->have_view[0] = p->have_view[1] = 0;
-        p->have_X[0] = p->have_X[1] = 0;
+        p->have_X[0] = p->have_X[1] = p->have_X[2] = 0;
     }
     return p->sg;
 }
@@ -136,7 +137,7 @@ static sym_graph *step_graph(ep_prog *p)
 /* the C text of var's body (rel = parent: its parent) */
 static const char *body_expr(int var, int rel)
 {
-    static const char *const e[2][2] = {{"i", "grid_parent_[i]"}, {"j", "grid_parent_[j]"}};
+    static const char *const e[2][3] = {{"i", "grid_parent_[i]", "i"}, {"j", "grid_parent_[j]", "c"}};
     return e[var][rel];
 }
 
@@ -161,7 +162,7 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
     x->cvar = cvar;
     char tag[24], base[64];
     const char *be = body_expr(var < 0 ? 0 : var, rel);
-    static const char *const vn[2][2] = {{"i", "pi"}, {"j", "pj"}};
+    static const char *const vn[2][3] = {{"i", "pi", "i"}, {"j", "pj", "cj"}};
     const char *vs = var < 0 ? "s" : vn[var][rel];
     switch (what) {
     case ACC_BUF: {
@@ -220,9 +221,9 @@ static void step_end(ep_prog *p)
     }
     const char *r = p->t->restrict_kw;
     ew_printf(p->steps,
-              "%s void grid_r_%s_%d(const int i, const int j, const grid_real *%s q, const grid_real *%s v, "
+              "%s void grid_r_%s_%d(const int i, const int j, const int c, const grid_real *%s q, const grid_real *%s v, "
               "const grid_real *%s a, const grid_real *%s fext, grid_real *%s out, grid_real *%s ws%s)\n{\n"
-              "    (void)i; (void)j; (void)q; (void)v; (void)a; (void)fext; (void)out; (void)ws;%s\n",
+              "    (void)i; (void)j; (void)c; (void)q; (void)v; (void)a; (void)fext; (void)out; (void)ws;%s\n",
               p->t->state_fn, p->fn, p->nsteps, r, r, r, r, r, r, p->t->stride_param,
               p->t->stride_param[0] ? " (void)st;" : "");
     sym_stats s;
@@ -234,7 +235,7 @@ static void step_end(ep_prog *p)
     p->stats.transcendental += s.transcendental;
     p->stats.loads += s.loads;
     p->stats.stores += s.stores;
-    ew_printf(&p->skel, "grid_r_%s_%d(i, j, q, v, a, fext, out, ws%s);\n", p->fn, p->nsteps,
+    ew_printf(&p->skel, "grid_r_%s_%d(i, j, c, q, v, a, fext, out, ws%s);\n", p->fn, p->nsteps,
               p->t->stride_param[0] ? ", st" : "");
     p->nsteps++;
     for (int a = 0; a < p->nacc; a++) {
@@ -244,6 +245,9 @@ static void step_end(ep_prog *p)
     p->nacc = 0;
     sym_free(g);
     p->sg = NULL;
+    /* views and transforms belong to the graph just written */
+    p->have_view[0] = p->have_view[1] = 0;
+    p->have_X[0] = p->have_X[1] = p->have_X[2] = 0;
 }
 
 /* ---- loops ---- */
@@ -278,7 +282,7 @@ static int next_rolled(ep_prog *p)
                                                  : "for (i = 0; i < %d; i++) switch (grid_kind_[i]) {\n",
                       p->L[0].backward ? p->em->nb - 1 : p->em->nb);
         else
-            ew_printf(&p->skel, "for (j = %s; j >= 0; j = grid_parent_[j]) switch (grid_kind_[j]) {\n",
+            ew_printf(&p->skel, "for (c = i, j = %s; j >= 0; c = j, j = grid_parent_[j]) switch (grid_kind_[j]) {\n",
                       p->L[1].from_self ? "i" : "grid_parent_[i]");
         p->L[lv].started = 1;
         p->L[lv].pos = 0;
@@ -317,8 +321,13 @@ static int next_unrolled(ep_prog *p)
         return 1;
     }
     int j;
-    if (!p->L[1].started) j = p->L[1].from_self ? p->cur_body[EP_I] : em->b[p->cur_body[EP_I]].parent;
-    else j = em->b[p->cur_body[EP_J]].parent;
+    if (!p->L[1].started) {
+        j = p->L[1].from_self ? p->cur_body[EP_I] : em->b[p->cur_body[EP_I]].parent;
+        p->cur_child = p->cur_body[EP_I];
+    } else {
+        p->cur_child = p->cur_body[EP_J];
+        j = em->b[p->cur_body[EP_J]].parent;
+    }
     p->L[1].started = 1;
     if (j < 0) {
         p->depth = 1;
@@ -349,6 +358,7 @@ double ep_gravity(const ep_prog *p)
 static int body_of(const ep_prog *p, int var, int rel)
 {
     assert(!p->rolled && var >= 0 && var <= 1);
+    if (rel == EP_CHILD) return var == EP_J ? p->cur_child : p->cur_body[EP_I];
     int b = p->cur_body[var];
     return rel == EP_PARENT ? p->em->b[b].parent : b;
 }
@@ -356,6 +366,7 @@ static int body_of(const ep_prog *p, int var, int rel)
 const ek_body *ep_body(ep_prog *p, int var)
 {
     if (!p->rolled) return &p->k->view[body_of(p, var, EP_SELF)];
+    (void)step_graph(p);
     if (!p->have_view[var]) {
         ep_acc *x = access(p, ACC_TABLE, 0, var, EP_SELF, 0);
         if (x) sp_body_loaded(p->sg, x->arr, kind_type(p->cur_kind[var]), &p->view[var]);
@@ -379,8 +390,8 @@ int ep_nv(ep_prog *p, int var)
 const sxf *ep_X(ep_prog *p, int var)
 {
     if (!p->rolled) return &p->k->X[body_of(p, var, EP_SELF)];
-    if (p->have_X[var]) return &p->X[var];
     sym_graph *g = step_graph(p);
+    if (p->have_X[var]) return &p->X[var];
     if (p->xbuf < 0) p->xbuf = ep_buffer(p, "X", 12, 1);
     sxf *X = &p->X[var];
     if (p->kin_loop && var == EP_I && p->depth == 1) {
@@ -403,6 +414,28 @@ const sxf *ep_X(ep_prog *p, int var)
     }
     p->have_X[var] = 1;
     return X;
+}
+
+const sxf *ep_X_child(ep_prog *p)
+{
+    assert(p->depth == 2 && !p->L[1].from_self);
+    if (!p->rolled) return &p->k->X[p->cur_child];
+    if (!p->have_X[2]) {
+        assert(p->kin_done);
+        (void)step_graph(p);
+        for (int e = 0; e < 9; e++) p->X[2].R[e] = ep_get(p, p->xbuf, EP_J, EP_CHILD, e);
+        for (int e = 0; e < 3; e++) p->X[2].p[e] = ep_get(p, p->xbuf, EP_J, EP_CHILD, 9 + e);
+        p->have_X[2] = 1;
+    }
+    return &p->X[2];
+}
+
+void ep_zero_output(ep_prog *p, long nout)
+{
+    if (!p->rolled) return;
+    assert(p->depth == 0);
+    step_end(p);
+    ew_printf(&p->skel, "for (i = 0; i < %ld; i++) out[i%s] = 0;\n", nout, p->st->elem_scale);
 }
 
 void ep_kinematics(ep_prog *p)
@@ -522,7 +555,7 @@ int ep_finish(ep_prog *p, ew_writer *w, long *work, sym_stats *stats)
     assert(p->depth == 0);
     if (p->rolled) {
         step_end(p);
-        ew_puts(w, "    int i = 0, j = 0;\n    (void)i; (void)j;\n");
+        ew_puts(w, "    int i = 0, j = 0, c = 0;\n    (void)i; (void)j; (void)c;\n");
         /* the loop nest, indented */
         const char *s = p->skel.buf ? p->skel.buf : "";
         while (*s) {

@@ -29,7 +29,9 @@
 enum { ARR_Q = 0, ARR_V, ARR_A, ARR_FEXT, ARR_OUT };
 
 enum { EP_I = 0, EP_J = 1 };          /* loop variables: i (a bodies loop), j (an ancestors loop inside it) */
-enum { EP_SELF = 0, EP_PARENT = 1 };  /* a buffer slot: the variable's body or its parent */
+/* a buffer slot: the variable's body, its parent, or (j of an ancestors loop that starts at parent(i))
+   the child of j on the path from i */
+enum { EP_SELF = 0, EP_PARENT = 1, EP_CHILD = 2 };
 enum { EP_MAX_BUFFERS = 16 };
 
 typedef struct ep_prog ep_prog;
@@ -61,6 +63,11 @@ int ep_is_root(ep_prog *p, int var);
 int ep_nv(ep_prog *p, int var);
 /* liMi of var's body (rolled: computed in the first forward bodies loop, or by ep_kinematics, then loaded) */
 const sxf *ep_X(ep_prog *p, int var);
+/* liMi of the child of j on the path from i (an ancestors loop started at parent(i)) */
+const sxf *ep_X_child(ep_prog *p);
+/* the nout outputs set to zero before the program writes the ones it computes (rolled; unrolled outputs
+   start as zeros) */
+void ep_zero_output(ep_prog *p, long nout);
 /* a forward pass computing every liMi (rolled) when the algorithm starts with a backward loop */
 void ep_kinematics(ep_prog *p);
 /* an inertia-like 6x6 / a rigid inertia from var's body frame to its parent's */
