@@ -52,6 +52,10 @@ typedef struct {
     void *generate_ctx;
     const char *source;           /* ... or, when generate is NULL, these bytes are the source */
     size_t source_len;
+    int (*cancel)(void *ctx);     /* NULL, or checked about every 0.1 s while the build waits (for another
+                                     builder's lock, for the compiler): nonzero stops it, the compilers are
+                                     killed, the temporary removed, and grid_build returns GRID_ERR_CANCELLED */
+    void *cancel_ctx;
 } grid_build_request;
 
 /* What grid_build did. Paths are absolute. */
@@ -70,7 +74,10 @@ typedef struct {
 /* Look up, generate and compile as needed; res->so_path names a verified robot.so.
    Errors: GRID_ERR_BUILD (compiler missing or failing, message holds the log tail),
    GRID_ERR_CACHE (cache directory unusable, message names path and errno),
-   GRID_ERR_ARG, GRID_ERR_NOMEM, or the status of the generate callback. */
+   GRID_ERR_ARG, GRID_ERR_NOMEM, GRID_ERR_CANCELLED, or the status of the generate callback.
+   err->path names the kept compiler log (GRID_ERR_BUILD after a failing compile) or the path that failed
+   (GRID_ERR_CACHE); err->hint says how to fix a missing compiler or an unusable cache.
+   Compilers run under a supervisor process and never outlive the caller (docs/cache.md, "Processes"). */
 int grid_build(const grid_build_request *req, grid_build_result *res, grid_error *err);
 
 /* ---- build identity ---- */

@@ -19,15 +19,21 @@ typedef enum {
     GRID_ERR_BUILD = 8,       /* the compiler failed or is missing */
     GRID_ERR_CACHE = 9,       /* the cache directory is unusable */
     GRID_ERR_LOAD = 10,       /* a compiled library failed to load or its metadata does not match */
-    GRID_ERR_CUDA = 11        /* a CUDA call or kernel launch failed */
+    GRID_ERR_CUDA = 11,       /* a CUDA call or kernel launch failed */
+    GRID_ERR_CANCELLED = 12   /* the caller's cancel check stopped the work (e.g. Ctrl-C during a build) */
 } grid_status;
 
-/* what went wrong; line/column are 1-based positions in the input, 0 when unknown */
+/* what went wrong; line/column are 1-based positions in the input, 0 when unknown.
+   The fields after message restate what the message says, for callers that want them apart. */
 typedef struct {
     int code;            /* a grid_status */
     int line;
     int column;
     char message[1024];  /* one sentence naming the element or argument at fault */
+    int where_len;       /* bytes at the start of message that only restate line/column ("line 3, column 5: ") */
+    char path[4096];     /* the file or directory at fault: GRID_ERR_CACHE the path that failed,
+                            GRID_ERR_BUILD from a failing compiler the kept log; "" when none */
+    char hint[256];      /* how to fix it, when the message says so; "" otherwise */
 } grid_error;
 
 /* fill err (when not NULL) and return code; printf-style message */
@@ -37,7 +43,11 @@ int grid_error_set(grid_error *err, int code, int line, int column, const char *
 #endif
     ;
 
-/* reset err to GRID_OK with an empty message */
+/* set err->path / err->hint (when err is not NULL; cut to fit); call after grid_error_set, which clears them */
+void grid_error_path(grid_error *err, const char *path);
+void grid_error_hint(grid_error *err, const char *hint);
+
+/* reset err to GRID_OK with an empty message and fields */
 void grid_error_clear(grid_error *err);
 
 #ifdef __cplusplus

@@ -1,19 +1,53 @@
 /* The grid_rbd._core module: registers the Model, Runner and Library types, the ABI constants and the C-status-to-exception bridge. */
+#include <string.h>
 #include "_core.h"
 #include "_numpy.h"
+#include "grid/emit.h"
 
-/* build the exception through grid_rbd._errors.error_from_status so one Python table maps codes to classes */
-PyObject *grid_py_raise(int code, int line, int column, const char *message, PyObject *filename)
+/* a str from C text (NULL or "" -> None); paths decode as the file system does */
+static PyObject *field_or_none(const char *text, int is_path)
+{
+    if (!text || !*text) Py_RETURN_NONE;
+    return is_path ? PyUnicode_DecodeFSDefault(text) : PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "replace");
+}
+
+/* build the exception through grid_rbd._errors.error_from_status so one Python table maps codes to classes;
+   the fields of the C error (path, hint, where_len) are passed as keywords, not parsed out of the message */
+static PyObject *raise_fields(int code, int line, int column, const char *message, PyObject *filename,
+                              const char *path, const char *hint, int where_len)
 {
     PyObject *mod = PyImport_ImportModule("grid_rbd._errors");
     if (!mod) return NULL;
-    PyObject *exc = PyObject_CallMethod(mod, "error_from_status", "iiisO", code, line, column,
-                                        message ? message : "", filename ? filename : Py_None);
+    PyObject *fn = PyObject_GetAttrString(mod, "error_from_status");
     Py_DECREF(mod);
+    if (!fn) return NULL;
+    PyObject *exc = NULL, *kw = NULL;
+    PyObject *args = Py_BuildValue("(iiisO)", code, line, column, message ? message : "", filename ? filename : Py_None);
+    PyObject *path_obj = field_or_none(path, 1), *hint_obj = field_or_none(hint, 0);
+    if (args && path_obj && hint_obj)
+        kw = Py_BuildValue("{s:O,s:O,s:i}", "path", path_obj, "hint", hint_obj, "where_len", where_len);
+    if (kw) exc = PyObject_Call(fn, args, kw);
+    Py_DECREF(fn);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    Py_XDECREF(path_obj);
+    Py_XDECREF(hint_obj);
     if (!exc) return NULL;
     PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
     Py_DECREF(exc);
     return NULL;
+}
+
+PyObject *grid_py_raise(int code, int line, int column, const char *message, PyObject *filename)
+{
+    return raise_fields(code, line, column, message, filename, NULL, NULL, 0);
+}
+
+PyObject *grid_py_raise_error(int code, const grid_error *err, PyObject *filename)
+{
+    /* an exception already pending (e.g. KeyboardInterrupt from a cancelled build) wins */
+    if (PyErr_Occurred()) return NULL;
+    return raise_fields(code, err->line, err->column, err->message, filename, err->path, err->hint, err->where_len);
 }
 
 /* _core.algorithm_output_width(algo, nq, nv, nb, nee) */
@@ -64,7 +98,9 @@ PyMODINIT_FUNC PyInit__core(void)
         {"ERR_URDF", GRID_ERR_URDF}, {"ERR_UNSUPPORTED", GRID_ERR_UNSUPPORTED},
         {"ERR_LIMIT", GRID_ERR_LIMIT}, {"ERR_NOMEM", GRID_ERR_NOMEM}, {"ERR_ARG", GRID_ERR_ARG},
         {"ERR_BUILD", GRID_ERR_BUILD}, {"ERR_CACHE", GRID_ERR_CACHE}, {"ERR_LOAD", GRID_ERR_LOAD},
-        {"ERR_CUDA", GRID_ERR_CUDA},
+        {"ERR_CUDA", GRID_ERR_CUDA}, {"ERR_CANCELLED", GRID_ERR_CANCELLED},
+        {"SCHEDULE_AUTO", GRID_SCHEDULE_AUTO}, {"SCHEDULE_UNROLLED", GRID_SCHEDULE_UNROLLED},
+        {"SCHEDULE_ROLLED", GRID_SCHEDULE_ROLLED},
         {NULL, 0},
     };
     import_array();

@@ -51,5 +51,9 @@ int grid_py_cuda_add(PyObject *m);
 /* Raise the Python exception that grid_rbd._errors maps this status to
    (filename may be NULL); always returns NULL so callers can `return grid_py_raise(...)`. */
 PyObject *grid_py_raise(int code, int line, int column, const char *message, PyObject *filename);
+/* The same from a filled grid_error: its path, hint and where_len become exception attributes
+   (e.path / e.log_path, e.hint, the position prefix dropped). code is the status to raise (usually err->code).
+   When a Python exception is already set (a cancelled build's KeyboardInterrupt), that one is kept. */
+PyObject *grid_py_raise_error(int code, const grid_error *err, PyObject *filename);
 
 #endif

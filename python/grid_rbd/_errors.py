@@ -1,7 +1,5 @@
 """Exception classes of grid_rbd and the one table that maps C status codes (include/grid/error.h) to them."""
 
-import re
-
 __all__ = [
     "GridError", "URDFError", "UnsupportedURDFError", "GridIOError", "GridArgumentError",
     "GridMemoryError", "BuildError", "CacheError", "LoadError", "CudaError", "NotAvailableError",
@@ -12,13 +10,15 @@ class GridError(Exception):
     """Base class of every error grid_rbd raises on purpose.
 
     Errors that come from the C library carry ``code`` (a grid_status), ``line`` and ``column``
-    (1-based, 0 when unknown), ``filename`` (or None) and ``detail`` (the C message)."""
+    (1-based, 0 when unknown), ``filename`` (or None) and ``detail`` (the C message); those that say how to
+    fix them also carry ``hint``. Each comes from a field of the C error struct, not from the message text."""
 
     code = None
     line = 0
     column = 0
     filename = None
     detail = ""
+    hint = None
 
 
 class URDFError(GridError, ValueError):
@@ -84,20 +84,20 @@ STATUS_CLASSES = {
     9: CacheError,            # GRID_ERR_CACHE
     10: LoadError,            # GRID_ERR_LOAD
     11: CudaError,            # GRID_ERR_CUDA
+    12: GridError,            # GRID_ERR_CANCELLED (a cancelled build raises the pending KeyboardInterrupt instead)
 }
 
 STATUS_NAMES = {
     1: "GRID_ERR_IO", 2: "GRID_ERR_XML", 3: "GRID_ERR_URDF", 4: "GRID_ERR_UNSUPPORTED",
     5: "GRID_ERR_LIMIT", 6: "GRID_ERR_NOMEM", 7: "GRID_ERR_ARG", 8: "GRID_ERR_BUILD",
-    9: "GRID_ERR_CACHE", 10: "GRID_ERR_LOAD", 11: "GRID_ERR_CUDA",
+    9: "GRID_ERR_CACHE", 10: "GRID_ERR_LOAD", 11: "GRID_ERR_CUDA", 12: "GRID_ERR_CANCELLED",
 }
 
 
-_POSITION_PREFIX = re.compile(r"^line \d+(, column \d+)?: ")
-
-
-def error_from_status(code, line, column, message, filename=None):
-    """Build (not raise) the exception for a C status; called by _core's error bridge."""
+def error_from_status(code, line, column, message, filename=None, *, path=None, hint=None, where_len=0):
+    """Build (not raise) the exception for a C status; called by _core's error bridge with the C error's
+    fields: path (GRID_ERR_CACHE: the path that failed; GRID_ERR_BUILD: the kept compiler log), hint (how to
+    fix it) and where_len (the leading bytes of message that restate line and column)."""
     cls = STATUS_CLASSES.get(code, GridError)
     detail = message
     where = ""
@@ -109,7 +109,7 @@ def error_from_status(code, line, column, message, filename=None):
                 where += f":{column}"
         where += ": "
         # the position is in front already; drop the C message's own "line N, column M: "
-        message = _POSITION_PREFIX.sub("", message or "", count=1)
+        message = (message or "")[where_len:]
     text = where + (message or STATUS_NAMES.get(code, f"status {code}"))
     exc = cls(text)
     exc.code = code
@@ -117,27 +117,23 @@ def error_from_status(code, line, column, message, filename=None):
     exc.column = column
     exc.filename = filename
     exc.detail = detail
+    if hint:
+        exc.hint = hint
     if cls is BuildError:
-        _add_build_details(exc)
+        exc.log_path = path
+        if path:
+            exc.log_tail = _log_tail(path, detail)
     elif cls is CacheError:
-        m = _CACHE_PATH.search(detail or "")
-        exc.path = m.group(1) if m else None
+        exc.path = path
+    elif path is not None:
+        exc.path = path
     return exc
 
 
-_LOG_PATH = re.compile(r"full log: (.+?); last lines:\n")
-_CACHE_PATH = re.compile(r"cannot .+? '(.+)': ")
-
-
-def _add_build_details(exc):
-    """log_path from the message, log_tail from the kept log (its last 40 lines) or the message"""
-    m = _LOG_PATH.search(exc.detail or "")
-    if not m:
-        return
-    exc.log_path = m.group(1)
-    exc.log_tail = exc.detail[m.end():]
+def _log_tail(path, detail):
+    """the last 40 lines of the kept log (the message, which ends with its last lines, if it cannot be read)"""
     try:
-        with open(exc.log_path, "r", encoding="utf-8", errors="replace") as f:
-            exc.log_tail = "".join(f.readlines()[-40:])
+        with open(path, "r", encoding="utf-8", errors="replace") as f:
+            return "".join(f.readlines()[-40:])
     except OSError:
-        pass
+        return detail or ""

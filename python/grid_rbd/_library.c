@@ -20,6 +20,7 @@ typedef struct {
     grid_build_result res;
     char model_hash[65];
     int dtype;
+    int schedule;                 /* the grid_schedule the source was generated with */
 } GridPyLibrary;
 
 /* ---- hashing ---- */
@@ -60,6 +61,17 @@ static int generate_source(void *ctx, char **source, size_t *len, grid_error *er
     return grid_emit_source(g->model, &g->opts, source, len, err);
 }
 
+/* the build's cancel check (called without the GIL about every 0.1 s while it waits): a pending signal whose
+   handler raises (Ctrl-C: KeyboardInterrupt) stops the build; the exception stays set for the caller */
+static int check_signals(void *ctx)
+{
+    (void)ctx;
+    PyGILState_STATE st = PyGILState_Ensure();
+    int stop = PyErr_Occurred() != NULL || PyErr_CheckSignals() < 0;
+    PyGILState_Release(st);
+    return stop;
+}
+
 /* ---- construction ---- */
 
 static int fill_provider(GridPyLibrary *self)
@@ -89,17 +101,17 @@ static int fill_provider(GridPyLibrary *self)
 static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"model", "urdf", "options_json", "name", "dtype", "cache_dir", "force_rebuild",
-                             "verbose", "generator_hash", "load", "target", "cuda_arch", NULL};
+                             "verbose", "generator_hash", "load", "target", "cuda_arch", "schedule", NULL};
     PyObject *model_arg;
     Py_buffer urdf = {0};
     const char *options = NULL, *name = NULL, *cache_dir = NULL, *gen_hash = GRID_GENERATOR_HASH;
     Py_ssize_t options_len = 0;
     int dtype, force_rebuild = 0, verbose = 0, load = 1;
-    int target = GRID_TARGET_C;
+    int target = GRID_TARGET_C, schedule = GRID_SCHEDULE_AUTO;
     const char *cuda_arch = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!y*s#si|zppzpiz:Library", kwlist, &GridPyModel_Type, &model_arg,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!y*s#si|zppzpizi:Library", kwlist, &GridPyModel_Type, &model_arg,
                                      &urdf, &options, &options_len, &name, &dtype, &cache_dir, &force_rebuild,
-                                     &verbose, &gen_hash, &load, &target, &cuda_arch))
+                                     &verbose, &gen_hash, &load, &target, &cuda_arch, &schedule))
         return NULL;
     if (!gen_hash) gen_hash = GRID_GENERATOR_HASH;
     if (target != GRID_TARGET_C && target != GRID_TARGET_CUDA) {
@@ -112,6 +124,11 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return PyErr_Format(PyExc_ValueError, "dtype must be %d (float32) or %d (float64); got %d", GRID_FLOAT32,
                             GRID_FLOAT64, dtype);
     }
+    if (schedule < GRID_SCHEDULE_AUTO || schedule > GRID_SCHEDULE_ROLLED) {
+        PyBuffer_Release(&urdf);
+        return PyErr_Format(PyExc_ValueError, "schedule must be %d (auto), %d (unrolled) or %d (rolled); got %d",
+                            GRID_SCHEDULE_AUTO, GRID_SCHEDULE_UNROLLED, GRID_SCHEDULE_ROLLED, schedule);
+    }
 
     GridPyLibrary *self = (GridPyLibrary *)type->tp_alloc(type, 0);
     if (!self) {
@@ -122,6 +139,7 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     Py_INCREF(mo);
     self->model_obj = mo;
     self->dtype = dtype;
+    self->schedule = schedule;
     model_hash_hex(urdf.buf, (size_t)urdf.len, options, (size_t)options_len, self->model_hash);
 
     generate_ctx g;
@@ -131,6 +149,7 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     g.opts.target = target;
     g.opts.algorithms = 0; /* all */
     g.opts.model_hash = self->model_hash;
+    g.opts.schedule = schedule;
 
     grid_build_request req;
     memset(&req, 0, sizeof req);
@@ -147,6 +166,7 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     req.verbose = verbose;
     req.generate = generate_source;
     req.generate_ctx = &g;
+    req.cancel = check_signals;
 
     grid_lib_expect x = grid_lib_expect_any();
     x.nq = mo->model->nq;
@@ -167,9 +187,10 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (status == GRID_OK && load) status = grid_lib_open(self->res.so_path, &x, &lib, &err);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&urdf);
-    if (status != GRID_OK) {
+    if (status != GRID_OK || PyErr_Occurred()) {
+        grid_lib_close(lib);
         Py_DECREF(self);
-        return grid_py_raise(status, 0, 0, err.message, NULL);
+        return grid_py_raise_error(status != GRID_OK ? status : GRID_ERR_CANCELLED, &err, NULL);
     }
     self->lib = lib;
     if (lib) fill_provider(self);
@@ -208,6 +229,7 @@ static PyObject *get_hit(PyObject *s, void *c) { (void)c; return PyBool_FromLong
 static PyObject *get_compiled(PyObject *s, void *c) { (void)c; return PyBool_FromLong(LIB(s)->res.compiled); }
 static PyObject *get_hash(PyObject *s, void *c) { (void)c; return PyUnicode_FromString(LIB(s)->model_hash); }
 static PyObject *get_threads(PyObject *s, void *c) { (void)c; return PyLong_FromLong(LIB(s)->work_threads); }
+static PyObject *get_schedule(PyObject *s, void *c) { (void)c; return PyLong_FromLong(LIB(s)->schedule); }
 
 static PyObject *get_seconds(PyObject *s, void *c)
 {
@@ -242,6 +264,7 @@ static PyGetSetDef library_getset[] = {
     {"seconds", get_seconds, NULL, "{'total', 'generate', 'compile'} seconds grid_build took", NULL},
     {"model_hash", get_hash, NULL, "hex SHA-256 baked into the library's metadata", NULL},
     {"work_threads", get_threads, NULL, "threads the provider workspace covers (0: the library needs none)", NULL},
+    {"schedule", get_schedule, NULL, "the grid_schedule requested for generation (SCHEDULE_AUTO/_UNROLLED/_ROLLED)", NULL},
     {"meta", get_meta, NULL, "grid_robot_meta() of the loaded library as a dict (None when not loaded)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -253,10 +276,12 @@ PyTypeObject GridPyLibrary_Type = {
     .tp_dealloc = (destructor)library_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Library(model, urdf, options_json, name, dtype, cache_dir=None, force_rebuild=False, verbose=False,\n"
-              "        generator_hash=None, load=True)\n\n"
+              "        generator_hash=None, load=True, target=0, cuda_arch=None, schedule=SCHEDULE_AUTO)\n\n"
               "Generates the robot's C source (only on a cache miss), builds it through the cache into robot.so\n"
               "and loads it, checking nq/nv/nb, dtype, target and the model hash, all without the GIL.\n"
-              "urdf and options_json are the bytes the cache keys are computed from. load=False only builds.",
+              "urdf and options_json are the bytes the cache keys are computed from (options_json must name the\n"
+              "schedule: it is not keyed separately). load=False only builds. A signal whose handler raises (Ctrl-C)\n"
+              "stops a build within about 0.1 s: the compilers are killed and the exception propagates.",
     .tp_getset = library_getset,
     .tp_new = library_new,
 };
@@ -268,7 +293,7 @@ static PyObject *json_result(int status, char *json, grid_error *err)
 {
     if (status != GRID_OK) {
         grid_build_free(json);
-        return grid_py_raise(status, 0, 0, err->message, NULL);
+        return grid_py_raise_error(status, err, NULL);
     }
     PyObject *s = PyUnicode_FromString(json ? json : "null");
     grid_build_free(json);
@@ -310,7 +335,7 @@ static PyObject *fn_cache_root(PyObject *self, PyObject *args)
     grid_error err;
     grid_error_clear(&err);
     int status = grid_cache_root(dir, out, sizeof out, &err);
-    if (status != GRID_OK) return grid_py_raise(status, 0, 0, err.message, NULL);
+    if (status != GRID_OK) return grid_py_raise_error(status, &err, NULL);
     return PyUnicode_DecodeFSDefault(out);
 }
 
@@ -355,7 +380,7 @@ static PyObject *fn_cache_clear(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     status = grid_cache_clear(dir, name, &removed, &err);
     Py_END_ALLOW_THREADS
-    if (status != GRID_OK) return grid_py_raise(status, 0, 0, err.message, NULL);
+    if (status != GRID_OK) return grid_py_raise_error(status, &err, NULL);
     return PyLong_FromLong(removed);
 }
 

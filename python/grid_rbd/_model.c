@@ -64,8 +64,7 @@ static PyObject *model_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     status = grid_urdf_load(urdf.buf, (size_t)urdf.len, &opts, &model, &err);
     Py_END_ALLOW_THREADS
     if (status != GRID_OK || !model) {
-        grid_py_raise(status != GRID_OK ? status : GRID_ERR_URDF, err.line, err.column,
-                      err.message, self->filename);
+        grid_py_raise_error(status != GRID_OK ? status : GRID_ERR_URDF, &err, self->filename);
         goto fail;
     }
     self->model = model;

@@ -17,6 +17,8 @@ from .handle import RobotHandle
 __all__ = ["register_robot", "get_robot", "precompile"]
 
 _DEVICES = ("auto", "cpu", "cuda")
+# codegen_schedule -> grid_schedule (include/grid/emit.h)
+_SCHEDULES = {"auto": _core.SCHEDULE_AUTO, "unrolled": _core.SCHEDULE_UNROLLED, "rolled": _core.SCHEDULE_ROLLED}
 _BACKENDS = ("numpy", "jax", "torch")
 
 # options the spec documents for later increments: default value -> accepted silently;
@@ -38,7 +40,7 @@ _BUILD_OPTIONS = {"enable_mujoco_kernels": True}
 
 # the options that change the generated source: exactly these go into the canonical options JSON
 # (and so into the stage-1 cache key and the model hash baked into robot.so)
-_GENERATION_OPTIONS = ("floating_base", "ee_joint_names", "gravity", "ignore_mimic", "dtype")
+_GENERATION_OPTIONS = ("floating_base", "ee_joint_names", "gravity", "ignore_mimic", "dtype", "codegen_schedule")
 
 _registry = {}
 _registry_lock = threading.Lock()
@@ -47,7 +49,7 @@ _registry_lock = threading.Lock()
 def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, ee_joint_names=None,
                    max_batch_size=256, dtype="float32", device="auto", backend="numpy", gravity=-9.81,
                    ignore_mimic=False, codegen=True, cache_dir=None, force_rebuild=False, num_threads=None,
-                   verbose=True, cuda_arch=None, **reserved):
+                   verbose=True, cuda_arch=None, codegen_schedule="auto", **reserved):
     """Parse a URDF, prepare its batched algorithms and return a RobotHandle (also kept under `name`).
 
     Exactly one of urdf_path / urdf_string. floating_base adds a free-flyer "root_joint"
@@ -62,7 +64,10 @@ def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, 
     load it in milliseconds. force_rebuild=True regenerates and recompiles. codegen=False uses the float64
     C reference (the oracle the generated code is tested against). num_threads: threads one batched call
     may use (default os.cpu_count(); settable later as handle.num_threads). verbose: build progress on
-    stderr.
+    stderr. codegen_schedule: how the generated code is laid out, "unrolled" (straight-line code, model
+    constants folded in), "rolled" (loops over the tree reading model tables; code size independent of the
+    robot) or "auto" (the default: unrolled unless an algorithm's unrolled code would be too large); it is part
+    of the cache key. A build stops on Ctrl-C (KeyboardInterrupt) and its compilers never outlive the process.
 
     device="auto" (the default) runs on CUDA when an NVIDIA GPU and nvcc are both present, else on the CPU
     (handle.device and the repr say which, and why); device="cuda" insists (CudaError without a GPU,
@@ -72,7 +77,7 @@ def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, 
     arrays straight to the kernels on the caller's stream. Only backend="numpy" exists in this version."""
     options = _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, max_batch_size,
                              dtype, device, backend, gravity, ignore_mimic, codegen, cache_dir, force_rebuild,
-                             num_threads, verbose, reserved)
+                             num_threads, verbose, codegen_schedule, reserved)
     _resolve_device(options, cuda_arch)
     urdf_bytes, filename = _read_urdf(urdf_path, urdf_string)
     model = _load_model(urdf_bytes, filename, options)
@@ -86,7 +91,7 @@ def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, 
 
 def precompile(name, urdf_path=None, urdf_string=None, floating_base=False, ee_joint_names=None,
                dtype="float32", gravity=-9.81, ignore_mimic=False, cache_dir=None, force_rebuild=False,
-               verbose=True, cuda_arch=None, **options):
+               verbose=True, cuda_arch=None, codegen_schedule="auto", **options):
     """Build the robot's library into the cache without loading it or creating a handle, e.g. ahead of
     time in a Docker image or CI step. Takes register_robot's arguments (those that do not change the
     build are checked and ignored) and returns the cache entry directory (<root>/store/<content_key>).
@@ -96,7 +101,7 @@ def precompile(name, urdf_path=None, urdf_string=None, floating_base=False, ee_j
     opts = _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names,
                           options.pop("max_batch_size", 256), dtype, options.pop("device", "auto"),
                           options.pop("backend", "numpy"), gravity, ignore_mimic, True, cache_dir, force_rebuild,
-                          None, verbose, options)
+                          None, verbose, codegen_schedule, options)
     _resolve_device(opts, cuda_arch, build_only=True)
     urdf_bytes, filename = _read_urdf(urdf_path, urdf_string)
     model = _load_model(urdf_bytes, filename, opts)
@@ -115,13 +120,16 @@ def get_robot(name):
 
 def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, max_batch_size, dtype,
                    device, backend, gravity, ignore_mimic, codegen, cache_dir, force_rebuild, num_threads, verbose,
-                   reserved):
+                   codegen_schedule, reserved):
     """Validate every register_robot argument; return the canonical options dict."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty str; got {name!r}")
     if (urdf_path is None) == (urdf_string is None):
         raise ValueError("pass exactly one of urdf_path= or urdf_string=")
 
+    if not isinstance(codegen_schedule, str) or codegen_schedule not in _SCHEDULES:
+        raise ValueError(f"codegen_schedule must be one of {', '.join(map(repr, _SCHEDULES))}; "
+                         f"got {codegen_schedule!r}")
     if device not in _DEVICES:
         raise ValueError(f"device must be one of {', '.join(map(repr, _DEVICES))}; got {device!r}")
     if backend not in _BACKENDS:
@@ -181,6 +189,7 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
         "gravity": float(gravity),
         "ignore_mimic": bool(ignore_mimic),
         "codegen": bool(codegen),
+        "codegen_schedule": codegen_schedule,
         "cache_dir": cache_dir,
         "force_rebuild": bool(force_rebuild),
         "num_threads": num_threads,
@@ -248,7 +257,8 @@ def _build_library(name, model, urdf_bytes, options, load):
     cuda = options.get("device") == "cuda"
     return _core.Library(model, urdf_bytes, options_json(options), name, dtype, cache_dir=options["cache_dir"],
                          force_rebuild=options["force_rebuild"], verbose=options["verbose"], load=load,
-                         target=1 if cuda else 0, cuda_arch=options.get("cuda_arch") if cuda else None)
+                         target=1 if cuda else 0, cuda_arch=options.get("cuda_arch") if cuda else None,
+                         schedule=_SCHEDULES[options["codegen_schedule"]])
 
 
 def _make_runner(model, options, library):

@@ -203,7 +203,7 @@ static int build_entry(const grid_cache_dirs *d, const grid_build_request *req, 
 
     /* compile */
     say(pg, "compiling robot.so with %s ...", tc->display);
-    if ((rc = grid_compile(tc, tmp, failed_log, t_compile, err))) goto fail;
+    if ((rc = grid_compile(tc, tmp, failed_log, t_compile, req->cancel, req->cancel_ctx, err))) goto fail;
     say(pg, "compiled in %.2f s", *t_compile);
     unlink(failed_log);
 
@@ -227,6 +227,27 @@ static int build_entry(const grid_cache_dirs *d, const grid_build_request *req, 
 fail:
     grid_fs_rmtree(tmp);
     return rc;
+}
+
+/* 1 (with err set) when the request's cancel check asks to stop */
+static int cancelled(const grid_build_request *req, grid_error *err)
+{
+    if (!req->cancel || !req->cancel(req->cancel_ctx)) return 0;
+    grid_error_set(err, GRID_ERR_CANCELLED, 0, 0, "the build was cancelled before compiling");
+    return 1;
+}
+
+/* block on the entry lock, checking cancel every 0.1 s: the fd, -1 with errno, or -2 when cancelled */
+static int wait_for_lock(const char *path, const grid_build_request *req)
+{
+    if (!req->cancel) return grid_fs_lock(path, 0);
+    for (;;) {
+        int fd = grid_fs_lock(path, 1);
+        if (fd >= 0 || (errno != EWOULDBLOCK && errno != EAGAIN)) return fd;
+        if (req->cancel(req->cancel_ctx)) return -2;
+        struct timespec tick = {0, 100000000L};
+        nanosleep(&tick, NULL);
+    }
 }
 
 int grid_build(const grid_build_request *req, grid_build_result *res, grid_error *err)
@@ -296,12 +317,21 @@ int grid_build(const grid_build_request *req, grid_build_result *res, grid_error
     }
 
     /* c) build under the entry's lock: a second process waits, then finds the entry complete */
+    if (cancelled(req, err)) {
+        rc = GRID_ERR_CANCELLED;
+        goto done;
+    }
     char lock_path[GRID_PATH_CAP];
     grid_pathf(lock_path, sizeof lock_path, "%s/%s.lock", d.store, ck);
     int lock = grid_fs_lock(lock_path, 1);
     if (lock < 0 && (errno == EWOULDBLOCK || errno == EAGAIN)) {
         say(&pg, "waiting for another process building entry %.12s...", ck);
-        lock = grid_fs_lock(lock_path, 0);
+        lock = wait_for_lock(lock_path, req);
+        if (lock == -2) {
+            rc = grid_error_set(err, GRID_ERR_CANCELLED, 0, 0, "cancelled while waiting for another process "
+                                "building entry %.12s", ck);
+            goto done;
+        }
     }
     if (lock < 0) {
         rc = grid_cache_error(err, "lock", lock_path, errno);
@@ -313,6 +343,7 @@ int grid_build(const grid_build_request *req, grid_build_result *res, grid_error
         reuse_pointers(&d, name, res->input_key, ck, &pg);
         goto finish;
     }
+    grid_cache_clean_abandoned(&d, ck);
     grid_cache_clean_stale(&d, GRID_STALE_TMP_SECONDS);
     rc = build_entry(&d, req, &tc, name, src, len, res->input_key, ck, res->seconds_generate,
                      &res->seconds_compile, &pg, err);

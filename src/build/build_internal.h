@@ -20,6 +20,7 @@ double grid_now(void);   /* monotonic seconds */
 
 /* ---- files (fsutil.c); failures set GRID_ERR_CACHE naming the path, errno text and the override hint ---- */
 
+#define GRID_CACHE_HINT "set GRID_RBD_CACHE_DIR or pass cache_dir= to use a writable directory"
 int grid_cache_error(grid_error *err, const char *what, const char *path, int errnum);
 /* snprintf for paths: 0, or -1 when the result did not fit */
 int grid_pathf(char *out, size_t cap, const char *fmt, ...)
@@ -51,13 +52,47 @@ int grid_fs_copy(const char *from, const char *to);
 
 /* ---- processes (spawn.c) ---- */
 
-/* Run argv (argv[0] an absolute path, no shell) in cwd (NULL: inherit) with stdin from /dev/null.
-   Output (stdout and stderr) goes to out_fd when >= 0, else into capture when not NULL, else /dev/null.
-   c_locale: run with LC_ALL=C. Returns 0 with *wstatus set, or the errno of a failed start. */
+/* nonzero asks a waiting build to stop (checked about every 0.1 s) */
+typedef int (*grid_cancel_fn)(void *ctx);
+
+#define GRID_JOB_MAX_STEPS 32
+#define GRID_JOB_MAX_STAGES 4
+
+/* one program to run: argv[0] an absolute path, no shell; note is written to the output just before it starts */
+typedef struct {
+    char *const *argv;
+    const char *note;
+} grid_step;
+
+/* Steps run in stages: the stage_len[0] first steps at most `jobs` at a time, the next stage only after every
+   step of the one before exited 0, and so on. Every step runs in cwd (NULL: inherit) with stdin from /dev/null;
+   stdout and stderr go to out_fd when >= 0, else into capture when not NULL (up to 1 MiB), else /dev/null.
+   c_locale: LC_ALL=C. The steps run under a supervisor process: when the caller dies, cancels or the job ends,
+   every process they started is killed and reaped (docs/cache.md, "Processes"). */
+typedef struct {
+    const grid_step *steps;
+    int nstages;
+    int stage_len[GRID_JOB_MAX_STAGES];
+    int jobs;
+    const char *cwd;
+    int out_fd;
+    grid_buf *capture;
+    int c_locale;
+    grid_cancel_fn cancel;  /* NULL: never cancelled */
+    void *cancel_ctx;
+} grid_job;
+
+typedef struct {
+    int start_errno;      /* a step could not be started: its errno (0: every step started) */
+    int status;           /* wait status of the first step that failed; 0 when all exited 0 */
+    int cancelled;        /* the cancel callback stopped the job */
+    int supervisor_died;  /* the supervisor was killed from outside; status is its wait status */
+} grid_job_result;
+
+/* run a job; 0 with *r filled, or the errno of a failed set-up (no process is left running either way) */
+int grid_run_job(const grid_job *job, grid_job_result *r);
+/* run one program (a job of one step); returns 0 with *wstatus set, or the errno of a failed start */
 int grid_spawn(char *const argv[], const char *cwd, int out_fd, grid_buf *capture, int c_locale, int *wstatus);
-/* the same in two steps, so several children can run at once: start (0 or an errno value), then wait */
-int grid_spawn_start(char *const argv[], const char *cwd, int out_fd, pid_t *pid);
-int grid_spawn_wait(pid_t pid, int *wstatus);
 /* the absolute path of an executable: name with a '/' is checked as is (made absolute),
    a bare name is searched on $PATH; returns 0 or an errno value */
 int grid_find_program(const char *name, char *out, size_t cap);
@@ -86,10 +121,15 @@ int grid_cuda_arch_normalize(const char *in, char out[16]);
 
 /* ---- compiling (compile.c) ---- */
 
-/* Compile dir/<source_name> into dir/robot.so, output to dir/robot.build.log.
-   On failure copies the log to failed_log (when not NULL) and sets GRID_ERR_BUILD with the log tail. */
+/* Compile dir/<source_name> into dir/robot.so, output to dir/robot.build.log; a split source compiles its
+   parts at most grid_build_jobs() at a time. On failure copies the log to failed_log (when not NULL) and sets
+   GRID_ERR_BUILD with the log tail (err->path: the kept log); GRID_ERR_CANCELLED when cancel stopped it. */
 int grid_compile(const grid_toolchain *tc, const char *dir, const char *failed_log, double *seconds,
-                 grid_error *err);
+                 grid_cancel_fn cancel, void *cancel_ctx, grid_error *err);
+/* compiler processes a build of `parts` parts runs at once: $GRID_RBD_BUILD_JOBS, else
+   min(parts, usable CPUs, available memory / GRID_BUILD_JOB_BYTES), at least 1 */
+#define GRID_BUILD_JOB_BYTES (512ll << 20)
+int grid_build_jobs(int parts);
 
 /* ---- the store (cache.c) ---- */
 
@@ -117,6 +157,9 @@ int grid_cache_manifest_set(const grid_cache_dirs *d, const char *name, const ch
                             grid_error *err);
 /* remove .tmp-* directories in store/ whose builder is gone and that are older than the limit */
 void grid_cache_clean_stale(const grid_cache_dirs *d, double max_age_seconds);
+/* remove the .tmp-<key>-<pid>-* directories of a killed builder of this key, whatever their age: the caller
+   holds the key's lock, so no one else builds it, and the pid in the name is not a live process */
+void grid_cache_clean_abandoned(const grid_cache_dirs *d, const char *content_key);
 /* the manifest as parallel arrays (names[i] -> keys[i]); caller frees with grid_cache_manifest_free */
 typedef struct {
     char **names;

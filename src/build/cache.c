@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +27,13 @@ int grid_cache_root(const char *cache_dir, char *out, size_t cap, grid_error *er
         struct passwd pw, *res = NULL;
         char pwbuf[4096];
         if (!home && getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &res) == 0 && res) home = pw.pw_dir;
-        if (!home)
-            return grid_error_set(err, GRID_ERR_CACHE, 0, 0,
-                                  "grid-rbd cache: no home directory to put ~/.cache/grid-rbd in; set "
-                                  "GRID_RBD_CACHE_DIR or pass cache_dir=");
+        if (!home) {
+            grid_error_set(err, GRID_ERR_CACHE, 0, 0,
+                           "grid-rbd cache: no home directory to put ~/.cache/grid-rbd in; set "
+                           "GRID_RBD_CACHE_DIR or pass cache_dir=");
+            grid_error_hint(err, GRID_CACHE_HINT);
+            return GRID_ERR_CACHE;
+        }
         w = grid_pathf(buf, sizeof buf, "%s/.cache/grid-rbd", home);
     }
     if (w < 0 || w >= (int)sizeof buf) return grid_cache_error(err, "use directory", buf, ENAMETOOLONG);
@@ -342,4 +346,24 @@ void grid_cache_clean_stale(const grid_cache_dirs *d, double max_age_seconds)
     closedir(dh);
     clean_stale_files(d->bykey, max_age_seconds);
     clean_stale_files(d->root, max_age_seconds);
+}
+
+void grid_cache_clean_abandoned(const grid_cache_dirs *d, const char *content_key)
+{
+    DIR *dh = opendir(d->store);
+    if (!dh) return;
+    struct dirent *de;
+    while ((de = readdir(dh)) != NULL) {
+        /* .tmp-<key>-<pid>-XXXXXX (a build) or .tmp-<key>-<pid>-trash-XXXXXX (an entry being removed) */
+        if (strncmp(de->d_name, ".tmp-", 5) != 0 || strncmp(de->d_name + 5, content_key, 64) != 0 ||
+            de->d_name[69] != '-')
+            continue;
+        char *end = NULL;
+        long pid = strtol(de->d_name + 70, &end, 10);
+        if (pid <= 0 || end == de->d_name + 70 || *end != '-' || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive (or not ours to probe) */
+        char path[GRID_PATH_CAP];
+        if (grid_pathf(path, sizeof path, "%s/%s", d->store, de->d_name) == 0) grid_fs_rmtree(path);
+    }
+    closedir(dh);
 }

@@ -1,6 +1,7 @@
-/* Running the compiler on a generated source: argv without a shell, output to robot.build.log. */
+/* Running the compiler on a generated source: argv without a shell, parts in parallel within a CPU and memory cap, output to robot.build.log. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,7 @@
 #include "build_internal.h"
 
 #define LOG_TAIL_LINES 20
-#define GRID_MAX_PARTS 16  /* translation units compiled at once */
+#define GRID_MAX_PARTS 16  /* most translation units a source splits into */
 #define GRID_MAX_ARGS 128  /* words in one compiler command */
 
 /* append a word quoted for a POSIX shell, so the logged command can be pasted */
@@ -98,45 +99,79 @@ static int make_step(const grid_toolchain *tc, int part, int parts, step_argv *s
     return k;
 }
 
-/* write the command of a step to the log */
-static void log_command(int fd, char *const argv[], const char *what)
+/* the command of a step as the log shows it, written just before the step starts */
+static void note_command(grid_buf *note, char *const argv[], const char *what)
 {
-    grid_buf head;
-    grid_buf_init(&head);
-    grid_buf_puts(&head, "# ");
-    grid_buf_puts(&head, what);
-    grid_buf_puts(&head, " (run in the entry directory):\n# ");
+    grid_buf_puts(note, "# ");
+    grid_buf_puts(note, what);
+    grid_buf_puts(note, " (run in the entry directory):\n# ");
     for (int i = 0; argv[i]; i++) {
-        if (i) grid_buf_put(&head, " ", 1);
-        put_shell_word(&head, argv[i]);
+        if (i) grid_buf_put(note, " ", 1);
+        put_shell_word(note, argv[i]);
     }
-    grid_buf_puts(&head, "\n");
-    if (head.data) (void)!write(fd, head.data, head.len);
-    grid_buf_free(&head);
+    grid_buf_puts(note, "\n");
 }
 
-/* run the steps of one stage at once; the first failure's status wins */
-static int run_stage(step_argv *steps, int n, const char *dir, int fd, int *status)
+/* first number after `key` in a file (e.g. "MemAvailable:" in /proc/meminfo); -1 when absent */
+static long long file_number(const char *path, const char *key)
 {
-    pid_t pids[GRID_MAX_PARTS + 1];
-    int rc = 0, started = 0;
-    *status = 0;
-    for (int i = 0; i < n; i++) {
-        log_command(fd, steps[i].argv, n > 1 ? "grid-rbd build log; part command" : "grid-rbd build log; command");
-        rc = grid_spawn_start(steps[i].argv, dir, fd, &pids[i]);
-        if (rc) break;
-        started++;
+    char *text = NULL;
+    size_t len = 0;
+    long long v = -1;
+    if (grid_fs_read(path, &text, &len) != 0) return -1;
+    const char *p = key ? strstr(text, key) : text;
+    if (p) {
+        p += key ? strlen(key) : 0;
+        while (*p == ' ' || *p == '\t') p++;
+        if (*p >= '0' && *p <= '9') v = strtoll(p, NULL, 10);
     }
-    for (int i = 0; i < started; i++) {
-        int st = 0;
-        if (grid_spawn_wait(pids[i], &st) == 0 && *status == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
-            *status = st;
+    free(text);
+    return v;
+}
+
+/* bytes of memory a build can use: MemAvailable, and under a cgroup v2 limit what is left of it; -1 unknown */
+static long long usable_memory(void)
+{
+    long long avail = file_number("/proc/meminfo", "MemAvailable:");
+    if (avail >= 0) avail *= 1024;
+    char *text = NULL;
+    size_t len = 0;
+    if (grid_fs_read("/proc/self/cgroup", &text, &len) == 0) {
+        const char *p = strstr(text, "0::");
+        if (p) {
+            p += 3;
+            int n = (int)strcspn(p, "\n");
+            char max_path[GRID_PATH_CAP], cur_path[GRID_PATH_CAP];
+            if (grid_pathf(max_path, sizeof max_path, "/sys/fs/cgroup%.*s/memory.max", n, p) == 0 &&
+                grid_pathf(cur_path, sizeof cur_path, "/sys/fs/cgroup%.*s/memory.current", n, p) == 0) {
+                long long max = file_number(max_path, NULL), cur = file_number(cur_path, NULL);
+                if (max > 0 && cur >= 0) {
+                    long long left = max > cur ? max - cur : 0;
+                    if (avail < 0 || left < avail) avail = left;
+                }
+            }
+        }
+        free(text);
     }
-    return rc;
+    return avail;
+}
+
+int grid_build_jobs(int parts)
+{
+    if (parts < 1) parts = 1;
+    const char *env = grid_env("GRID_RBD_BUILD_JOBS");
+    if (env && atoi(env) > 0) return atoi(env) < parts ? atoi(env) : parts;
+    int jobs = parts;
+    cpu_set_t set;
+    long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus > 0 && cpus < jobs) jobs = (int)cpus;
+    long long mem = usable_memory();
+    if (mem >= 0 && mem / GRID_BUILD_JOB_BYTES < jobs) jobs = (int)(mem / GRID_BUILD_JOB_BYTES);
+    return jobs < 1 ? 1 : jobs;
 }
 
 int grid_compile(const grid_toolchain *tc, const char *dir, const char *failed_log, double *seconds,
-                 grid_error *err)
+                 grid_cancel_fn cancel, void *cancel_ctx, grid_error *err)
 {
     char log[GRID_PATH_CAP];
     if (grid_pathf(log, sizeof log, "%s/robot.build.log", dir) != 0)
@@ -144,26 +179,56 @@ int grid_compile(const grid_toolchain *tc, const char *dir, const char *failed_l
     int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) return grid_cache_error(err, "create build log", log, errno);
 
-    /* one command, or the parts compiled at once and then linked */
+    /* one command, or the parts (at most `jobs` at a time) and then the link */
     int parts = source_parts(dir, tc->source_name);
-    step_argv *steps = calloc((size_t)parts + 1, sizeof *steps);
-    if (!steps) {
+    int nsteps = parts == 1 ? 1 : parts + 1;
+    step_argv *steps = calloc((size_t)nsteps, sizeof *steps);
+    grid_step *job_steps = calloc((size_t)nsteps, sizeof *job_steps);
+    grid_buf *notes = calloc((size_t)nsteps, sizeof *notes);
+    if (!steps || !job_steps || !notes) {
+        free(steps);
+        free(job_steps);
+        free(notes);
         close(fd);
         return grid_error_set(err, GRID_ERR_NOMEM, 0, 0, "out of memory preparing the compile");
     }
-    double t0 = grid_now();
-    int status = 0, rc;
+    grid_job job;
+    memset(&job, 0, sizeof job);
     if (parts == 1) {
         for (int i = 0; i < tc->argc && i < GRID_MAX_ARGS - 1; i++) steps[0].argv[i] = tc->argv[i];
-        rc = run_stage(steps, 1, dir, fd, &status);
+        job.nstages = 1;
+        job.stage_len[0] = 1;
     } else {
         for (int p = 0; p < parts; p++) make_step(tc, p, parts, &steps[p]);
-        rc = run_stage(steps, parts, dir, fd, &status);
-        if (!rc && status == 0) {
-            make_step(tc, -1, parts, &steps[parts]);
-            rc = run_stage(&steps[parts], 1, dir, fd, &status);
-        }
+        make_step(tc, -1, parts, &steps[parts]);
+        job.nstages = 2;
+        job.stage_len[0] = parts;
+        job.stage_len[1] = 1;
     }
+    int oom = 0;
+    for (int i = 0; i < nsteps; i++) {
+        grid_buf_init(&notes[i]);
+        note_command(&notes[i], steps[i].argv, parts > 1 && i < parts ? "grid-rbd build log; part command"
+                                                                       : "grid-rbd build log; command");
+        oom |= notes[i].oom;
+        job_steps[i].argv = steps[i].argv;
+        job_steps[i].note = notes[i].data;
+    }
+    job.steps = job_steps;
+    job.jobs = grid_build_jobs(parts);
+    job.cwd = dir;
+    job.out_fd = fd;
+    job.cancel = cancel;
+    job.cancel_ctx = cancel_ctx;
+    double t0 = grid_now();
+    grid_job_result jr;
+    memset(&jr, 0, sizeof jr);
+    int rc = oom ? ENOMEM : grid_run_job(&job, &jr);
+    if (!rc) rc = jr.start_errno;
+    int status = jr.status;
+    for (int i = 0; i < nsteps; i++) grid_buf_free(&notes[i]);
+    free(notes);
+    free(job_steps);
     free(steps);
     double dt = grid_now() - t0;
     if (seconds) *seconds = dt;
@@ -171,12 +236,15 @@ int grid_compile(const grid_toolchain *tc, const char *dir, const char *failed_l
     /* the footer: how it ended */
     char foot[128];
     int n;
-    if (rc) n = snprintf(foot, sizeof foot, "# could not start the compiler: %s\n", strerror(rc));
+    if (jr.cancelled) n = snprintf(foot, sizeof foot, "# cancelled after %.2f s: the compilers were stopped\n", dt);
+    else if (rc) n = snprintf(foot, sizeof foot, "# could not start the compiler: %s\n", strerror(rc));
     else if (WIFEXITED(status)) n = snprintf(foot, sizeof foot, "# exit status %d after %.2f s\n", WEXITSTATUS(status), dt);
     else n = snprintf(foot, sizeof foot, "# killed by signal %d after %.2f s\n", WTERMSIG(status), dt);
     (void)!write(fd, foot, (size_t)n);
     close(fd);
 
+    if (jr.cancelled)
+        return grid_error_set(err, GRID_ERR_CANCELLED, 0, 0, "compiling robot.so was cancelled; the compilers were stopped");
     if (rc)
         return grid_error_set(err, GRID_ERR_BUILD, 0, 0,
                               "could not run the compiler '%s': %s; set %s to a working compiler",
@@ -205,6 +273,7 @@ int grid_compile(const grid_toolchain *tc, const char *dir, const char *failed_l
     char *tail = malloc(room);
     if (tail) log_tail(log, tail, room);
     grid_error_set(err, GRID_ERR_BUILD, 0, 0, "%s%s", head_msg, tail ? tail : "");
+    grid_error_path(err, failed_log ? failed_log : log);
     free(tail);
     return GRID_ERR_BUILD;
 }

@@ -22,6 +22,8 @@ static const grid_env_knob env_knobs[] = {
     {"XDG_CACHE_HOME", GRID_KNOB_LOCATION, "cache root is $XDG_CACHE_HOME/grid-rbd when GRID_RBD_CACHE_DIR is unset"},
     {"HOME", GRID_KNOB_LOCATION, "cache root is ~/.cache/grid-rbd otherwise"},
     {"GRID_RBD_VERBOSE", GRID_KNOB_RUNTIME, "1: print build progress on stderr as if verbose=True"},
+    {"GRID_RBD_BUILD_JOBS", GRID_KNOB_RUNTIME,
+     "most compiler processes one build runs at once (default: min(parts, usable CPUs, available memory / 512 MiB))"},
 };
 
 int grid_env_knob_count(void)

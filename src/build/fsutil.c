@@ -21,9 +21,11 @@ double grid_now(void)
 
 int grid_cache_error(grid_error *err, const char *what, const char *path, int errnum)
 {
-    return grid_error_set(err, GRID_ERR_CACHE, 0, 0,
-                          "grid-rbd cache: cannot %s '%s': %s (set GRID_RBD_CACHE_DIR or pass cache_dir= "
-                          "to use a writable directory)", what, path, strerror(errnum));
+    grid_error_set(err, GRID_ERR_CACHE, 0, 0,
+                   "grid-rbd cache: cannot %s '%s': %s (" GRID_CACHE_HINT ")", what, path, strerror(errnum));
+    grid_error_path(err, path);
+    grid_error_hint(err, GRID_CACHE_HINT);
+    return GRID_ERR_CACHE;
 }
 
 int grid_pathf(char *out, size_t cap, const char *fmt, ...)

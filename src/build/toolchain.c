@@ -71,6 +71,13 @@ static void pick_line(const char *text, int last, char *out, size_t cap)
     }
 }
 
+/* set the hint of the GRID_ERR_BUILD just set and return that status */
+static int with_hint(grid_error *err, const char *hint)
+{
+    grid_error_hint(err, hint);
+    return GRID_ERR_BUILD;
+}
+
 /* "<path> --version": first line (cc) or last line (nvcc), memoised per file identity */
 static int program_version(const char *path, int last_line, char *out, size_t cap, grid_error *err)
 {
@@ -95,10 +102,10 @@ static int program_version(const char *path, int last_line, char *out, size_t ca
     int rc = grid_spawn(argv, NULL, -1, &text, 1, &status);
     if (rc || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.oom) {
         grid_buf_free(&text);
-        return grid_error_set(err, GRID_ERR_BUILD, 0, 0,
-                              "'%s --version' failed (%s); is it a working compiler? "
-                              "Set GRID_RBD_CC (or GRID_RBD_NVCC) to one", path,
-                              rc ? strerror(rc) : "nonzero exit status");
+        grid_error_set(err, GRID_ERR_BUILD, 0, 0,
+                       "'%s --version' failed (%s); is it a working compiler? "
+                       "Set GRID_RBD_CC (or GRID_RBD_NVCC) to one", path, rc ? strerror(rc) : "nonzero exit status");
+        return with_hint(err, "set GRID_RBD_CC (or GRID_RBD_NVCC) to a working compiler");
     }
     pick_line(text.data ? text.data : "", last_line, out, cap);
     grid_buf_free(&text);
@@ -264,15 +271,18 @@ static int resolve_c_compiler(char *out, size_t cap, grid_error *err)
     const char *env = grid_env("GRID_RBD_CC");
     int e = grid_find_program(env ? env : "cc", out, cap);
     if (e == 0) return GRID_OK;
-    if (env)
-        return grid_error_set(err, GRID_ERR_BUILD, 0, 0,
-                              "C compiler '%s' (from GRID_RBD_CC) not found or not executable: %s; set "
-                              "GRID_RBD_CC to a working C compiler (gcc or clang) or unset it to use cc on PATH",
-                              env, strerror(e));
+    if (env) {
+        grid_error_set(err, GRID_ERR_BUILD, 0, 0,
+                       "C compiler '%s' (from GRID_RBD_CC) not found or not executable: %s; set "
+                       "GRID_RBD_CC to a working C compiler (gcc or clang) or unset it to use cc on PATH",
+                       env, strerror(e));
+        return with_hint(err, "set GRID_RBD_CC to a working C compiler (gcc or clang) or unset it");
+    }
     const char *path = grid_env("PATH");
-    return grid_error_set(err, GRID_ERR_BUILD, 0, 0,
-                          "C compiler 'cc' not found on PATH (%.200s); install gcc or clang (e.g. apt-get "
-                          "install gcc) or set GRID_RBD_CC=/path/to/compiler", path ? path : "unset");
+    grid_error_set(err, GRID_ERR_BUILD, 0, 0,
+                   "C compiler 'cc' not found on PATH (%.200s); install gcc or clang (e.g. apt-get "
+                   "install gcc) or set GRID_RBD_CC=/path/to/compiler", path ? path : "unset");
+    return with_hint(err, "install gcc or clang (e.g. apt-get install gcc) or set GRID_RBD_CC=/path/to/compiler");
 }
 
 /* nvcc: $GRID_RBD_NVCC, else nvcc on PATH, else /usr/local/cuda/bin/nvcc */
@@ -282,15 +292,17 @@ static int resolve_nvcc(char *out, size_t cap, grid_error *err)
     if (env) {
         int e = grid_find_program(env, out, cap);
         if (e == 0) return GRID_OK;
-        return grid_error_set(err, GRID_ERR_BUILD, 0, 0,
-                              "nvcc '%s' (from GRID_RBD_NVCC) not found or not executable: %s; set "
-                              "GRID_RBD_NVCC to the CUDA compiler or unset it", env, strerror(e));
+        grid_error_set(err, GRID_ERR_BUILD, 0, 0,
+                       "nvcc '%s' (from GRID_RBD_NVCC) not found or not executable: %s; set "
+                       "GRID_RBD_NVCC to the CUDA compiler or unset it", env, strerror(e));
+        return with_hint(err, "set GRID_RBD_NVCC to the CUDA compiler or unset it");
     }
     if (grid_find_program("nvcc", out, cap) == 0 || grid_find_program("/usr/local/cuda/bin/nvcc", out, cap) == 0)
         return GRID_OK;
-    return grid_error_set(err, GRID_ERR_BUILD, 0, 0,
-                          "nvcc not found (looked on PATH and at /usr/local/cuda/bin/nvcc); install the CUDA "
-                          "toolkit or set GRID_RBD_NVCC=/path/to/nvcc");
+    grid_error_set(err, GRID_ERR_BUILD, 0, 0,
+                   "nvcc not found (looked on PATH and at /usr/local/cuda/bin/nvcc); install the CUDA "
+                   "toolkit or set GRID_RBD_NVCC=/path/to/nvcc");
+    return with_hint(err, "install the CUDA toolkit or set GRID_RBD_NVCC=/path/to/nvcc");
 }
 
 /* nvcc's host compiler: $GRID_RBD_NVCC_CCBIN, else g++, c++ or clang++ on PATH */
@@ -307,9 +319,10 @@ static int resolve_cuda_host(char *out, size_t cap, grid_error *err)
     static const char *const drivers[] = {"g++", "c++", "clang++", NULL};
     for (int i = 0; drivers[i]; i++)
         if (grid_find_program(drivers[i], out, cap) == 0) return GRID_OK;
-    return grid_error_set(err, GRID_ERR_BUILD, 0, 0,
-                          "no C++ host compiler for nvcc (looked for g++, c++, clang++ on PATH); install g++ or "
-                          "set GRID_RBD_NVCC_CCBIN=/path/to/g++");
+    grid_error_set(err, GRID_ERR_BUILD, 0, 0,
+                   "no C++ host compiler for nvcc (looked for g++, c++, clang++ on PATH); install g++ or "
+                   "set GRID_RBD_NVCC_CCBIN=/path/to/g++");
+    return with_hint(err, "install g++ or set GRID_RBD_NVCC_CCBIN=/path/to/g++");
 }
 
 /* append a NULL-terminated list, or the whitespace-separated words of override when it is set */
@@ -431,9 +444,10 @@ int grid_toolchain_resolve(int target, const char *cuda_arch, grid_toolchain *tc
                 return grid_error_set(err, GRID_ERR_ARG, 0, 0,
                                       "CUDA arch '%s' is not an architecture such as 90, sm_90 or 9.0", arch);
         } else if (detect_cuda_arch(tc->cuda_arch)) {
-            return grid_error_set(err, GRID_ERR_BUILD, 0, 0,
-                                  "cannot tell the CUDA architecture: nvidia-smi found no GPU; pass cuda_arch= "
-                                  "or set GRID_RBD_CUDA_ARCH (e.g. 90 for an H100)");
+            grid_error_set(err, GRID_ERR_BUILD, 0, 0,
+                           "cannot tell the CUDA architecture: nvidia-smi found no GPU; pass cuda_arch= "
+                           "or set GRID_RBD_CUDA_ARCH (e.g. 90 for an H100)");
+            return with_hint(err, "pass cuda_arch= or set GRID_RBD_CUDA_ARCH (e.g. 90 for an H100)");
         }
         if ((rc = resolve_nvcc(tc->compiler, sizeof tc->compiler, err))) return rc;
         if ((rc = program_version(tc->compiler, 1, tc->compiler_version, sizeof tc->compiler_version, err)))

@@ -78,7 +78,10 @@ int grid_urdf_load_file(const char *path, const grid_model_options *opts,
     char *data;
     size_t len;
     int rc = read_file(path, &data, &len, err);
-    if (rc != GRID_OK) return rc;
+    if (rc != GRID_OK) {
+        grid_error_path(err, path);
+        return rc;
+    }
     grid_error local;
     grid_error_clear(&local);
     rc = grid_urdf_load(data, len, opts, out, &local);
@@ -87,7 +90,10 @@ int grid_urdf_load_file(const char *path, const grid_model_options *opts,
 
     // name the file, compiler style: path:line:column: message
     if (local.line > 0)
-        return grid_error_set(err, rc, local.line, local.column, "%s:%d:%d: %s", path, local.line, local.column,
-                              local.message);
-    return grid_error_set(err, rc, 0, 0, "%s: %s", path, local.message);
+        grid_error_set(err, rc, local.line, local.column, "%s:%d:%d: %s", path, local.line, local.column,
+                       local.message);
+    else
+        grid_error_set(err, rc, 0, 0, "%s: %s", path, local.message);
+    grid_error_path(err, path);
+    return rc;
 }

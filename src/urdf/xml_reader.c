@@ -3,6 +3,12 @@
 #include <string.h>
 #include "urdf_reader.h"
 
+/* mark the first n bytes of the message as the "line L, column C: " that restates err->line/column */
+static void set_where(grid_error *err, int n)
+{
+    if (err && n > 0 && n < (int)sizeof err->message) err->where_len = n;
+}
+
 /* stop with an error that belongs to the document rather than to a link or joint */
 static void stop(urdf_reader *rd, int code, const char *what, const char *detail)
 {
@@ -11,6 +17,7 @@ static void stop(urdf_reader *rd, int code, const char *what, const char *detail
     grid_error_set(rd->err, code, rd->pos.line, rd->pos.column, "line %d, column %d: %s%s%s%s", rd->pos.line,
                    rd->pos.column, what, detail ? " (" : "", detail ? grid_name_for_message(detail, db, sizeof db) : "",
                    detail ? ")" : "");
+    set_where(rd->err, snprintf(NULL, 0, "line %d, column %d: ", rd->pos.line, rd->pos.column));
     rd->status = code;
     XML_StopParser(rd->parser, XML_FALSE);
 }
@@ -62,6 +69,7 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
             grid_error_set(rd->err, GRID_ERR_URDF, rd->pos.line, rd->pos.column,
                            "line %d: the document element is <%s>; a URDF starts with <robot>", rd->pos.line,
                            grid_name_for_message(name, nb, sizeof nb));
+            set_where(rd->err, snprintf(NULL, 0, "line %d: ", rd->pos.line));
             rd->status = GRID_ERR_URDF;
             XML_StopParser(rd->parser, XML_FALSE);
             return;
@@ -165,6 +173,7 @@ int urdf_read_document(const char *bytes, size_t len, grid_robot_desc *robot, gr
         const char *what = XML_ErrorString(code);
         rc = grid_error_set(err, code == XML_ERROR_NO_MEMORY ? GRID_ERR_NOMEM : GRID_ERR_XML, line, col,
                             "line %d, column %d: malformed XML: %s", line, col, what ? what : "unknown error");
+        set_where(err, snprintf(NULL, 0, "line %d, column %d: ", line, col));
     } else if (rc == GRID_OK && !robot->name) {
         rc = grid_error_set(err, GRID_ERR_URDF, 0, 0, "the document has no <robot> element");
     }

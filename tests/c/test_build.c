@@ -163,8 +163,65 @@ static void clear_env(void)
 {
     static const char *const vars[] = {"GRID_RBD_CC", "GRID_RBD_CFLAGS", "GRID_RBD_NVCC", "GRID_RBD_NVCC_FLAGS",
                                        "GRID_RBD_NVCC_CCBIN", "GRID_RBD_CUDA_ARCH", "GRID_RBD_CACHE_DIR",
-                                       "GRID_RBD_VERBOSE", NULL};
+                                       "GRID_RBD_VERBOSE", "GRID_RBD_BUILD_JOBS", NULL};
     for (int i = 0; vars[i]; i++) unsetenv(vars[i]);
+}
+
+/* field 22 of /proc/<pid>/stat (start time) and the state letter; -1 when the process is gone */
+static long long proc_start(pid_t pid, char *state)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    char *t = read_text(path);
+    if (!t) return -1;
+    char *p = strrchr(t, ')');
+    long long start = -1;
+    if (p && p[1] == ' ') {
+        if (state) *state = p[2];
+        p += 2;
+        for (int field = 3; p && field < 22; field++) {
+            p = strchr(p, ' ');
+            if (p) p++;
+        }
+        if (p) start = atoll(p);
+    }
+    free(t);
+    return start;
+}
+
+/* parent pid from /proc/<pid>/stat, -1 when gone */
+static pid_t proc_parent(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    char *t = read_text(path);
+    if (!t) return -1;
+    char *p = strrchr(t, ')');
+    long ppid = -1;
+    if (p) sscanf(p + 2, "%*c %ld", &ppid);
+    free(t);
+    return (pid_t)ppid;
+}
+
+/* 1 once the process that had this start time has ended (gone, a zombie, or its pid reused), within ms */
+static int ends_within(pid_t pid, long long start, int ms)
+{
+    for (int t = 0; t <= ms; t += 20) {
+        char state = 0;
+        long long now = proc_start(pid, &state);
+        if (now != start || state == 'Z' || state == 'X') return 1;
+        usleep(20000);
+    }
+    return 0;
+}
+
+/* the pid written in a file, 0 when none */
+static pid_t pid_in(const char *path)
+{
+    char *t = read_text(path);
+    pid_t p = t ? (pid_t)atol(t) : 0;
+    free(t);
+    return p;
 }
 
 /* ---- SHA-256 and JSON ---- */
@@ -503,6 +560,9 @@ static void test_unwritable_cache(void)
     CHECK_MSG(strstr(err.message, dir) && strstr(err.message, strerror(ENOTDIR)) &&
               strstr(err.message, "GRID_RBD_CACHE_DIR") && strstr(err.message, "cache_dir="), "%s", err.message);
     CHECK(g.calls == 0 && res.so_path[0] == '\0');
+    /* the structured fields: the path that failed and the fix */
+    CHECK_MSG(strcmp(err.path, dir) == 0, "path '%s'", err.path);
+    CHECK(strstr(err.hint, "GRID_RBD_CACHE_DIR") && strstr(err.hint, "cache_dir="));
 
     /* a read-only directory (root ignores modes, so only as a normal user) */
     if (geteuid() != 0) {
@@ -534,6 +594,7 @@ static void test_missing_compiler(void)
     int rc = grid_build(&req, &res, &err);
     CHECK(rc == GRID_ERR_BUILD);
     CHECK_MSG(strstr(err.message, "/nonexistent/cc") && strstr(err.message, "GRID_RBD_CC"), "%s", err.message);
+    CHECK(strstr(err.hint, "GRID_RBD_CC") && err.path[0] == '\0');
     /* nothing on PATH either */
     unsetenv("GRID_RBD_CC");
     char *old_path = strdup(getenv("PATH"));
@@ -560,6 +621,10 @@ static void test_compile_error(void)
     CHECK(rc == GRID_ERR_BUILD);
     CHECK_MSG(strstr(err.message, "failed") && strstr(err.message, "robot.c") && strstr(err.message, "error") &&
               strstr(err.message, "missing_symbol_here") && strstr(err.message, ".failed.log"), "%s", err.message);
+    /* err.path is the kept log, the one the message names */
+    size_t pl = strlen(err.path);
+    CHECK_MSG(pl > 11 && strcmp(err.path + pl - 11, ".failed.log") == 0 && exists(err.path) &&
+              strstr(err.message, err.path), "path '%s'", err.path);
     int entries, tmps;
     store_census(dir, &entries, &tmps);
     CHECK(entries == 0 && tmps == 0);
@@ -583,12 +648,12 @@ static void make_wrapper(void)
              "for a in \"$@\"; do\n"
              "  if [ \"$a\" = -shared ]; then\n"
              "    echo compile >> '%s/compiles'\n"
-             "    if [ -f '%s/sleep' ]; then echo $$ > '%s/sleeping.pid'; exec sleep 60; fi\n"
+             "    if [ -f '%s/sleep' ]; then sleep 61 & echo $! > '%s/grandchild.pid'; echo $$ > '%s/sleeping.pid'; exec sleep 60; fi\n"
              "    if [ -f '%s/slow' ]; then sleep 1; fi\n"
              "  fi\n"
              "done\n"
              "exec cc \"$@\"\n",
-             test_root, test_root, test_root, test_root);
+             test_root, test_root, test_root, test_root, test_root);
     write_text(cc_wrapper, script);
     chmod(cc_wrapper, 0755);
 }
@@ -648,11 +713,13 @@ static void test_killed_build_leaves_no_entry(void)
     clear_env();
     make_wrapper();
     setenv("GRID_RBD_CC", cc_wrapper, 1);
-    char dir[1024], sleep_flag[1024], started[1024];
+    char dir[1024], sleep_flag[1024], started[1024], grandchild_file[1024];
     fresh_dir(dir, sizeof dir, "killed");
     snprintf(sleep_flag, sizeof sleep_flag, "%s/sleep", test_root);
     snprintf(started, sizeof started, "%s/sleeping.pid", test_root);
+    snprintf(grandchild_file, sizeof grandchild_file, "%s/grandchild.pid", test_root);
     unlink(started);
+    unlink(grandchild_file);
     write_text(sleep_flag, "1");
     char *src = tiny_source(1, 2, 4, 16, 1u);
 
@@ -665,17 +732,19 @@ static void test_killed_build_leaves_no_entry(void)
         grid_build(&req, &res, &err);
         _exit(0);
     }
-    /* wait until the compiler runs, then kill the builder (and the sleeping compiler) */
+    /* wait until the compiler runs, then kill the builder: the compiler and its child die with it */
     for (int i = 0; i < 300 && count_lines(started) == 0; i++) usleep(20000);
     CHECK(count_lines(started) == 1);
+    pid_t sleeper = pid_in(started), grandchild = pid_in(grandchild_file);
+    long long t_sleeper = proc_start(sleeper, NULL), t_grandchild = proc_start(grandchild, NULL);
+    CHECK(sleeper > 0 && grandchild > 0 && t_sleeper >= 0 && t_grandchild >= 0);
     kill(kid, SIGKILL);
     waitpid(kid, NULL, 0);
-    char *pidtext = read_text(started);
-    pid_t sleeper = pidtext ? (pid_t)atol(pidtext) : 0;
-    if (sleeper > 0) {
-        kill(sleeper, SIGKILL);
-    }
-    free(pidtext);
+    CHECK_MSG(ends_within(sleeper, t_sleeper, 2000), "the compiler %ld outlived the killed builder", (long)sleeper);
+    CHECK_MSG(ends_within(grandchild, t_grandchild, 2000), "the compiler's child %ld outlived the killed builder",
+              (long)grandchild);
+    if (!ends_within(sleeper, t_sleeper, 0)) kill(sleeper, SIGKILL);
+    if (!ends_within(grandchild, t_grandchild, 0)) kill(grandchild, SIGKILL);
     unlink(sleep_flag);
 
     /* only a temporary is left: no entry, no pointer */
@@ -691,28 +760,29 @@ static void test_killed_build_leaves_no_entry(void)
     if (dh) closedir(dh);
     CHECK(pointers == 0);
 
-    /* a later build (the lock died with the builder) compiles a loadable entry */
+    /* a later build (the lock died with the builder) compiles a loadable entry and removes the dead
+       builder's temporary (it holds the key's lock, and the pid in the name is gone) */
     gen_ctx g = {src, 0};
     grid_build_request req = request(dir, "killed", &g);
     grid_build_result res;
     grid_error err;
     CHECK(grid_build(&req, &res, &err) == GRID_OK && res.compiled == 1);
     CHECK(library_works(res.so_path, 2, 4));
+    store_census(dir, &entries, &tmps);
+    CHECK(entries == 1 && tmps == 0);
 
-    /* the abandoned temporary goes once it is older than an hour and nobody holds its lock */
-    char store[1100];
+    /* a temporary of a live process is left alone until it is older than an hour and its lock is free;
+       then the build of another robot removes it */
+    char store[1100], tmp_path[2048];
     snprintf(store, sizeof store, "%s/store", dir);
-    dh = opendir(store);
-    char tmp_path[2048] = "";
-    while (dh && (de = readdir(dh)) != NULL)
-        if (strncmp(de->d_name, ".tmp-", 5) == 0) snprintf(tmp_path, sizeof tmp_path, "%s/%s", store, de->d_name);
-    if (dh) closedir(dh);
-    CHECK(tmp_path[0] != '\0');
+    snprintf(tmp_path, sizeof tmp_path, "%s/.tmp-%s-%ld-abcdef", store, res.content_key, (long)getppid());
+    CHECK(mkdir(tmp_path, 0755) == 0);
+    char inner[2100];
+    snprintf(inner, sizeof inner, "%s/robot.c", tmp_path);
+    write_text(inner, "partial");
+    CHECK(grid_build(&req, &res, &err) == GRID_OK && res.cache_hit && exists(tmp_path));
     struct timespec old[2] = {{time(NULL) - 7200, 0}, {time(NULL) - 7200, 0}};
-    dh = opendir(tmp_path);
-    while (dh && (de = readdir(dh)) != NULL)
-        if (strcmp(de->d_name, "..") != 0) utimensat(dirfd(dh), de->d_name, old, AT_SYMLINK_NOFOLLOW);
-    if (dh) closedir(dh);
+    utimensat(AT_FDCWD, inner, old, AT_SYMLINK_NOFOLLOW);
     utimensat(AT_FDCWD, tmp_path, old, 0);
     char *other = tiny_source(1, 2, 6, 16, 1u);   /* another robot's build does the cleaning */
     gen_ctx g2 = {other, 0};
@@ -725,6 +795,157 @@ static void test_killed_build_leaves_no_entry(void)
     unsetenv("GRID_RBD_CC");
     free(other);
     free(src);
+}
+
+/* cancel: stops within a tick of being asked, kills the compiler and its child, leaves nothing behind */
+typedef struct {
+    const char *flag;
+    int calls;
+} cancel_ctx;
+
+static int cancel_once_started(void *ctx)
+{
+    cancel_ctx *c = ctx;
+    c->calls++;
+    return count_lines(c->flag) > 0;
+}
+
+static void test_cancelled_build(void)
+{
+    clear_env();
+    make_wrapper();
+    setenv("GRID_RBD_CC", cc_wrapper, 1);
+    char dir[1024], sleep_flag[1024], started[1024], grandchild_file[1024];
+    fresh_dir(dir, sizeof dir, "cancel");
+    snprintf(sleep_flag, sizeof sleep_flag, "%s/sleep", test_root);
+    snprintf(started, sizeof started, "%s/sleeping.pid", test_root);
+    snprintf(grandchild_file, sizeof grandchild_file, "%s/grandchild.pid", test_root);
+    unlink(started);
+    unlink(grandchild_file);
+    write_text(sleep_flag, "1");
+    char *src = tiny_source(1, 2, 5, 16, 1u);
+    gen_ctx g = {src, 0};
+    grid_build_request req = request(dir, "cancel", &g);
+    cancel_ctx cc = {started, 0};
+    req.cancel = cancel_once_started;
+    req.cancel_ctx = &cc;
+    grid_build_result res;
+    grid_error err;
+    double t0 = grid_now();
+    int rc = grid_build(&req, &res, &err);
+    double dt = grid_now() - t0;
+    CHECK_MSG(rc == GRID_ERR_CANCELLED && strstr(err.message, "cancelled"), "%d %s", rc, err.message);
+    CHECK_MSG(dt < 10.0, "cancelling took %.2f s", dt);
+    pid_t sleeper = pid_in(started), grandchild = pid_in(grandchild_file);
+    CHECK(sleeper > 0 && grandchild > 0);
+    /* gone at once: the supervisor reaped every process before grid_build returned */
+    CHECK_MSG(proc_start(sleeper, NULL) < 0 && proc_start(grandchild, NULL) < 0, "compiler processes survived");
+    int entries, tmps;
+    store_census(dir, &entries, &tmps);
+    CHECK(entries == 0 && tmps == 0);
+    char failed[2048];
+    snprintf(failed, sizeof failed, "%s/store/%s.failed.log", dir, res.content_key);
+    CHECK(!exists(failed));
+    unlink(sleep_flag);
+    req.cancel = NULL;
+    CHECK(grid_build(&req, &res, &err) == GRID_OK && res.compiled == 1 && library_works(res.so_path, 2, 5));
+    unsetenv("GRID_RBD_CC");
+    free(src);
+}
+
+/* the supervisor killed from outside: the build fails, and its compiler processes are killed too */
+static void test_supervisor_killed(void)
+{
+    clear_env();
+    make_wrapper();
+    setenv("GRID_RBD_CC", cc_wrapper, 1);
+    char dir[1024], sleep_flag[1024], started[1024], grandchild_file[1024];
+    fresh_dir(dir, sizeof dir, "supkill");
+    snprintf(sleep_flag, sizeof sleep_flag, "%s/sleep", test_root);
+    snprintf(started, sizeof started, "%s/sleeping.pid", test_root);
+    snprintf(grandchild_file, sizeof grandchild_file, "%s/grandchild.pid", test_root);
+    unlink(started);
+    unlink(grandchild_file);
+    write_text(sleep_flag, "1");
+    char *src = tiny_source(1, 2, 7, 16, 1u);
+    pid_t kid = fork();
+    if (kid == 0) {
+        gen_ctx g = {src, 0};
+        grid_build_request req = request(dir, "supkill", &g);
+        grid_build_result res;
+        grid_error err;
+        int rc = grid_build(&req, &res, &err);
+        _exit(rc == GRID_ERR_BUILD && strstr(err.message, "signal 9") ? 0 : 1);
+    }
+    for (int i = 0; i < 300 && count_lines(started) == 0; i++) usleep(20000);
+    pid_t sleeper = pid_in(started), grandchild = pid_in(grandchild_file);
+    long long t_sleeper = proc_start(sleeper, NULL), t_grandchild = proc_start(grandchild, NULL);
+    pid_t sup = proc_parent(sleeper);
+    CHECK(sleeper > 0 && grandchild > 0 && sup > 0 && sup != kid && proc_parent(sup) == kid);
+    if (sup > 0 && sup != kid && proc_parent(sup) == kid) kill(sup, SIGKILL);
+    int st = 0;
+    waitpid(kid, &st, 0);
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+    CHECK(ends_within(sleeper, t_sleeper, 2000) && ends_within(grandchild, t_grandchild, 2000));
+    if (!ends_within(sleeper, t_sleeper, 0)) kill(sleeper, SIGKILL);
+    if (!ends_within(grandchild, t_grandchild, 0)) kill(grandchild, SIGKILL);
+    unlink(sleep_flag);
+    int entries, tmps;
+    store_census(dir, &entries, &tmps);
+    CHECK(entries == 0 && tmps == 0);
+    unsetenv("GRID_RBD_CC");
+    free(src);
+}
+
+/* a split source: parts compile at most GRID_RBD_BUILD_JOBS at a time, then link into one library */
+static void test_parts_within_the_job_cap(void)
+{
+    clear_env();
+    char wrapper[700], log[700], script[2048];
+    snprintf(wrapper, sizeof wrapper, "%s/cc-parts.sh", test_root);
+    snprintf(log, sizeof log, "%s/parts.log", test_root);
+    unlink(log);
+    snprintf(script, sizeof script,
+             "#!/bin/sh\n"
+             "for a in \"$@\"; do\n"
+             "  if [ \"$a\" = -c ]; then echo start >> '%s'; sleep 0.3; echo end >> '%s'; fi\n"
+             "done\n"
+             "exec cc \"$@\"\n", log, log);
+    write_text(wrapper, script);
+    chmod(wrapper, 0755);
+    setenv("GRID_RBD_CC", wrapper, 1);
+    setenv("GRID_RBD_BUILD_JOBS", "2", 1);
+    CHECK(grid_build_jobs(4) == 2 && grid_build_jobs(1) == 1);
+    char *lib = tiny_source(1, 2, 8, 16, 1u);
+    char *src = malloc(strlen(lib) + 512);
+    sprintf(src, "/* grid-rbd parts: 4 */\n#if !defined(GRID_PART) || GRID_PART == 1\n%s#endif\n"
+                 "#if !defined(GRID_PART) || GRID_PART == 2\nint grid_test_p2;\n#endif\n"
+                 "#if !defined(GRID_PART) || GRID_PART == 3\nint grid_test_p3;\n#endif\n"
+                 "#if !defined(GRID_PART) || GRID_PART == 4\nint grid_test_p4;\n#endif\n", lib);
+    char dir[1024];
+    fresh_dir(dir, sizeof dir, "parts");
+    gen_ctx g = {src, 0};
+    grid_build_request req = request(dir, "parts", &g);
+    grid_build_result res;
+    grid_error err;
+    CHECK_MSG(grid_build(&req, &res, &err) == GRID_OK && library_works(res.so_path, 2, 8), "%s", err.message);
+    char *t = read_text(log);
+    int now = 0, peak = 0, starts = 0;
+    for (char *p = t; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p)) {
+        if (strncmp(p, "start", 5) == 0) starts++, now++;
+        else if (strncmp(p, "end", 3) == 0) now--;
+        if (now > peak) peak = now;
+    }
+    free(t);
+    CHECK_MSG(starts == 4 && peak == 2, "%d part compiles, %d at once", starts, peak);
+    /* without the variable: at least 1, at most the parts and the CPUs */
+    unsetenv("GRID_RBD_BUILD_JOBS");
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int j = grid_build_jobs(16);
+    CHECK_MSG(j >= 1 && j <= 16 && j <= cpus, "%d jobs", j);
+    unsetenv("GRID_RBD_CC");
+    free(src);
+    free(lib);
 }
 
 /* ---- the loader ---- */
@@ -1050,6 +1271,9 @@ int main(void)
     RUN_TEST(test_compile_error);
     RUN_TEST(test_concurrent_builds_compile_once);
     RUN_TEST(test_killed_build_leaves_no_entry);
+    RUN_TEST(test_cancelled_build);
+    RUN_TEST(test_supervisor_killed);
+    RUN_TEST(test_parts_within_the_job_cap);
     RUN_TEST(test_loader_checks);
     RUN_TEST(test_cache_admin);
     RUN_TEST(test_verbose_progress);

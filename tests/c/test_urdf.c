@@ -459,6 +459,41 @@ static void test_malformed_strings(void)
     CHECK(grid_urdf_load("<robot name='r'/>", 17, NULL, NULL, &err) == GRID_ERR_ARG);
 }
 
+/* the structured fields: where_len covers exactly the "line L, column C: " prefix, path names the file */
+static void test_error_fields(void)
+{
+    static const struct {
+        const char *text;
+        const char *prefix;  /* NULL: no position prefix in the message */
+    } cases[] = {
+        {"<robot name='r'>\n<link name='a'/></robot>junk", "line 2, column "},
+        {"<model name='r'><link name='a'/></model>", "line 1: "},
+        {"<robot name='r'><link name='a'/><link name='a'/></robot>", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        grid_model *m = NULL;
+        grid_error err;
+        CHECK(load_str(cases[i].text, NULL, &m, &err) != GRID_OK && m == NULL);
+        if (!cases[i].prefix) {
+            CHECK_MSG(err.where_len == 0, "%d: %s", err.where_len, err.message);
+            continue;
+        }
+        char want[64];
+        if (strcmp(cases[i].prefix, "line 1: ") == 0) snprintf(want, sizeof want, "line %d: ", err.line);
+        else snprintf(want, sizeof want, "line %d, column %d: ", err.line, err.column);
+        CHECK_MSG(err.where_len == (int)strlen(want) && strncmp(err.message, want, strlen(want)) == 0,
+                  "%d '%s'", err.where_len, err.message);
+    }
+    grid_model *m = NULL;
+    grid_error err;
+    CHECK(grid_urdf_load_file(DATA "truncated.urdf", NULL, &m, &err) == GRID_ERR_XML);
+    CHECK_MSG(strcmp(err.path, DATA "truncated.urdf") == 0 && err.where_len == 0, "'%s'", err.path);
+    CHECK(grid_urdf_load_file(DATA "does_not_exist.urdf", NULL, &m, &err) == GRID_ERR_IO);
+    CHECK(strcmp(err.path, DATA "does_not_exist.urdf") == 0);
+    grid_error_clear(&err);
+    CHECK(err.path[0] == '\0' && err.hint[0] == '\0' && err.where_len == 0);
+}
+
 /* names in messages never carry raw control characters, even when the URDF's do */
 static void test_message_names_sanitised(void)
 {
@@ -690,6 +725,7 @@ int main(void)
     RUN_TEST(test_shared_robots);
     RUN_TEST(test_malformed_files);
     RUN_TEST(test_malformed_strings);
+    RUN_TEST(test_error_fields);
     RUN_TEST(test_message_names_sanitised);
     RUN_TEST(test_mimic);
     RUN_TEST(test_depth_cap);

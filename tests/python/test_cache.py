@@ -106,7 +106,7 @@ def test_cold_then_warm_and_the_layout(tmp_path):
     opts = grid_rbd.registry.options_json(warm.options)
     assert opts == json.dumps(json.loads(opts), sort_keys=True, separators=(",", ":"))
     assert set(json.loads(opts)) == {"floating_base", "ee_joint_names", "gravity", "ignore_mimic", "dtype",
-                                     "target", "algorithms"}
+                                     "codegen_schedule", "target", "algorithms"}
     assert info["model_hash"] == _core.model_hash(BUNDLED_IIWA.read_bytes(), opts)
 
 
