@@ -1,6 +1,7 @@
 """RobotHandle: the batched algorithm methods of one registered robot (argument handling only; _core.Runner does the work,
 checking every call against the method's row of the signature table)."""
 
+import inspect
 import numbers
 
 from . import _core
@@ -300,3 +301,51 @@ class RobotHandle:
                              f"got {reference_frame!r}")
         return self._call(_JAC, (q,), out, (fid, rf))
 
+
+
+def _generic_method(row):
+    """A RobotHandle method for a row of the signature table that has no hand-written one: the row's inputs as
+    parameters (optional ones default None), its attributes as int keywords (default: the lowest valid value),
+    and out=, calling the row like the methods above."""
+    inputs = [a["name"] for a in row["inputs"]]
+    optional = [a["optional"] for a in row["inputs"]]
+    attrs = [(a["name"], a["lo"]) for a in row["attrs"]]
+    algo = row["id"]
+
+    def method(self, *args, out=None, **kwargs):
+        if len(args) > len(inputs):
+            raise TypeError(f"{row['py_name']}() takes {len(inputs)} inputs ({', '.join(inputs)}); {len(args)} given")
+        values = list(args) + [None] * (len(inputs) - len(args))
+        for k, name in enumerate(inputs):
+            if name in kwargs:
+                values[k] = kwargs.pop(name)
+        attr_values = tuple(int(kwargs.pop(name, lo)) for name, lo in attrs)
+        if kwargs:
+            raise TypeError(f"{row['py_name']}() got an unexpected keyword argument {next(iter(kwargs))!r}")
+        return self._call(algo, tuple(values), out, attr_values)
+
+    P = inspect.Parameter
+    params = [P("self", P.POSITIONAL_OR_KEYWORD)]
+    params += [P(n, P.POSITIONAL_OR_KEYWORD, default=None if opt else P.empty) for n, opt in zip(inputs, optional)]
+    params += [P(n, P.KEYWORD_ONLY, default=lo) for n, lo in attrs] + [P("out", P.KEYWORD_ONLY, default=None)]
+    method.__signature__ = inspect.Signature(params)
+    method.__name__ = method.__qualname__ = row["py_name"]
+    shapes = ", ".join(f"{a['name']} (B, {', '.join(map(str, a['shape']))})" for a in row["inputs"] + row["outputs"])
+    method.__doc__ = f"{row['doc']}. Generated from the signature table: {shapes}."
+    return method
+
+
+def _install_generic_methods():
+    """every row of the signature table is a RobotHandle method (and its aliases): hand-written above, or generic"""
+    from ._signatures import ROWS
+    for row in ROWS:
+        fn = getattr(RobotHandle, row["py_name"], None)
+        if fn is None:
+            fn = _generic_method(row)
+            setattr(RobotHandle, row["py_name"], fn)
+        for alias in row["aliases"]:
+            if not hasattr(RobotHandle, alias):
+                setattr(RobotHandle, alias, fn)
+
+
+_install_generic_methods()
