@@ -55,11 +55,11 @@ gridc: build/gridc
 build/gridc: tools/gridc.c build/libgrid.a
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) $< build/libgrid.a $(LIBS) -o $@
 
-build/tests/%: tests/c/%.c tests/c/check.h build/libgrid.a
+build/tests/%: tests/c/%.c $(wildcard tests/c/*.h) build/libgrid.a
 	@mkdir -p build/tests
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -Itests/c $< build/libgrid.a $(LIBS) -o $@
 
-build/tests-asan/%: tests/c/%.c tests/c/check.h build/libgrid-asan.a
+build/tests-asan/%: tests/c/%.c $(wildcard tests/c/*.h) build/libgrid-asan.a
 	@mkdir -p build/tests-asan
 	clang $(CFLAGS_COMMON) $(ASAN_FLAGS) -Itests/c $< build/libgrid-asan.a $(LIBS) -o $@
 

@@ -136,6 +136,13 @@ def inputs_of(algo, q, qd, u):
     return q, None, None
 
 
+def input_ptrs(algo, q, v, a, ptr):
+    """the input pointers of an algorithm's signature row: (q, qd, qdd | u, f_ext = NULL) or (q,)"""
+    if algo in ("rnea", "fd", "aba"):
+        return (ptr(q), ptr(v), ptr(a), 0)
+    return (ptr(q),)
+
+
 def out_shape(h, algo, n):
     return (n, h.nv, h.nv) if algo in ("crba", "minv") else (n, h.nv)
 
@@ -161,8 +168,8 @@ class Bench:
         return int(max(lo, min(hi, budget_us / max(t_us, 1.0))))
 
     def empty_launch(self, lib):
-        ev, wall = lib.time(0, 2, 0, 0, 0, 0, 0, 0, 0, 0, self.sptr, 500, 50, True)
-        _, wall_plain = lib.time(0, 2, 0, 0, 0, 0, 0, 0, 0, 0, self.sptr, 500, 50, False)
+        ev, wall = lib.time(0, 2, (), (), 0, (), self.sptr, 500, 50, True)
+        _, wall_plain = lib.time(0, 2, (), (), 0, (), self.sptr, 500, 50, False)
         t = []
         for _ in range(200):
             t0 = time.perf_counter()
@@ -182,9 +189,8 @@ class Bench:
 
         def one(k, events):
             q, v, a = sets[k % len(sets)]
-            return lib.time(aid, 0, q.data_ptr(), v.data_ptr() if v is not None else 0,
-                            a.data_ptr() if a is not None else 0, 0, outs.data_ptr(), n, 0, 0, self.sptr, 1, 0,
-                            events)
+            return lib.time(aid, 0, input_ptrs(algo, q, v, a, lambda x: x.data_ptr() if x is not None else 0),
+                            (outs.data_ptr(),), n, (), self.sptr, 1, 0, events)
 
         for k in range(3):
             one(k, False)
@@ -224,9 +230,9 @@ class Bench:
         pinned = h.pinned_empty(out_shape(h, algo, n))
         pinned[...] = np.nan
         ptr = lambda x: x.ctypes.data if x is not None else 0  # noqa: E731
-        _, w = lib.time(aid, 1, ptr(q), ptr(v), ptr(a), 0, pinned.ctypes.data, n, 0, 0, 0, 1, 2, False)
+        _, w = lib.time(aid, 1, input_ptrs(algo, q, v, a, ptr), (pinned.ctypes.data,), n, (), 0, 1, 2, False)
         reps = self.reps_for(w[0])
-        _, wall = lib.time(aid, 1, ptr(q), ptr(v), ptr(a), 0, pinned.ctypes.data, n, 0, 0, 0, reps, 0, False)
+        _, wall = lib.time(aid, 1, input_ptrs(algo, q, v, a, ptr), (pinned.ctypes.data,), n, (), 0, reps, 0, False)
         finite = bool(np.isfinite(pinned).all())
         r = {"host_c_us": median(wall), "host_reps": reps, "host_finite": finite}
         if pack_only:

@@ -1,15 +1,18 @@
-/* Times every algorithm a generated robot.so exports, one thread, per call at batch 1 and per state at a larger batch; prints JSON. */
+/* Times every method a generated robot.so exports (its rows, meta.methods), one thread, per call at batch 1 and per state at a larger batch; prints JSON. */
 /*
  * usage: grid_bench ROBOT.so [--algos a,b,..] [--pool N] [--batch B] [--runs R] [--min-ms T]
  *                            [--threads K] [--frame F] [--reference local|world|local_world_aligned]
+ *                            [--absent NAME,..]
  *
  * (a) per call: grid_<algo>() at batch = 1 over a pool of N pre-generated random states,
  *     cycled (the analogue of one Pinocchio call);
  * (b) per state: one grid_<algo>() call at batch = B over B states, time / B (amortised).
  * One run is a timed loop of at least T milliseconds; runs of every algorithm and mode are
  * interleaved in R rounds, and the figure is the median over the R runs.
- * States: q uniform in [-1, 1], the base quaternion of a floating base (nq == nv + 1)
- * normalised; v, a, u uniform in [-1, 1]; in the library's dtype (meta->dtype).
+ * Inputs follow each row: q uniform in [-1, 1], the base quaternion of a floating base (nq == nv + 1)
+ * normalised; every other input uniform in [-1, 1] (one pool per input position); optional inputs
+ * named in --absent (default f_ext) are passed as NULL. Attributes: frame <- --frame, reference_frame
+ * <- --reference, any other its lowest value. In the library's dtype (meta->dtype).
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -25,7 +28,8 @@ typedef const grid_robot_meta_t *(*meta_fn)(void);
 
 typedef struct {
     const char *so_path;
-    const char *algos;    /* comma-separated names, NULL = every algorithm in the mask */
+    const char *algos;    /* comma-separated names, NULL = every row of the library */
+    const char *absent;   /* comma-separated names of optional inputs passed as NULL */
     int pool, batch, runs, threads, frame, reference;
     double min_ms;
 } options;
@@ -39,9 +43,13 @@ typedef struct {
 typedef struct {
     int nq, nv, nb, nee, elem;  /* elem: bytes per element */
     long long nstates;
-    unsigned char *q, *v, *a, *u, *out;
-    long long out_width;        /* the widest output of any algorithm, per state */
+    unsigned char *q;                   /* configurations (input "q") */
+    unsigned char *in[GRID_MAX_IN];     /* one random pool per input position, in_width[k] per state */
+    long long in_width[GRID_MAX_IN];
+    unsigned char *out;
+    long long out_width;                /* the widest row's outputs, per state */
     unsigned char *work;
+    size_t work_bytes;
 } states;
 
 static double now_seconds(void)
@@ -87,18 +95,25 @@ static int states_init(states *s, const grid_robot_meta_t *m, long long nstates,
     s->nee = m->nee;
     s->elem = m->dtype == GRID_FLOAT32 ? 4 : 8;
     s->nstates = nstates;
-    for (int k = 0; k < GRID_ALGO_COUNT; k++) {
-        long long w = grid_algo_output_width(k, m->nq, m->nv, m->nb, m->nee);
+    for (int i = 0; i < m->n_methods; i++) {
+        const grid_method_info *r = &m->methods[i];
+        long long w = 0;
+        for (int k = 0; k < r->n_out; k++) w += r->out[k].width;
         if (w > s->out_width) s->out_width = w;
+        for (int k = 0; k < r->n_in; k++)
+            if (r->in[k].width > s->in_width[k]) s->in_width[k] = r->in[k].width;
     }
     size_t e = (size_t)s->elem, n = (size_t)nstates;
     s->q = aligned_zeroed(n * (size_t)m->nq * e);
-    s->v = aligned_zeroed(n * (size_t)m->nv * e);
-    s->a = aligned_zeroed(n * (size_t)m->nv * e);
-    s->u = aligned_zeroed(n * (size_t)m->nv * e);
     s->out = aligned_zeroed(n * (size_t)s->out_width * e);
-    s->work = aligned_zeroed(m->work_bytes * (size_t)(threads > 0 ? threads : 1));
-    if (!s->q || !s->v || !s->a || !s->u || !s->out || !s->work) return -1;
+    s->work_bytes = m->work_bytes * (size_t)(threads > 0 ? threads : 1);
+    s->work = aligned_zeroed(s->work_bytes);
+    if (!s->q || !s->out || !s->work) return -1;
+    for (int k = 0; k < GRID_MAX_IN; k++) {
+        if (!s->in_width[k]) continue;
+        if (!(s->in[k] = aligned_zeroed(n * (size_t)s->in_width[k] * e))) return -1;
+        for (long long i = 0; i < nstates * s->in_width[k]; i++) store(s->in[k], s->elem, i, uniform_pm1());
+    }
 
     int floating = m->nq == m->nv + 1;
     for (long long i = 0; i < nstates; i++) {
@@ -111,39 +126,55 @@ static int states_init(states *s, const grid_robot_meta_t *m, long long nstates,
             for (int j = 3; j < 7; j++) qi[j] /= sqrt(n2);
         }
         for (int j = 0; j < m->nq; j++) store(s->q, s->elem, i * m->nq + j, qi[j]);
-        for (int j = 0; j < m->nv; j++) {
-            store(s->v, s->elem, i * m->nv + j, uniform_pm1());
-            store(s->a, s->elem, i * m->nv + j, uniform_pm1());
-            store(s->u, s->elem, i * m->nv + j, uniform_pm1());
-        }
     }
     return 0;
 }
 
 static void states_free(states *s)
 {
-    free(s->q); free(s->v); free(s->a); free(s->u); free(s->out); free(s->work);
+    free(s->q); free(s->out); free(s->work);
+    for (int k = 0; k < GRID_MAX_IN; k++) free(s->in[k]);
 }
 
-/* the call for states [first, first + batch) of algorithm algo, with only the inputs it reads */
-static grid_call make_call(const states *s, int algo, long long first, long long batch, const options *o)
-{
+static int wanted(const char *list, const char *name);
+
+/* one call's argument arrays (the grid_call points into them) */
+typedef struct {
+    const void *in[GRID_MAX_IN];
+    void *out[GRID_MAX_OUT];
     grid_call c;
-    memset(&c, 0, sizeof c);
-    size_t e = (size_t)s->elem;
-    c.q = s->q + (size_t)first * (size_t)s->nq * e;
-    int wants_v = algo == GRID_ALGO_RNEA || algo == GRID_ALGO_NLE || algo == GRID_ALGO_FD || algo == GRID_ALGO_ABA;
-    if (wants_v) c.v = s->v + (size_t)first * (size_t)s->nv * e;
-    if (algo == GRID_ALGO_RNEA) c.a = s->a + (size_t)first * (size_t)s->nv * e;
-    if (algo == GRID_ALGO_FD || algo == GRID_ALGO_ABA) c.a = s->u + (size_t)first * (size_t)s->nv * e;
-    long long w = grid_algo_output_width(algo, s->nq, s->nv, s->nb, s->nee);
-    c.out = s->out + (size_t)first * (size_t)w * e;
-    c.batch = batch;
-    c.frame = o->frame;
-    c.reference_frame = o->reference;
-    c.num_threads = o->threads;
-    c.work = s->work;
-    return c;
+} call_args;
+
+/* the call for states [first, first + batch) of row r: every input of the row from its pool (optional
+   inputs named in --absent NULL), the outputs one after the other in the output pool */
+static void make_call(call_args *ca, const states *s, const grid_method_info *r, long long first, long long batch,
+                      const options *o)
+{
+    memset(ca, 0, sizeof *ca);
+    const size_t e = (size_t)s->elem;
+    for (int k = 0; k < r->n_in; k++) {
+        const grid_arg_info *a = &r->in[k];
+        if (a->optional && wanted(o->absent, a->name)) continue;
+        ca->in[k] = strcmp(a->name, "q") == 0 ? s->q + (size_t)first * (size_t)s->nq * e
+                                              : s->in[k] + (size_t)first * (size_t)a->width * e;
+    }
+    size_t at = 0;
+    for (int k = 0; k < r->n_out; k++) {
+        ca->out[k] = s->out + (size_t)batch * at * e + (size_t)first * (size_t)r->out[k].width * e;
+        at += (size_t)r->out[k].width;
+    }
+    grid_call *c = &ca->c;
+    c->in = ca->in;
+    c->out = ca->out;
+    c->n_in = r->n_in;
+    c->n_out = r->n_out;
+    c->batch = batch;
+    for (int k = 0; k < r->n_attr; k++)
+        c->attr[k] = strcmp(r->attr_name[k], "frame") == 0 ? o->frame
+                   : strcmp(r->attr_name[k], "reference_frame") == 0 ? o->reference : r->attr_lo[k];
+    c->num_threads = o->threads;
+    c->work = s->work;
+    c->work_bytes = s->work_bytes;
 }
 
 static int cmp_double(const void *x, const void *y)
@@ -154,9 +185,9 @@ static int cmp_double(const void *x, const void *y)
 
 /* one timing job: an entry point and the calls it cycles through */
 typedef struct {
-    int algo;
+    int row;            /* index in meta->methods */
     grid_batch_fn fn;
-    grid_call *calls;
+    call_args *calls;
     int ncalls;
     double states_per_call;
     long long n;        /* calls per timed loop */
@@ -168,13 +199,13 @@ typedef struct {
 static void calibrate(job *j, double min_ms)
 {
     for (int i = 0; i < 2 * j->ncalls; i++) {
-        int rc = j->fn(&j->calls[i % j->ncalls]);
+        int rc = j->fn(&j->calls[i % j->ncalls].c);
         if (rc) { j->status = rc; return; }
     }
     long long n = j->ncalls;
     for (;;) {
         double t0 = now_seconds();
-        for (long long i = 0; i < n; i++) j->fn(&j->calls[i % j->ncalls]);
+        for (long long i = 0; i < n; i++) j->fn(&j->calls[i % j->ncalls].c);
         double dt = now_seconds() - t0;
         if (dt * 1e3 >= min_ms || n > (1LL << 34)) {
             if (dt > 0) n = (long long)((double)n * (min_ms / 1e3) / dt) + 1;
@@ -189,7 +220,7 @@ static void calibrate(job *j, double min_ms)
 static double timed_loop(const job *j)
 {
     double t0 = now_seconds();
-    for (long long i = 0; i < j->n; i++) j->fn(&j->calls[i % j->ncalls]);
+    for (long long i = 0; i < j->n; i++) j->fn(&j->calls[i % j->ncalls].c);
     return (now_seconds() - t0) / (double)j->n / j->states_per_call * 1e6;
 }
 
@@ -199,10 +230,11 @@ static timing summarize(const job *j, int runs)
     return (timing){j->per_state[runs / 2], j->per_state[0], j->n};
 }
 
-/* outputs that are NaN or infinite over the first nstates states of algo */
-static long long count_nonfinite(const states *s, int algo, long long nstates)
+/* outputs that are NaN or infinite over the first nstates states of row r */
+static long long count_nonfinite(const states *s, const grid_method_info *r, long long nstates)
 {
-    long long w = grid_algo_output_width(algo, s->nq, s->nv, s->nb, s->nee), bad = 0;
+    long long w = 0, bad = 0;
+    for (int k = 0; k < r->n_out; k++) w += r->out[k].width;
     for (long long i = 0; i < w * nstates; i++) {
         double x = s->elem == 8 ? ((const double *)s->out)[i] : (double)((const float *)s->out)[i];
         if (!isfinite(x)) bad++;
@@ -228,13 +260,14 @@ static int usage(void)
 {
     fprintf(stderr,
             "usage: grid_bench ROBOT.so [--algos a,b,..] [--pool N] [--batch B] [--runs R] [--min-ms T]\n"
-            "                           [--threads K] [--frame F] [--reference local|world|local_world_aligned]\n");
+            "                           [--threads K] [--frame F] [--reference local|world|local_world_aligned]\n"
+            "                           [--absent NAME,..]\n");
     return 2;
 }
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    *o = (options){NULL, NULL, 256, 256, 7, 1, -1, GRID_LOCAL, 20.0};
+    *o = (options){NULL, NULL, "f_ext", 256, 256, 7, 1, -1, GRID_LOCAL, 20.0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -246,6 +279,7 @@ static int parse_args(int argc, char **argv, options *o)
         if (!val) return -1;
         i++;
         if (strcmp(a, "--algos") == 0) o->algos = val;
+        else if (strcmp(a, "--absent") == 0) o->absent = val;
         else if (strcmp(a, "--pool") == 0) o->pool = atoi(val);
         else if (strcmp(a, "--batch") == 0) o->batch = atoi(val);
         else if (strcmp(a, "--runs") == 0) o->runs = atoi(val);
@@ -300,15 +334,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "grid_bench: out of memory\n");
         return 1;
     }
-    /* two jobs per exported algorithm: (a) batch 1 over the pool, (b) one call at batch B */
-    job *jobs = calloc(2 * GRID_ALGO_COUNT, sizeof *jobs);
-    const char *missing[GRID_ALGO_COUNT] = {0};
+    /* two jobs per row of the library: (a) batch 1 over the pool, (b) one call at batch B */
+    const int nrows = m->n_methods;
+    job *jobs = calloc(2 * (size_t)(nrows > 0 ? nrows : 1), sizeof *jobs);
+    const char **missing = calloc((size_t)(nrows > 0 ? nrows : 1), sizeof *missing);
+    long long *nonfinite = calloc((size_t)(nrows > 0 ? nrows : 1), sizeof *nonfinite);
     int njobs = 0;
-    for (int k = 0; k < GRID_ALGO_COUNT; k++) {
-        const char *name = grid_algo_name(k);
-        if (!(m->algorithms & (1u << k)) || !wanted(o.algos, name)) continue;
-        char sym[64];
-        snprintf(sym, sizeof sym, "grid_%s", name);
+    for (int k = 0; k < nrows && jobs && missing && nonfinite; k++) {
+        const grid_method_info *r = &m->methods[k];
+        if (!wanted(o.algos, r->name)) continue;
+        char sym[96];
+        snprintf(sym, sizeof sym, "grid_%s", r->name);
         grid_batch_fn fn = (grid_batch_fn)dlsym(lib, sym);
         if (!fn) {
             missing[k] = "missing";
@@ -316,39 +352,37 @@ int main(int argc, char **argv)
         }
         for (int mode = 0; mode < 2 && jobs; mode++) {
             job *j = &jobs[njobs++];
-            j->algo = k;
+            j->row = k;
             j->fn = fn;
             j->ncalls = mode == 0 ? o.pool : 1;
             j->states_per_call = mode == 0 ? 1.0 : (double)o.batch;
             j->calls = calloc((size_t)j->ncalls, sizeof *j->calls);
             j->per_state = calloc((size_t)o.runs, sizeof *j->per_state);
             if (!j->calls || !j->per_state) { free(jobs); jobs = NULL; break; }
-            for (int i = 0; i < j->ncalls; i++)
-                j->calls[i] = make_call(&s, k, i, mode == 0 ? 1 : o.batch, &o);
+            for (int i = 0; i < j->ncalls; i++) make_call(&j->calls[i], &s, r, i, mode == 0 ? 1 : o.batch, &o);
         }
     }
-    if (!jobs) {
+    if (!jobs || !missing || !nonfinite) {
         fprintf(stderr, "grid_bench: out of memory\n");
         return 1;
     }
 
     /* calibrate each job; then time in rounds, one loop of every job per round, so that a
-       slow spell of the machine spreads over all algorithms instead of one */
-    long long nonfinite[GRID_ALGO_COUNT] = {0};
+       slow spell of the machine spreads over all methods instead of one */
     for (int i = 0; i < njobs; i++) {
         job *j = &jobs[i];
         memset(s.out, 0, (size_t)s.nstates * (size_t)s.out_width * (size_t)s.elem);
         calibrate(j, o.min_ms);
         if (!j->status) {
-            long long bad = count_nonfinite(&s, j->algo, j->ncalls == 1 ? o.batch : o.pool);
-            if (bad > nonfinite[j->algo]) nonfinite[j->algo] = bad;
+            long long bad = count_nonfinite(&s, &m->methods[j->row], j->ncalls == 1 ? o.batch : o.pool);
+            if (bad > nonfinite[j->row]) nonfinite[j->row] = bad;
         }
     }
     for (int r = 0; r < o.runs; r++)
         for (int i = 0; i < njobs; i++)
             if (!jobs[i].status) jobs[i].per_state[r] = timed_loop(&jobs[i]);
 
-    /* report, in algorithm order */
+    /* report, in the library's row order */
     printf("{\n  \"library\": \"grid\",\n  \"so\": \"%s\",\n", o.so_path);
     printf("  \"nq\": %d, \"nv\": %d, \"nb\": %d, \"nframes\": %d, \"nee\": %d,\n", m->nq, m->nv, m->nb, m->nframes,
            m->nee);
@@ -360,9 +394,9 @@ int main(int argc, char **argv)
     printf("  \"jacobian_frame\": %d, \"reference_frame\": \"%s\",\n", o.frame, reference_name(o.reference));
     printf("  \"unit\": \"us (per_call: one call at batch 1; batch: per state at batch B)\",\n  \"results\": {");
     int first = 1, failures = 0;
-    for (int k = 0; k < GRID_ALGO_COUNT; k++) {
-        const char *name = grid_algo_name(k);
-        if (!(m->algorithms & (1u << k)) || !wanted(o.algos, name)) continue;
+    for (int k = 0; k < nrows; k++) {
+        const char *name = m->methods[k].name;
+        if (!wanted(o.algos, name)) continue;
         printf("%s\n    \"%s\": ", first ? "" : ",", name);
         first = 0;
         if (missing[k]) {
@@ -372,7 +406,7 @@ int main(int argc, char **argv)
         }
         const job *ja = NULL, *jb = NULL;
         for (int i = 0; i < njobs; i++)
-            if (jobs[i].algo == k) *(jobs[i].ncalls == 1 ? &jb : &ja) = &jobs[i];
+            if (jobs[i].row == k) *(jobs[i].ncalls == 1 ? &jb : &ja) = &jobs[i];
         if (ja->status || jb->status) {
             printf("{\"error\": \"status %d (batch 1) / %d (batch %d)\"}", ja->status, jb->status, o.batch);
             failures++;
@@ -390,6 +424,8 @@ int main(int argc, char **argv)
         free(jobs[i].per_state);
     }
     free(jobs);
+    free(missing);
+    free(nonfinite);
     states_free(&s);
     dlclose(lib);
     return failures ? 3 : 0;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "grid/abi.h"
+#include "grid/signature.h"
 #include "grid/emit.h"
 #include "grid/urdf.h"
 
@@ -20,8 +21,10 @@ static void usage(FILE *f)
           "  nvcc -O3 -arch=sm_90 -shared -Xcompiler -fPIC robot.cu -o robot.so   (--target cuda)\n"
           "A source whose first line says 'grid-rbd parts: N' (N > 1) may be compiled as N objects\n"
           "with -DGRID_PART=1..N in parallel and linked.\n"
-          "NAME is one of: rnea nle gravity crba minv fd aba fk ee_pose frame_jacobian (default: all).\n",
+          "NAME is a row of the signature table (default: all):",
           f);
+    for (int k = 0; k < grid_sig_count(); k++) fprintf(f, " %s", grid_sig_row(k)->name);
+    fputs(".\n", f);
 }
 
 /* print an error and exit: the tool's only way out on failure */
@@ -44,7 +47,7 @@ int main(int argc, char **argv)
 {
     const char *path = NULL, *out_path = NULL, *hash = NULL;
     const char *ee[MAX_EE];
-    int nee = 0, stats = 0;
+    int nee = 0, stats = 0, methods[GRID_ALGO_COUNT], n_methods = 0;
     grid_model_options mo = grid_model_options_default();
     grid_emit_options eo = grid_emit_options_default();
 
@@ -74,9 +77,11 @@ int main(int argc, char **argv)
             ee[nee++] = value(argc, argv, &i);
         } else if (!strcmp(a, "--algo")) {
             const char *v = value(argc, argv, &i);
-            int k = grid_algo_from_name(v);
+            int k = grid_sig_find(v);
             if (k < 0) die("unknown algorithm '%s'", v);
-            eo.algorithms |= 1u << k;
+            int dup = 0;
+            for (int j = 0; j < n_methods; j++) dup |= methods[j] == k;
+            if (!dup) methods[n_methods++] = k;
         } else if (!strcmp(a, "--gravity")) {
             const char *v = value(argc, argv, &i);
             char *end;
@@ -110,6 +115,8 @@ int main(int argc, char **argv)
         mo.n_ee_joint_names = nee;
     }
     eo.model_hash = hash;
+    eo.methods = methods;
+    eo.n_methods = n_methods;
 
     grid_error err;
     grid_error_clear(&err);

@@ -8,33 +8,15 @@
 extern "C" {
 #endif
 
-#define GRID_ABI_VERSION 1
+/* 2: calls pass arrays of inputs and outputs in the order of a method's signature row, and a library
+   describes its methods with rows (grid_method_info) instead of a 32-bit mask */
+#define GRID_ABI_VERSION 2
 
-/* Algorithms, in a fixed order (bit i of an algorithm mask = algorithm i).
-   Inputs/outputs per state (row-major, batch on the leading axis):
-     RNEA            q(nq) v(nv) [a(nv)] [fext(6nb)]  -> tau(nv)      a NULL = zero acceleration
-     NLE             q v                              -> (nv)         rnea(q, v, 0)
-     GRAVITY         q                                -> (nv)         rnea(q, 0, 0)
-     CRBA            q                                -> M(nv*nv)     full symmetric
-     MINV            q                                -> Minv(nv*nv)  full symmetric
-     FD              q v u(nv) [fext]                 -> qdd(nv)      M^-1 (u - rnea(q, v, 0, fext))
-     ABA             q v u(nv) [fext]                 -> qdd(nv)
-     FK              q                                -> (nb*16)      oMi of every body, 4x4 homogeneous row-major
-     EE_POSE         q                                -> (6*nee)      [x y z roll pitch yaw] per end effector
-     FRAME_JACOBIAN  q, frame, reference_frame        -> J(6*nv)      rows [lin; ang] */
-typedef enum {
-    GRID_ALGO_RNEA = 0,
-    GRID_ALGO_NLE = 1,
-    GRID_ALGO_GRAVITY = 2,
-    GRID_ALGO_CRBA = 3,
-    GRID_ALGO_MINV = 4,
-    GRID_ALGO_FD = 5,
-    GRID_ALGO_ABA = 6,
-    GRID_ALGO_FK = 7,
-    GRID_ALGO_EE_POSE = 8,
-    GRID_ALGO_FRAME_JACOBIAN = 9,
-    GRID_ALGO_COUNT = 10
-} grid_algo;
+/* bounds of one signature row (include/grid/signature.h) */
+#define GRID_MAX_IN 8     /* inputs of a method */
+#define GRID_MAX_OUT 4    /* outputs of a method */
+#define GRID_MAX_ATTR 4   /* integer attributes of a method (frame_jacobian: frame id, reference frame) */
+#define GRID_MAX_RANK 4   /* per-state rank of one input or output (the batch axis not counted) */
 
 /* reference frames for Jacobians, as Pinocchio defines them */
 typedef enum {
@@ -46,47 +28,69 @@ typedef enum {
 /* element types */
 typedef enum { GRID_FLOAT32 = 4, GRID_FLOAT64 = 8 } grid_dtype;
 
-/* One batched call. Pointers are host pointers for CPU providers and device pointers
-   for the CUDA entry points; arrays are dense and C-contiguous in the provider's dtype.
-   Optional inputs (a, fext) may be NULL. */
+/* how an absent optional input behaves (grid_arg_info.optional) */
+enum { GRID_REQUIRED = 0, GRID_ABSENT_ZEROS = 1 };
+
+/* how one state maps onto the GPU (grid_method_info.gpu_map); every method is THREAD today */
+enum { GRID_GPU_THREAD = 0, GRID_GPU_WARP = 1, GRID_GPU_BLOCK = 2 };
+
+/* One batched call of one method. Pointers are host pointers for CPU providers and device pointers
+   for the CUDA entry points; arrays are dense and C-contiguous in the provider's dtype, batch on the
+   leading axis, in the order of the method's row. in[k] is NULL for an absent optional input. */
 typedef struct {
-    const void *q;       /* (batch, nq) */
-    const void *v;       /* (batch, nv) */
-    const void *a;       /* (batch, nv): qdd for RNEA, u (torque) for FD/ABA */
-    const void *fext;    /* (batch, 6*nb), body-local spatial forces [f; tau] */
-    void *out;           /* (batch, output width) */
+    const void *const *in;   /* n_in input arrays */
+    void *const *out;        /* n_out output arrays */
+    int n_in, n_out;         /* must equal the row's counts */
     long long batch;
-    int frame;           /* FRAME_JACOBIAN: target frame id */
-    int reference_frame; /* FRAME_JACOBIAN: a grid_reference_frame */
-    int num_threads;     /* CPU: threads to use, <= 0 means the provider's default */
-    void *work;          /* caller-owned workspace, meta.work_bytes * threads (may be NULL when that is 0) */
-    void *stream;        /* CUDA entry points: the cudaStream_t to launch on (NULL = default stream) */
+    int attr[GRID_MAX_ATTR]; /* the row's attributes, in its order (unused slots 0) */
+    int num_threads;         /* CPU: threads to use, <= 0 means the provider's default */
+    void *work;              /* caller-owned workspace: work_bytes bytes, meta.work_bytes per thread used */
+    size_t work_bytes;       /* bytes at work (0 with work NULL when meta.work_bytes is 0) */
+    void *stream;            /* CUDA entry points: the cudaStream_t to launch on (NULL = default stream) */
 } grid_call;
 
 /* status returned by every entry point: 0 ok, else a grid_status */
 typedef int (*grid_batch_fn)(const grid_call *call);
 
+/* one input or output of a method, concrete for one robot */
+typedef struct {
+    const char *name;             /* "q", "qd", "f_ext", "tau", ... */
+    int rank;                     /* per-state rank */
+    int shape[GRID_MAX_RANK];     /* per-state extents (unused slots 0) */
+    long long width;              /* elements per state: the product of shape */
+    int optional;                 /* GRID_REQUIRED, or how an absent input behaves (GRID_ABSENT_ZEROS) */
+} grid_arg_info;
+
+/* one method of one robot library: its signature row with concrete shapes and workspace */
+typedef struct {
+    const char *name;                        /* "rnea": entry points grid_<name>, grid_cuda_<name> */
+    int n_in, n_out, n_attr;
+    grid_arg_info in[GRID_MAX_IN];
+    grid_arg_info out[GRID_MAX_OUT];
+    const char *attr_name[GRID_MAX_ATTR];    /* "frame", "reference_frame" */
+    int attr_lo[GRID_MAX_ATTR], attr_hi[GRID_MAX_ATTR];  /* valid values: lo <= attr < hi */
+    size_t work_bytes;                       /* workspace per thread this method uses */
+    int gpu_map;                             /* GRID_GPU_* */
+} grid_method_info;
+
 /* metadata a generated robot.so exports through grid_robot_meta() */
 typedef struct {
-    int abi_version;          /* GRID_ABI_VERSION at generation */
+    int abi_version;                  /* GRID_ABI_VERSION at generation */
     int nq, nv, nb, nframes, nee;
-    int dtype;                /* a grid_dtype */
-    int target;               /* 0 = CPU C, 1 = CUDA */
-    unsigned algorithms;      /* bit mask of grid_algo present */
-    size_t work_bytes;        /* workspace per thread the caller passes (0 = none) */
-    const char *model_hash;   /* hex SHA-256 of the model the code was generated from */
+    int dtype;                        /* a grid_dtype */
+    int target;                       /* 0 = CPU C, 1 = CUDA */
+    int n_methods;                    /* the methods this library has, ... */
+    const grid_method_info *methods;  /* ... one row each, in the package table's order */
+    size_t work_bytes;                /* workspace per thread the caller passes (0 = none): the largest row's */
+    const char *model_hash;           /* hex SHA-256 of the model the code was generated from */
 } grid_robot_meta_t;
 
 /* exported symbol names in a generated library:
      const grid_robot_meta_t *grid_robot_meta(void);
-     int grid_<name>(const grid_call *)          for every algorithm in the mask (CPU, host pointers)
+     int grid_n_methods(void);  const grid_method_info *grid_method(int i);   (the rows of meta, for any consumer)
+     int grid_<name>(const grid_call *)          for every row (CPU, host pointers)
      int grid_cuda_<name>(const grid_call *)     CUDA target: device pointers, call->stream
-   where <name> is grid_algo_name(algo). */
-const char *grid_algo_name(int algo);   /* "rnea", "nle", "gravity", "crba", "minv", "fd", "aba", "fk", "ee_pose", "frame_jacobian" */
-int grid_algo_from_name(const char *name); /* -1 if unknown */
-
-/* per-state output width in elements for a model of these sizes */
-long long grid_algo_output_width(int algo, int nq, int nv, int nb, int nee);
+   The package's own table of rows, and the ids GRID_ALGO_* of its rows, are in grid/signature.h. */
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
 #include "grid/error.h"
 #include "grid/model.h"
 #include "grid/abi.h"
+#include "grid/signature.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,15 +25,18 @@ typedef enum { GRID_SCHEDULE_AUTO = 0, GRID_SCHEDULE_UNROLLED = 1, GRID_SCHEDULE
 typedef struct {
     int dtype;              /* GRID_FLOAT32 or GRID_FLOAT64: the generated code's real type */
     int target;             /* a grid_target */
-    unsigned algorithms;    /* bit mask of grid_algo (bit i = algorithm i); 0 = all */
+    const int *methods;     /* ids of the rows (grid/signature.h) to generate, each at most once, ... */
+    int n_methods;          /* ... and how many; 0 = every row of the table */
     const char *model_hash; /* hex string baked into the metadata; NULL = "" */
     int schedule;           /* a grid_schedule (0 = AUTO) */
 } grid_emit_options;
 
-/* the defaults: float64, C target, every algorithm, no hash */
+/* the defaults: float64, C target, every row of the signature table, no hash */
 grid_emit_options grid_emit_options_default(void);
 
-/* Generate the source of one robot library implementing include/grid/abi.h for the model.
+/* Generate the source of one robot library implementing include/grid/abi.h for the model: one entry point
+   per selected row of the signature table, and the rows themselves (meta.methods, grid_method(i)) with this
+   robot's shapes and workspace.
    On success *source is a malloc'd NUL-terminated string (caller frees) of *len bytes.
    Deterministic: the same model and options always give the same bytes.
    The source is self-contained: it includes only <math.h>, <stddef.h> (and <omp.h> under
@@ -50,7 +54,7 @@ int grid_emit_source(const grid_model *m, const grid_emit_options *o, char **sou
    per-state functions (all variants summed: loads, arithmetic, stores) and the arithmetic
    of its main variant (RNEA: with a, without fext; FD, ABA: without fext). */
 typedef struct {
-    long statements[GRID_ALGO_COUNT];     /* emitted statements, every variant */
+    long statements[GRID_ALGO_COUNT];     /* emitted statements, every variant (indexed by row id) */
     long flops[GRID_ALGO_COUNT];          /* + - * / in the main variant */
     long transcendental[GRID_ALGO_COUNT]; /* sqrt sin cos atan2 in the main variant (a sincos pair counts 2) */
     int parts;                            /* parts the source splits into (see grid_emit_source) */

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include "grid/model.h"
 #include "grid/abi.h"
+#include "grid/signature.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,8 +34,9 @@ void grid_ref_end_effector_pose(const grid_model *m, const double *q, double *po
 void grid_ref_frame_jacobian(const grid_model *m, const double *q, int frame, int reference_frame,
                              double *J /* 6*nv row-major */, double *work);
 
-/* Batched entry point with the grid_call ABI: runs algo over call->batch states with
-   inputs/outputs in `dtype` (float32 inputs are widened to float64 per state, results narrowed).
+/* Batched entry point with the grid_call ABI: runs row `algo` of the signature table over call->batch
+   states with inputs/outputs in `dtype` (float32 inputs are widened to float64 per state, results
+   narrowed); the arguments are checked against the row (counts, required inputs, attribute ranges).
    Returns GRID_OK or GRID_ERR_ARG (unknown algo, bad frame). Allocates its own scratch. */
 int grid_ref_batch(const grid_model *m, int algo, int dtype, const grid_call *call);
 

@@ -3,6 +3,7 @@
 #define GRID_RUNTIME_H
 
 #include "grid/abi.h"
+#include "grid/signature.h"
 #include "grid/error.h"
 
 #ifdef __cplusplus
@@ -15,7 +16,8 @@ typedef struct {
     int dtype;                 /* a grid_dtype, 0: any */
     int target;                /* 0 C, 1 CUDA, -1: any */
     const char *model_hash;    /* NULL: any */
-    unsigned algorithms;       /* algorithms that must be present (0: none required) */
+    const int *methods;        /* ids of rows (grid/signature.h) that must be present ... */
+    int n_methods;             /* ... and how many (0: none required) */
     int inspect_only;          /* 1: opened only to read metadata, no code runs; unloaded on close.
                                   0 (the default): opened to run, and never unloaded, because OpenMP
                                   worker threads must not outlive the libgomp the library pulled in */
@@ -27,15 +29,19 @@ grid_lib_expect grid_lib_expect_any(void);
 typedef struct grid_lib grid_lib;
 
 /* dlopen(RTLD_NOW | RTLD_LOCAL) so_path, read grid_robot_meta(), check abi_version == GRID_ABI_VERSION and
-   the expectations, resolve grid_<algo> for every algorithm in the library's mask (and grid_cuda_<algo> for
-   a CUDA library). expect may be NULL (check the ABI only). Errors: GRID_ERR_LOAD naming the mismatch or
-   the missing symbol, GRID_ERR_ARG, GRID_ERR_NOMEM. */
+   the expectations, check every row the library exports (meta.methods) against the package's signature
+   table for the library's sizes (name, inputs, outputs, shapes, attributes: a row this grid-rbd does not
+   know, or one that differs, is refused), and resolve grid_<name> for every row (and grid_cuda_<name> for a
+   CUDA library). expect may be NULL (check the ABI and the rows only). Errors: GRID_ERR_LOAD naming the
+   mismatch or the missing symbol, GRID_ERR_ARG, GRID_ERR_NOMEM. */
 int grid_lib_open(const char *so_path, const grid_lib_expect *expect, grid_lib **lib, grid_error *err);
 
-/* the host-pointer entry point of algo, NULL when the library does not have it */
+/* the host-pointer entry point of row algo, NULL when the library does not have it */
 grid_batch_fn grid_lib_fn(const grid_lib *lib, int algo);
 /* the device-pointer entry point of algo (CUDA libraries), NULL otherwise */
 grid_batch_fn grid_lib_cuda_fn(const grid_lib *lib, int algo);
+/* the library's own row for package row algo (its concrete shapes and workspace), NULL when absent */
+const grid_method_info *grid_lib_method(const grid_lib *lib, int algo);
 const grid_robot_meta_t *grid_lib_meta(const grid_lib *lib);
 const char *grid_lib_path(const grid_lib *lib);
 /* dlclose and free (NULL is fine) */

@@ -1,4 +1,4 @@
-/* The grid_rbd._core module: registers the Model, Runner and Library types, the ABI constants and the C-status-to-exception bridge. */
+/* The grid_rbd._core module: registers the Model, Runner and Library types, the ABI constants, the signature table (signatures()) and the C-status-to-exception bridge. */
 #include <string.h>
 #include "_core.h"
 #include "_numpy.h"
@@ -61,9 +61,185 @@ static PyObject *core_output_width(PyObject *self, PyObject *args)
     return PyLong_FromLongLong(w);
 }
 
+/* one dimension as Python sees it: an int for a constant, else "nv" / "6*nb" */
+static PyObject *dim_object(grid_dim d)
+{
+    char buf[32];
+    if (d.sym == GRID_SYM_ONE) return PyLong_FromLong(d.mul);
+    return PyUnicode_FromString(grid_sig_dim_text(d, buf, sizeof buf));
+}
+
+static PyObject *dims_tuple(const grid_dim *dim, int rank)
+{
+    PyObject *t = PyTuple_New(rank);
+    for (int k = 0; t && k < rank; k++) {
+        PyObject *x = dim_object(dim[k]);
+        if (!x) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, k, x);
+    }
+    return t;
+}
+
+/* {"name", "desc", "shape": ("nv",) or (6, "nv"), "dims": ((sym, mul), ...), "optional", "absent"} */
+static PyObject *arg_dict(const grid_sig_arg *a)
+{
+    PyObject *shape = dims_tuple(a->dim, a->rank), *dims = PyTuple_New(a->rank);
+    for (int k = 0; dims && k < a->rank; k++) {
+        PyObject *x = Py_BuildValue("(si)", grid_sym_name(a->dim[k].sym), a->dim[k].mul);
+        if (!x) {
+            Py_CLEAR(dims);
+            break;
+        }
+        PyTuple_SET_ITEM(dims, k, x);
+    }
+    PyObject *d = NULL;
+    if (shape && dims)
+        d = Py_BuildValue("{s:s,s:s,s:O,s:O,s:O,s:z}", "name", a->name, "desc", a->desc, "shape", shape, "dims", dims,
+                          "optional", a->optional != GRID_REQUIRED ? Py_True : Py_False, "absent",
+                          a->optional == GRID_ABSENT_ZEROS ? "zeros" : NULL);
+    Py_XDECREF(shape);
+    Py_XDECREF(dims);
+    return d;
+}
+
+static PyObject *args_tuple(const grid_sig_arg *a, int n)
+{
+    PyObject *t = PyTuple_New(n);
+    for (int k = 0; t && k < n; k++) {
+        PyObject *x = arg_dict(&a[k]);
+        if (!x) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, k, x);
+    }
+    return t;
+}
+
+/* _core.signatures(): the signature table, one dict per row in id order */
+static PyObject *core_signatures(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    static const char *const gpu_maps[] = {"thread", "warp", "block"};
+    const int n = grid_sig_count();
+    PyObject *rows = PyTuple_New(n);
+    for (int i = 0; rows && i < n; i++) {
+        const grid_signature_row *r = grid_sig_row(i);
+        PyObject *in = args_tuple(r->in, r->n_in), *out = args_tuple(r->out, r->n_out), *attrs = PyTuple_New(r->n_attr);
+        PyObject *aliases = PyUnicode_FromString(r->py_aliases), *alias_list = NULL, *row = NULL;
+        for (int k = 0; attrs && k < r->n_attr; k++) {
+            PyObject *hi = dim_object(r->attr[k].hi);
+            PyObject *x = hi ? Py_BuildValue("{s:s,s:i,s:O,s:s}", "name", r->attr[k].name, "lo", r->attr[k].lo, "hi", hi,
+                                             "range_error", r->attr[k].range_error)
+                             : NULL;
+            Py_XDECREF(hi);
+            if (!x) {
+                Py_CLEAR(attrs);
+                break;
+            }
+            PyTuple_SET_ITEM(attrs, k, x);
+        }
+        if (aliases) alias_list = PyUnicode_Split(aliases, NULL, -1);
+        if (in && out && attrs && alias_list) {
+            PyObject *alias_t = PyList_AsTuple(alias_list);
+            if (alias_t)
+                row = Py_BuildValue("{s:i,s:s,s:s,s:O,s:s,s:O,s:O,s:O,s:s,s:i,s:i}", "id", i, "name", r->name, "py_name",
+                                    r->py_name, "aliases", alias_t, "doc", r->doc, "inputs", in, "outputs", out, "attrs",
+                                    attrs, "gpu_map", gpu_maps[r->gpu_map], "derivative", r->derivative, "vjp", r->vjp);
+            Py_XDECREF(alias_t);
+        }
+        Py_XDECREF(in);
+        Py_XDECREF(out);
+        Py_XDECREF(attrs);
+        Py_XDECREF(aliases);
+        Py_XDECREF(alias_list);
+        if (!row) {
+            Py_DECREF(rows);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(rows, i, row);
+    }
+    return rows;
+}
+
+/* (name, shape, optional) of one concrete argument */
+static PyObject *arg_info_tuple(const grid_arg_info *a)
+{
+    PyObject *shape = PyTuple_New(a->rank);
+    for (int k = 0; shape && k < a->rank; k++) {
+        PyObject *x = PyLong_FromLong(a->shape[k]);
+        if (!x) {
+            Py_CLEAR(shape);
+            break;
+        }
+        PyTuple_SET_ITEM(shape, k, x);
+    }
+    if (!shape) return NULL;
+    PyObject *t = Py_BuildValue("(sOO)", a->name ? a->name : "", shape, a->optional ? Py_True : Py_False);
+    Py_DECREF(shape);
+    return t;
+}
+
+PyObject *grid_py_method_dict(const grid_method_info *r)
+{
+    PyObject *in = PyTuple_New(r->n_in), *out = PyTuple_New(r->n_out), *attrs = PyTuple_New(r->n_attr), *d = NULL;
+    int ok = in && out && attrs;
+    for (int k = 0; ok && k < r->n_in; k++) {
+        PyObject *x = arg_info_tuple(&r->in[k]);
+        ok = x != NULL;
+        if (ok) PyTuple_SET_ITEM(in, k, x);
+    }
+    for (int k = 0; ok && k < r->n_out; k++) {
+        PyObject *x = arg_info_tuple(&r->out[k]);
+        ok = x != NULL;
+        if (ok) PyTuple_SET_ITEM(out, k, x);
+    }
+    for (int k = 0; ok && k < r->n_attr; k++) {
+        PyObject *x = Py_BuildValue("(sii)", r->attr_name[k] ? r->attr_name[k] : "", r->attr_lo[k], r->attr_hi[k]);
+        ok = x != NULL;
+        if (ok) PyTuple_SET_ITEM(attrs, k, x);
+    }
+    if (ok)
+        d = Py_BuildValue("{s:s,s:O,s:O,s:O,s:n,s:i}", "name", r->name ? r->name : "", "inputs", in, "outputs", out, "attrs",
+                          attrs, "work_bytes", (Py_ssize_t)r->work_bytes, "gpu_map", r->gpu_map);
+    Py_XDECREF(in);
+    Py_XDECREF(out);
+    Py_XDECREF(attrs);
+    return d;
+}
+
+PyObject *grid_py_meta_dict(const grid_robot_meta_t *m)
+{
+    PyObject *names = PyTuple_New(m->n_methods > 0 ? m->n_methods : 0);
+    for (int i = 0; names && i < m->n_methods; i++) {
+        PyObject *s = PyUnicode_FromString(m->methods[i].name ? m->methods[i].name : "");
+        if (!s) {
+            Py_CLEAR(names);
+            break;
+        }
+        PyTuple_SET_ITEM(names, i, s);
+    }
+    if (!names) return NULL;
+    PyObject *d = Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:s,s:i,s:O,s:n,s:s}", "abi_version", m->abi_version, "nq", m->nq,
+                                "nv", m->nv, "nb", m->nb, "nframes", m->nframes, "nee", m->nee, "dtype",
+                                m->dtype == GRID_FLOAT32 ? "float32" : "float64", "target", m->target, "methods", names,
+                                "work_bytes", (Py_ssize_t)m->work_bytes, "model_hash", m->model_hash ? m->model_hash : "");
+    Py_DECREF(names);
+    return d;
+}
+
 static PyMethodDef core_methods[] = {
     {"algorithm_output_width", core_output_width, METH_VARARGS,
-     "algorithm_output_width(algo, nq, nv, nb, nee) -> per-state output width in elements."},
+     "algorithm_output_width(algo, nq, nv, nb, nee) -> per-state width of the row's (first) output in elements."},
+    {"signatures", core_signatures, METH_NOARGS,
+     "signatures() -> the signature table: per row (in id order) a dict with id, name (the ABI name), py_name and\n"
+     "aliases (the RobotHandle methods), doc, inputs and outputs (each a dict: name, desc, shape with 'nv'/'6*nb'\n"
+     "strings and int constants, dims as (symbol, multiplier) pairs, optional, absent: 'zeros' or None), attrs\n"
+     "(name, lo, hi: valid lo <= x < hi, range_error), gpu_map, derivative and vjp (row ids, -1 = none)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -86,12 +262,7 @@ static int add_int_consts(PyObject *m, const int_const *table)
 PyMODINIT_FUNC PyInit__core(void)
 {
     static const int_const consts[] = {
-        {"ABI_VERSION", GRID_ABI_VERSION},
-        {"ALGO_RNEA", GRID_ALGO_RNEA}, {"ALGO_NLE", GRID_ALGO_NLE},
-        {"ALGO_GRAVITY", GRID_ALGO_GRAVITY}, {"ALGO_CRBA", GRID_ALGO_CRBA},
-        {"ALGO_MINV", GRID_ALGO_MINV}, {"ALGO_FD", GRID_ALGO_FD}, {"ALGO_ABA", GRID_ALGO_ABA},
-        {"ALGO_FK", GRID_ALGO_FK}, {"ALGO_EE_POSE", GRID_ALGO_EE_POSE},
-        {"ALGO_FRAME_JACOBIAN", GRID_ALGO_FRAME_JACOBIAN}, {"ALGO_COUNT", GRID_ALGO_COUNT},
+        {"ABI_VERSION", GRID_ABI_VERSION}, {"ALGO_COUNT", GRID_ALGO_COUNT},
         {"WORLD", GRID_WORLD}, {"LOCAL", GRID_LOCAL}, {"LOCAL_WORLD_ALIGNED", GRID_LOCAL_WORLD_ALIGNED},
         {"FLOAT32", GRID_FLOAT32}, {"FLOAT64", GRID_FLOAT64},
         {"OK", GRID_OK}, {"ERR_IO", GRID_ERR_IO}, {"ERR_XML", GRID_ERR_XML},
@@ -112,13 +283,18 @@ PyMODINIT_FUNC PyInit__core(void)
     if (PyModule_AddFunctions(m, grid_py_library_functions) < 0) goto fail;
     if (grid_py_cuda_add(m) < 0) goto fail;
 
-    /* algorithm names in grid_algo order */
+    /* the rows of the signature table: their names in id order, and ALGO_<NAME> = id */
     PyObject *names = PyTuple_New(GRID_ALGO_COUNT);
     if (!names) goto fail;
     for (int i = 0; i < GRID_ALGO_COUNT; i++) {
         PyObject *s = PyUnicode_FromString(grid_algo_name(i));
         if (!s) { Py_DECREF(names); goto fail; }
         PyTuple_SET_ITEM(names, i, s);
+        char cname[80];
+        size_t n = (size_t)snprintf(cname, sizeof cname, "ALGO_");
+        for (const char *c = grid_algo_name(i); *c && n + 1 < sizeof cname; c++) cname[n++] = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
+        cname[n] = '\0';
+        if (PyModule_AddIntConstant(m, cname, i) < 0) { Py_DECREF(names); goto fail; }
     }
     if (PyModule_AddObject(m, "ALGORITHMS", names) < 0) { Py_DECREF(names); goto fail; }
 

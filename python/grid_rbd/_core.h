@@ -5,6 +5,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include "grid/abi.h"
+#include "grid/signature.h"
 #include "grid/error.h"
 #include "grid/model.h"
 
@@ -23,8 +24,8 @@ typedef struct {
     PyObject *filename;  /* str used in error messages */
 } GridPyModel;
 
-/* A compute provider a Runner dispatches to: one batch entry point per algorithm,
-   NULL where the provider lacks the algorithm (the float64 reference answers those).
+/* A compute provider a Runner dispatches to: one batch entry point per row of the signature table,
+   NULL where the provider lacks the method (the float64 reference answers those).
    A generated robot.so is wrapped by passing a PyCapsule named GRID_PY_PROVIDER_CAPSULE
    that points at one of these to _core.Runner(model, dtype, provider=capsule, owner=lib);
    the Runner copies the table and keeps the capsule and owner alive for its lifetime. */
@@ -34,8 +35,8 @@ typedef struct {
     const char *name;                     /* human-readable, shown in handle reprs */
     int dtype;                            /* grid_dtype the entry points take */
     int nq, nv, nb, nee;                  /* must equal the model's sizes */
-    size_t work_bytes;                    /* workspace one call needs (0 = none) */
-    grid_batch_fn fns[GRID_ALGO_COUNT];   /* indexed by grid_algo */
+    size_t work_bytes;                    /* workspace one call gets (grid_call.work_bytes; 0 = none) */
+    grid_batch_fn fns[GRID_ALGO_COUNT];   /* indexed by row id (grid/signature.h) */
 } grid_py_provider;
 
 extern PyTypeObject GridPyModel_Type;
@@ -47,6 +48,11 @@ extern PyMethodDef grid_py_library_functions[];
 
 /* _cuda.c: adds cuda_probe(), CudaLibrary and PinnedBuffer to the module; 0 or -1 with an exception */
 int grid_py_cuda_add(PyObject *m);
+
+/* _core.c: a library's concrete row as {"name", "inputs": ((name, shape, optional), ...), "outputs", "attrs":
+   ((name, lo, hi), ...), "work_bytes", "gpu_map"}, and its metadata as a dict ("methods": the row names) */
+PyObject *grid_py_method_dict(const grid_method_info *r);
+PyObject *grid_py_meta_dict(const grid_robot_meta_t *m);
 
 /* Raise the Python exception that grid_rbd._errors maps this status to
    (filename may be NULL); always returns NULL so callers can `return grid_py_raise(...)`. */

@@ -237,23 +237,54 @@ static int as_pointer(PyObject *o, void **p)
     return 0;
 }
 
-/* the grid_call of (q, v, a, f, out, batch, frame, rf, stream) arguments starting at args[0] */
-static int parse_call(PyObject *const *args, grid_call *c)
+/* a grid_call and the pointer arrays it points into */
+typedef struct {
+    const void *in[GRID_MAX_IN];
+    void *out[GRID_MAX_OUT];
+    grid_call c;
+} call_args;
+
+/* a tuple of at most cap ints that are pointers (0 / None = NULL) into p; the count, or -1 with an exception */
+static int pointer_tuple(PyObject *t, const char *what, int cap, void **p)
 {
-    memset(c, 0, sizeof *c);
-    void *stream;
-    if (as_pointer(args[0], (void **)&c->q) || as_pointer(args[1], (void **)&c->v) ||
-        as_pointer(args[2], (void **)&c->a) || as_pointer(args[3], (void **)&c->fext) || as_pointer(args[4], &c->out))
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) > cap) {
+        PyErr_Format(PyExc_TypeError, "%s must be a tuple of at most %d pointers (ints)", what, cap);
         return -1;
-    c->batch = PyLong_AsLongLong(args[5]);
+    }
+    const int n = (int)PyTuple_GET_SIZE(t);
+    for (int k = 0; k < n; k++)
+        if (as_pointer(PyTuple_GET_ITEM(t, k), &p[k])) return -1;
+    return n;
+}
+
+/* the call of (inputs, outputs, batch, attrs, stream) arguments starting at args[0]: pointer tuples in the
+   row's order, attrs a tuple of ints */
+static int parse_call(PyObject *const *args, call_args *ca)
+{
+    memset(ca, 0, sizeof *ca);
+    grid_call *c = &ca->c;
+    void *in[GRID_MAX_IN] = {0}, *stream;
+    const int n_in = pointer_tuple(args[0], "inputs", GRID_MAX_IN, in);
+    if (n_in < 0) return -1;
+    const int n_out = pointer_tuple(args[1], "outputs", GRID_MAX_OUT, ca->out);
+    if (n_out < 0) return -1;
+    for (int k = 0; k < n_in; k++) ca->in[k] = in[k];
+    c->in = ca->in;
+    c->out = ca->out;
+    c->n_in = n_in;
+    c->n_out = n_out;
+    c->batch = PyLong_AsLongLong(args[2]);
     if (c->batch == -1 && PyErr_Occurred()) return -1;
-    long fr = PyLong_AsLong(args[6]);
-    if (fr == -1 && PyErr_Occurred()) return -1;
-    long rf = PyLong_AsLong(args[7]);
-    if (rf == -1 && PyErr_Occurred()) return -1;
-    if (as_pointer(args[8], &stream)) return -1;
-    c->frame = (int)fr;
-    c->reference_frame = (int)rf;
+    if (!PyTuple_Check(args[3]) || PyTuple_GET_SIZE(args[3]) > GRID_MAX_ATTR) {
+        PyErr_Format(PyExc_TypeError, "attrs must be a tuple of at most %d ints", GRID_MAX_ATTR);
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(args[3]); k++) {
+        long x = PyLong_AsLong(PyTuple_GET_ITEM(args[3], k));
+        if (x == -1 && PyErr_Occurred()) return -1;
+        c->attr[k] = (int)x;
+    }
+    if (as_pointer(args[4], &stream)) return -1;
     c->stream = stream;
     return 0;
 }
@@ -269,41 +300,41 @@ static grid_batch_fn algo_fn(GridPyCudaLibrary *self, long algo, int device)
     return fn;
 }
 
-/* call(algo, q, v, a, f, out, batch, frame, rf, stream): grid_cuda_<algo> on device pointers (ints) */
+/* call(algo, inputs, outputs, batch, attrs, stream): grid_cuda_<algo> on device pointers (ints) */
 static PyObject *cudalib_call(PyObject *s, PyObject *const *args, Py_ssize_t nargs)
 {
     GridPyCudaLibrary *self = (GridPyCudaLibrary *)s;
-    if (nargs != 10)
-        return PyErr_Format(PyExc_TypeError, "call() takes 10 arguments (algo, q, v, a, f, out, batch, frame, "
-                            "reference_frame, stream); %zd given", nargs);
+    if (nargs != 6)
+        return PyErr_Format(PyExc_TypeError, "call() takes 6 arguments (algo, inputs, outputs, batch, attrs, stream); "
+                            "%zd given", nargs);
     long algo = PyLong_AsLong(args[0]);
     if (algo == -1 && PyErr_Occurred()) return NULL;
     grid_batch_fn fn = algo_fn(self, algo, 1);
     if (!fn) return NULL;
-    grid_call c;
-    if (parse_call(args + 1, &c) < 0) return NULL;
+    call_args ca;
+    if (parse_call(args + 1, &ca) < 0) return NULL;
     int status;
     Py_BEGIN_ALLOW_THREADS
-    status = fn(&c);
+    status = fn(&ca.c);
     Py_END_ALLOW_THREADS
     if (status != GRID_OK) return raise_status(self, status, grid_algo_name((int)algo));
     Py_RETURN_NONE;
 }
 
-/* time(algo, mode, q, v, a, f, out, batch, frame, rf, stream, reps, warmup, events)
+/* time(algo, mode, inputs, outputs, batch, attrs, stream, reps, warmup, events)
    mode 0: grid_cuda_<algo> (device pointers), 1: grid_<algo> (host round trip), 2: the empty kernel
    -> (event_us list or None, wall_us list) */
 static PyObject *cudalib_time(PyObject *s, PyObject *const *args, Py_ssize_t nargs)
 {
     GridPyCudaLibrary *self = (GridPyCudaLibrary *)s;
-    if (nargs != 14)
-        return PyErr_Format(PyExc_TypeError, "time() takes 14 arguments (algo, mode, q, v, a, f, out, batch, frame, "
-                            "reference_frame, stream, reps, warmup, events); %zd given", nargs);
+    if (nargs != 10)
+        return PyErr_Format(PyExc_TypeError, "time() takes 10 arguments (algo, mode, inputs, outputs, batch, attrs, "
+                            "stream, reps, warmup, events); %zd given", nargs);
     long algo = PyLong_AsLong(args[0]);
     long mode = PyLong_AsLong(args[1]);
-    long reps = PyLong_AsLong(args[11]);
-    long warmup = PyLong_AsLong(args[12]);
-    int events = PyObject_IsTrue(args[13]);
+    long reps = PyLong_AsLong(args[7]);
+    long warmup = PyLong_AsLong(args[8]);
+    int events = PyObject_IsTrue(args[9]);
     if (PyErr_Occurred() || events < 0) return NULL;
     if (reps < 1 || reps > 1000000 || warmup < 0 || warmup > 1000000)
         return PyErr_Format(PyExc_ValueError, "reps must be in 1..1e6 and warmup in 0..1e6");
@@ -313,8 +344,9 @@ static PyObject *cudalib_time(PyObject *s, PyObject *const *args, Py_ssize_t nar
     } else if (mode != 2) {
         return PyErr_Format(PyExc_ValueError, "mode must be 0 (device), 1 (host) or 2 (empty kernel)");
     }
-    grid_call c;
-    if (parse_call(args + 2, &c) < 0) return NULL;
+    call_args ca;
+    if (parse_call(args + 2, &ca) < 0) return NULL;
+    const grid_call *c = &ca.c;
     double *wall = PyMem_RawCalloc((size_t)reps, sizeof *wall);
     float *ev = events ? PyMem_RawCalloc((size_t)reps, sizeof *ev) : NULL;
     if (!wall || (events && !ev)) {
@@ -329,13 +361,13 @@ static PyObject *cudalib_time(PyObject *s, PyObject *const *args, Py_ssize_t nar
         for (long r = -warmup; r < reps && status == GRID_OK; r++) {
             struct timespec t0, t1;
             clock_gettime(CLOCK_MONOTONIC, &t0);
-            status = fn(&c);
+            status = fn(c);
             clock_gettime(CLOCK_MONOTONIC, &t1);
             if (r >= 0) wall[r] = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-3;
             if (r >= 0 && ev) ev[r] = 0.0f;
         }
     } else {
-        status = self->time(fn, &c, (int)reps, (int)warmup, ev, wall);
+        status = self->time(fn, c, (int)reps, (int)warmup, ev, wall);
     }
     Py_END_ALLOW_THREADS
     PyObject *result = NULL, *wl = NULL, *el = NULL;
@@ -453,11 +485,12 @@ static PyObject *cudalib_pinned(PyObject *s, PyObject *arg)
 
 static PyMethodDef cudalib_methods[] = {
     {"call", (PyCFunction)(void (*)(void))cudalib_call, METH_FASTCALL,
-     "call(algo, q, v, a, f, out, batch, frame, reference_frame, stream)\n\n"
-     "grid_cuda_<algo> on device pointers (ints; 0 = NULL) on stream (an int cudaStream_t, 0 = default).\n"
+     "call(algo, inputs, outputs, batch, attrs, stream)\n\n"
+     "grid_cuda_<algo> on device pointers: inputs and outputs are tuples of ints (0 = NULL) in the order of the\n"
+     "row (_core.signatures()), attrs a tuple of its attributes, stream an int cudaStream_t (0 = default).\n"
      "Asynchronous: nothing is synchronised. Raises CudaError when the launch fails."},
     {"time", (PyCFunction)(void (*)(void))cudalib_time, METH_FASTCALL,
-     "time(algo, mode, q, v, a, f, out, batch, frame, reference_frame, stream, reps, warmup, events)\n"
+     "time(algo, mode, inputs, outputs, batch, attrs, stream, reps, warmup, events)\n"
      "-> (event_us or None, wall_us): each call timed in C. mode 0: device pointers and 2: the empty kernel, each\n"
      "call followed by a synchronisation of stream (and CUDA events around it when events); mode 1: the host\n"
      "round trip (host pointers), which synchronises itself (event_us is zeros)."},
@@ -473,11 +506,7 @@ static PyMethodDef cudalib_methods[] = {
 static PyObject *cudalib_get_meta(PyObject *s, void *c)
 {
     (void)c;
-    const grid_robot_meta_t *m = grid_lib_meta(((GridPyCudaLibrary *)s)->lib);
-    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:s,s:i,s:I,s:s}", "abi_version", m->abi_version, "nq", m->nq, "nv",
-                         m->nv, "nb", m->nb, "nframes", m->nframes, "nee", m->nee, "dtype",
-                         m->dtype == GRID_FLOAT32 ? "float32" : "float64", "target", m->target, "algorithms",
-                         m->algorithms, "model_hash", m->model_hash ? m->model_hash : "");
+    return grid_py_meta_dict(grid_lib_meta(((GridPyCudaLibrary *)s)->lib));
 }
 
 static PyObject *cudalib_get_path(PyObject *s, void *c)

@@ -147,7 +147,7 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     g.opts = grid_emit_options_default();
     g.opts.dtype = dtype;
     g.opts.target = target;
-    g.opts.algorithms = 0; /* all */
+    g.opts.n_methods = 0; /* every row of the signature table */
     g.opts.model_hash = self->model_hash;
     g.opts.schedule = schedule;
 
@@ -175,7 +175,10 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     x.dtype = dtype;
     x.target = target;
     x.model_hash = self->model_hash;
-    x.algorithms = (1u << GRID_ALGO_COUNT) - 1u;
+    int every[GRID_ALGO_COUNT];
+    for (int a = 0; a < GRID_ALGO_COUNT; a++) every[a] = a;
+    x.methods = every;
+    x.n_methods = GRID_ALGO_COUNT;
 
     /* emit, build (or hit), load: all without the GIL; the buffers and the model are held by this call */
     grid_error err;
@@ -244,12 +247,25 @@ static PyObject *get_meta(PyObject *s, void *c)
 {
     (void)c;
     if (!LIB(s)->lib) Py_RETURN_NONE;
+    return grid_py_meta_dict(grid_lib_meta(LIB(s)->lib));
+}
+
+/* the rows the library exports (meta.methods): this robot's shapes and workspace, in the library's order */
+static PyObject *get_methods(PyObject *s, void *c)
+{
+    (void)c;
+    if (!LIB(s)->lib) Py_RETURN_NONE;
     const grid_robot_meta_t *m = grid_lib_meta(LIB(s)->lib);
-    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:s,s:i,s:I,s:n,s:s}", "abi_version", m->abi_version, "nq", m->nq,
-                         "nv", m->nv, "nb", m->nb, "nframes", m->nframes, "nee", m->nee, "dtype",
-                         m->dtype == GRID_FLOAT32 ? "float32" : "float64", "target", m->target, "algorithms",
-                         m->algorithms, "work_bytes", (Py_ssize_t)m->work_bytes, "model_hash",
-                         m->model_hash ? m->model_hash : "");
+    PyObject *t = PyTuple_New(m->n_methods);
+    for (int i = 0; t && i < m->n_methods; i++) {
+        PyObject *d = grid_py_method_dict(&m->methods[i]);
+        if (!d) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, d);
+    }
+    return t;
 }
 
 static PyGetSetDef library_getset[] = {
@@ -266,6 +282,7 @@ static PyGetSetDef library_getset[] = {
     {"work_threads", get_threads, NULL, "threads the provider workspace covers (0: the library needs none)", NULL},
     {"schedule", get_schedule, NULL, "the grid_schedule requested for generation (SCHEDULE_AUTO/_UNROLLED/_ROLLED)", NULL},
     {"meta", get_meta, NULL, "grid_robot_meta() of the loaded library as a dict (None when not loaded)", NULL},
+    {"methods", get_methods, NULL, "the library's own signature rows (concrete shapes, workspace) as dicts (None when not loaded)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

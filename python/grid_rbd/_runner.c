@@ -1,4 +1,4 @@
-/* _core.Runner: the per-call path — checks array arguments (numpy C API, buffer protocol otherwise), allocates the output and runs a provider without the GIL. */
+/* _core.Runner: the per-call path — checks array arguments against the method's signature row (numpy C API, buffer protocol otherwise), allocates the outputs and runs a provider without the GIL. */
 #include <stdlib.h>
 #include <string.h>
 #include "_core.h"
@@ -15,6 +15,7 @@ typedef struct {
     int nq, nv, nb, nee, nframes;
     int num_threads;                 /* passed to providers; <= 0 = their default */
     grid_py_provider provider;       /* copied table; fns[algo] NULL = the reference answers */
+    grid_method_info rows[GRID_ALGO_COUNT]; /* the signature table's rows with this model's shapes */
     int has_provider;
     PyObject *provider_name;         /* str */
     PyObject *provider_keep;         /* the capsule (or None) */
@@ -53,6 +54,8 @@ static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->nee = mo->model->nee;
     self->nframes = mo->model->nframes;
     self->num_threads = num_threads;
+    const grid_sizes sizes = grid_sizes_of(self->nq, self->nv, self->nb, self->nee, self->nframes);
+    for (int a = 0; a < GRID_ALGO_COUNT; a++) grid_sig_concrete(a, &sizes, 0, &self->rows[a]);
     Py_INCREF(owner);
     self->owner = owner;
 
@@ -171,19 +174,38 @@ static const char *format_name(const char *fmt)
     return fmt ? fmt : "B";
 }
 
-/* what an input's width is, for messages: the configuration, the tangent space or the wrenches */
-enum { WIDTH_Q, WIDTH_V, WIDTH_F };
-
-/* Get a C-contiguous view of obj in the runner's dtype with shape (batch, width); converts
-   through numpy.ascontiguousarray when obj is not already that. *batch < 0 means obj sets it.
-   `kind` (a WIDTH_*) describes the width in the error message. */
-static int get_input(GridPyRunner *r, PyObject *obj, const char *name, Py_ssize_t width, int kind,
-                     Py_ssize_t *batch, arg_buf *a)
+/* "(B, 7)", "(4, 7, 7)": a batch (or "B" when batch < 0) and a per-state shape */
+static void format_arg_shape(char *s, size_t cap, Py_ssize_t batch, const grid_arg_info *a)
 {
-    char got[96], what[64], hint[128];
-    if (fast_array(obj, r->type_num, 2)) {
+    size_t n = batch < 0 ? (size_t)snprintf(s, cap, "(B") : (size_t)snprintf(s, cap, "(%zd", batch);
+    for (int k = 0; k < a->rank && n < cap; k++) n += (size_t)snprintf(s + n, cap - n, ", %d", a->shape[k]);
+    if (n < cap) snprintf(s + n, cap - n, ")");
+}
+
+/* what an input's per-state extent is, for messages: "nv=18 tangent width", "6*nb=42 body-local wrenches" */
+static void describe_arg(char *s, size_t cap, const grid_sig_arg *sa, const grid_arg_info *a)
+{
+    char d[32];
+    size_t n = 0;
+    for (int k = 0; k < sa->rank && n < cap; k++)
+        n += (size_t)snprintf(s + n, cap - n, "%s%s", k ? " x " : "", grid_sig_dim_text(sa->dim[k], d, sizeof d));
+    for (int k = 0; k < a->rank && n < cap; k++) n += (size_t)snprintf(s + n, cap - n, "%s%d", k ? " x " : "=", a->shape[k]);
+    if (n < cap) snprintf(s + n, cap - n, " %s", sa->desc);
+}
+
+/* Get a C-contiguous view of obj in the runner's dtype with shape (batch, *a->shape); converts through
+   numpy.ascontiguousarray when obj is not already that. *batch < 0 means obj sets it (the first input,
+   named first). sa is the row's symbolic argument (for the messages). */
+static int get_input(GridPyRunner *r, PyObject *obj, const grid_sig_arg *sa, const grid_arg_info *ai,
+                     const char *first, Py_ssize_t *batch, arg_buf *a)
+{
+    char got[96], want[96], what[128], hint[128];
+    const int ndim = ai->rank + 1;
+    if (fast_array(obj, r->type_num, ndim)) {
         const npy_intp *dims = PyArray_DIMS((PyArrayObject *)obj);
-        if (dims[1] == width && (*batch < 0 || dims[0] == *batch)) {
+        int same = *batch < 0 || dims[0] == *batch;
+        for (int k = 0; same && k < ai->rank; k++) same = dims[k + 1] == ai->shape[k];
+        if (same) {
             *batch = dims[0];
             Py_INCREF(obj);
             a->converted = obj;
@@ -206,55 +228,43 @@ static int get_input(GridPyRunner *r, PyObject *obj, const char *name, Py_ssize_
         a->held = 1;
     }
 
-    /* shape (batch, width) */
+    /* shape (batch, per-state shape) */
     Py_buffer *v = &a->view;
     a->data = v->buf;
-    if (v->ndim != 2 || v->shape[1] != width) {
+    int same = v->ndim == ndim;
+    for (int k = 0; same && k < ai->rank; k++) same = v->shape[k + 1] == ai->shape[k];
+    if (!same) {
         format_shape(got, sizeof got, v);
-        if (kind == WIDTH_Q) snprintf(what, sizeof what, "nq=%d configuration width", r->nq);
-        else if (kind == WIDTH_V) snprintf(what, sizeof what, "nv=%d tangent width", r->nv);
-        else snprintf(what, sizeof what, "6*nb=%d body-local wrenches", 6 * r->nb);
+        format_arg_shape(want, sizeof want, -1, ai);
+        describe_arg(what, sizeof what, sa, ai);
         hint[0] = '\0';
-        if (kind == WIDTH_V && r->nq != r->nv && v->ndim == 2 && v->shape[1] == r->nq)
+        /* an nq-wide array where the tangent width is expected */
+        if (sa->rank == 1 && sa->dim[0].sym == GRID_SYM_NV && sa->dim[0].mul == 1 && r->nq != r->nv && v->ndim == 2 &&
+            v->shape[1] == r->nq)
             snprintf(hint, sizeof hint, "; velocity-space arrays are nv=%d wide on a floating base, not nq=%d",
                      r->nv, r->nq);
-        PyErr_Format(PyExc_ValueError, "%s must have shape (B, %zd) (B states x %s); got %s%s",
-                     name, width, what, got, hint);
+        PyErr_Format(PyExc_ValueError, "%s must have shape %s (B states x %s); got %s%s", ai->name, want, what, got,
+                     hint);
         return -1;
     }
     if (*batch < 0) {
         *batch = v->shape[0];
     } else if (v->shape[0] != *batch) {
         format_shape(got, sizeof got, v);
-        PyErr_Format(PyExc_ValueError,
-                     "%s must have shape (%zd, %zd) to match the batch of q (%zd states on axis 0); got %s",
-                     name, *batch, width, *batch, got);
+        format_arg_shape(want, sizeof want, *batch, ai);
+        PyErr_Format(PyExc_ValueError, "%s must have shape %s to match the batch of %s (%zd states on axis 0); got %s",
+                     ai->name, want, first, *batch, got);
         return -1;
     }
     return 0;
 }
 
-/* output shape of algo for a batch; returns the rank */
-static int output_shape(const GridPyRunner *r, int algo, Py_ssize_t batch, Py_ssize_t shape[4])
+/* output shape of row output a for a batch; returns the rank */
+static int output_shape(const grid_arg_info *a, Py_ssize_t batch, Py_ssize_t shape[GRID_MAX_RANK + 1])
 {
     shape[0] = batch;
-    switch (algo) {
-    case GRID_ALGO_CRBA: case GRID_ALGO_MINV:
-        shape[1] = r->nv; shape[2] = r->nv;
-        return 3;
-    case GRID_ALGO_FK:
-        shape[1] = r->nb; shape[2] = 4; shape[3] = 4;
-        return 4;
-    case GRID_ALGO_EE_POSE:
-        shape[1] = 6 * (Py_ssize_t)r->nee;
-        return 2;
-    case GRID_ALGO_FRAME_JACOBIAN:
-        shape[1] = 6; shape[2] = r->nv;
-        return 3;
-    default:
-        shape[1] = r->nv;
-        return 2;
-    }
+    for (int k = 0; k < a->rank; k++) shape[k + 1] = a->shape[k];
+    return a->rank + 1;
 }
 
 /* "(4, 7, 7)" from explicit dims */
@@ -269,13 +279,13 @@ static void format_dims(char *s, size_t cap, const Py_ssize_t *shape, int ndim)
 
 /* a writable C-contiguous array for the output: out itself (checked to have exactly the output shape
    and dtype) or a fresh array */
-static int get_output(GridPyRunner *r, PyObject **out, int ndim, const Py_ssize_t *shape, arg_buf *a)
+static int get_output(GridPyRunner *r, PyObject **out, const char *name, int ndim, const Py_ssize_t *shape, arg_buf *a)
 {
     char want[96], got[128];
     const char *tname = r->dtype == GRID_FLOAT32 ? "float32" : "float64";
     /* fast paths: a fresh array, or an out= that is exactly right */
     if (*out == Py_None) {
-        npy_intp dims[4];
+        npy_intp dims[GRID_MAX_RANK + 1];
         for (int i = 0; i < ndim; i++) dims[i] = (npy_intp)shape[i];
         PyObject *arr = PyArray_SimpleNew(ndim, dims, r->type_num);
         if (!arr) return -1;
@@ -305,14 +315,14 @@ static int get_output(GridPyRunner *r, PyObject **out, int ndim, const Py_ssize_
         if (PyObject_CheckBuffer(*out) && PyObject_GetBuffer(*out, &probe, PyBUF_FULL_RO) == 0) {
             format_shape(got, sizeof got, &probe);
             PyErr_Format(PyExc_ValueError,
-                         "out must be a writable C-contiguous %s array of shape %s; got a %s%s %s array of shape %s",
-                         tname, want, probe.readonly ? "read-only " : "",
+                         "%s must be a writable C-contiguous %s array of shape %s; got a %s%s %s array of shape %s",
+                         name, tname, want, probe.readonly ? "read-only " : "",
                          PyBuffer_IsContiguous(&probe, 'C') ? "" : "non-contiguous", format_name(probe.format), got);
             PyBuffer_Release(&probe);
         } else {
             PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "out must be a writable C-contiguous %s array of shape %s; got %.80s",
-                         tname, want, Py_TYPE(*out)->tp_name);
+            PyErr_Format(PyExc_ValueError, "%s must be a writable C-contiguous %s array of shape %s; got %.80s",
+                         name, tname, want, Py_TYPE(*out)->tp_name);
         }
         return -1;
     }
@@ -322,8 +332,8 @@ static int get_output(GridPyRunner *r, PyObject **out, int ndim, const Py_ssize_
     for (int i = 0; ok && i < ndim; i++) ok = a->view.shape[i] == shape[i];
     if (!ok) {
         format_shape(got, sizeof got, &a->view);
-        PyErr_Format(PyExc_ValueError, "out must be a writable C-contiguous %s array of shape %s; got a %s array of shape %s",
-                     tname, want, format_name(a->view.format), got);
+        PyErr_Format(PyExc_ValueError, "%s must be a writable C-contiguous %s array of shape %s; got a %s array of shape %s",
+                     name, tname, want, format_name(a->view.format), got);
         return -1;
     }
     return 0;
@@ -331,76 +341,93 @@ static int get_output(GridPyRunner *r, PyObject **out, int ndim, const Py_ssize_
 
 /* ---- the call ---- */
 
-/* which inputs an algorithm reads: bit 0 v, bit 1 a (required), bit 2 a (optional), bit 3 fext */
-#define IN_V 1
-#define IN_A 2
-#define IN_A_OPT 4
-#define IN_FEXT 8
-static const unsigned char algo_inputs[GRID_ALGO_COUNT] = {
-    [GRID_ALGO_RNEA] = IN_V | IN_A_OPT | IN_FEXT,
-    [GRID_ALGO_NLE] = IN_V,
-    [GRID_ALGO_FD] = IN_V | IN_A | IN_FEXT,
-    [GRID_ALGO_ABA] = IN_V | IN_A | IN_FEXT,
-};
+/* "q, qd, qdd, f_ext": the input names of a row */
+static void input_names(const grid_method_info *row, char *s, size_t cap)
+{
+    size_t n = 0;
+    s[0] = '\0';
+    for (int k = 0; k < row->n_in && n < cap; k++) n += (size_t)snprintf(s + n, cap - n, "%s%s", k ? ", " : "", row->in[k].name);
+}
 
-/* Runner.call(algo, q, v, a, fext, out, frame, reference_frame) -> out */
+/* Runner.call(algo, inputs, out, attrs) -> out: inputs and attrs in the order of the row */
 static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize_t nargs)
 {
     GridPyRunner *r = (GridPyRunner *)self_obj;
-    arg_buf bq = {0}, bv = {0}, ba = {0}, bf = {0}, bo = {0};
-    PyObject *out = NULL, *result = NULL;
+    arg_buf bin[GRID_MAX_IN], bout[GRID_MAX_OUT];
+    PyObject *outs[GRID_MAX_OUT] = {0}, *result = NULL;
     void *work = NULL;
     int own_work = 0;
+    memset(bin, 0, sizeof bin);
+    memset(bout, 0, sizeof bout);
 
-    if (nargs != 8) {
-        PyErr_Format(PyExc_TypeError, "call() takes 8 arguments (algo, q, v, a, fext, out, frame, "
-                     "reference_frame); %zd given", nargs);
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "call() takes 4 arguments (algo, inputs, out, attrs); %zd given", nargs);
         return NULL;
     }
     long algo = PyLong_AsLong(args[0]);
     if (algo == -1 && PyErr_Occurred()) return NULL;
     if (algo < 0 || algo >= GRID_ALGO_COUNT)
         return PyErr_Format(PyExc_ValueError, "unknown algorithm id %ld", algo);
-    PyObject *q = args[1], *v = args[2], *acc = args[3], *fext = args[4];
-    out = args[5];
-    unsigned inputs = algo_inputs[algo];
-    const char *a_name = algo == GRID_ALGO_RNEA ? "qdd" : "u";
+    const grid_signature_row *sig = grid_sig_row((int)algo);
+    const grid_method_info *row = &r->rows[algo];
+    PyObject *inputs = args[1], *out = args[2], *attrs = args[3];
+    if (!PyTuple_Check(inputs)) return PyErr_Format(PyExc_TypeError, "inputs must be a tuple, not %.80s", Py_TYPE(inputs)->tp_name);
+    if (!PyTuple_Check(attrs)) return PyErr_Format(PyExc_TypeError, "attrs must be a tuple, not %.80s", Py_TYPE(attrs)->tp_name);
+    const Py_ssize_t n_given = PyTuple_GET_SIZE(inputs);
 
-    /* presence of each input */
-    if (q == Py_None) return PyErr_Format(PyExc_TypeError, "q is required");
-    if ((inputs & IN_V) && v == Py_None) return PyErr_Format(PyExc_TypeError, "qd is required");
-    if ((inputs & IN_A) && acc == Py_None) return PyErr_Format(PyExc_TypeError, "%s is required", a_name);
-    if ((!(inputs & IN_V) && v != Py_None) || (!(inputs & (IN_A | IN_A_OPT)) && acc != Py_None) ||
-        (!(inputs & IN_FEXT) && fext != Py_None))
-        return PyErr_Format(PyExc_TypeError, "%s takes no %s argument", grid_algo_name((int)algo),
-                            (!(inputs & IN_V) && v != Py_None) ? "qd" : (fext != Py_None ? "f_ext" : a_name));
-
-    /* frame arguments */
-    long frame = 0, rf = 0;
-    if (algo == GRID_ALGO_FRAME_JACOBIAN) {
-        frame = PyLong_AsLong(args[6]);
-        if (frame == -1 && PyErr_Occurred()) return NULL;
-        rf = PyLong_AsLong(args[7]);
-        if (rf == -1 && PyErr_Occurred()) return NULL;
-        if (frame < 0 || frame >= r->nframes)
-            return PyErr_Format(PyExc_ValueError, "frame id %ld is out of range: the robot has %d frames",
-                                frame, r->nframes);
-        if (rf != GRID_WORLD && rf != GRID_LOCAL && rf != GRID_LOCAL_WORLD_ALIGNED)
-            return PyErr_Format(PyExc_ValueError, "reference_frame id %ld is not WORLD (0), LOCAL (1) "
-                                "or LOCAL_WORLD_ALIGNED (2)", rf);
+    /* presence of each input: a missing trailing input is None; an input past the row's is refused */
+    for (Py_ssize_t k = row->n_in; k < n_given; k++)
+        if (PyTuple_GET_ITEM(inputs, k) != Py_None) {
+            char names[160];
+            input_names(row, names, sizeof names);
+            return PyErr_Format(PyExc_TypeError, "%s takes no input at position %zd (its inputs: %s)", row->name, k, names);
+        }
+    PyObject *in[GRID_MAX_IN];
+    for (int k = 0; k < row->n_in; k++) {
+        in[k] = k < n_given ? PyTuple_GET_ITEM(inputs, k) : Py_None;
+        if (in[k] == Py_None && row->in[k].optional == GRID_REQUIRED)
+            return PyErr_Format(PyExc_TypeError, "%s is required", row->in[k].name);
     }
 
-    /* inputs: views of (B, width) arrays in the handle dtype */
-    Py_ssize_t batch = -1;
-    if (get_input(r, q, "q", r->nq, WIDTH_Q, &batch, &bq) < 0) goto fail;
-    if (v != Py_None && get_input(r, v, "qd", r->nv, WIDTH_V, &batch, &bv) < 0) goto fail;
-    if (acc != Py_None && get_input(r, acc, a_name, r->nv, WIDTH_V, &batch, &ba) < 0) goto fail;
-    if (fext != Py_None && get_input(r, fext, "f_ext", 6 * (Py_ssize_t)r->nb, WIDTH_F, &batch, &bf) < 0) goto fail;
+    /* attributes, checked against the row's ranges */
+    if (PyTuple_GET_SIZE(attrs) != row->n_attr)
+        return PyErr_Format(PyExc_TypeError, "%s takes %d attributes; %zd given", row->name, row->n_attr,
+                            PyTuple_GET_SIZE(attrs));
+    int attr[GRID_MAX_ATTR] = {0};
+    for (int k = 0; k < row->n_attr; k++) {
+        long x = PyLong_AsLong(PyTuple_GET_ITEM(attrs, k));
+        if (x == -1 && PyErr_Occurred()) return NULL;
+        if (x < row->attr_lo[k] || x >= row->attr_hi[k])
+            return PyErr_Format(PyExc_ValueError, sig->attr[k].range_error, x, row->attr_hi[k]);
+        attr[k] = (int)x;
+    }
 
-    /* output */
-    Py_ssize_t shape[4];
-    int ndim = output_shape(r, (int)algo, batch, shape);
-    if (get_output(r, &out, ndim, shape, &bo) < 0) goto fail;
+    /* outputs given: one array (or None) for a single output, else a tuple */
+    if (row->n_out == 1) {
+        outs[0] = out;
+    } else if (out == Py_None) {
+        for (int k = 0; k < row->n_out; k++) outs[k] = Py_None;
+    } else if (PyTuple_Check(out) && PyTuple_GET_SIZE(out) == row->n_out) {
+        for (int k = 0; k < row->n_out; k++) outs[k] = PyTuple_GET_ITEM(out, k);
+    } else {
+        return PyErr_Format(PyExc_TypeError, "out must be None or a tuple of %d arrays for %s", row->n_out, row->name);
+    }
+
+    /* inputs: views of (B, per-state shape) arrays in the handle dtype */
+    Py_ssize_t batch = -1;
+    for (int k = 0; k < row->n_in; k++)
+        if (in[k] != Py_None && get_input(r, in[k], &sig->in[k], &row->in[k], row->in[0].name, &batch, &bin[k]) < 0)
+            goto fail;
+
+    /* outputs */
+    for (int k = 0; k < row->n_out; k++) {
+        Py_ssize_t shape[GRID_MAX_RANK + 1];
+        char name[64];
+        if (row->n_out == 1) snprintf(name, sizeof name, "out");
+        else snprintf(name, sizeof name, "out[%d] (%s)", k, row->out[k].name);
+        int ndim = output_shape(&row->out[k], batch, shape);
+        if (get_output(r, &outs[k], name, ndim, shape, &bout[k]) < 0) goto fail;
+    }
 
     /* run the batch without the GIL */
     if (batch > 0) {
@@ -415,18 +442,21 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
                 own_work = 1;
             }
         }
+        const void *in_ptr[GRID_MAX_IN] = {0};
+        void *out_ptr[GRID_MAX_OUT] = {0};
+        for (int k = 0; k < row->n_in; k++) in_ptr[k] = bin[k].data;
+        for (int k = 0; k < row->n_out; k++) out_ptr[k] = bout[k].data;
         grid_call c;
         memset(&c, 0, sizeof c);
-        c.q = bq.data;
-        c.v = bv.data;
-        c.a = ba.data;
-        c.fext = bf.data;
-        c.out = bo.data;
+        c.in = in_ptr;
+        c.out = out_ptr;
+        c.n_in = row->n_in;
+        c.n_out = row->n_out;
         c.batch = (long long)batch;
-        c.frame = (int)frame;
-        c.reference_frame = (int)rf;
+        memcpy(c.attr, attr, sizeof c.attr);
         c.num_threads = r->num_threads;
         c.work = work;
+        c.work_bytes = work ? r->provider.work_bytes : 0;
         int status;
         const grid_model *m = r->model;
         int dtype = r->dtype;
@@ -435,30 +465,37 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         Py_END_ALLOW_THREADS
         if (status != GRID_OK) {
             char msg[160];
-            snprintf(msg, sizeof msg, "%s failed with status %d", grid_algo_name((int)algo), status);
+            snprintf(msg, sizeof msg, "%s failed with status %d", row->name, status);
             grid_py_raise(status, 0, 0, msg, NULL);
             goto fail;
         }
     }
 
-    result = out;
-    Py_INCREF(result);
+    if (row->n_out == 1) {
+        result = outs[0];
+        Py_INCREF(result);
+    } else {
+        result = PyTuple_New(row->n_out);
+        for (int k = 0; result && k < row->n_out; k++) {
+            Py_INCREF(outs[k]);
+            PyTuple_SET_ITEM(result, k, outs[k]);
+        }
+    }
 fail:
     if (own_work) PyMem_RawFree(work);
     else if (work) r->work_busy = 0;
-    arg_release(&bq);
-    arg_release(&bv);
-    arg_release(&ba);
-    arg_release(&bf);
-    arg_release(&bo);
+    for (int k = 0; k < GRID_MAX_IN; k++) arg_release(&bin[k]);
+    for (int k = 0; k < GRID_MAX_OUT; k++) arg_release(&bout[k]);
     return result;
 }
 
 static PyMethodDef runner_methods[] = {
     {"call", (PyCFunction)(void (*)(void))runner_call, METH_FASTCALL,
-     "call(algo, q, v, a, fext, out, frame, reference_frame) -> out\n\n"
-     "Runs one batched algorithm. Arrays are (B, width) in the runner dtype (others are converted);\n"
-     "unused inputs are None; out is None (allocated) or a C-contiguous array of the output shape."},
+     "call(algo, inputs, out, attrs) -> out\n\n"
+     "Runs one batched method: row algo of the signature table (_core.signatures()). inputs is a tuple in\n"
+     "the row's order, arrays of (B, per-state shape) in the runner dtype (others are converted), None for\n"
+     "an absent optional input; attrs a tuple of the row's integer attributes; out None (allocated) or a\n"
+     "C-contiguous array of the output shape (a tuple of them for a row with several outputs)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -511,7 +548,7 @@ static PyObject *get_algorithms(PyObject *s, void *c)
     PyObject *t = PyTuple_New(GRID_ALGO_COUNT);
     if (!t) return NULL;
     for (int i = 0; i < GRID_ALGO_COUNT; i++) {
-        int generated = r->has_provider && r->provider.fns[i];
+        const int generated = r->has_provider && r->provider.fns[i];
         PyObject *x = PyUnicode_FromString(generated ? "provider" : "reference");
         if (!x) { Py_DECREF(t); return NULL; }
         PyTuple_SET_ITEM(t, i, x);

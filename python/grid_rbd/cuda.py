@@ -9,6 +9,7 @@ import threading
 import numpy as np
 
 from . import _core
+from . import _signatures
 from ._errors import BuildError, CudaError, GridArgumentError
 
 __all__ = ["probe", "nvcc_status", "resolve_device", "CudaRunner", "available"]
@@ -93,21 +94,7 @@ def resolve_device(device, codegen, cuda_arch=None, build_only=False):
     return "cuda", reason, arch
 
 
-# ---- per-call argument handling for device arrays ----
-
-_RNEA, _NLE = _core.ALGO_RNEA, _core.ALGO_NLE
-_CRBA, _MINV, _FD, _ABA = _core.ALGO_CRBA, _core.ALGO_MINV, _core.ALGO_FD, _core.ALGO_ABA
-_FK, _EE, _JAC = _core.ALGO_FK, _core.ALGO_EE_POSE, _core.ALGO_FRAME_JACOBIAN
-
-# inputs per algorithm: (v required, a required, a optional, fext optional), as in _runner.c
-_INPUTS = {
-    _RNEA: (True, False, True, True),
-    _NLE: (True, False, False, False),
-    _FD: (True, True, False, True),
-    _ABA: (True, True, False, True),
-}
-_NONE = (False, False, False, False)
-
+# ---- per-call argument handling for device arrays (each check from the method's signature row) ----
 
 def _is_device_array(x):
     """a CUDA tensor of torch, or any object exposing __cuda_array_interface__ (cupy, numba, jax ...)"""
@@ -166,22 +153,11 @@ class _DeviceArray:
         self.stream = cai.get("stream")
 
 
-def _output_shape(algo, b, nq, nv, nb, nee):
-    if algo in (_CRBA, _MINV):
-        return (b, nv, nv)
-    if algo == _FK:
-        return (b, nb, 4, 4)
-    if algo == _EE:
-        return (b, 6 * nee)
-    if algo == _JAC:
-        return (b, 6, nv)
-    return (b, nv)
-
-
 class CudaRunner:
     """Answers a CUDA handle's calls: numpy (host) arrays through the generated host round trip (the inner
     _core.Runner with the library's grid_<algo> entry points: validation, out= and the GIL release as on the
-    CPU), device arrays straight to grid_cuda_<algo> on the caller's stream (no synchronisation)."""
+    CPU), device arrays straight to grid_cuda_<algo> on the caller's stream (no synchronisation). Calls are
+    call(row, inputs, out, attrs) as on the Runner; the device path checks them against the row."""
 
     def __init__(self, runner, library, cuda_library, model):
         self._runner = runner
@@ -190,8 +166,8 @@ class CudaRunner:
         self._model = model
         self._dtype = np.dtype(runner.dtype)
         self._typestr = self._dtype.str
-        self._sizes = (model.nq, model.nv, model.nb, model.nee)
-        self._nframes = len(model.frame_names)
+        sizes = _signatures.sizes_of(model)
+        self._rows = tuple(_signatures.concrete(r, sizes) for r in _signatures.ROWS)  # this model's shapes
         self.call = self._make_call()
 
     # the attributes RobotHandle reads from a runner
@@ -229,48 +205,50 @@ class CudaRunner:
         cuda = self._cuda
         ndarray = np.ndarray
 
-        def call(algo, q, v, a, f, out, frame, rf):
+        def call(algo, inputs, out, attrs):
+            q = inputs[0] if inputs else None
             if type(q) is ndarray or not _is_device_array(q):
                 try:
-                    return host_call(algo, q, v, a, f, out, frame, rf)
+                    return host_call(algo, inputs, out, attrs)
                 except CudaError as e:
                     raise _with_detail(e, cuda) from None
-            return device_call(algo, q, v, a, f, out, frame, rf)
+            return device_call(algo, inputs, out, attrs)
 
         return call
 
-    def _device_call(self, algo, q, v, a, f, out, frame, rf):
-        nq, nv, nb, nee = self._sizes
-        needs_v, needs_a, opt_a, opt_f = _INPUTS.get(algo, _NONE)
-        a_name = "qdd" if algo == _RNEA else "u"
-        if needs_v and v is None:
-            raise TypeError("qd is required")
-        if needs_a and a is None:
-            raise TypeError(f"{a_name} is required")
-        if (not needs_v and v is not None) or (not (needs_a or opt_a) and a is not None) or \
-                (not opt_f and f is not None):
-            what = "qd" if (not needs_v and v is not None) else ("f_ext" if f is not None else a_name)
-            raise TypeError(f"{_core.ALGORITHMS[algo]} takes no {what} argument")
-        if algo == _JAC:
-            if not 0 <= frame < self._nframes:
-                raise ValueError(f"frame id {frame} is out of range: the robot has {self._nframes} frames")
-            if rf not in (0, 1, 2):
-                raise ValueError(f"reference_frame id {rf} is not WORLD (0), LOCAL (1) or LOCAL_WORLD_ALIGNED (2)")
-        dq = _DeviceArray(q, "q")
-        batch = self._check(dq, "q", nq, None, "nq=%d configuration width" % nq)
-        args = [dq]
-        for x, name, width, what in ((v, "qd", nv, f"nv={nv} tangent width"),
-                                     (a, a_name, nv, f"nv={nv} tangent width"),
-                                     (f, "f_ext", 6 * nb, f"6*nb={6 * nb} body-local wrenches")):
+    def _device_call(self, algo, inputs, out, attrs):
+        if not 0 <= algo < len(self._rows):
+            raise ValueError(f"unknown algorithm id {algo}")
+        row = self._rows[algo]
+        specs = row["inputs"]
+        for k in range(len(specs), len(inputs)):
+            if inputs[k] is not None:
+                raise TypeError(f"{row['name']} takes no input at position {k} (its inputs: "
+                                f"{', '.join(s[0] for s in specs)})")
+        inputs = tuple(inputs[:len(specs)]) + (None,) * (len(specs) - len(inputs))
+        for x, (name, _, optional, _, _) in zip(inputs, specs):
+            if x is None and not optional:
+                raise TypeError(f"{name} is required")
+        if len(attrs) != len(row["attrs"]):
+            raise TypeError(f"{row['name']} takes {len(row['attrs'])} attributes; {len(attrs)} given")
+        for x, (_, lo, hi, range_error) in zip(attrs, row["attrs"]):
+            if not lo <= x < hi:
+                raise ValueError(_signatures.range_message(range_error, x, hi))
+        first, shape0, _, desc0, dims0 = specs[0]
+        dq = _DeviceArray(inputs[0], first)
+        batch = self._check(dq, first, shape0, None, _signatures.describe(shape0, desc0, dims0), first)
+        ptrs = [dq.ptr]
+        for x, (name, shape, _, desc, dims) in zip(inputs[1:], specs[1:]):
             if x is None:
-                args.append(None)
+                ptrs.append(0)
                 continue
             d = _DeviceArray(x, name)
-            self._check(d, name, width, batch, what)
+            self._check(d, name, shape, batch, _signatures.describe(shape, desc, dims), first)
             if d.device is not None and dq.device is not None and d.device != dq.device:
                 raise ValueError(f"{name} is on cuda:{d.device} and q on cuda:{dq.device}; pass all arrays on one device")
-            args.append(d)
-        shape = _output_shape(algo, batch, nq, nv, nb, nee)
+            ptrs.append(d.ptr)
+        q = inputs[0]
+        shape = (batch,) + row["outputs"][0][1]
         if out is None:
             if not dq.torch:
                 out = _allocate_like(q, shape, self._dtype)
@@ -291,19 +269,19 @@ class CudaRunner:
             stream = dq.stream or 0
         if dq.device is not None:
             self._cuda.use_device(dq.device)
-        ptr = [d.ptr if d is not None else 0 for d in args]
-        self._cuda.call(algo, ptr[0], ptr[1], ptr[2], ptr[3], do.ptr, batch, frame, rf, stream)
+        self._cuda.call(algo, tuple(ptrs), (do.ptr,), batch, tuple(int(x) for x in attrs), stream)
         return out
 
-    def _check(self, d, name, width, batch, what):
+    def _check(self, d, name, shape, batch, what, first):
+        want = ", ".join(str(n) for n in shape)
         if d.typestr != self._typestr:
             raise ValueError(f"{name} must be {self._dtype.name} (the handle dtype) on the device; got "
                              f"{_type_name(d.typestr)} (device arrays are not converted)")
-        if len(d.shape) != 2 or d.shape[1] != width:
-            raise ValueError(f"{name} must have shape (B, {width}) (B states x {what}); got {d.shape}")
+        if len(d.shape) != len(shape) + 1 or d.shape[1:] != shape:
+            raise ValueError(f"{name} must have shape (B, {want}) (B states x {what}); got {d.shape}")
         if batch is not None and d.shape[0] != batch:
-            raise ValueError(f"{name} must have shape ({batch}, {width}) to match the batch of q ({batch} states on "
-                             f"axis 0); got {d.shape}")
+            raise ValueError(f"{name} must have shape ({batch}, {want}) to match the batch of {first} ({batch} states "
+                             f"on axis 0); got {d.shape}")
         return d.shape[0]
 
     def pinned_empty(self, shape):

@@ -1,8 +1,11 @@
-"""RobotHandle: the batched algorithm methods of one registered robot (argument handling only; _core.Runner does the work)."""
+"""RobotHandle: the batched algorithm methods of one registered robot (argument handling only; _core.Runner does the work,
+checking every call against the method's row of the signature table)."""
 
+import inspect
 import numbers
 
 from . import _core
+from ._signatures import ID as _ID
 
 __all__ = ["RobotHandle", "REFERENCE_FRAMES"]
 
@@ -13,9 +16,10 @@ REFERENCE_FRAMES = {
     "LOCAL_WORLD_ALIGNED": _core.LOCAL_WORLD_ALIGNED,
 }
 
-_RNEA, _NLE, _GRAVITY = _core.ALGO_RNEA, _core.ALGO_NLE, _core.ALGO_GRAVITY
-_CRBA, _MINV, _FD, _ABA = _core.ALGO_CRBA, _core.ALGO_MINV, _core.ALGO_FD, _core.ALGO_ABA
-_FK, _EE_POSE, _JAC = _core.ALGO_FK, _core.ALGO_EE_POSE, _core.ALGO_FRAME_JACOBIAN
+# the rows of the signature table each method calls: self._call(row, inputs in the row's order, out, attrs)
+_RNEA, _NLE, _GRAVITY = _ID["rnea"], _ID["nle"], _ID["gravity"]
+_CRBA, _MINV, _FD, _ABA = _ID["crba"], _ID["minv"], _ID["fd"], _ID["aba"]
+_FK, _EE_POSE, _JAC = _ID["fk"], _ID["ee_pose"], _ID["frame_jacobian"]
 
 
 class RobotHandle:
@@ -240,44 +244,44 @@ class RobotHandle:
     # ---- dynamics ----
     def inverse_dynamics(self, q, qd, qdd=None, f_ext=None, out=None):
         """RNEA: tau = M(q) qdd + c(q, qd) - J^T f_ext, (B, nv). qdd=None means zero acceleration."""
-        return self._call(_RNEA, q, qd, qdd, f_ext, out, 0, 0)
+        return self._call(_RNEA, (q, qd, qdd, f_ext), out, ())
 
     rnea = inverse_dynamics
 
     def nonlinear_effects(self, q, qd, out=None):
         """Coriolis, centrifugal and gravity terms c(q, qd) = rnea(q, qd, 0), (B, nv)."""
-        return self._call(_NLE, q, qd, None, None, out, 0, 0)
+        return self._call(_NLE, (q, qd), out, ())
 
     def generalized_gravity(self, q, out=None):
         """Gravity torques g(q) = rnea(q, 0, 0), (B, nv)."""
-        return self._call(_GRAVITY, q, None, None, None, out, 0, 0)
+        return self._call(_GRAVITY, (q,), out, ())
 
     def crba(self, q, out=None):
         """Joint-space mass matrix M(q), full symmetric, (B, nv, nv)."""
-        return self._call(_CRBA, q, None, None, None, out, 0, 0)
+        return self._call(_CRBA, (q,), out, ())
 
     def minv(self, q, out=None):
         """Inverse mass matrix M(q)^-1 by the direct algorithm, full symmetric, (B, nv, nv)."""
-        return self._call(_MINV, q, None, None, None, out, 0, 0)
+        return self._call(_MINV, (q,), out, ())
 
     def forward_dynamics(self, q, qd, u, f_ext=None, out=None):
         """qdd = M^-1 (u - c(q, qd) + J^T f_ext), (B, nv)."""
-        return self._call(_FD, q, qd, u, f_ext, out, 0, 0)
+        return self._call(_FD, (q, qd, u, f_ext), out, ())
 
     fd = forward_dynamics
 
     def aba(self, q, qd, u, f_ext=None, out=None):
         """Forward dynamics by the articulated-body algorithm, (B, nv)."""
-        return self._call(_ABA, q, qd, u, f_ext, out, 0, 0)
+        return self._call(_ABA, (q, qd, u, f_ext), out, ())
 
     # ---- kinematics ----
     def forward_kinematics(self, q, out=None):
         """World placement oMi of every body (joint frame), (B, nb, 4, 4) homogeneous matrices."""
-        return self._call(_FK, q, None, None, None, out, 0, 0)
+        return self._call(_FK, (q,), out, ())
 
     def end_effector_pose(self, q, out=None):
         """[x, y, z, roll, pitch, yaw] of each end effector (pinocchio.rpy.matrixToRpy), (B, 6*nee)."""
-        return self._call(_EE_POSE, q, None, None, None, out, 0, 0)
+        return self._call(_EE_POSE, (q,), out, ())
 
     def frame_jacobian(self, q, target=None, reference_frame="LOCAL_WORLD_ALIGNED", out=None):
         """Jacobian of a frame, rows [linear; angular], (B, 6, nv), as pinocchio.computeFrameJacobian.
@@ -295,5 +299,53 @@ class RobotHandle:
         if rf is None:
             raise ValueError(f"reference_frame must be one of 'WORLD', 'LOCAL', 'LOCAL_WORLD_ALIGNED'; "
                              f"got {reference_frame!r}")
-        return self._call(_JAC, q, None, None, None, out, fid, rf)
+        return self._call(_JAC, (q,), out, (fid, rf))
 
+
+
+def _generic_method(row):
+    """A RobotHandle method for a row of the signature table that has no hand-written one: the row's inputs as
+    parameters (optional ones default None), its attributes as int keywords (default: the lowest valid value),
+    and out=, calling the row like the methods above."""
+    inputs = [a["name"] for a in row["inputs"]]
+    optional = [a["optional"] for a in row["inputs"]]
+    attrs = [(a["name"], a["lo"]) for a in row["attrs"]]
+    algo = row["id"]
+
+    def method(self, *args, out=None, **kwargs):
+        if len(args) > len(inputs):
+            raise TypeError(f"{row['py_name']}() takes {len(inputs)} inputs ({', '.join(inputs)}); {len(args)} given")
+        values = list(args) + [None] * (len(inputs) - len(args))
+        for k, name in enumerate(inputs):
+            if name in kwargs:
+                values[k] = kwargs.pop(name)
+        attr_values = tuple(int(kwargs.pop(name, lo)) for name, lo in attrs)
+        if kwargs:
+            raise TypeError(f"{row['py_name']}() got an unexpected keyword argument {next(iter(kwargs))!r}")
+        return self._call(algo, tuple(values), out, attr_values)
+
+    P = inspect.Parameter
+    params = [P("self", P.POSITIONAL_OR_KEYWORD)]
+    params += [P(n, P.POSITIONAL_OR_KEYWORD, default=None if opt else P.empty) for n, opt in zip(inputs, optional)]
+    params += [P(n, P.KEYWORD_ONLY, default=lo) for n, lo in attrs] + [P("out", P.KEYWORD_ONLY, default=None)]
+    method.__signature__ = inspect.Signature(params)
+    method.__name__ = method.__qualname__ = row["py_name"]
+    shapes = ", ".join(f"{a['name']} (B, {', '.join(map(str, a['shape']))})" for a in row["inputs"] + row["outputs"])
+    method.__doc__ = f"{row['doc']}. Generated from the signature table: {shapes}."
+    return method
+
+
+def _install_generic_methods():
+    """every row of the signature table is a RobotHandle method (and its aliases): hand-written above, or generic"""
+    from ._signatures import ROWS
+    for row in ROWS:
+        fn = getattr(RobotHandle, row["py_name"], None)
+        if fn is None:
+            fn = _generic_method(row)
+            setattr(RobotHandle, row["py_name"], fn)
+        for alias in row["aliases"]:
+            if not hasattr(RobotHandle, alias):
+                setattr(RobotHandle, alias, fn)
+
+
+_install_generic_methods()

@@ -157,7 +157,7 @@ static int write_meta(const char *dir, const grid_build_request *req, const grid
     grid_json_obj_int(&o, "nframes", m->nframes);
     grid_json_obj_int(&o, "nee", m->nee);
     grid_json_obj_str(&o, "dtype", dtype_text(m->dtype));
-    grid_json_obj_int(&o, "algorithms", (long long)m->algorithms);
+    grid_json_obj_int(&o, "methods", (long long)m->n_methods); /* rows in meta.methods (ABI 2) */
     grid_json_obj_int(&o, "work_bytes", (long long)m->work_bytes);
     grid_json_obj_str(&o, "model_hash", m->model_hash);
     grid_json_obj_str(&o, "compiler", tc->display);

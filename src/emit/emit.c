@@ -1,11 +1,12 @@
-/* grid_emit_source: the layout of one generated robot library (structs, tables, per-state code, entry points). */
+/* grid_emit_source: the layout of one generated robot library (structs, its signature rows, tables, per-state code, entry points). */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include "emit_ctx.h"
 
 grid_emit_options grid_emit_options_default(void)
 {
-    grid_emit_options o = {GRID_FLOAT64, GRID_TARGET_C, 0u, NULL, GRID_SCHEDULE_AUTO};
+    grid_emit_options o = {GRID_FLOAT64, GRID_TARGET_C, NULL, 0, NULL, GRID_SCHEDULE_AUTO};
     return o;
 }
 
@@ -28,39 +29,108 @@ static const state_spec specs[F_COUNT] = {
     [F_JAC] = {"frame_jacobian", ST_JACOBIAN, 0, 0, 0, 0},
 };
 
-/* per algorithm: required and optional inputs, and the function of each variant slot
-   (slot = (a given) | (fext given) << 1; -1 = fall back to slot 0); main = the slot the stats report */
+/* per row of the signature table: how its inputs and attributes map onto the per-state parameters
+   (q, v, a, fext; frame, rf), and the per-state function of each combination of the row's optional inputs
+   (slot bit k = its k-th optional input given; -1 = fall back to slot 0); main = the slot the stats report */
 typedef struct {
-    int needs_v, needs_a, opt_a, opt_fext, frame_check;
-    int slot[4];
+    int param_in[EP_COUNT];
+    int attr_frame, attr_rf;
+    int slot[1 << EMIT_MAX_OPT];
     int main;
-} algo_layout;
+} method_layout;
 
-static const algo_layout layouts[GRID_ALGO_COUNT] = {
-    [GRID_ALGO_RNEA] = {1, 0, 1, 1, 0, {F_RNEA_0, F_RNEA_A, F_RNEA_F, F_RNEA_F}, 1},
-    [GRID_ALGO_NLE] = {1, 0, 0, 0, 0, {F_RNEA_0, -1, -1, -1}, 0},
-    [GRID_ALGO_GRAVITY] = {0, 0, 0, 0, 0, {F_GRAVITY, -1, -1, -1}, 0},
-    [GRID_ALGO_CRBA] = {0, 0, 0, 0, 0, {F_CRBA, -1, -1, -1}, 0},
-    [GRID_ALGO_MINV] = {0, 0, 0, 0, 0, {F_MINV, -1, -1, -1}, 0},
-    [GRID_ALGO_FD] = {1, 1, 0, 1, 0, {F_FD_0, -1, F_FD_F, -1}, 0},
-    [GRID_ALGO_ABA] = {1, 1, 0, 1, 0, {F_ABA_0, -1, F_ABA_F, -1}, 0},
-    [GRID_ALGO_FK] = {0, 0, 0, 0, 0, {F_FK, -1, -1, -1}, 0},
-    [GRID_ALGO_EE_POSE] = {0, 0, 0, 0, 0, {F_EE, -1, -1, -1}, 0},
-    [GRID_ALGO_FRAME_JACOBIAN] = {0, 0, 0, 0, 1, {F_JAC, -1, -1, -1}, 0},
+#define NO_ATTRS -1, -1
+static const method_layout layouts[GRID_ALGO_COUNT] = {
+    /* rnea (q, qd, qdd?, f_ext?): slots none, qdd, f_ext, both */
+    [GRID_ALGO_RNEA] = {{0, 1, 2, 3}, NO_ATTRS, {F_RNEA_0, F_RNEA_A, F_RNEA_F, F_RNEA_F}, 1},
+    [GRID_ALGO_NLE] = {{0, 1, -1, -1}, NO_ATTRS, {F_RNEA_0, -1, -1, -1}, 0},
+    [GRID_ALGO_GRAVITY] = {{0, -1, -1, -1}, NO_ATTRS, {F_GRAVITY, -1, -1, -1}, 0},
+    [GRID_ALGO_CRBA] = {{0, -1, -1, -1}, NO_ATTRS, {F_CRBA, -1, -1, -1}, 0},
+    [GRID_ALGO_MINV] = {{0, -1, -1, -1}, NO_ATTRS, {F_MINV, -1, -1, -1}, 0},
+    /* fd, aba (q, qd, u, f_ext?): slots none, f_ext */
+    [GRID_ALGO_FD] = {{0, 1, 2, 3}, NO_ATTRS, {F_FD_0, F_FD_F, -1, -1}, 0},
+    [GRID_ALGO_ABA] = {{0, 1, 2, 3}, NO_ATTRS, {F_ABA_0, F_ABA_F, -1, -1}, 0},
+    [GRID_ALGO_FK] = {{0, -1, -1, -1}, NO_ATTRS, {F_FK, -1, -1, -1}, 0},
+    [GRID_ALGO_EE_POSE] = {{0, -1, -1, -1}, NO_ATTRS, {F_EE, -1, -1, -1}, 0},
+    /* frame_jacobian (q; frame, reference_frame) */
+    [GRID_ALGO_FRAME_JACOBIAN] = {{0, -1, -1, -1}, 0, 1, {F_JAC, -1, -1, -1}, 0},
 };
+#define NSLOT (1 << EMIT_MAX_OPT)
+
+/* which per-state parameters the function f reads */
+static void spec_reads(int f, int reads[EP_COUNT])
+{
+    reads[EP_Q] = 1;
+    reads[EP_V] = specs[f].reads_v;
+    reads[EP_A] = specs[f].reads_a;
+    reads[EP_F] = specs[f].reads_fext;
+}
+
+/* the optional inputs of row r, in order; returns their count */
+static int optional_inputs(const grid_signature_row *r, int opt[GRID_MAX_IN])
+{
+    int n = 0;
+    for (int k = 0; k < r->n_in; k++)
+        if (r->in[k].optional != GRID_REQUIRED) opt[n++] = k;
+    return n;
+}
+
+/* the layouts agree with the signature table: every input feeds a parameter, every function reads only
+   parameters the row feeds, the slots cover the optional inputs, and functions shared by two rows see the
+   same optional-ness on every parameter they read (their kernels are shared) */
+static void check_layouts(void)
+{
+#ifndef NDEBUG
+    for (int a = 0; a < GRID_ALGO_COUNT; a++) {
+        const grid_signature_row *r = grid_sig_row(a);
+        const method_layout *L = &layouts[a];
+        int opt[GRID_MAX_IN], fed[GRID_MAX_IN] = {0};
+        const int n_opt = optional_inputs(r, opt);
+        assert(r->n_out == 1 && n_opt <= EMIT_MAX_OPT && L->slot[0] >= 0 && L->slot[L->main] >= 0);
+        for (int s = 1 << n_opt; s < NSLOT; s++) assert(L->slot[s] < 0);
+        for (int p = 0; p < EP_COUNT; p++)
+            if (L->param_in[p] >= 0) {
+                assert(L->param_in[p] < r->n_in);
+                fed[L->param_in[p]] = 1;
+            }
+        for (int k = 0; k < r->n_in; k++) assert(fed[k]);
+        assert(L->param_in[EP_Q] == 0 && L->attr_frame < r->n_attr && L->attr_rf < r->n_attr);
+        for (int s = 0; s < NSLOT; s++) {
+            if (L->slot[s] < 0) continue;
+            int reads[EP_COUNT];
+            spec_reads(L->slot[s], reads);
+            for (int p = 0; p < EP_COUNT; p++) assert(!reads[p] || L->param_in[p] >= 0);
+            for (int b = 0; b < a; b++)
+                for (int t = 0; t < NSLOT; t++)
+                    if (layouts[b].slot[t] == L->slot[s])
+                        for (int p = 0; p < EP_COUNT; p++)
+                            assert(!reads[p] || (r->in[L->param_in[p]].optional == GRID_REQUIRED) ==
+                                                    (grid_sig_row(b)->in[layouts[b].param_in[p]].optional == GRID_REQUIRED));
+        }
+    }
+#endif
+}
 
 /* the struct definitions of include/grid/abi.h, field for field */
 static const char abi_structs[] =
     "#ifndef GRID_ABI_H\n"
     "/* the batch ABI of include/grid/abi.h (same layout; skipped when that header came first) */\n"
+    "#define GRID_ABI_VERSION 2\n#define GRID_MAX_IN 8\n#define GRID_MAX_OUT 4\n#define GRID_MAX_ATTR 4\n#define GRID_MAX_RANK 4\n"
     "typedef struct {\n"
-    "    const void *q;\n    const void *v;\n    const void *a;\n    const void *fext;\n    void *out;\n"
-    "    long long batch;\n    int frame;\n    int reference_frame;\n    int num_threads;\n"
-    "    void *work;\n    void *stream;\n"
+    "    const void *const *in;\n    void *const *out;\n    int n_in, n_out;\n    long long batch;\n"
+    "    int attr[GRID_MAX_ATTR];\n    int num_threads;\n    void *work;\n    size_t work_bytes;\n    void *stream;\n"
     "} grid_call;\n\n"
     "typedef struct {\n"
+    "    const char *name;\n    int rank;\n    int shape[GRID_MAX_RANK];\n    long long width;\n    int optional;\n"
+    "} grid_arg_info;\n\n"
+    "typedef struct {\n"
+    "    const char *name;\n    int n_in, n_out, n_attr;\n    grid_arg_info in[GRID_MAX_IN];\n"
+    "    grid_arg_info out[GRID_MAX_OUT];\n    const char *attr_name[GRID_MAX_ATTR];\n"
+    "    int attr_lo[GRID_MAX_ATTR], attr_hi[GRID_MAX_ATTR];\n    size_t work_bytes;\n    int gpu_map;\n"
+    "} grid_method_info;\n\n"
+    "typedef struct {\n"
     "    int abi_version;\n    int nq, nv, nb, nframes, nee;\n    int dtype;\n    int target;\n"
-    "    unsigned algorithms;\n    size_t work_bytes;\n    const char *model_hash;\n"
+    "    int n_methods;\n    const grid_method_info *methods;\n    size_t work_bytes;\n    const char *model_hash;\n"
     "} grid_robot_meta_t;\n"
     "#endif\n\n";
 
@@ -75,7 +145,7 @@ static int valid_hash(const char *h)
     return 1;
 }
 
-static void write_banner(const emit_ctx *cx, const grid_emit_options *o, unsigned mask)
+static void write_banner(const emit_ctx *cx, const grid_emit_options *o, const int *sel)
 {
     const em_model *em = cx->em;
     ew_printf(cx->w,
@@ -85,18 +155,57 @@ static void write_banner(const emit_ctx *cx, const grid_emit_options *o, unsigne
               em->robot, em->nq, em->nv, em->nb, em->nframes, em->nee,
               o->dtype == GRID_FLOAT32 ? "float32" : "float64", cx->t->name);
     for (int a = 0; a < GRID_ALGO_COUNT; a++)
-        if (mask & (1u << a)) ew_printf(cx->w, " %s%s", cx->t->id == GRID_TARGET_CUDA ? "grid_cuda_" : "grid_", grid_algo_name(a));
+        if (sel[a]) ew_printf(cx->w, " %s%s", cx->t->id == GRID_TARGET_CUDA ? "grid_cuda_" : "grid_", grid_algo_name(a));
     ew_puts(cx->w, ". */\n");
 }
 
-static void write_meta(const emit_ctx *cx, const grid_emit_options *o, unsigned mask, const char *hash, long work)
+/* one grid_arg_info initializer */
+static void write_arg_info(ew_writer *w, const grid_arg_info *a)
+{
+    ew_printf(w, "{\"%s\", %d, {%d, %d, %d, %d}, %lldLL, %d}", a->name, a->rank, a->shape[0], a->shape[1], a->shape[2],
+              a->shape[3], a->width, a->optional);
+}
+
+/* the library's rows (this robot's shapes and workspace), the metadata pointing at them, and the exports */
+static void write_meta(const emit_ctx *cx, const grid_emit_options *o, const grid_method_info *rows, const int *sel,
+                       const char *hash)
 {
     const em_model *em = cx->em;
-    ew_printf(cx->w,
-              "static const grid_robot_meta_t grid_meta_ = {%d, %d, %d, %d, %d, %d, %d, %d, 0x%xu, %ld * sizeof(grid_real), \"%s\"};\n\n"
-              "%s const grid_robot_meta_t *grid_robot_meta(void)\n{\n    return &grid_meta_;\n}\n\n",
-              GRID_ABI_VERSION, em->nq, em->nv, em->nb, em->nframes, em->nee, o->dtype, o->target, mask, work, hash,
-              cx->t->export_fn);
+    ew_writer *w = cx->w;
+    int n = 0;
+    size_t work = 0;
+    ew_puts(w, "/* the methods of this library: their signature rows for this robot (grid/signature.h) */\n"
+               "static const grid_method_info grid_methods_[] = {\n");
+    for (int a = 0; a < GRID_ALGO_COUNT; a++) {
+        if (!sel[a]) continue;
+        const grid_method_info *r = &rows[a];
+        n++;
+        if (r->work_bytes > work) work = r->work_bytes;
+        ew_printf(w, "    {\"%s\", %d, %d, %d,\n     {", r->name, r->n_in, r->n_out, r->n_attr);
+        for (int k = 0; k < r->n_in; k++) {
+            if (k) ew_puts(w, ", ");
+            write_arg_info(w, &r->in[k]);
+        }
+        ew_puts(w, "},\n     {");
+        for (int k = 0; k < r->n_out; k++) {
+            if (k) ew_puts(w, ", ");
+            write_arg_info(w, &r->out[k]);
+        }
+        ew_puts(w, "},\n     {");
+        for (int k = 0; k < GRID_MAX_ATTR; k++)
+            if (k < r->n_attr) ew_printf(w, "%s\"%s\"", k ? ", " : "", r->attr_name[k]);
+            else ew_printf(w, "%s0", k ? ", " : "");
+        ew_printf(w, "}, {%d, %d, %d, %d}, {%d, %d, %d, %d}, %zu, %d},\n", r->attr_lo[0], r->attr_lo[1], r->attr_lo[2],
+                  r->attr_lo[3], r->attr_hi[0], r->attr_hi[1], r->attr_hi[2], r->attr_hi[3], r->work_bytes, r->gpu_map);
+    }
+    ew_puts(w, "};\n\n");
+    ew_printf(w,
+              "static const grid_robot_meta_t grid_meta_ = {%d, %d, %d, %d, %d, %d, %d, %d, %d, grid_methods_, %zu, \"%s\"};\n\n"
+              "%s const grid_robot_meta_t *grid_robot_meta(void)\n{\n    return &grid_meta_;\n}\n\n"
+              "%s int grid_n_methods(void)\n{\n    return %d;\n}\n\n"
+              "%s const grid_method_info *grid_method(int i)\n{\n    return i >= 0 && i < %d ? &grid_methods_[i] : 0;\n}\n\n",
+              GRID_ABI_VERSION, em->nq, em->nv, em->nb, em->nframes, em->nee, o->dtype, o->target, n, work, hash,
+              cx->t->export_fn, cx->t->export_fn, n, cx->t->export_fn, n);
 }
 
 /* smallest batch worth a thread team: about 400k operations (~100 us on one core), so the team's
@@ -113,53 +222,46 @@ static long long min_parallel(long flops)
 #define STATEMENTS_PER_PART 30000L
 #define MAX_PARTS 8
 
-/* the batch entry of algorithm a */
-static void write_entry(const emit_ctx *cx, int a, const sym_stats *fstats, const int *vec)
+/* the batch entry of row a */
+static void write_entry(const emit_ctx *cx, int a, const grid_method_info *row, const sym_stats *fstats, const int *vec)
 {
-    const em_model *em = cx->em;
-    const algo_layout *L = &layouts[a];
+    const method_layout *L = &layouts[a];
     emit_entry e;
     memset(&e, 0, sizeof e);
-    e.name = grid_algo_name(a);
-    e.needs_v = L->needs_v;
-    e.needs_a = L->needs_a;
-    e.opt_a = L->opt_a;
-    e.opt_fext = L->opt_fext;
-    e.frame_check = L->frame_check;
-    for (int s = 0; s < 4; s++) {
+    e.row = row;
+    memcpy(e.param_in, L->param_in, sizeof e.param_in);
+    e.attr_frame = L->attr_frame;
+    e.attr_rf = L->attr_rf;
+    int opt[GRID_MAX_IN];
+    e.n_opt = optional_inputs(grid_sig_row(a), opt);
+    for (int k = 0; k < e.n_opt; k++) e.opt[k] = opt[k];
+    for (int s = 0; s < NSLOT; s++) {
         if (L->slot[s] < 0) continue;
-        const state_spec *sp = &specs[L->slot[s]];
-        e.variant[s].fn = sp->fn;
-        e.variant[s].reads_a = sp->reads_a;
-        e.variant[s].reads_fext = sp->reads_fext;
+        e.variant[s].fn = specs[L->slot[s]].fn;
+        spec_reads(L->slot[s], e.variant[s].reads);
     }
-    e.nq = em->nq;
-    e.nv = em->nv;
-    e.nfext = 6LL * em->nb;
-    e.nout = grid_algo_output_width(a, em->nq, em->nv, em->nb, em->nee);
-    e.nframes = em->nframes;
     e.vector = vec[L->slot[0]];
-    for (int s = 0; s < 4; s++)
+    for (int s = 0; s < NSLOT; s++)
         if (L->slot[s] >= 0 && fstats[L->slot[s]].work > e.work) e.work = fstats[L->slot[s]].work;
     const sym_stats *ms = &fstats[L->slot[L->main]];
     e.min_parallel = min_parallel(ms->flops + 20 * ms->transcendental);
     cx->t->batch(cx->w, cx->t, &e);
 }
 
-/* 1 when algorithms a and b call a common per-state function (they must share a part) */
+/* 1 when rows a and b call a common per-state function (they must share a part) */
 static int share_function(int a, int b)
 {
-    for (int s = 0; s < 4; s++)
-        for (int r = 0; r < 4; r++)
+    for (int s = 0; s < NSLOT; s++)
+        for (int r = 0; r < NSLOT; r++)
             if (layouts[a].slot[s] >= 0 && layouts[a].slot[s] == layouts[b].slot[r]) return 1;
     return 0;
 }
 
-/* statements of the distinct functions algorithm a calls */
+/* statements of the distinct functions row a calls */
 static long algo_statements(int a, const sym_stats *fstats)
 {
     long n = 0;
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; s < NSLOT; s++) {
         int f = layouts[a].slot[s], dup = 0;
         if (f < 0) continue;
         for (int r = 0; r < s; r++) dup |= layouts[a].slot[r] == f;
@@ -168,16 +270,16 @@ static long algo_statements(int a, const sym_stats *fstats)
     return n;
 }
 
-/* assign each selected algorithm to a part: groups that share functions stay together,
+/* assign each selected row to a part: groups that share functions stay together,
    heaviest group first onto the lightest part; deterministic */
-static int assign_parts(unsigned mask, const sym_stats *fstats, int part[GRID_ALGO_COUNT])
+static int assign_parts(const int *sel, const sym_stats *fstats, int part[GRID_ALGO_COUNT])
 {
     int group[GRID_ALGO_COUNT], ngroups = 0;
     long weight[GRID_ALGO_COUNT] = {0}, total = 0;
     for (int a = 0; a < GRID_ALGO_COUNT; a++) {
         part[a] = -1;
         group[a] = -1;
-        if (!(mask & (1u << a))) continue;
+        if (!sel[a]) continue;
         for (int b = 0; b < a && group[a] < 0; b++)
             if (group[b] >= 0 && share_function(a, b)) group[a] = group[b];
         if (group[a] < 0) group[a] = ngroups++;
@@ -186,7 +288,7 @@ static int assign_parts(unsigned mask, const sym_stats *fstats, int part[GRID_AL
     long fcount[F_COUNT] = {0};
     for (int a = 0; a < GRID_ALGO_COUNT; a++) {
         if (group[a] < 0) continue;
-        for (int s = 0; s < 4; s++) {
+        for (int s = 0; s < NSLOT; s++) {
             int f = layouts[a].slot[s];
             if (f < 0 || fcount[f]) continue;
             fcount[f] = 1;
@@ -228,9 +330,20 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
     const emit_real *re = emit_real_get(o.dtype);
     if (!t) return grid_error_set(err, GRID_ERR_ARG, 0, 0, "unknown emit target %d", o.target);
     if (!re) return grid_error_set(err, GRID_ERR_ARG, 0, 0, "unknown dtype %d (use GRID_FLOAT32 or GRID_FLOAT64)", o.dtype);
-    const unsigned all = (1u << GRID_ALGO_COUNT) - 1;
-    if (o.algorithms & ~all) return grid_error_set(err, GRID_ERR_ARG, 0, 0, "algorithm mask 0x%x has unknown bits", o.algorithms);
-    const unsigned mask = o.algorithms ? o.algorithms : all;
+    check_layouts();
+    /* the selected rows: every row of the table, or the listed ones (each once) */
+    int sel[GRID_ALGO_COUNT];
+    for (int a = 0; a < GRID_ALGO_COUNT; a++) sel[a] = o.n_methods <= 0;
+    if (o.n_methods < 0 || (o.n_methods > 0 && !o.methods))
+        return grid_error_set(err, GRID_ERR_ARG, 0, 0, "n_methods %d without a list of method ids", o.n_methods);
+    for (int k = 0; k < o.n_methods; k++) {
+        const int a = o.methods[k];
+        if (a < 0 || a >= GRID_ALGO_COUNT)
+            return grid_error_set(err, GRID_ERR_ARG, 0, 0, "unknown method id %d (the table has %d rows)", a,
+                                  GRID_ALGO_COUNT);
+        if (sel[a]) return grid_error_set(err, GRID_ERR_ARG, 0, 0, "method %s is selected twice", grid_algo_name(a));
+        sel[a] = 1;
+    }
     const char *hash = o.model_hash ? o.model_hash : "";
     if (!valid_hash(hash)) return grid_error_set(err, GRID_ERR_ARG, 0, 0, "model_hash must be at most 128 hex digits");
 
@@ -245,10 +358,10 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
                    {"grid_vec", re->is_float, "grid_vsqrt_", "grid_vsin_", "grid_vcos_", "grid_vatan2_", "grid_vsincos_",
                     "grid_splat_", NULL, "", "    "}, &w, o.schedule};
 
-    /* per-state functions the selected algorithms call, each into its own buffer */
+    /* per-state functions the selected rows call, each into its own buffer */
     int need[F_COUNT] = {0};
     for (int a = 0; a < GRID_ALGO_COUNT; a++)
-        for (int s = 0; s < 4 && (mask & (1u << a)); s++)
+        for (int s = 0; s < NSLOT && sel[a]; s++)
             if (layouts[a].slot[s] >= 0) need[layouts[a].slot[s]] = 1;
     sym_stats fstats[F_COUNT];
     memset(fstats, 0, sizeof fstats);
@@ -265,7 +378,21 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
     }
     cx.w = &w;
     int part[GRID_ALGO_COUNT];
-    const int nparts = assign_parts(mask, fstats, part);
+    const int nparts = assign_parts(sel, fstats, part);
+
+    /* the concrete rows of this robot: shapes, attribute ranges, workspace bytes per thread; and the widest
+       optional input (the zeros an absent one reads) */
+    const grid_sizes sizes = grid_sizes_of(em.nq, em.nv, em.nb, em.nee, em.nframes);
+    grid_method_info rows[GRID_ALGO_COUNT];
+    long long nz = 1;
+    for (int a = 0; a < GRID_ALGO_COUNT; a++) {
+        long work = 0;
+        for (int s = 0; s < NSLOT; s++)
+            if (layouts[a].slot[s] >= 0 && fstats[layouts[a].slot[s]].work > work) work = fstats[layouts[a].slot[s]].work;
+        grid_sig_concrete(a, &sizes, (size_t)work * (size_t)o.dtype, &rows[a]);
+        for (int k = 0; sel[a] && k < rows[a].n_in; k++)
+            if (rows[a].in[k].optional && rows[a].in[k].width > nz) nz = rows[a].in[k].width;
+    }
 
     /* prologue, shared by every part: banner, includes, ABI structs, the real type, helpers */
     if (rc == GRID_OK) {
@@ -274,7 +401,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
                       nparts, nparts, nparts);
         else
             ew_puts(&w, "/* grid-rbd parts: 1 */\n");
-        write_banner(&cx, &o, mask);
+        write_banner(&cx, &o, sel);
         ew_puts(&w, t->includes);
         ew_puts(&w, "\n");
         ew_puts(&w, abi_structs);
@@ -284,40 +411,33 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
         if (need[F_EE]) emit_rpy_helper(&cx);
         emit_batch_helpers(&w, t);
     }
-    /* the parts: functions and entry points of their algorithms */
+    /* the parts: functions and entry points of their rows */
     for (int p = 0; p < nparts && rc == GRID_OK; p++) {
         int fn_in_part[F_COUNT] = {0}, zeros = 0;
         for (int a = 0; a < GRID_ALGO_COUNT; a++) {
             if (part[a] != p) continue;
-            zeros |= (layouts[a].opt_a | layouts[a].opt_fext) && !vec[layouts[a].slot[0]];
-            for (int s = 0; s < 4; s++)
+            for (int k = 0; k < rows[a].n_in; k++) zeros |= rows[a].in[k].optional && !vec[layouts[a].slot[0]];
+            for (int s = 0; s < NSLOT; s++)
                 if (layouts[a].slot[s] >= 0) fn_in_part[layouts[a].slot[s]] = 1;
         }
         if (nparts > 1) ew_printf(&w, "#if !defined(GRID_PART) || GRID_PART == %d\n\n", p + 1);
-        if (p == 0) {
-            long work = 0;
-            for (int f = 0; f < F_COUNT; f++)
-                if (need[f] && fstats[f].work > work) work = fstats[f].work;
-            write_meta(&cx, &o, mask, hash, work);
-        }
-        if (zeros) {
-            int nz = em.nv > 6 * em.nb ? em.nv : 6 * em.nb;
+        if (p == 0) write_meta(&cx, &o, rows, sel, hash);
+        if (zeros)
             /* once per translation unit, whichever parts it holds */
             ew_printf(&w, "#ifndef GRID_ZEROS_\n#define GRID_ZEROS_\n"
-                          "/* stands in for an absent optional input (a, fext) */\n%s grid_real grid_zeros_[%d] = {0};\n#endif\n\n",
-                      t->table, nz > 0 ? nz : 1);
-        }
+                          "/* stands in for an absent optional input (GRID_ABSENT_ZEROS) */\n%s grid_real grid_zeros_[%lld] = {0};\n#endif\n\n",
+                      t->table, nz);
         if (fn_in_part[F_JAC]) emit_frame_tables(&cx);
         for (int f = 0; f < F_COUNT; f++)
             if (fn_in_part[f]) ew_putn(&w, fw[f].buf, fw[f].len);
         for (int a = 0; a < GRID_ALGO_COUNT; a++)
-            if (part[a] == p) write_entry(&cx, a, fstats, vec);
+            if (part[a] == p) write_entry(&cx, a, &rows[a], fstats, vec);
         if (nparts > 1) ew_printf(&w, "#endif /* GRID_PART %d */\n\n", p + 1);
     }
     if (stats && rc == GRID_OK) {
         stats->parts = nparts;
         for (int a = 0; a < GRID_ALGO_COUNT; a++) {
-            if (!(mask & (1u << a))) continue;
+            if (!sel[a]) continue;
             const sym_stats *ms = &fstats[layouts[a].slot[layouts[a].main]];
             stats->statements[a] = algo_statements(a, fstats);
             stats->rolled[a] = rolled[layouts[a].slot[0]];

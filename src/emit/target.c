@@ -1,4 +1,5 @@
-/* Target and dtype tables (C: OpenMP loops over lane tiles; CUDA: a thread per state) and their batch wrappers. */
+/* Target and dtype tables (C: OpenMP loops over lane tiles; CUDA: a thread per state) and their batch wrappers, written from each method's signature row. */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 #include "grid/abi.h"
@@ -28,65 +29,101 @@ void emit_state_params(ew_writer *w, const emit_target *t)
 
 /* ---- pieces shared by both wrappers ---- */
 
+long long emit_param_width(const emit_entry *e, int p)
+{
+    assert(p >= 0 && p < EP_COUNT);
+    return e->param_in[p] >= 0 ? e->row->in[e->param_in[p]].width : 0;
+}
+
+int emit_param_optional(const emit_entry *e, int p)
+{
+    return e->param_in[p] >= 0 && e->row->in[e->param_in[p]].optional != GRID_REQUIRED;
+}
+
+const char *emit_param_name(int p)
+{
+    static const char *const names[EP_COUNT] = {"q", "v", "a", "f"};
+    assert(p >= 0 && p < EP_COUNT);
+    return names[p];
+}
+
+int emit_variant_count(const emit_entry *e) { return 1 << e->n_opt; }
+
+const emit_variant *emit_variant_at(const emit_entry *e, int k)
+{
+    assert(k >= 0 && k < emit_variant_count(e) && e->variant[0].fn);
+    return e->variant[k].fn ? &e->variant[k] : &e->variant[0];
+}
+
+void emit_write_selector(ew_writer *w, const emit_entry *e)
+{
+    ew_puts(w, "    switch (");
+    for (int k = 0; k < e->n_opt; k++)
+        ew_printf(w, k ? " | ((c->in[%d] != 0) << %d)" : "(c->in[%d] != 0)", e->opt[k], k);
+    ew_puts(w, ") {\n");
+}
+
+void emit_write_pointers(ew_writer *w, const emit_entry *e)
+{
+    for (int p = 0; p < EP_COUNT; p++)
+        if (e->param_in[p] >= 0)
+            ew_printf(w, "    const grid_real *%s = (const grid_real *)c->in[%d]; /* %s */\n", emit_param_name(p),
+                      e->param_in[p], e->row->in[e->param_in[p]].name);
+        else
+            ew_printf(w, "    const grid_real *%s = 0;\n", emit_param_name(p));
+    ew_printf(w, "    grid_real *o = (grid_real *)c->out[0]; /* %s */\n"
+                 "    (void)v; (void)a; (void)f;\n", e->row->out[0].name);
+}
+
+void emit_write_attrs(ew_writer *w, const emit_entry *e)
+{
+    char fr[32] = "0", rf[32] = "0";
+    if (e->attr_frame >= 0) snprintf(fr, sizeof fr, "c->attr[%d]", e->attr_frame);
+    if (e->attr_rf >= 0) snprintf(rf, sizeof rf, "c->attr[%d]", e->attr_rf);
+    ew_printf(w, "    const int fr = %s, rf = %s;\n", fr, rf);
+}
+
 /* the argument checks every entry point starts with (GRID_ERR_ARG = 7); both targets use it */
 void emit_write_checks(ew_writer *w, const emit_entry *e)
 {
+    const grid_method_info *r = e->row;
     ew_puts(w, "    if (!c || c->batch < 0) return 7; /* GRID_ERR_ARG */\n"
                "    if (c->batch == 0) return 0;\n");
-    ew_printf(w, "    if (!c->q || !c->out%s%s) return 7;\n", e->needs_v ? " || !c->v" : "",
-              e->needs_a ? " || !c->a" : "");
-    if (e->frame_check)
-        ew_printf(w, "    if (c->frame < 0 || c->frame >= %d) return 7;\n"
-                     "    if (c->reference_frame < 0 || c->reference_frame > 2) return 7;\n",
-                  e->nframes);
+    ew_printf(w, "    if (c->n_in != %d || c->n_out != %d || !c->in || !c->out) return 7;\n", r->n_in, r->n_out);
+    ew_puts(w, "    if (");
+    int first = 1;
+    for (int k = 0; k < r->n_in; k++)
+        if (r->in[k].optional == GRID_REQUIRED) {
+            ew_printf(w, "%s!c->in[%d]", first ? "" : " || ", k);
+            first = 0;
+        }
+    for (int k = 0; k < r->n_out; k++) {
+        ew_printf(w, "%s!c->out[%d]", first ? "" : " || ", k);
+        first = 0;
+    }
+    ew_puts(w, ") return 7;\n");
+    for (int k = 0; k < r->n_attr; k++)
+        ew_printf(w, "    if (c->attr[%d] < %d || c->attr[%d] >= %d) return 7; /* %s */\n", k, r->attr_lo[k], k,
+                  r->attr_hi[k], r->attr_name[k]);
 }
 
-static int uses_a(const emit_entry *e) { return e->needs_a || e->opt_a; }
-static int uses_fext(const emit_entry *e) { return e->opt_fext; }
-
-/* local pointer declarations of the inputs the entry reads */
-static void write_pointers(ew_writer *w, const emit_entry *e)
+/* the argument of parameter p in a per-state call on state b (zeros for an absent optional input) */
+static void write_arg(ew_writer *w, const emit_entry *e, const emit_variant *vr, int p)
 {
-    ew_puts(w, "    const grid_real *q = (const grid_real *)c->q;\n");
-    if (e->needs_v) ew_puts(w, "    const grid_real *v = (const grid_real *)c->v;\n");
-    if (uses_a(e)) ew_puts(w, "    const grid_real *a = (const grid_real *)c->a;\n");
-    if (uses_fext(e)) ew_puts(w, "    const grid_real *f = (const grid_real *)c->fext;\n");
-    ew_puts(w, "    grid_real *o = (grid_real *)c->out;\n");
-    if (e->work > 0)
-        ew_printf(w, "    /* workspace: W reals per thread of the team, in c->work (meta.work_bytes per thread) */\n"
-                     "    const size_t W = %lld;\n"
-                     "    grid_real *const wsb = (grid_real *)c->work;\n"
-                     "    if (!wsb) return 7;\n", e->work);
+    const char *n = emit_param_name(p);
+    const long long wd = emit_param_width(e, p);
+    if (!vr->reads[p]) ew_puts(w, "0, ");
+    else if (emit_param_optional(e, p)) ew_printf(w, "%s ? %s + b * %lld : grid_zeros_, ", n, n, wd);
+    else ew_printf(w, "%s + b * %lld, ", n, wd);
 }
 
 /* the call of a per-state function on state b */
 static void write_call(ew_writer *w, const emit_entry *e, const emit_variant *vr, const char *stride_arg)
 {
-    ew_printf(w, "grid_s_%s(q + b * %lld, ", vr->fn, e->nq);
-    if (e->needs_v) ew_printf(w, "v + b * %lld, ", e->nv);
-    else ew_puts(w, "0, ");
-    if (vr->reads_a && e->needs_a) ew_printf(w, "a + b * %lld, ", e->nv);
-    else if (vr->reads_a) ew_printf(w, "a ? a + b * %lld : grid_zeros_, ", e->nv);
-    else ew_puts(w, "0, ");
-    if (vr->reads_fext) ew_printf(w, "f ? f + b * %lld : grid_zeros_, ", e->nfext);
-    else ew_puts(w, "0, ");
-    ew_printf(w, "o + b * %lld, fr, rf, %s%s)", e->nout, e->work > 0 ? "wsb + (size_t)grid_thread_() * W" : "0", stride_arg);
-}
-
-/* the variant slots in use: 1 entry when the algorithm has no optional input */
-static int variant_count(const emit_entry *e)
-{
-    return (e->opt_a || e->opt_fext) ? 4 : 1;
-}
-
-static const emit_variant *variant_at(const emit_entry *e, int k)
-{
-    return e->variant[k].fn ? &e->variant[k] : &e->variant[0];
-}
-
-static void write_selector(ew_writer *w, const emit_entry *e)
-{
-    ew_printf(w, "    switch (%s | %s) {\n", e->opt_a ? "(a != 0)" : "0", e->opt_fext ? "((f != 0) << 1)" : "0");
+    ew_printf(w, "grid_s_%s(", vr->fn);
+    for (int p = 0; p < EP_COUNT; p++) write_arg(w, e, vr, p);
+    ew_printf(w, "o + b * %lld, fr, rf, %s%s)", e->row->out[0].width, e->work > 0 ? "wsb + (size_t)grid_thread_() * W" : "0",
+              stride_arg);
 }
 
 /* ---- C: a per-state (or per-tile) loop, split over an OpenMP team for large batches ---- */
@@ -98,34 +135,42 @@ static long long at_least_1(long long n) { return n > 0 ? n : 1; }
 static void write_tile(ew_writer *w, const emit_target *t, const emit_entry *e, const emit_variant *vr)
 {
     const char *r = t->restrict_kw;
+    const long long nout = e->row->out[0].width;
     ew_printf(w, "%s void grid_tile_%s_%s(const grid_real *%s q, const grid_real *%s v, const grid_real *%s a, "
                  "const grid_real *%s f, grid_real *%s o, const long long b, const long long n)\n{\n",
-              t->state_fn, e->name, vr->fn, r, r, r, r, r);
-    ew_printf(w, "    grid_vec tq[%lld], to[%lld];\n", at_least_1(e->nq), at_least_1(e->nout));
-    if (e->needs_v) ew_printf(w, "    grid_vec tv[%lld];\n", at_least_1(e->nv));
-    if (vr->reads_a) ew_printf(w, "    grid_vec ta[%lld];\n", at_least_1(e->nv));
-    if (vr->reads_fext) ew_printf(w, "    grid_vec tf[%lld];\n", at_least_1(e->nfext));
+              t->state_fn, e->row->name, vr->fn, r, r, r, r, r);
+    assert(vr->reads[EP_Q]);
+    ew_printf(w, "    grid_vec to[%lld];\n", at_least_1(nout));
+    for (int p = 0; p < EP_COUNT; p++)
+        if (vr->reads[p]) ew_printf(w, "    grid_vec t%s[%lld];\n", emit_param_name(p), at_least_1(emit_param_width(e, p)));
     ew_puts(w, "    (void)v; (void)a; (void)f;\n"
                "    if (b + 1 == n) {\n"
                "        /* one state: broadcast it to every lane */\n");
-    ew_printf(w, "        for (int k = 0; k < %lld; k++) tq[k] = grid_splat_(q[b * %lld + k]);\n", e->nq, e->nq);
-    if (e->needs_v) ew_printf(w, "        for (int k = 0; k < %lld; k++) tv[k] = grid_splat_(v[b * %lld + k]);\n", e->nv, e->nv);
-    if (vr->reads_a)
-        ew_printf(w, "        for (int k = 0; k < %lld; k++) ta[k] = grid_splat_(a ? a[b * %lld + k] : 0);\n", e->nv, e->nv);
-    if (vr->reads_fext)
-        ew_printf(w, "        for (int k = 0; k < %lld; k++) tf[k] = grid_splat_(f ? f[b * %lld + k] : 0);\n", e->nfext,
-                  e->nfext);
+    for (int p = 0; p < EP_COUNT; p++) {
+        if (!vr->reads[p]) continue;
+        const char *nm = emit_param_name(p);
+        const long long wd = emit_param_width(e, p);
+        if (emit_param_optional(e, p))
+            ew_printf(w, "        for (int k = 0; k < %lld; k++) t%s[k] = grid_splat_(%s ? %s[b * %lld + k] : 0);\n", wd, nm,
+                      nm, nm, wd);
+        else
+            ew_printf(w, "        for (int k = 0; k < %lld; k++) t%s[k] = grid_splat_(%s[b * %lld + k]);\n", wd, nm, nm, wd);
+    }
     ew_puts(w, "    } else {\n"
                "        for (int l = 0; l < GRID_LANES; l++) {\n"
                "            const long long s = b + l < n ? b + l : n - 1;\n");
-    ew_printf(w, "            for (int k = 0; k < %lld; k++) tq[k][l] = q[s * %lld + k];\n", e->nq, e->nq);
-    if (e->needs_v) ew_printf(w, "            for (int k = 0; k < %lld; k++) tv[k][l] = v[s * %lld + k];\n", e->nv, e->nv);
-    if (vr->reads_a)
-        ew_printf(w, "            for (int k = 0; k < %lld; k++) ta[k][l] = a ? a[s * %lld + k] : 0;\n", e->nv, e->nv);
-    if (vr->reads_fext)
-        ew_printf(w, "            for (int k = 0; k < %lld; k++) tf[k][l] = f ? f[s * %lld + k] : 0;\n", e->nfext, e->nfext);
-    ew_printf(w, "        }\n    }\n    grid_v_%s(tq, %s, %s, %s, to);\n", vr->fn, e->needs_v ? "tv" : "tq",
-              vr->reads_a ? "ta" : "tq", vr->reads_fext ? "tf" : "tq");
+    for (int p = 0; p < EP_COUNT; p++) {
+        if (!vr->reads[p]) continue;
+        const char *nm = emit_param_name(p);
+        const long long wd = emit_param_width(e, p);
+        if (emit_param_optional(e, p))
+            ew_printf(w, "            for (int k = 0; k < %lld; k++) t%s[k][l] = %s ? %s[s * %lld + k] : 0;\n", wd, nm, nm,
+                      nm, wd);
+        else
+            ew_printf(w, "            for (int k = 0; k < %lld; k++) t%s[k][l] = %s[s * %lld + k];\n", wd, nm, nm, wd);
+    }
+    ew_printf(w, "        }\n    }\n    grid_v_%s(tq, %s, %s, %s, to);\n", vr->fn, vr->reads[EP_V] ? "tv" : "tq",
+              vr->reads[EP_A] ? "ta" : "tq", vr->reads[EP_F] ? "tf" : "tq");
     ew_printf(w, "    if (b + GRID_LANES <= n) {\n"
                  "        grid_real *rows[GRID_LANES];\n"
                  "        for (int l = 0; l < GRID_LANES; l++) rows[l] = o + (b + l) * %lld;\n"
@@ -134,43 +179,45 @@ static void write_tile(ew_writer *w, const emit_target *t, const emit_entry *e, 
                  "        for (int l = 0; b + l < n; l++)\n"
                  "            for (int k = 0; k < %lld; k++) o[(b + l) * %lld + k] = to[k][l];\n"
                  "    }\n}\n\n",
-              e->nout, e->nout, e->nout, e->nout);
+              nout, nout, nout, nout);
 }
 
 static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
 {
-    int nvar = variant_count(e);
+    const int nvar = emit_variant_count(e);
+    assert(!e->vector || e->work == 0); /* lane functions take no workspace */
     if (e->vector)
         for (int k = 0; k < nvar; k++) {
-            const emit_variant *vr = variant_at(e, k);
+            const emit_variant *vr = emit_variant_at(e, k);
             int dup = 0;
-            for (int j = 0; j < k; j++) dup |= strcmp(variant_at(e, j)->fn, vr->fn) == 0;
+            for (int j = 0; j < k; j++) dup |= strcmp(emit_variant_at(e, j)->fn, vr->fn) == 0;
             if (!dup) write_tile(w, t, e, vr);
         }
-    ew_printf(w, "%s int grid_%s(const grid_call *c)\n{\n", t->export_fn, e->name);
+    ew_printf(w, "%s int grid_%s(const grid_call *c)\n{\n", t->export_fn, e->row->name);
     emit_write_checks(w, e);
+    /* every pointer goes to the tile function, which reads what it needs */
+    emit_write_pointers(w, e);
     if (e->vector) {
-        /* every pointer goes to the tile function, which reads what it needs */
-        ew_puts(w, "    const grid_real *q = (const grid_real *)c->q;\n"
-                   "    const grid_real *v = (const grid_real *)c->v;\n"
-                   "    const grid_real *a = (const grid_real *)c->a;\n"
-                   "    const grid_real *f = (const grid_real *)c->fext;\n"
-                   "    grid_real *o = (grid_real *)c->out;\n");
         ew_printf(w, "    const long long n = c->batch, tiles = (n + GRID_LANES - 1) / GRID_LANES;\n"
                      "    const int nt = grid_threads_(c->num_threads, tiles, (%lldLL + GRID_LANES - 1) / GRID_LANES);\n",
                   e->min_parallel);
     } else {
-        write_pointers(w, e);
+        emit_write_attrs(w, e);
         ew_printf(w, "    const long long n = c->batch;\n"
-                     "    const int fr = c->frame, rf = c->reference_frame;\n"
                      "    const int nt = grid_threads_(%s, n, %lldLL);\n",
                   e->work > 0 ? "c->num_threads > 0 ? c->num_threads : 1 /* workspace covers the requested threads */"
                               : "c->num_threads",
                   e->min_parallel);
+        if (e->work > 0)
+            ew_printf(w, "    /* workspace: W reals per thread of the team, in c->work (meta.work_bytes per thread) */\n"
+                         "    const size_t W = %lld;\n"
+                         "    grid_real *const wsb = (grid_real *)c->work;\n"
+                         "    if (!wsb || c->work_bytes / (W * sizeof(grid_real)) < (size_t)nt) return 7;\n",
+                      e->work);
     }
-    if (nvar > 1) write_selector(w, e);
+    if (nvar > 1) emit_write_selector(w, e);
     for (int k = 0; k < nvar; k++) {
-        const emit_variant *vr = variant_at(e, k);
+        const emit_variant *vr = emit_variant_at(e, k);
         const char *ind = nvar > 1 ? "        " : "    ";
         if (nvar > 1) ew_printf(w, "    case %d:\n", k);
         for (int team = 0; team < 2; team++) {
@@ -178,7 +225,7 @@ static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
             else ew_printf(w, "%s} else {\n#ifdef _OPENMP\n#pragma omp parallel for schedule(static) num_threads(nt)\n#endif\n", ind);
             if (e->vector)
                 ew_printf(w, "%s    for (long long i = 0; i < tiles; i++) grid_tile_%s_%s(q, v, a, f, o, i * GRID_LANES, n)",
-                          ind, e->name, vr->fn);
+                          ind, e->row->name, vr->fn);
             else {
                 ew_printf(w, "%s    for (long long b = 0; b < n; b++) ", ind);
                 write_call(w, e, vr, "");

@@ -2,6 +2,7 @@
 #ifndef GRID_EMIT_TARGET_H
 #define GRID_EMIT_TARGET_H
 
+#include "grid/abi.h"
 #include "writer.h"
 
 /* how one real type is spelled */
@@ -12,26 +13,47 @@ typedef struct {
     int is_float;            /* literals rounded to float, 9 significant digits and an 'f' suffix */
 } emit_real;
 
-/* one per-state function the batch wrapper can call, and which optional inputs it reads */
+/* the input parameters of every per-state function, in its parameter order: grid_s_<fn>(q, v, a, fext, ...) */
+enum { EP_Q = 0, EP_V, EP_A, EP_F, EP_COUNT };
+
+/* one per-state function the batch wrapper can call, and which parameters it reads */
 typedef struct {
-    const char *fn;    /* per-state function name (NULL: unused slot) */
-    int reads_a;       /* 1: pass a (zeros when the caller's a is NULL) */
-    int reads_fext;    /* 1: pass fext (zeros when NULL) */
+    const char *fn;           /* per-state function name (NULL: unused slot) */
+    int reads[EP_COUNT];      /* 1: the function reads that parameter (q always) */
 } emit_variant;
 
-/* one exported algorithm: inputs, widths and the variant for each combination of optional inputs */
+/* optional inputs one row may have: its variant slots are the 2^n_opt combinations of them */
+#define EMIT_MAX_OPT 2
+
+/* one exported method: its concrete signature row, how the row's inputs and attributes map onto the
+   per-state parameters, and the per-state function of each combination of optional inputs */
 typedef struct {
-    const char *name;          /* grid_algo_name(algo) */
-    int needs_v, needs_a;      /* required inputs besides q */
-    int opt_a, opt_fext;       /* optional inputs: the variant is chosen by (a != NULL) | (fext != NULL) << 1 */
-    int frame_check;           /* FRAME_JACOBIAN: validate call->frame < nframes and call->reference_frame */
-    emit_variant variant[4];   /* slot 0 always set; NULL slots fall back to slot 0 */
-    long long nq, nv, nfext, nout;
-    long long min_parallel;    /* smallest batch for which a thread team is used */
-    int nframes;
-    int vector;                /* 1: the variants are lane functions grid_v_<fn>, fed GRID_LANES states per tile */
-    long long work;            /* reals of workspace one state's function needs (its thread's slice of c->work) */
+    const grid_method_info *row;   /* names, widths, optional inputs, attribute ranges (one output) */
+    int param_in[EP_COUNT];        /* the row input that feeds each per-state parameter, -1 = none (0 passed) */
+    int attr_frame, attr_rf;       /* the row attribute passed as the per-state frame / rf, -1 = none (0) */
+    int n_opt;                     /* the row's optional inputs, in order: bit k of the variant slot ... */
+    int opt[EMIT_MAX_OPT];         /* ... is set when input opt[k] is given */
+    emit_variant variant[1 << EMIT_MAX_OPT]; /* slot 0 always set; NULL slots fall back to slot 0 */
+    long long min_parallel;        /* smallest batch for which a thread team is used */
+    int vector;                    /* 1: the variants are lane functions grid_v_<fn>, fed GRID_LANES states per tile */
+    long long work;                /* reals of workspace one state's function needs (its thread's slice of c->work) */
 } emit_entry;
+
+/* per-state elements of parameter p (0 when the row does not feed it) */
+long long emit_param_width(const emit_entry *e, int p);
+/* 1 when parameter p comes from an optional input (NULL stands for zeros) */
+int emit_param_optional(const emit_entry *e, int p);
+/* the local pointer name of parameter p in the wrappers: "q", "v", "a", "f" */
+const char *emit_param_name(int p);
+/* the variant slots in use (2^n_opt) and the function of slot k (slot 0 for an empty slot) */
+int emit_variant_count(const emit_entry *e);
+const emit_variant *emit_variant_at(const emit_entry *e, int k);
+/* "switch ((c->in[2] != 0) | ((c->in[3] != 0) << 1)) {": the variant slot of a call */
+void emit_write_selector(ew_writer *w, const emit_entry *e);
+/* the pointer declarations of the inputs (const grid_real *q = ..., in the row's mapping) and the output o */
+void emit_write_pointers(ew_writer *w, const emit_entry *e);
+/* "const int fr = c->attr[0], rf = c->attr[1];" (0 for an attribute the row does not have) */
+void emit_write_attrs(ew_writer *w, const emit_entry *e);
 
 /* how one target is spelled */
 typedef struct emit_target {
@@ -46,7 +68,7 @@ typedef struct emit_target {
     const char *includes;      /* the #include lines */
     const char *export_fn;     /* qualifiers of exported functions */
     int lanes;                 /* 1: per-state dynamics as lane-vector functions (grid_vec, GRID_LANES states) */
-    /* the batch entry point of one algorithm (and any kernels it launches) */
+    /* the batch entry point of one method (and any kernels it launches) */
     void (*batch)(ew_writer *w, const struct emit_target *t, const emit_entry *e);
 } emit_target;
 
@@ -59,7 +81,8 @@ void emit_state_params(ew_writer *w, const emit_target *t);
 /* the helpers every batch wrapper uses (thread count), written once after the tables */
 void emit_batch_helpers(ew_writer *w, const emit_target *t);
 
-/* the argument checks every batch entry point starts with, for either target */
+/* the argument checks every batch entry point starts with, for either target, from the row: counts,
+   required inputs and outputs present, attribute ranges */
 void emit_write_checks(ew_writer *w, const emit_entry *e);
 
 #endif

@@ -1,4 +1,5 @@
 /* The CUDA target's batch wrappers and host runtime: staged one-thread-per-state kernels, launchers and host round trips. */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 #include "grid/abi.h"
@@ -67,10 +68,12 @@ static const char cuda_config[] =
     "#pragma unroll 4\n"
     "    for (int e = lane; e < m * W; e += 32) g[e] = t[(e / W) * (W | 1) + e % W];\n"
     "}\n\n"
-    "/* what a host round trip moves: elements per state of each array (0: not moved), and the launcher */\n"
+    "/* what a host round trip moves: the launcher, and elements per state of each input (0: absent, not moved)\n"
+    "   and output of the method's row */\n"
     "typedef struct {\n"
     "    int (*launch)(const grid_call *);\n"
-    "    long long wq, wv, wa, wf, wo;\n"
+    "    int n_in, n_out;\n"
+    "    long long win[GRID_MAX_IN], wout[GRID_MAX_OUT];\n"
     "} grid_io_;\n\n"
     "/* the runtime below (in part 1 of a split build) */\n"
     "extern \"C\" __attribute__((visibility(\"hidden\"))) int grid_cuda_round_trip_(const grid_call *c, const grid_io_ *io);\n"
@@ -100,7 +103,7 @@ static const char cuda_runtime[] =
     "    int device;             /* the device they belong to */\n"
     "    cudaStream_t stream;    /* non-blocking: never waits on the legacy default stream */\n"
     "    cudaEvent_t staged[2];  /* recorded after the copy that read each half of the pinned staging */\n"
-    "    char *din, *dout;       /* device buffers: a chunk's inputs (q | v | a | fext) and outputs */\n"
+    "    char *din, *dout;       /* device buffers: a chunk's inputs (in the row's order) and outputs */\n"
     "    size_t din_bytes, dout_bytes;\n"
     "    char *hin;              /* pinned staging of inputs, two halves of hin_bytes / 2 */\n"
     "    size_t hin_bytes;\n"
@@ -182,26 +185,38 @@ static const char cuda_runtime[] =
     "/* A small call without copies (GRID_CUDA_ZERO_COPY_MAX): the inputs are gathered into mapped pinned memory,\n"
     "   the kernel reads them and writes its outputs there over the bus, and the outputs are copied into c->out\n"
     "   after the synchronisation (lock held, context ready). */\n"
-    "static int grid_zero_copy_(const grid_call *c, const grid_io_ *io, const size_t row[4], const char *src[4],\n"
+    "static int grid_zero_copy_(const grid_call *c, const grid_io_ *io, const size_t *row, const size_t *orow,\n"
     "                           size_t in_b, size_t out_b)\n{\n"
     "    const size_t n = (size_t)c->batch;\n"
     "    int rc = grid_mapped_grow_(n * (in_b + out_b));\n"
     "    if (rc) return rc;\n"
-    "    grid_call dc = *c;\n"
-    "    const void **dst[4] = {&dc.q, &dc.v, &dc.a, &dc.fext};\n"
+    "    const void *din[GRID_MAX_IN] = {0};\n"
+    "    void *dout[GRID_MAX_OUT] = {0};\n"
     "    size_t at = 0;\n"
-    "    for (int j = 0; j < 4; j++) {\n"
-    "        *dst[j] = row[j] ? grid_ctx_.hz_dev + at : NULL;\n"
-    "        if (row[j]) memcpy(grid_ctx_.hz + at, src[j], n * row[j]);\n"
+    "    for (int j = 0; j < io->n_in; j++) {\n"
+    "        din[j] = row[j] ? grid_ctx_.hz_dev + at : NULL;\n"
+    "        if (row[j]) memcpy(grid_ctx_.hz + at, c->in[j], n * row[j]);\n"
     "        at += n * row[j];\n"
     "    }\n"
-    "    dc.out = grid_ctx_.hz_dev + at;\n"
+    "    const size_t out_at = at;\n"
+    "    for (int j = 0; j < io->n_out; j++) {\n"
+    "        dout[j] = grid_ctx_.hz_dev + at;\n"
+    "        at += n * orow[j];\n"
+    "    }\n"
+    "    grid_call dc = *c;\n"
+    "    dc.in = din;\n"
+    "    dc.out = dout;\n"
     "    dc.work = NULL;\n"
+    "    dc.work_bytes = 0;\n"
     "    dc.stream = (void *)grid_ctx_.stream;\n"
     "    if ((rc = io->launch(&dc))) return rc;\n"
     "    const cudaError_t e = cudaStreamSynchronize(grid_ctx_.stream);\n"
     "    if (e != cudaSuccess) return grid_cuda_fail_(e, \"cudaStreamSynchronize after a zero-copy kernel\");\n"
-    "    memcpy(c->out, grid_ctx_.hz + at, n * out_b);\n"
+    "    at = out_at;\n"
+    "    for (int j = 0; j < io->n_out; j++) {\n"
+    "        memcpy(c->out[j], grid_ctx_.hz + at, n * orow[j]);\n"
+    "        at += n * orow[j];\n"
+    "    }\n"
     "    return 0;\n"
     "}\n\n"
     "/* states per chunk of a round trip moving in_b bytes in and out_b bytes out per state */\n"
@@ -216,16 +231,16 @@ static const char cuda_runtime[] =
     "   into c->out; the stream is drained before the lock is released. Non-zero on any failure. */\n"
     "extern \"C\" __attribute__((visibility(\"hidden\"))) int grid_cuda_round_trip_(const grid_call *c, const grid_io_ *io)\n{\n"
     "    const size_t es = sizeof(grid_real);\n"
-    "    const size_t row[4] = {(size_t)io->wq * es, (size_t)io->wv * es, (size_t)io->wa * es, (size_t)io->wf * es};\n"
-    "    const char *src[4] = {(const char *)c->q, (const char *)c->v, (const char *)c->a, (const char *)c->fext};\n"
-    "    const size_t in_b = row[0] + row[1] + row[2] + row[3], out_b = (size_t)io->wo * es;\n"
+    "    size_t row[GRID_MAX_IN] = {0}, orow[GRID_MAX_OUT] = {0}, in_b = 0, out_b = 0;\n"
+    "    for (int j = 0; j < io->n_in; j++) in_b += row[j] = (size_t)io->win[j] * es;\n"
+    "    for (int j = 0; j < io->n_out; j++) out_b += orow[j] = (size_t)io->wout[j] * es;\n"
     "    const long long n = c->batch, chunk = grid_chunk_(n, in_b, out_b);\n"
     "    int rc, pack = GRID_CUDA_PACK_INPUTS;\n"
     "    cudaError_t e;\n"
     "    pthread_mutex_lock(&grid_ctx_.lock);\n"
     "    rc = grid_ctx_ready_();\n"
     "    if (!rc && GRID_CUDA_ZERO_COPY_MAX > 0 && (double)n * (double)(in_b + out_b) <= (double)GRID_CUDA_ZERO_COPY_MAX) {\n"
-    "        rc = grid_zero_copy_(c, io, row, src, in_b, out_b);\n"
+    "        rc = grid_zero_copy_(c, io, row, orow, in_b, out_b);\n"
     "        pthread_mutex_unlock(&grid_ctx_.lock);\n"
     "        return rc;\n"
     "    }\n"
@@ -236,10 +251,12 @@ static const char cuda_runtime[] =
     "    const cudaStream_t s = grid_ctx_.stream;\n"
     "    for (long long off = 0, i = 0; !rc && off < n; off += chunk, i++) {\n"
     "        const long long k = n - off < chunk ? n - off : chunk;\n"
-    "        /* this chunk's inputs on the device: q | v | a | fext, each k rows */\n"
-    "        char *d[4];\n"
+    "        /* this chunk's inputs on the device, in the row's order, each k rows; then its outputs */\n"
+    "        char *d[GRID_MAX_IN], *od[GRID_MAX_OUT];\n"
     "        d[0] = grid_ctx_.din;\n"
-    "        for (int j = 1; j < 4; j++) d[j] = d[j - 1] + (size_t)k * row[j - 1];\n"
+    "        for (int j = 1; j < io->n_in; j++) d[j] = d[j - 1] + (size_t)k * row[j - 1];\n"
+    "        od[0] = grid_ctx_.dout;\n"
+    "        for (int j = 1; j < io->n_out; j++) od[j] = od[j - 1] + (size_t)k * orow[j - 1];\n"
     "        if (pack) {\n"
     "            const int h = (int)(i & 1);\n"
     "            char *hs = grid_ctx_.hin + (size_t)h * (grid_ctx_.hin_bytes / 2);\n"
@@ -249,9 +266,9 @@ static const char cuda_runtime[] =
     "                break;\n"
     "            }\n"
     "            size_t at = 0;\n"
-    "            for (int j = 0; j < 4; j++) {\n"
+    "            for (int j = 0; j < io->n_in; j++) {\n"
     "                if (!row[j]) continue;\n"
-    "                memcpy(hs + at, src[j] + (size_t)off * row[j], (size_t)k * row[j]);\n"
+    "                memcpy(hs + at, (const char *)c->in[j] + (size_t)off * row[j], (size_t)k * row[j]);\n"
     "                at += (size_t)k * row[j];\n"
     "            }\n"
     "            if ((e = cudaMemcpyAsync(d[0], hs, at, cudaMemcpyHostToDevice, s)) != cudaSuccess) {\n"
@@ -264,25 +281,28 @@ static const char cuda_runtime[] =
     "                break;\n"
     "            }\n"
     "        } else {\n"
-    "            for (int j = 0; j < 4 && !rc; j++)\n"
-    "                if (row[j] && (e = cudaMemcpyAsync(d[j], src[j] + (size_t)off * row[j], (size_t)k * row[j],\n"
-    "                                                   cudaMemcpyHostToDevice, s)) != cudaSuccess)\n"
+    "            for (int j = 0; j < io->n_in && !rc; j++)\n"
+    "                if (row[j] && (e = cudaMemcpyAsync(d[j], (const char *)c->in[j] + (size_t)off * row[j],\n"
+    "                                                   (size_t)k * row[j], cudaMemcpyHostToDevice, s)) != cudaSuccess)\n"
     "                    rc = grid_cuda_fail_(e, \"cudaMemcpyAsync of an input\");\n"
     "            if (rc) break;\n"
     "        }\n"
+    "        const void *din[GRID_MAX_IN] = {0};\n"
+    "        void *dout[GRID_MAX_OUT] = {0};\n"
+    "        for (int j = 0; j < io->n_in; j++) din[j] = row[j] ? d[j] : NULL;\n"
+    "        for (int j = 0; j < io->n_out; j++) dout[j] = od[j];\n"
     "        grid_call dc = *c;\n"
-    "        dc.q = d[0];\n"
-    "        dc.v = row[1] ? d[1] : NULL;\n"
-    "        dc.a = row[2] ? d[2] : NULL;\n"
-    "        dc.fext = row[3] ? d[3] : NULL;\n"
-    "        dc.out = grid_ctx_.dout;\n"
+    "        dc.in = din;\n"
+    "        dc.out = dout;\n"
     "        dc.batch = k;\n"
     "        dc.work = NULL;\n"
+    "        dc.work_bytes = 0;\n"
     "        dc.stream = (void *)s;\n"
     "        if ((rc = io->launch(&dc))) break;\n"
-    "        if (out_b && (e = cudaMemcpyAsync((char *)c->out + (size_t)off * out_b, grid_ctx_.dout, (size_t)k * out_b,\n"
-    "                                          cudaMemcpyDeviceToHost, s)) != cudaSuccess)\n"
-    "            rc = grid_cuda_fail_(e, \"cudaMemcpyAsync of the outputs\");\n"
+    "        for (int j = 0; j < io->n_out && !rc; j++)\n"
+    "            if (orow[j] && (e = cudaMemcpyAsync((char *)c->out[j] + (size_t)off * orow[j], od[j], (size_t)k * orow[j],\n"
+    "                                                cudaMemcpyDeviceToHost, s)) != cudaSuccess)\n"
+    "                rc = grid_cuda_fail_(e, \"cudaMemcpyAsync of the outputs\");\n"
     "    }\n"
     "    /* always drain the stream: the next call reuses the buffers */\n"
     "    if (grid_ctx_.ready && (e = cudaStreamSynchronize(s)) != cudaSuccess && !rc)\n"
@@ -290,18 +310,22 @@ static const char cuda_runtime[] =
     "    pthread_mutex_unlock(&grid_ctx_.lock);\n"
     "    return rc;\n"
     "}\n\n"
-    "/* Device buffers for host round trips of up to max_batch states of any algorithm (and pinned staging\n"
+    "/* Device buffers for host round trips of up to max_batch states of any method (and pinned staging\n"
     "   for one chunk), allocated now on the current device; a larger batch later still works (regrown or\n"
     "   chunked). 0, 7 (max_batch < 0) or 11 with grid_cuda_last_error saying what failed. */\n"
     "extern \"C\" __attribute__((visibility(\"default\"))) int grid_cuda_reserve(long long max_batch)\n{\n"
     "    if (max_batch < 0) return 7;\n"
     "    const grid_robot_meta_t *m = grid_robot_meta();\n"
     "    const long long es = (long long)sizeof(grid_real);\n"
-    "    const long long in_w = m->nq + 2LL * m->nv + 6LL * m->nb;\n"
-    "    long long out_w = (long long)m->nv * m->nv;\n"
-    "    if (out_w < 16LL * m->nb) out_w = 16LL * m->nb;\n"
-    "    if (out_w < 6LL * m->nee) out_w = 6LL * m->nee;\n"
-    "    if (out_w < 6LL * m->nv) out_w = 6LL * m->nv;\n"
+    "    /* the widest row: its inputs and its outputs per state */\n"
+    "    long long in_w = 0, out_w = 0;\n"
+    "    for (int i = 0; i < m->n_methods; i++) {\n"
+    "        long long wi = 0, wo = 0;\n"
+    "        for (int j = 0; j < m->methods[i].n_in; j++) wi += m->methods[i].in[j].width;\n"
+    "        for (int j = 0; j < m->methods[i].n_out; j++) wo += m->methods[i].out[j].width;\n"
+    "        if (wi > in_w) in_w = wi;\n"
+    "        if (wo > out_w) out_w = wo;\n"
+    "    }\n"
     "    if ((double)max_batch * (double)((in_w + out_w) * es) > 9.0e18) {\n"
     "        snprintf(grid_cuda_msg_, sizeof grid_cuda_msg_, \"grid_cuda_reserve(%lld): the buffers would overflow size_t\",\n"
     "                 max_batch);\n"
@@ -416,14 +440,7 @@ void emit_cuda_helpers(ew_writer *w, const emit_target *t)
     ew_puts(w, cuda_runtime);
 }
 
-/* ---- per algorithm ---- */
-
-static int variant_count(const emit_entry *e) { return (e->opt_a || e->opt_fext) ? 4 : 1; }
-
-static const emit_variant *variant_at(const emit_entry *e, int k)
-{
-    return e->variant[k].fn ? &e->variant[k] : &e->variant[0];
-}
+/* ---- per method ---- */
 
 /* one staged array of a kernel: its pointer name, width, and whether the caller may pass NULL */
 typedef struct {
@@ -434,14 +451,16 @@ typedef struct {
 } stage_array;
 
 /* the arrays a kernel of variant vr touches, in staging priority order: q, the output, v, a, fext */
-static int stage_arrays(const emit_entry *e, const emit_variant *vr, stage_array out[5])
+static int stage_arrays(const emit_entry *e, const emit_variant *vr, stage_array out[1 + EP_COUNT])
 {
     int n = 0;
-    out[n++] = (stage_array){'q', "q", e->nq, 0};
-    if (e->nout > 0) out[n++] = (stage_array){'o', "o", e->nout, 0};
-    if (e->needs_v) out[n++] = (stage_array){'v', "v", e->nv, 0};
-    if (vr->reads_a) out[n++] = (stage_array){'a', "a", e->nv, !e->needs_a};
-    if (vr->reads_fext) out[n++] = (stage_array){'f', "f", e->nfext, 1};
+    const long long nout = e->row->out[0].width;
+    out[n++] = (stage_array){'q', "q", emit_param_width(e, EP_Q), 0};
+    if (nout > 0) out[n++] = (stage_array){'o', "o", nout, 0};
+    for (int p = EP_V; p < EP_COUNT; p++)
+        if (vr->reads[p])
+            out[n++] = (stage_array){emit_param_name(p)[0], emit_param_name(p), emit_param_width(e, p),
+                                     emit_param_optional(e, p)};
     return n;
 }
 
@@ -475,7 +494,8 @@ static void write_plan(ew_writer *w, const char *fn, const stage_array *arr, int
 static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *vr)
 {
     const char *fn = vr->fn;
-    stage_array arr[5];
+    const long long nout = e->row->out[0].width;
+    stage_array arr[1 + EP_COUNT];
     const int n = stage_arrays(e, vr, arr);
     ew_printf(w, "#ifndef GRID_KERNEL_%s\n#define GRID_KERNEL_%s\n", fn, fn);
     ew_printf(w, "/* %s: the plan of its shared-memory tiles, then the kernel */\n", fn);
@@ -492,7 +512,8 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
                "    /* lanes past the batch compute a copy of the warp's last state (the warp stays converged) and store nothing */\n"
                "    const int l = lane < m ? lane : m - 1;\n"
                "    (void)v; (void)a; (void)f;\n");
-    const char *ptr[4] = {"0", "0", "0", "0"}; /* q v a f arguments of the per-state call */
+    const char *ptr[EP_COUNT] = {"0", "0", "0", "0"}; /* q v a f arguments of the per-state call */
+    static const char *const staged[EP_COUNT] = {"sq", "sv", "sa", "sf"};
     for (int i = 0; i < n; i++) {
         const stage_array *s = &arr[i];
         if (s->key == 'o') continue;
@@ -515,10 +536,10 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
         else
             ew_printf(w, "        grid_tile_in_<%lld>(t, %s + b0 * %lld, m, lane);\n", wd, s->arg, wd);
         ew_printf(w, "        %s = t + l * (%lld | 1);\n    }\n", name, wd);
-        int slot = s->key == 'q' ? 0 : s->key == 'v' ? 1 : s->key == 'a' ? 2 : 3;
-        ptr[slot] = s->key == 'q' ? "sq" : s->key == 'v' ? "sv" : s->key == 'a' ? "sa" : "sf";
+        for (int p = 0; p < EP_COUNT; p++)
+            if (emit_param_name(p)[0] == s->key) ptr[p] = staged[p];
     }
-    if (e->nout > 0) {
+    if (nout > 0) {
         ew_printf(w, "    /* outputs: through a tile when the plan has room (every lane writes its own row), else in place */\n"
                      "    grid_real *so = o + (b0 + l) * %lld, *to = 0;\n"
                      "    if (grid_p_%s_o >= 0) {\n"
@@ -531,7 +552,7 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
                      "        __syncwarp();\n"
                      "        grid_tile_out_<%lld>(o + b0 * %lld, to, m, lane);\n"
                      "    }\n",
-                  e->nout, fn, fn, e->nout, e->nout, fn, fn, ptr[0], ptr[1], ptr[2], ptr[3], fn, e->nout, e->nout);
+                  nout, fn, fn, nout, nout, fn, fn, ptr[0], ptr[1], ptr[2], ptr[3], fn, nout, nout);
     } else {
         ew_printf(w, "    __syncwarp();\n    if (lane < m) grid_s_%s(%s, %s, %s, %s, o, fr, rf, 0, 1);\n", fn, ptr[0], ptr[1],
                   ptr[2], ptr[3]);
@@ -551,59 +572,57 @@ static void write_launch(ew_writer *w, const char *fn, const char *ind)
 
 void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e)
 {
-    const int nvar = variant_count(e);
-    /* one kernel per distinct per-state function (shared with other algorithms through the guard) */
+    const grid_method_info *r = e->row;
+    const int nvar = emit_variant_count(e);
+    /* one thread per state is the only mapping the kernels implement so far */
+    assert(r->gpu_map == GRID_GPU_THREAD && r->n_out == 1);
+    /* one kernel per distinct per-state function (shared with other methods through the guard) */
     for (int k = 0; k < nvar; k++) {
-        const emit_variant *vr = variant_at(e, k);
+        const emit_variant *vr = emit_variant_at(e, k);
         int dup = 0;
-        for (int j = 0; j < k; j++) dup |= strcmp(variant_at(e, j)->fn, vr->fn) == 0;
+        for (int j = 0; j < k; j++) dup |= strcmp(emit_variant_at(e, j)->fn, vr->fn) == 0;
         if (!dup) write_kernel(w, e, vr);
     }
 
     /* device pointers, the caller's stream, no synchronisation */
-    ew_printf(w, "/* %s on device arrays: launched on c->stream, not synchronised */\n", e->name);
-    ew_printf(w, "%s int grid_cuda_%s(const grid_call *c)\n{\n", t->export_fn, e->name);
+    ew_printf(w, "/* %s on device arrays: launched on c->stream, not synchronised */\n", r->name);
+    ew_printf(w, "%s int grid_cuda_%s(const grid_call *c)\n{\n", t->export_fn, r->name);
     emit_write_checks(w, e);
-    ew_puts(w, "    const grid_real *q = (const grid_real *)c->q;\n"
-               "    const grid_real *v = (const grid_real *)c->v;\n"
-               "    const grid_real *a = (const grid_real *)c->a;\n"
-               "    const grid_real *f = (const grid_real *)c->fext;\n"
-               "    grid_real *o = (grid_real *)c->out;\n"
-               "    const long long n = c->batch, blocks = (n + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK;\n"
-               "    if (blocks > 2147483647LL) return 7;\n"
-               "    const int fr = c->frame, rf = c->reference_frame;\n"
-               "    const cudaStream_t s = (cudaStream_t)c->stream;\n"
-               "    cudaError_t e;\n"
-               "    (void)v; (void)a; (void)f;\n");
+    emit_write_pointers(w, e);
+    ew_puts(w, "    const long long n = c->batch, blocks = (n + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK;\n"
+               "    if (blocks > 2147483647LL) return 7;\n");
+    emit_write_attrs(w, e);
+    ew_puts(w, "    const cudaStream_t s = (cudaStream_t)c->stream;\n"
+               "    cudaError_t e;\n");
     if (nvar > 1) {
-        ew_printf(w, "    switch (%s | %s) {\n", e->opt_a ? "(a != 0)" : "0", e->opt_fext ? "((f != 0) << 1)" : "0");
+        emit_write_selector(w, e);
         for (int k = 0; k < nvar; k++) {
             ew_printf(w, "    case %d:\n", k);
-            write_launch(w, variant_at(e, k)->fn, "        ");
+            write_launch(w, emit_variant_at(e, k)->fn, "        ");
             ew_puts(w, "        break;\n");
         }
         ew_puts(w, "    }\n");
     } else {
-        write_launch(w, variant_at(e, 0)->fn, "    ");
+        write_launch(w, emit_variant_at(e, 0)->fn, "    ");
     }
     ew_printf(w, "    e = cudaGetLastError();\n"
                  "    return e == cudaSuccess ? 0 : grid_cuda_fail_(e, \"launching grid_cuda_%s\");\n}\n\n",
-              e->name);
+              r->name);
 
     /* host pointers: the round trip on the library's stream */
     ew_printf(w, "/* %s on host arrays: copied in, launched and copied out on the library's stream, synchronised */\n",
-              e->name);
-    ew_printf(w, "%s int grid_host_%s(const grid_call *c)\n{\n", t->export_fn, e->name);
+              r->name);
+    ew_printf(w, "%s int grid_host_%s(const grid_call *c)\n{\n", t->export_fn, r->name);
     emit_write_checks(w, e);
-    char wa[64], wf[64];
-    if (e->needs_a) snprintf(wa, sizeof wa, "%lld", e->nv);
-    else if (e->opt_a) snprintf(wa, sizeof wa, "c->a ? %lld : 0", e->nv);
-    else snprintf(wa, sizeof wa, "0");
-    if (e->opt_fext) snprintf(wf, sizeof wf, "c->fext ? %lld : 0", e->nfext);
-    else snprintf(wf, sizeof wf, "0");
-    ew_printf(w, "    const grid_io_ io = {grid_cuda_%s, %lld, %lld, %s, %s, %lld};\n"
-                 "    return grid_cuda_round_trip_(c, &io);\n}\n\n",
-              e->name, e->nq, e->needs_v ? e->nv : 0LL, wa, wf, e->nout);
+    ew_printf(w, "    const grid_io_ io = {grid_cuda_%s, %d, %d, {", r->name, r->n_in, r->n_out);
+    for (int k = 0; k < r->n_in; k++) {
+        if (r->in[k].optional) ew_printf(w, "%sc->in[%d] ? %lldLL : 0LL", k ? ", " : "", k, r->in[k].width);
+        else ew_printf(w, "%s%lldLL", k ? ", " : "", r->in[k].width);
+    }
+    ew_puts(w, "}, {");
+    for (int k = 0; k < r->n_out; k++) ew_printf(w, "%s%lldLL", k ? ", " : "", r->out[k].width);
+    ew_puts(w, "}};\n"
+               "    return grid_cuda_round_trip_(c, &io);\n}\n\n");
     /* the ABI's host entry point (include/grid/abi.h) */
-    ew_printf(w, "%s int grid_%s(const grid_call *c)\n{\n    return grid_host_%s(c);\n}\n\n", t->export_fn, e->name, e->name);
+    ew_printf(w, "%s int grid_%s(const grid_call *c)\n{\n    return grid_host_%s(c);\n}\n\n", t->export_fn, r->name, r->name);
 }

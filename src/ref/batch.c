@@ -1,7 +1,80 @@
-/* The reference provider's batched entry point: the grid_call ABI over the single-state algorithms. */
+/* The reference provider's batched entry point: the grid_call ABI over the single-state algorithms, driven by the signature table. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include "grid/ref.h"
+
+/* One state of one row: in[k] is the row's input k in float64 (NULL when an optional input is absent),
+   out[k] its output k, attr the call's attributes. */
+typedef void (*ref_state_fn)(const grid_model *m, const double *const *in, double *const *out, const int *attr,
+                             double *work);
+
+static void ref_rnea(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
+{
+    (void)attr;
+    grid_ref_rnea(m, in[0], in[1], in[2], in[3], out[0], work);
+}
+
+static void ref_nle(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
+{
+    (void)attr;
+    grid_ref_nonlinear_effects(m, in[0], in[1], out[0], work);
+}
+
+static void ref_gravity(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
+{
+    (void)attr;
+    grid_ref_gravity(m, in[0], out[0], work);
+}
+
+static void ref_crba(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
+{
+    (void)attr;
+    grid_ref_crba(m, in[0], out[0], work);
+}
+
+static void ref_minv(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
+{
+    (void)attr;
+    grid_ref_minv(m, in[0], out[0], work);
+}
+
+static void ref_fd(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
+{
+    (void)attr;
+    grid_ref_forward_dynamics(m, in[0], in[1], in[2], in[3], out[0], work);
+}
+
+static void ref_aba(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
+{
+    (void)attr;
+    grid_ref_aba(m, in[0], in[1], in[2], in[3], out[0], work);
+}
+
+static void ref_fk(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
+{
+    (void)attr;
+    grid_ref_forward_kinematics(m, in[0], out[0], work);
+}
+
+static void ref_ee_pose(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
+{
+    (void)attr;
+    grid_ref_end_effector_pose(m, in[0], out[0], work);
+}
+
+static void ref_frame_jacobian(const grid_model *m, const double *const *in, double *const *out, const int *attr,
+                               double *work)
+{
+    grid_ref_frame_jacobian(m, in[0], attr[0], attr[1], out[0], work);
+}
+
+/* the reference function of every row of the signature table */
+static const ref_state_fn ref_fns[GRID_ALGO_COUNT] = {
+    [GRID_ALGO_RNEA] = ref_rnea, [GRID_ALGO_NLE] = ref_nle, [GRID_ALGO_GRAVITY] = ref_gravity,
+    [GRID_ALGO_CRBA] = ref_crba, [GRID_ALGO_MINV] = ref_minv, [GRID_ALGO_FD] = ref_fd, [GRID_ALGO_ABA] = ref_aba,
+    [GRID_ALGO_FK] = ref_fk, [GRID_ALGO_EE_POSE] = ref_ee_pose, [GRID_ALGO_FRAME_JACOBIAN] = ref_frame_jacobian,
+};
 
 /* widen n inputs of state b to float64 (or point at them when they already are) */
 static const double *state_input(const void *base, int dtype, long long b, size_t n, double *buf)
@@ -13,36 +86,17 @@ static const double *state_input(const void *base, int dtype, long long b, size_
     return buf;
 }
 
-/* 1 when the algorithm needs v, and when it needs a (u) */
-static int needs_v(int algo)
+/* the row's argument checks: GRID_OK or GRID_ERR_ARG */
+static int check_call(const grid_method_info *r, const grid_call *call)
 {
-    return algo == GRID_ALGO_RNEA || algo == GRID_ALGO_NLE || algo == GRID_ALGO_FD || algo == GRID_ALGO_ABA;
-}
-
-static int needs_u(int algo)
-{
-    return algo == GRID_ALGO_FD || algo == GRID_ALGO_ABA;
-}
-
-/* run one algorithm on one float64 state */
-static void run_state(const grid_model *m, int algo, const grid_call *call, const double *q,
-                      const double *v, const double *a, const double *fext, double *out, double *work)
-{
-    switch (algo) {
-    case GRID_ALGO_RNEA: grid_ref_rnea(m, q, v, a, fext, out, work); break;
-    case GRID_ALGO_NLE: grid_ref_nonlinear_effects(m, q, v, out, work); break;
-    case GRID_ALGO_GRAVITY: grid_ref_gravity(m, q, out, work); break;
-    case GRID_ALGO_CRBA: grid_ref_crba(m, q, out, work); break;
-    case GRID_ALGO_MINV: grid_ref_minv(m, q, out, work); break;
-    case GRID_ALGO_FD: grid_ref_forward_dynamics(m, q, v, a, fext, out, work); break;
-    case GRID_ALGO_ABA: grid_ref_aba(m, q, v, a, fext, out, work); break;
-    case GRID_ALGO_FK: grid_ref_forward_kinematics(m, q, out, work); break;
-    case GRID_ALGO_EE_POSE: grid_ref_end_effector_pose(m, q, out, work); break;
-    case GRID_ALGO_FRAME_JACOBIAN:
-        grid_ref_frame_jacobian(m, q, call->frame, call->reference_frame, out, work);
-        break;
-    default: break;
-    }
+    if (call->n_in != r->n_in || call->n_out != r->n_out || !call->in || !call->out) return GRID_ERR_ARG;
+    for (int k = 0; k < r->n_in; k++)
+        if (!call->in[k] && !r->in[k].optional) return GRID_ERR_ARG;
+    for (int k = 0; k < r->n_out; k++)
+        if (!call->out[k]) return GRID_ERR_ARG;
+    for (int k = 0; k < r->n_attr; k++)
+        if (call->attr[k] < r->attr_lo[k] || call->attr[k] >= r->attr_hi[k]) return GRID_ERR_ARG;
+    return GRID_OK;
 }
 
 int grid_ref_batch(const grid_model *m, int algo, int dtype, const grid_call *call)
@@ -52,40 +106,37 @@ int grid_ref_batch(const grid_model *m, int algo, int dtype, const grid_call *ca
     if (dtype != GRID_FLOAT32 && dtype != GRID_FLOAT64) return GRID_ERR_ARG;
     if (call->batch < 0) return GRID_ERR_ARG;
     if (call->batch == 0) return GRID_OK;
-    if (!call->q || !call->out) return GRID_ERR_ARG;
-    if (needs_v(algo) && !call->v) return GRID_ERR_ARG;
-    if (needs_u(algo) && !call->a) return GRID_ERR_ARG;
-    if (algo == GRID_ALGO_FRAME_JACOBIAN) {
-        if (call->frame < 0 || call->frame >= m->nframes) return GRID_ERR_ARG;
-        if (call->reference_frame != GRID_WORLD && call->reference_frame != GRID_LOCAL &&
-            call->reference_frame != GRID_LOCAL_WORLD_ALIGNED)
-            return GRID_ERR_ARG;
-    }
+    const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
+    grid_method_info r;
+    grid_sig_concrete(algo, &sz, 0, &r);
+    int rc = check_call(&r, call);
+    if (rc != GRID_OK) return rc;
+    assert(ref_fns[algo]);
 
-    const size_t nq = (size_t)m->nq, nv = (size_t)m->nv, nf = 6 * (size_t)m->nb;
-    const size_t width = (size_t)grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
-    const int takes_a_fext = algo == GRID_ALGO_RNEA || needs_u(algo);
-
-    /* scratch once per call: work, then float64 copies of one state's inputs and output */
+    /* scratch once per call: work, then float64 copies of one state's inputs and outputs */
     const size_t nwork = grid_ref_work_size(m);
-    double *scratch = malloc((nwork + nq + 2 * nv + nf + width + 1) * sizeof(double));
+    size_t total = nwork + 1;
+    for (int k = 0; k < r.n_in; k++) total += (size_t)r.in[k].width;
+    for (int k = 0; k < r.n_out; k++) total += (size_t)r.out[k].width;
+    double *scratch = malloc(total * sizeof(double));
     if (!scratch) return GRID_ERR_NOMEM;
-    double *work = scratch, *qb = work + nwork, *vb = qb + nq, *ab = vb + nv, *fb = ab + nv;
-    double *ob = fb + nf;
+    double *work = scratch, *at = scratch + nwork, *inb[GRID_MAX_IN], *outb[GRID_MAX_OUT];
+    for (int k = 0; k < r.n_in; k++, at += r.in[k - 1].width) inb[k] = at;
+    for (int k = 0; k < r.n_out; k++, at += r.out[k - 1].width) outb[k] = at;
 
+    const double *in[GRID_MAX_IN] = {0};
+    double *out[GRID_MAX_OUT] = {0};
     for (long long b = 0; b < call->batch; b++) {
-        const double *q = state_input(call->q, dtype, b, nq, qb);
-        const double *v = needs_v(algo) ? state_input(call->v, dtype, b, nv, vb) : NULL;
-        const double *a = takes_a_fext ? state_input(call->a, dtype, b, nv, ab) : NULL;
-        const double *f = takes_a_fext ? state_input(call->fext, dtype, b, nf, fb) : NULL;
-        if (dtype == GRID_FLOAT64) {
-            run_state(m, algo, call, q, v, a, f, (double *)call->out + (size_t)b * width, work);
-        } else {
-            /* narrow the float64 result */
-            float *dst = (float *)call->out + (size_t)b * width;
-            run_state(m, algo, call, q, v, a, f, ob, work);
-            for (size_t k = 0; k < width; k++) dst[k] = (float)ob[k];
-        }
+        for (int k = 0; k < r.n_in; k++) in[k] = state_input(call->in[k], dtype, b, (size_t)r.in[k].width, inb[k]);
+        for (int k = 0; k < r.n_out; k++)
+            out[k] = dtype == GRID_FLOAT64 ? (double *)call->out[k] + (size_t)b * (size_t)r.out[k].width : outb[k];
+        ref_fns[algo](m, in, out, call->attr, work);
+        if (dtype == GRID_FLOAT32)
+            /* narrow the float64 results */
+            for (int k = 0; k < r.n_out; k++) {
+                float *dst = (float *)call->out[k] + (size_t)b * (size_t)r.out[k].width;
+                for (long long e = 0; e < r.out[k].width; e++) dst[e] = (float)outb[k][e];
+            }
     }
     free(scratch);
     return GRID_OK;

@@ -1,4 +1,4 @@
-/* Loading a generated robot.so: dlopen, ABI and metadata checks, entry-point resolution. */
+/* Loading a generated robot.so: dlopen, ABI and metadata checks, its method rows against the signature table, entry-point resolution. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 struct grid_lib {
     void *handle;
     const grid_robot_meta_t *meta;
+    const grid_method_info *row[GRID_ALGO_COUNT];  /* the library's row of each package row, NULL = absent */
     grid_batch_fn host[GRID_ALGO_COUNT];
     grid_batch_fn device[GRID_ALGO_COUNT];
     char *path;
@@ -15,7 +16,7 @@ struct grid_lib {
 
 grid_lib_expect grid_lib_expect_any(void)
 {
-    grid_lib_expect e = {-1, -1, -1, 0, -1, NULL, 0, 0};
+    grid_lib_expect e = {-1, -1, -1, 0, -1, NULL, NULL, 0, 0};
     return e;
 }
 
@@ -57,11 +58,46 @@ static int check_meta(const grid_robot_meta_t *m, const grid_lib_expect *x, cons
     if (x->model_hash && (!m->model_hash || strcmp(x->model_hash, m->model_hash) != 0))
         return grid_error_set(err, GRID_ERR_LOAD, 0, 0, "%s: model_hash %.64s does not match the model %.64s",
                               path, m->model_hash ? m->model_hash : "(none)", x->model_hash);
-    unsigned missing = x->algorithms & ~m->algorithms;
-    for (int a = 0; a < GRID_ALGO_COUNT; a++)
-        if (missing & (1u << a))
+    return GRID_OK;
+}
+
+/* match every row the library exports with the package's table (a row this grid-rbd does not know, a
+   duplicate, or one whose shapes differ for the library's sizes is refused), then the expected rows */
+static int check_rows(grid_lib *lib, const grid_lib_expect *x, const char *path, grid_error *err)
+{
+    const grid_robot_meta_t *m = lib->meta;
+    if (m->n_methods < 0 || (m->n_methods > 0 && !m->methods))
+        return grid_error_set(err, GRID_ERR_LOAD, 0, 0, "%s: its metadata lists %d methods without rows", path,
+                              m->n_methods);
+    const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
+    for (int i = 0; i < m->n_methods; i++) {
+        const grid_method_info *r = &m->methods[i];
+        int id = r->name ? grid_sig_find(r->name) : -1;
+        if (id < 0)
+            return grid_error_set(err, GRID_ERR_LOAD, 0, 0,
+                                  "%s: method %.64s is not in this grid-rbd's signature table; rebuild it", path,
+                                  r->name ? r->name : "(unnamed)");
+        if (lib->row[id])
+            return grid_error_set(err, GRID_ERR_LOAD, 0, 0, "%s: method %s is listed twice", path, r->name);
+        char why[256];
+        if (grid_sig_mismatch(id, &sz, r, why, sizeof why))
+            return grid_error_set(err, GRID_ERR_LOAD, 0, 0,
+                                  "%s: method %s does not match this grid-rbd's signature table: %s; rebuild it "
+                                  "(force_rebuild=True)",
+                                  path, r->name, why);
+        if (r->work_bytes > m->work_bytes)
+            return grid_error_set(err, GRID_ERR_LOAD, 0, 0, "%s: method %s needs %zu bytes of workspace per thread, "
+                                  "its metadata says %zu", path, r->name, r->work_bytes, m->work_bytes);
+        lib->row[id] = r;
+    }
+    for (int k = 0; x && k < x->n_methods; k++) {
+        int id = x->methods ? x->methods[k] : -1;
+        if (id < 0 || id >= GRID_ALGO_COUNT)
+            return grid_error_set(err, GRID_ERR_ARG, 0, 0, "grid_lib_open: unknown method id %d expected", id);
+        if (!lib->row[id])
             return grid_error_set(err, GRID_ERR_LOAD, 0, 0, "%s: algorithm %s was not built into this library",
-                                  path, grid_algo_name(a));
+                                  path, grid_algo_name(id));
+    }
     return GRID_OK;
 }
 
@@ -107,29 +143,25 @@ int grid_lib_open(const char *so_path, const grid_lib_expect *expect, grid_lib *
         goto fail;
     }
 
-    /* every algorithm in the mask: grid_<name>, and grid_cuda_<name> on a CUDA library */
+    if ((rc = check_rows(lib, expect, so_path, err))) goto fail;
+
+    /* every row: grid_<name>, and grid_cuda_<name> on a CUDA library */
     for (int a = 0; a < GRID_ALGO_COUNT; a++) {
-        if (!(lib->meta->algorithms & (1u << a))) continue;
-        char name[64];
+        if (!lib->row[a]) continue;
+        char name[96];
         snprintf(name, sizeof name, "grid_%s", grid_algo_name(a));
         if (!(lib->host[a] = lookup_fn(lib->handle, name))) {
-            rc = grid_error_set(err, GRID_ERR_LOAD, 0, 0, "%s: algorithm mask lists %s but the symbol %s is missing",
+            rc = grid_error_set(err, GRID_ERR_LOAD, 0, 0, "%s: its method table lists %s but the symbol %s is missing",
                                 so_path, grid_algo_name(a), name);
             goto fail;
         }
         if (lib->meta->target != 1) continue;
         snprintf(name, sizeof name, "grid_cuda_%s", grid_algo_name(a));
         if (!(lib->device[a] = lookup_fn(lib->handle, name))) {
-            rc = grid_error_set(err, GRID_ERR_LOAD, 0, 0, "%s: algorithm mask lists %s but the symbol %s is missing",
+            rc = grid_error_set(err, GRID_ERR_LOAD, 0, 0, "%s: its method table lists %s but the symbol %s is missing",
                                 so_path, grid_algo_name(a), name);
             goto fail;
         }
-    }
-    if (lib->meta->algorithms >> GRID_ALGO_COUNT) {
-        rc = grid_error_set(err, GRID_ERR_LOAD, 0, 0,
-                            "%s: algorithm mask 0x%x has bits this grid-rbd does not know; rebuild it", so_path,
-                            lib->meta->algorithms);
-        goto fail;
     }
     *out = lib;
     return GRID_OK;
@@ -146,6 +178,11 @@ grid_batch_fn grid_lib_fn(const grid_lib *lib, int algo)
 grid_batch_fn grid_lib_cuda_fn(const grid_lib *lib, int algo)
 {
     return lib && algo >= 0 && algo < GRID_ALGO_COUNT ? lib->device[algo] : NULL;
+}
+
+const grid_method_info *grid_lib_method(const grid_lib *lib, int algo)
+{
+    return lib && algo >= 0 && algo < GRID_ALGO_COUNT ? lib->row[algo] : NULL;
 }
 
 const grid_robot_meta_t *grid_lib_meta(const grid_lib *lib)

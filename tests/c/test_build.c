@@ -64,27 +64,66 @@ static void fresh_dir(char *out, size_t cap, const char *tag)
     snprintf(out, cap, "%s/%s-%d", test_root, tag, counter++);
 }
 
-/* a tiny self-contained source implementing the ABI: rnea(q) = 2 q + tag; pad_bytes of read-only data */
-static char *tiny_source(int abi_version, int nq, int tag, long pad_bytes, unsigned algorithms)
+/* the ABI structs of include/grid/abi.h, for hand-written test libraries */
+#define TINY_ABI_STRUCTS \
+    "typedef struct { const void *const *in; void *const *out; int n_in, n_out; long long batch; int attr[4];\n" \
+    "  int num_threads; void *work; size_t work_bytes; void *stream; } grid_call;\n" \
+    "typedef struct { const char *name; int rank; int shape[4]; long long width; int optional; } grid_arg_info;\n" \
+    "typedef struct { const char *name; int n_in, n_out, n_attr; grid_arg_info in[8]; grid_arg_info out[4];\n" \
+    "  const char *attr_name[4]; int attr_lo[4], attr_hi[4]; size_t work_bytes; int gpu_map; } grid_method_info;\n" \
+    "typedef struct { int abi_version; int nq, nv, nb, nframes, nee; int dtype; int target; int n_methods;\n" \
+    "  const grid_method_info *methods; size_t work_bytes; const char *model_hash; } grid_robot_meta_t;\n"
+
+/* the rows a tiny library lists (bits of its `rows` argument) */
+enum { TINY_RNEA = 1, TINY_NLE = 2, TINY_BAD_SHAPE = 4, TINY_UNKNOWN = 8 };
+
+/* the method rows of a tiny library with nq = nv = nb = n: rnea (tau one wider with TINY_BAD_SHAPE), nle, and
+   a row this grid-rbd does not know */
+static void tiny_rows(char *s, size_t cap, int n, unsigned rows)
 {
-    char *s = malloc(8192);
-    snprintf(s, 8192,
+    size_t k = (size_t)snprintf(s, cap, "static const grid_method_info rows[] = {\n");
+    if (rows & (TINY_RNEA | TINY_BAD_SHAPE))
+        k += (size_t)snprintf(s + k, cap - k,
+                              "  {\"rnea\", 4, 1, 0, {{\"q\", 1, {%d}, %d, 0}, {\"qd\", 1, {%d}, %d, 0}, {\"qdd\", 1, {%d}, %d, 1},\n"
+                              "   {\"f_ext\", 1, {%d}, %d, 1}}, {{\"tau\", 1, {%d}, %d, 0}}, {0}, {0}, {0}, 0, 0},\n",
+                              n, n, n, n, n, n, 6 * n, 6 * n, n + !!(rows & TINY_BAD_SHAPE), n + !!(rows & TINY_BAD_SHAPE));
+    if (rows & TINY_NLE)
+        k += (size_t)snprintf(s + k, cap - k,
+                              "  {\"nle\", 2, 1, 0, {{\"q\", 1, {%d}, %d, 0}, {\"qd\", 1, {%d}, %d, 0}}, {{\"c\", 1, {%d}, %d, 0}},\n"
+                              "   {0}, {0}, {0}, 0, 0},\n", n, n, n, n, n, n);
+    if (rows & TINY_UNKNOWN)
+        k += (size_t)snprintf(s + k, cap - k,
+                              "  {\"warp_drive\", 1, 1, 0, {{\"q\", 1, {%d}, %d, 0}}, {{\"x\", 1, {1}, 1, 0}}, {0}, {0}, {0}, 0, 0},\n",
+                              n, n);
+    snprintf(s + k, cap - k, "};\n");
+}
+
+static int tiny_count(unsigned rows)
+{
+    return !!(rows & (TINY_RNEA | TINY_BAD_SHAPE)) + !!(rows & TINY_NLE) + !!(rows & TINY_UNKNOWN);
+}
+
+/* a tiny self-contained source implementing the ABI: rnea(q) = 2 q + tag; pad_bytes of read-only data */
+static char *tiny_source(int abi_version, int nq, int tag, long pad_bytes, unsigned rows)
+{
+    char table[2048];
+    tiny_rows(table, sizeof table, nq, rows);
+    char *s = malloc(16384);
+    snprintf(s, 16384,
              "/* hand-written test library for grid-rbd's ABI */\n"
              "#include <stddef.h>\n"
-             "typedef struct { const void *q, *v, *a, *fext; void *out; long long batch; int frame;\n"
-             "  int reference_frame; int num_threads; void *work; void *stream; } grid_call;\n"
-             "typedef struct { int abi_version; int nq, nv, nb, nframes, nee; int dtype; int target;\n"
-             "  unsigned algorithms; size_t work_bytes; const char *model_hash; } grid_robot_meta_t;\n"
+             TINY_ABI_STRUCTS
              "const unsigned char grid_test_pad[%ld] = {1};\n"
-             "static const grid_robot_meta_t meta = {%d, %d, %d, %d, 1, 1, 8, 0, %uu, 0, \"hash-%d\"};\n"
+             "%s"
+             "static const grid_robot_meta_t meta = {%d, %d, %d, %d, 1, 1, 8, 0, %d, rows, 0, \"hash-%d\"};\n"
              "const grid_robot_meta_t *grid_robot_meta(void) { return &meta; }\n"
              "int grid_rnea(const grid_call *c) {\n"
-             "  const double *q = c->q; double *o = c->out;\n"
+             "  const double *q = c->in[0]; double *o = c->out[0];\n"
              "  for (long long b = 0; b < c->batch; b++)\n"
              "    for (int i = 0; i < %d; i++) o[b * %d + i] = 2 * q[b * %d + i] + %d + grid_test_pad[0] - 1;\n"
              "  return 0;\n"
              "}\n",
-             pad_bytes, abi_version, nq, nq, nq, algorithms, tag, nq, nq, nq, tag);
+             pad_bytes, table, abi_version, nq, nq, nq, tiny_count(rows), tag, nq, nq, nq, tag);
     return s;
 }
 
@@ -133,10 +172,14 @@ static int library_works(const char *so_path, int nq, int tag)
     grid_batch_fn rnea = grid_lib_fn(lib, GRID_ALGO_RNEA);
     double q[16], out[16];
     for (int i = 0; i < 2 * nq; i++) q[i] = 0.5 * i;
+    const void *in[4] = {q, q, NULL, NULL};
+    void *outs[1] = {out};
     grid_call call;
     memset(&call, 0, sizeof call);
-    call.q = q;
-    call.out = out;
+    call.in = in;
+    call.out = outs;
+    call.n_in = 4;
+    call.n_out = 1;
     call.batch = 2;
     int ok = rnea && rnea(&call) == 0;
     for (int i = 0; ok && i < 2 * nq; i++) ok = out[i] == 2 * q[i] + tag;
@@ -339,7 +382,7 @@ static void test_build_then_hit(void)
     clear_env();
     char dir[1024], path[2048];
     fresh_dir(dir, sizeof dir, "hit");
-    char *src = tiny_source(1, 3, 5, 1 << 20, 1u);   /* 1 MiB of data: a robot.so of realistic size */
+    char *src = tiny_source(GRID_ABI_VERSION, 3, 5, 1 << 20, TINY_RNEA);   /* 1 MiB of data: a robot.so of realistic size */
     gen_ctx g = {src, 0};
     grid_build_request req = request(dir, "tiny", &g);
     grid_build_result res;
@@ -433,7 +476,7 @@ static void test_generator_change_same_bytes_no_compile(void)
     clear_env();
     char dir[1024];
     fresh_dir(dir, sizeof dir, "gen");
-    char *src = tiny_source(1, 2, 1, 16, 1u);
+    char *src = tiny_source(GRID_ABI_VERSION, 2, 1, 16, TINY_RNEA);
     gen_ctx g = {src, 0};
     grid_build_request req = request(dir, "tiny", &g);
     grid_build_result a, b;
@@ -462,7 +505,7 @@ static void test_identity_change_rebuilds(void)
     clear_env();
     char dir[1024];
     fresh_dir(dir, sizeof dir, "ident");
-    char *src = tiny_source(1, 2, 2, 16, 1u);
+    char *src = tiny_source(GRID_ABI_VERSION, 2, 2, 16, TINY_RNEA);
     gen_ctx g = {src, 0};
     grid_build_request req = request(dir, "tiny", &g);
     grid_build_result a, b;
@@ -495,7 +538,7 @@ static void test_damaged_entries_rebuilt(void)
     clear_env();
     char dir[1024];
     fresh_dir(dir, sizeof dir, "damage");
-    char *src = tiny_source(1, 4, 3, 4096, 1u);
+    char *src = tiny_source(GRID_ABI_VERSION, 4, 3, 4096, TINY_RNEA);
     gen_ctx g = {src, 0};
     grid_build_request req = request(dir, "tiny", &g);
     grid_build_result a, b;
@@ -550,7 +593,7 @@ static void test_unwritable_cache(void)
     fresh_dir(file, sizeof file, "regular-file");
     write_text(file, "not a directory\n");
     snprintf(dir, sizeof dir, "%s/cache", file);
-    char *src = tiny_source(1, 2, 1, 16, 1u);
+    char *src = tiny_source(GRID_ABI_VERSION, 2, 1, 16, TINY_RNEA);
     gen_ctx g = {src, 0};
     grid_build_request req = request(dir, "tiny", &g);
     grid_build_result res;
@@ -586,7 +629,7 @@ static void test_missing_compiler(void)
     char dir[1024];
     fresh_dir(dir, sizeof dir, "nocc");
     setenv("GRID_RBD_CC", "/nonexistent/cc", 1);
-    char *src = tiny_source(1, 2, 1, 16, 1u);
+    char *src = tiny_source(GRID_ABI_VERSION, 2, 1, 16, TINY_RNEA);
     gen_ctx g = {src, 0};
     grid_build_request req = request(dir, "tiny", &g);
     grid_build_result res;
@@ -629,7 +672,7 @@ static void test_compile_error(void)
     store_census(dir, &entries, &tmps);
     CHECK(entries == 0 && tmps == 0);
     /* a library that compiles but breaks the ABI is refused at build time too */
-    char *bad = tiny_source(999, 2, 1, 16, 1u);
+    char *bad = tiny_source(999, 2, 1, 16, TINY_RNEA);
     g.text = bad;
     rc = grid_build(&req, &res, &err);
     CHECK_MSG(rc == GRID_ERR_BUILD && strstr(err.message, "abi_version"), "%s", err.message);
@@ -670,7 +713,7 @@ static void test_concurrent_builds_compile_once(void)
     char slow[1024];
     snprintf(slow, sizeof slow, "%s/slow", test_root);
     write_text(slow, "1");
-    char *src = tiny_source(1, 2, 9, 16, 1u);
+    char *src = tiny_source(GRID_ABI_VERSION, 2, 9, 16, TINY_RNEA);
 
     /* two processes build the same robot at the same time */
     pid_t kids[2];
@@ -721,7 +764,7 @@ static void test_killed_build_leaves_no_entry(void)
     unlink(started);
     unlink(grandchild_file);
     write_text(sleep_flag, "1");
-    char *src = tiny_source(1, 2, 4, 16, 1u);
+    char *src = tiny_source(GRID_ABI_VERSION, 2, 4, 16, TINY_RNEA);
 
     pid_t kid = fork();
     if (kid == 0) {
@@ -784,7 +827,7 @@ static void test_killed_build_leaves_no_entry(void)
     struct timespec old[2] = {{time(NULL) - 7200, 0}, {time(NULL) - 7200, 0}};
     utimensat(AT_FDCWD, inner, old, AT_SYMLINK_NOFOLLOW);
     utimensat(AT_FDCWD, tmp_path, old, 0);
-    char *other = tiny_source(1, 2, 6, 16, 1u);   /* another robot's build does the cleaning */
+    char *other = tiny_source(GRID_ABI_VERSION, 2, 6, 16, TINY_RNEA);   /* another robot's build does the cleaning */
     gen_ctx g2 = {other, 0};
     grid_build_request req2 = request(dir, "other", &g2);
     req2.options_json = "{\"other\":1}";
@@ -823,7 +866,7 @@ static void test_cancelled_build(void)
     unlink(started);
     unlink(grandchild_file);
     write_text(sleep_flag, "1");
-    char *src = tiny_source(1, 2, 5, 16, 1u);
+    char *src = tiny_source(GRID_ABI_VERSION, 2, 5, 16, TINY_RNEA);
     gen_ctx g = {src, 0};
     grid_build_request req = request(dir, "cancel", &g);
     cancel_ctx cc = {started, 0};
@@ -867,7 +910,7 @@ static void test_supervisor_killed(void)
     unlink(started);
     unlink(grandchild_file);
     write_text(sleep_flag, "1");
-    char *src = tiny_source(1, 2, 7, 16, 1u);
+    char *src = tiny_source(GRID_ABI_VERSION, 2, 7, 16, TINY_RNEA);
     pid_t kid = fork();
     if (kid == 0) {
         gen_ctx g = {src, 0};
@@ -916,7 +959,7 @@ static void test_parts_within_the_job_cap(void)
     setenv("GRID_RBD_CC", wrapper, 1);
     setenv("GRID_RBD_BUILD_JOBS", "2", 1);
     CHECK(grid_build_jobs(4) == 2 && grid_build_jobs(1) == 1);
-    char *lib = tiny_source(1, 2, 8, 16, 1u);
+    char *lib = tiny_source(GRID_ABI_VERSION, 2, 8, 16, TINY_RNEA);
     char *src = malloc(strlen(lib) + 512);
     sprintf(src, "/* grid-rbd parts: 4 */\n#if !defined(GRID_PART) || GRID_PART == 1\n%s#endif\n"
                  "#if !defined(GRID_PART) || GRID_PART == 2\nint grid_test_p2;\n#endif\n"
@@ -965,7 +1008,7 @@ static void test_loader_checks(void)
     clear_env();
     char dir[1024];
     fresh_dir(dir, sizeof dir, "loader");
-    char *src = tiny_source(1, 3, 1, 16, 1u);
+    char *src = tiny_source(GRID_ABI_VERSION, 3, 1, 16, TINY_RNEA);
     gen_ctx g = {src, 0};
     grid_build_request req = request(dir, "tiny", &g);
     grid_build_result res;
@@ -980,7 +1023,9 @@ static void test_loader_checks(void)
     x.dtype = GRID_FLOAT64;
     x.target = 0;
     x.model_hash = "hash-1";
-    x.algorithms = 1u << GRID_ALGO_RNEA;
+    const int want_rnea[1] = {GRID_ALGO_RNEA}, want_crba[2] = {GRID_ALGO_RNEA, GRID_ALGO_CRBA};
+    x.methods = want_rnea;
+    x.n_methods = 1;
     CHECK_MSG(grid_lib_open(res.so_path, &x, &lib, &err) == GRID_OK, "%s", err.message);
     CHECK(lib && grid_lib_meta(lib)->nq == 3 && grid_lib_fn(lib, GRID_ALGO_RNEA) != NULL);
     CHECK(lib && grid_lib_fn(lib, GRID_ALGO_CRBA) == NULL && grid_lib_cuda_fn(lib, GRID_ALGO_RNEA) == NULL);
@@ -995,7 +1040,7 @@ static void test_loader_checks(void)
     cases[2].word = "dtype"; cases[2].x.dtype = GRID_FLOAT32;
     cases[3].word = "target"; cases[3].x.target = 1;
     cases[4].word = "model_hash"; cases[4].x.model_hash = "another";
-    cases[5].word = "crba"; cases[5].x.algorithms |= 1u << GRID_ALGO_CRBA;
+    cases[5].word = "crba"; cases[5].x.methods = want_crba; cases[5].x.n_methods = 2;
     for (int i = 0; i < 6; i++) {
         lib = NULL;
         int rc = grid_lib_open(res.so_path, &cases[i].x, &lib, &err);
@@ -1005,17 +1050,34 @@ static void test_loader_checks(void)
 
     /* ABI version and missing symbols, in libraries built outside the cache */
     char so[1100];
-    char *wrong_abi = tiny_source(2, 3, 1, 16, 1u);
+    char *wrong_abi = tiny_source(GRID_ABI_VERSION + 1, 3, 1, 16, TINY_RNEA);
     snprintf(so, sizeof so, "%s-abi.so", dir);
     CHECK(compile_direct(wrong_abi, so) == 0);
     CHECK(grid_lib_open(so, NULL, &lib, &err) == GRID_ERR_LOAD && strstr(err.message, "abi_version"));
-    char *missing = tiny_source(1, 3, 1, 16, 3u);   /* claims rnea and nle, has rnea only */
+    char *missing = tiny_source(GRID_ABI_VERSION, 3, 1, 16, TINY_RNEA | TINY_NLE);   /* lists rnea and nle, has rnea only */
     snprintf(so, sizeof so, "%s-sym.so", dir);
     CHECK(compile_direct(missing, so) == 0);
     CHECK_MSG(grid_lib_open(so, NULL, &lib, &err) == GRID_ERR_LOAD && strstr(err.message, "grid_nle"), "%s",
               err.message);
     snprintf(so, sizeof so, "%s-none.so", dir);
     CHECK(grid_lib_open(so, NULL, &lib, &err) == GRID_ERR_LOAD && strstr(err.message, so));
+    /* rows that do not match the package's signature table are refused, naming the method and the difference */
+    char *bad_shape = tiny_source(GRID_ABI_VERSION, 3, 1, 16, TINY_BAD_SHAPE);   /* rnea's tau is (4,), not (3,) */
+    snprintf(so, sizeof so, "%s-shape.so", dir);
+    CHECK(compile_direct(bad_shape, so) == 0);
+    lib = NULL;
+    CHECK_MSG(grid_lib_open(so, NULL, &lib, &err) == GRID_ERR_LOAD && lib == NULL && strstr(err.message, "method rnea") &&
+                  strstr(err.message, "output 0 is 'tau' (4,)") && strstr(err.message, "expects 'tau' (3,)") &&
+                  strstr(err.message, "rebuild"),
+              "%s", err.message);
+    char *unknown = tiny_source(GRID_ABI_VERSION, 3, 1, 16, TINY_RNEA | TINY_UNKNOWN);
+    snprintf(so, sizeof so, "%s-unknown.so", dir);
+    CHECK(compile_direct(unknown, so) == 0);
+    CHECK_MSG(grid_lib_open(so, NULL, &lib, &err) == GRID_ERR_LOAD && strstr(err.message, "warp_drive") &&
+                  strstr(err.message, "signature table"),
+              "%s", err.message);
+    free(bad_shape);
+    free(unknown);
     free(wrong_abi);
     free(missing);
     free(src);
@@ -1028,7 +1090,7 @@ static void test_cache_admin(void)
     clear_env();
     char dir[1024];
     fresh_dir(dir, sizeof dir, "admin");
-    char *s1 = tiny_source(1, 2, 1, 16, 1u), *s2 = tiny_source(1, 2, 2, 16, 1u);
+    char *s1 = tiny_source(GRID_ABI_VERSION, 2, 1, 16, TINY_RNEA), *s2 = tiny_source(GRID_ABI_VERSION, 2, 2, 16, TINY_RNEA);
     gen_ctx g1 = {s1, 0}, g2 = {s2, 0};
     grid_build_request r1 = request(dir, "one", &g1), r2 = request(dir, "two", &g2);
     r2.options_json = "{\"two\":1}";
@@ -1079,7 +1141,7 @@ static void test_verbose_progress(void)
     char dir[1024], log[1100];
     fresh_dir(dir, sizeof dir, "verbose");
     snprintf(log, sizeof log, "%s.stderr", dir);
-    char *src = tiny_source(1, 2, 1, 16, 1u);
+    char *src = tiny_source(GRID_ABI_VERSION, 2, 1, 16, TINY_RNEA);
     gen_ctx g = {src, 0};
     grid_build_request req = request(dir, "iiwa", &g);
     req.verbose = 1;
@@ -1123,19 +1185,18 @@ static void test_cuda_target(void)
     const char *src =
         "// hand-written CUDA test library for grid-rbd's ABI\n"
         "#include <stddef.h>\n"
-        "typedef struct { const void *q, *v, *a, *fext; void *out; long long batch; int frame;\n"
-        "  int reference_frame; int num_threads; void *work; void *stream; } grid_call;\n"
-        "typedef struct { int abi_version; int nq, nv, nb, nframes, nee; int dtype; int target;\n"
-        "  unsigned algorithms; size_t work_bytes; const char *model_hash; } grid_robot_meta_t;\n"
+        TINY_ABI_STRUCTS
+        "static const grid_method_info rows[] = {{\"rnea\", 4, 1, 0, {{\"q\", 1, {2}, 2, 0}, {\"qd\", 1, {2}, 2, 0},\n"
+        "  {\"qdd\", 1, {2}, 2, 1}, {\"f_ext\", 1, {12}, 12, 1}}, {{\"tau\", 1, {2}, 2, 0}}, {0}, {0}, {0}, 0, 0}};\n"
         "__global__ void twice(const double *q, double *o, long long n) {\n"
         "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) o[i] = 2 * q[i]; }\n"
-        "static const grid_robot_meta_t meta = {1, 2, 2, 2, 1, 1, 8, 1, 1u, 0, \"cuda-hash\"};\n"
+        "static const grid_robot_meta_t meta = {2, 2, 2, 2, 1, 1, 8, 1, 1, rows, 0, \"cuda-hash\"};\n"
         "extern \"C\" const grid_robot_meta_t *grid_robot_meta(void) { return &meta; }\n"
         "extern \"C\" int grid_cuda_rnea(const grid_call *c) {\n"
         "  long long n = c->batch * 2; twice<<<(unsigned)((n + 255) / 256), 256, 0, (cudaStream_t)c->stream>>>(\n"
-        "    (const double *)c->q, (double *)c->out, n); return cudaGetLastError() == cudaSuccess ? 0 : 11; }\n"
+        "    (const double *)c->in[0], (double *)c->out[0], n); return cudaGetLastError() == cudaSuccess ? 0 : 11; }\n"
         "extern \"C\" int grid_rnea(const grid_call *c) {\n"
-        "  const double *q = (const double *)c->q; double *o = (double *)c->out;\n"
+        "  const double *q = (const double *)c->in[0]; double *o = (double *)c->out[0];\n"
         "  for (long long i = 0; i < c->batch * 2; i++) o[i] = 2 * q[i]; return 0; }\n";
     gen_ctx g = {src, 0};
     grid_build_request req = request(dir, "cuda-tiny", &g);

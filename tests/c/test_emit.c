@@ -7,9 +7,11 @@
 #include <unistd.h>
 #include <math.h>
 #include "check.h"
+#include "calls.h"
 #include "grid/abi.h"
 #include "grid/emit.h"
 #include "grid/ref.h"
+#include "grid/runtime.h"
 #include "grid/urdf.h"
 
 /* the flags docs/emitter.md recommends (gcc's compile-time savers only for gcc); warnings are errors */
@@ -60,7 +62,6 @@ typedef struct {
     void *dl;
     const grid_robot_meta_t *meta;
     grid_batch_fn fn[GRID_ALGO_COUNT];
-    void *work;   /* meta.work_bytes for 4 threads */
 } lib;
 
 /* write src to a file, compile it to a shared object and load it; 0 on success */
@@ -100,11 +101,8 @@ static int build_lib(const char *src, size_t len, lib *L)
     const grid_robot_meta_t *(*meta)(void) = (const grid_robot_meta_t *(*)(void))dlsym(L->dl, "grid_robot_meta");
     if (!meta) return -1;
     L->meta = meta();
-    /* workspace for up to 4 threads, as the runtime sizes it */
-    if (L->meta->work_bytes > 0) {
-        L->work = calloc(4, L->meta->work_bytes);
-        if (!L->work) return -1;
-    }
+    /* the shared test workspace covers this library's threads */
+    if (L->meta->work_bytes * 4 > test_work_len) return -1;
     for (int a = 0; a < GRID_ALGO_COUNT; a++) {
         char name[64];
         snprintf(name, sizeof name, "grid_%s", grid_algo_name(a));
@@ -116,7 +114,6 @@ static int build_lib(const char *src, size_t len, lib *L)
 static void close_lib(lib *L)
 {
     if (L->dl) dlclose(L->dl);
-    free(L->work);
     memset(L, 0, sizeof *L);
 }
 
@@ -240,14 +237,10 @@ static void make_states(const grid_model *m, int dtype, long long B, states *s)
     free(q);
     /* cond(M) of each state as the library sees it (rounded inputs) */
     double *M = malloc((size_t)(m->nv * m->nv > 0 ? m->nv * m->nv : 1) * sizeof *M);
-    grid_call c = {0};
+    test_call t;
     for (long long b = 0; b < B; b++) {
-        c.q = (const char *)s->q + (size_t)(b * m->nq * dtype);
-        c.out = M;
-        c.batch = 1;
-        double *qd = widen(c.q, dtype, m->nq);
-        c.q = qd;
-        grid_ref_batch(m, GRID_ALGO_CRBA, GRID_FLOAT64, &c);
+        double *qd = widen((const char *)s->q + (size_t)(b * m->nq * dtype), dtype, m->nq);
+        grid_ref_batch(m, GRID_ALGO_CRBA, GRID_FLOAT64, test_call_init(&t, GRID_ALGO_CRBA, qd, NULL, NULL, NULL, M, 1, 0, 0));
         s->cond[b] = m->nv ? condition_number(M, m->nv) : 1.0;
         free(qd);
     }
@@ -279,34 +272,22 @@ static double compare_algo(const grid_model *m, const lib *L, const states *s, i
     const long long w = grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
     void *out = alloc_real(s->dtype, B * w);
     double *ref = calloc((size_t)(B * w > 0 ? B * w : 1), sizeof *ref);
-    grid_call c = {0};
-    c.q = s->q;
-    c.v = s->v;
-    c.a = use_a ? s->a : NULL;
-    c.fext = use_fext ? s->fext : NULL;
-    c.batch = B;
-    c.frame = frame;
-    c.reference_frame = rf;
-    c.num_threads = 1;
-    c.out = out;
-    c.work = L->work;
-    int rc = L->fn[algo](&c);
+    test_call t;
+    grid_call *c = test_call_init(&t, algo, s->q, s->v, use_a ? s->a : NULL, use_fext ? s->fext : NULL, out, B, frame, rf);
+    c->num_threads = 1;
+    int rc = L->fn[algo](c);
     CHECK_MSG(rc == 0, "%s %s returned %d", what, grid_algo_name(algo), rc);
-    c.out = ref;
+    t.out[0] = ref;
     /* the reference reads the same (rounded) inputs and computes in float64 */
-    rc = grid_ref_batch(m, algo, s->dtype, &c);
+    rc = grid_ref_batch(m, algo, s->dtype, c);
     double worst = 0.0;
     if (s->dtype == GRID_FLOAT32) {
         /* grid_ref_batch narrowed its result; redo it in float64 per state */
         double *q = widen(s->q, s->dtype, B * m->nq), *v = widen(s->v, s->dtype, B * m->nv);
         double *a = widen(s->a, s->dtype, B * m->nv), *f = widen(s->fext, s->dtype, B * 6 * m->nb);
-        grid_call c64 = c;
-        c64.q = q;
-        c64.v = v;
-        c64.a = use_a ? a : NULL;
-        c64.fext = use_fext ? f : NULL;
-        c64.out = ref;
-        rc = grid_ref_batch(m, algo, GRID_FLOAT64, &c64);
+        test_call t64;
+        rc = grid_ref_batch(m, algo, GRID_FLOAT64,
+                            test_call_init(&t64, algo, q, v, use_a ? a : NULL, use_fext ? f : NULL, ref, B, frame, rf));
         free(q);
         free(v);
         free(a);
@@ -365,12 +346,7 @@ static void compare_all(const grid_model *m, const lib *L, const states *s, cons
 static void check_entry_points(const grid_model *m, const lib *L, const states *s, const char *what)
 {
     const long long B = s->B;
-    grid_call c = {0};
-    c.q = s->q;
-    c.v = s->v;
-    c.a = s->a;
-    c.batch = B;
-    c.work = L->work;
+    test_call t;
     long long wmax = 0;
     for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
         long long w = grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
@@ -378,46 +354,45 @@ static void check_entry_points(const grid_model *m, const lib *L, const states *
     }
     void *o1 = alloc_real(s->dtype, B * wmax), *o2 = alloc_real(s->dtype, B * wmax);
     /* bad arguments */
-    c.out = o1;
     CHECK(L->fn[GRID_ALGO_RNEA](NULL) == GRID_ERR_ARG);
-    c.q = NULL;
-    CHECK(L->fn[GRID_ALGO_RNEA](&c) == GRID_ERR_ARG);
-    c.q = s->q;
-    c.batch = -1;
-    CHECK(L->fn[GRID_ALGO_CRBA](&c) == GRID_ERR_ARG);
-    c.batch = 0;
-    CHECK(L->fn[GRID_ALGO_CRBA](&c) == GRID_OK);
-    c.batch = B;
-    c.a = NULL;
-    CHECK(L->fn[GRID_ALGO_ABA](&c) == GRID_ERR_ARG);
-    c.a = s->a;
-    c.frame = m->nframes;
-    CHECK(L->fn[GRID_ALGO_FRAME_JACOBIAN](&c) == GRID_ERR_ARG);
-    c.frame = -1;
-    CHECK(L->fn[GRID_ALGO_FRAME_JACOBIAN](&c) == GRID_ERR_ARG);
-    c.frame = 0;
-    c.reference_frame = 3;
-    CHECK(L->fn[GRID_ALGO_FRAME_JACOBIAN](&c) == GRID_ERR_ARG);
-    c.reference_frame = 0;
+    CHECK(L->fn[GRID_ALGO_RNEA](test_call_init(&t, GRID_ALGO_RNEA, NULL, s->v, s->a, NULL, o1, B, 0, 0)) == GRID_ERR_ARG);
+    grid_call *c = test_call_init(&t, GRID_ALGO_CRBA, s->q, NULL, NULL, NULL, o1, -1, 0, 0);
+    CHECK(L->fn[GRID_ALGO_CRBA](c) == GRID_ERR_ARG);
+    c->batch = 0;
+    CHECK(L->fn[GRID_ALGO_CRBA](c) == GRID_OK);
+    c->batch = B;
+    CHECK(L->fn[GRID_ALGO_CRBA](c) == GRID_OK);
+    c->n_in = 2; /* the row's counts are checked */
+    CHECK(L->fn[GRID_ALGO_CRBA](c) == GRID_ERR_ARG);
+    c->n_in = 1;
+    c->n_out = 0;
+    CHECK(L->fn[GRID_ALGO_CRBA](c) == GRID_ERR_ARG);
+    CHECK(L->fn[GRID_ALGO_ABA](test_call_init(&t, GRID_ALGO_ABA, s->q, s->v, NULL, NULL, o1, B, 0, 0)) == GRID_ERR_ARG);
+    CHECK(L->fn[GRID_ALGO_ABA](test_call_init(&t, GRID_ALGO_ABA, s->q, s->v, s->a, NULL, NULL, B, 0, 0)) == GRID_ERR_ARG);
+    CHECK(L->fn[GRID_ALGO_FRAME_JACOBIAN](test_call_init(&t, GRID_ALGO_FRAME_JACOBIAN, s->q, 0, 0, 0, o1, B, m->nframes, 0)) ==
+          GRID_ERR_ARG);
+    CHECK(L->fn[GRID_ALGO_FRAME_JACOBIAN](test_call_init(&t, GRID_ALGO_FRAME_JACOBIAN, s->q, 0, 0, 0, o1, B, -1, 0)) ==
+          GRID_ERR_ARG);
+    CHECK(L->fn[GRID_ALGO_FRAME_JACOBIAN](test_call_init(&t, GRID_ALGO_FRAME_JACOBIAN, s->q, 0, 0, 0, o1, B, 0, 3)) ==
+          GRID_ERR_ARG);
     /* two threads give bitwise the output of one; so does each state alone (B = 1) */
     for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
         long long w = grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
-        c.num_threads = 1;
-        c.out = o1;
-        L->fn[algo](&c);
-        c.num_threads = 2;
-        c.out = o2;
-        L->fn[algo](&c);
+        c = test_call_init(&t, algo, s->q, s->v, s->a, NULL, o1, B, 0, 0);
+        c->num_threads = 1;
+        L->fn[algo](c);
+        c->num_threads = 2;
+        t.out[0] = o2;
+        L->fn[algo](c);
         CHECK_MSG(memcmp(o1, o2, (size_t)(B * w * s->dtype)) == 0, "%s %s: threads change the result", what,
                   grid_algo_name(algo));
         for (long long b = 0; b < B; b += 7) {
-            grid_call c1 = c;
-            c1.batch = 1;
-            c1.q = (const char *)s->q + b * m->nq * s->dtype;
-            c1.v = (const char *)s->v + b * m->nv * s->dtype;
-            c1.a = (const char *)s->a + b * m->nv * s->dtype;
-            c1.out = o2;
-            L->fn[algo](&c1);
+            test_call t1;
+            grid_call *c1 = test_call_init(&t1, algo, (const char *)s->q + b * m->nq * s->dtype,
+                                           (const char *)s->v + b * m->nv * s->dtype,
+                                           (const char *)s->a + b * m->nv * s->dtype, NULL, o2, 1, 0, 0);
+            c1->num_threads = 2;
+            L->fn[algo](c1);
             CHECK_MSG(memcmp((char *)o1 + b * w * s->dtype, o2, (size_t)(w * s->dtype)) == 0,
                       "%s %s: state %lld alone differs from the batch", what, grid_algo_name(algo), b);
         }
@@ -441,12 +416,13 @@ static void check_nan(const grid_model *m, const lib *L, const states *s, const 
         long long w = grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
         if (w == 0) continue;
         void *o = alloc_real(dt, B * w);
-        grid_call c = {.q = q, .v = v, .a = s->a, .batch = B, .out = o, .reference_frame = GRID_LOCAL, .work = L->work};
         /* a frame on a moving body (a frame welded to the world has a zero Jacobian; a WORLD
            column of a root joint does not depend on q at all) */
+        int frame = 0;
         for (int f = 0; f < m->nframes; f++)
-            if (m->frames[f].body >= 0) c.frame = f;
-        CHECK(L->fn[algo](&c) == 0);
+            if (m->frames[f].body >= 0) frame = f;
+        test_call t;
+        CHECK(L->fn[algo](test_call_init(&t, algo, q, v, s->a, NULL, o, B, frame, GRID_LOCAL)) == 0);
         double *x = widen(o, dt, B * w);
         int nan_q = 0, nan_v = 0, nan_other = 0;
         for (long long k = 0; k < w; k++) {
@@ -454,7 +430,7 @@ static void check_nan(const grid_model *m, const lib *L, const states *s, const 
             nan_v |= isnan(x[3 * w + k]);
             nan_other |= isnan(x[k]) || isnan(x[w + k]) || isnan(x[4 * w + k]);
         }
-        int uses_v = algo == GRID_ALGO_RNEA || algo == GRID_ALGO_NLE || algo == GRID_ALGO_FD || algo == GRID_ALGO_ABA;
+        int uses_v = test_row_has(algo, "qd");
         CHECK_MSG(nan_q && (!uses_v || nan_v) && !nan_other, "%s %s: NaN in q %d, in v %d, elsewhere %d", what,
                   grid_algo_name(algo), nan_q, nan_v, nan_other);
         free(x);
@@ -504,8 +480,13 @@ static void check_robot(const char *file, int floating, long long B)
         const grid_robot_meta_t *mt = L.meta;
         CHECK(mt->abi_version == GRID_ABI_VERSION && mt->nq == m->nq && mt->nv == m->nv && mt->nb == m->nb);
         CHECK(mt->nframes == m->nframes && mt->nee == m->nee && mt->dtype == dtype && mt->target == GRID_TARGET_C);
-        CHECK(mt->algorithms == (1u << GRID_ALGO_COUNT) - 1);
+        CHECK(mt->n_methods == GRID_ALGO_COUNT && mt->methods);
         CHECK(emit_schedule == GRID_SCHEDULE_ROLLED ? mt->work_bytes > 0 : mt->work_bytes == 0);
+        /* the library's rows are the table's, with this robot's shapes */
+        const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
+        char why[256];
+        for (int a = 0; a < mt->n_methods && a < GRID_ALGO_COUNT; a++)
+            CHECK_MSG(grid_sig_mismatch(a, &sz, &mt->methods[a], why, sizeof why) == 0, "%s row %d: %s", what, a, why);
         CHECK(strcmp(mt->model_hash, "00ff") == 0);
         states s;
         make_states(m, dtype, B, &s);
@@ -638,11 +619,11 @@ static void test_hostile_names(void)
         for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
             long long w = grid_algo_output_width(algo, mp->nq, mp->nv, mp->nb, mp->nee) * s.B;
             double *o1 = calloc((size_t)w + 1, sizeof *o1), *o2 = calloc((size_t)w + 1, sizeof *o2);
-            grid_call c = {.q = s.q, .v = s.v, .a = s.a, .fext = s.fext, .batch = s.B, .frame = 3};
-            c.out = o1;
-            CHECK(Lp.fn[algo](&c) == 0);
-            c.out = o2;
-            CHECK(Le.fn[algo](&c) == 0);
+            test_call t;
+            grid_call *c = test_call_init(&t, algo, s.q, s.v, s.a, s.fext, o1, s.B, 3, 0);
+            CHECK(Lp.fn[algo](c) == 0);
+            t.out[0] = o2;
+            CHECK(Le.fn[algo](c) == 0);
             CHECK_MSG(memcmp(o1, o2, (size_t)w * sizeof *o1) == 0, "%s differs with hostile names", grid_algo_name(algo));
             free(o1);
             free(o2);
@@ -692,17 +673,50 @@ static void test_determinism(void)
     o.model_hash = "abc\"); evil(); //";
     CHECK(grid_emit_source(m, &o, &s, &n, &err) == GRID_ERR_ARG);
     o = grid_emit_options_default();
-    o.algorithms = 1u << 20;
+    const int unknown[1] = {GRID_ALGO_COUNT + 20}, twice[2] = {GRID_ALGO_NLE, GRID_ALGO_NLE};
+    o.methods = unknown;
+    o.n_methods = 1;
     CHECK(grid_emit_source(m, &o, &s, &n, &err) == GRID_ERR_ARG);
-    /* a subset: only the selected entry points exist */
+    o.methods = twice;
+    o.n_methods = 2;
+    CHECK(grid_emit_source(m, &o, &s, &n, &err) == GRID_ERR_ARG && strstr(err.message, "twice"));
+    /* a subset: only the selected entry points (and rows) exist */
     o = grid_emit_options_default();
-    o.algorithms = (1u << GRID_ALGO_NLE) | (1u << GRID_ALGO_EE_POSE);
+    const int subset[2] = {GRID_ALGO_EE_POSE, GRID_ALGO_NLE};
+    o.methods = subset;
+    o.n_methods = 2;
     CHECK(grid_emit_source(m, &o, &s, &n, &err) == GRID_OK);
     if (s) {
         CHECK(strstr(s, "int grid_nle(") && strstr(s, "int grid_ee_pose(") && !strstr(s, "int grid_rnea("));
         lib L;
         CHECK(build_lib(s, n, &L) == 0);
-        if (L.dl) CHECK(L.meta->algorithms == o.algorithms && L.fn[GRID_ALGO_NLE] && !L.fn[GRID_ALGO_RNEA]);
+        /* rows in table order, whatever the order of the request */
+        if (L.dl)
+            CHECK(L.meta->n_methods == 2 && strcmp(L.meta->methods[0].name, "nle") == 0 &&
+                  strcmp(L.meta->methods[1].name, "ee_pose") == 0 && L.fn[GRID_ALGO_NLE] && !L.fn[GRID_ALGO_RNEA]);
+        if (L.dl) {
+            int (*n_methods)(void) = (int (*)(void))dlsym(L.dl, "grid_n_methods");
+            const grid_method_info *(*method)(int) = (const grid_method_info *(*)(int))dlsym(L.dl, "grid_method");
+            CHECK(n_methods && method && n_methods() == 2 && method(1) == &L.meta->methods[1] && method(2) == NULL &&
+                  method(-1) == NULL);
+        }
+        close_lib(&L);
+        /* the same library with one row's output shape altered is refused by the loader, naming the method */
+        char want[96], bad[96];
+        snprintf(want, sizeof want, "{\"c\", 1, {%d, 0, 0, 0}, %dLL, 0}", m->nv, m->nv);
+        snprintf(bad, sizeof bad, "{\"c\", 1, {%d, 0, 0, 0}, %dLL, 0}", m->nv + 1, m->nv + 1);
+        char *at = strstr(s, want);
+        CHECK(at != NULL && strlen(want) == strlen(bad));
+        if (at) {
+            memcpy(at, bad, strlen(bad));
+            CHECK(build_lib(s, n, &L) == 0);
+            char so[128];
+            snprintf(so, sizeof so, "%s/robot%d.so", tmpdir, lib_counter - 1);
+            grid_lib *gl = NULL;
+            CHECK(grid_lib_open(so, NULL, &gl, &err) == GRID_ERR_LOAD && gl == NULL);
+            CHECK_MSG(strstr(err.message, "method nle does not match") && strstr(err.message, "output 0 is 'c'"), "%s",
+                      err.message);
+        }
         close_lib(&L);
     }
     free(s);
@@ -756,6 +770,10 @@ static void test_rolled(void)
 
 int main(void)
 {
+    /* workspace for the rolled schedule's calls: up to 4 threads of the largest test robot */
+    test_work_len = 16u << 20;
+    test_work_ptr = calloc(1, test_work_len);
+    if (!test_work_ptr) return 1;
     snprintf(tmpdir, sizeof tmpdir, "/tmp/grid_test_emit_XXXXXX");
     if (!mkdtemp(tmpdir)) {
         perror("mkdtemp");
@@ -774,5 +792,6 @@ int main(void)
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd) != 0) fprintf(stderr, "  could not remove %s\n", tmpdir);
+    free(test_work_ptr);
     return check_summary("test_emit");
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <math.h>
 #include "check.h"
+#include "calls.h"
 #include "grid/ref.h"
 
 /* ---- hand-built models ---- */
@@ -692,9 +693,9 @@ static void test_batch(void)
     for (int k = 0; k < B * nf; k++) ff[k] = (float)fext[k];
 
     for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
-        grid_call call = {.q = q, .v = v, .a = a, .fext = fext, .out = out, .batch = B,
-                          .frame = 8, .reference_frame = GRID_LOCAL};
-        CHECK(grid_ref_batch(m, algo, GRID_FLOAT64, &call) == GRID_OK);
+        test_call t;
+        CHECK(grid_ref_batch(m, algo, GRID_FLOAT64, test_call_init(&t, algo, q, v, a, fext, out, B, 8, GRID_LOCAL)) ==
+              GRID_OK);
         const int width = (int)grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
         for (int b = 0; b < B; b++) {
             const double *qb = q + b * nq, *vb = v + b * nv, *ab = a + b * nv, *fb = fext + b * nf;
@@ -713,39 +714,104 @@ static void test_batch(void)
             CHECK_MSG(max_abs_diff(out + b * width, one, width) == 0.0, "algo %d state %d", algo, b);
         }
         /* float32: widened inputs, narrowed outputs */
-        grid_call callf = {.q = qf, .v = vf, .a = af, .fext = ff, .out = outf, .batch = B,
-                           .frame = 8, .reference_frame = GRID_LOCAL};
-        CHECK(grid_ref_batch(m, algo, GRID_FLOAT32, &callf) == GRID_OK);
+        CHECK(grid_ref_batch(m, algo, GRID_FLOAT32, test_call_init(&t, algo, qf, vf, af, ff, outf, B, 8, GRID_LOCAL)) ==
+              GRID_OK);
         double scale = fmax(1.0, max_abs(out, B * width)), e = 0.0;
         for (int k = 0; k < B * width; k++) e = fmax(e, fabs((double)outf[k] - out[k]));
         CHECK_MSG(e < 1e-4 * scale, "algo %d float32 off by %g (scale %g)", algo, e, scale);
     }
 
     /* optional inputs: RNEA with a and fext NULL is nle */
-    grid_call call = {.q = q, .v = v, .out = out, .batch = B};
-    CHECK(grid_ref_batch(m, GRID_ALGO_RNEA, GRID_FLOAT64, &call) == GRID_OK);
+    test_call t;
+    grid_call *call = test_call_init(&t, GRID_ALGO_RNEA, q, v, NULL, NULL, out, B, 0, 0);
+    CHECK(grid_ref_batch(m, GRID_ALGO_RNEA, GRID_FLOAT64, call) == GRID_OK);
     for (int b = 0; b < B; b++) {
         grid_ref_nonlinear_effects(m, q + b * nq, v + b * nv, one, w);
         CHECK(max_abs_diff(out + b * nv, one, nv) == 0.0);
     }
 
     /* refusals */
-    grid_call bad = {.q = q, .v = v, .a = a, .out = out, .batch = B, .frame = m->nframes};
-    CHECK(grid_ref_batch(m, GRID_ALGO_FRAME_JACOBIAN, GRID_FLOAT64, &bad) == GRID_ERR_ARG);
-    bad.frame = -1;
-    CHECK(grid_ref_batch(m, GRID_ALGO_FRAME_JACOBIAN, GRID_FLOAT64, &bad) == GRID_ERR_ARG);
-    bad.frame = 0;
-    bad.reference_frame = 3;
-    CHECK(grid_ref_batch(m, GRID_ALGO_FRAME_JACOBIAN, GRID_FLOAT64, &bad) == GRID_ERR_ARG);
-    CHECK(grid_ref_batch(m, GRID_ALGO_COUNT, GRID_FLOAT64, &call) == GRID_ERR_ARG);
-    CHECK(grid_ref_batch(m, -1, GRID_FLOAT64, &call) == GRID_ERR_ARG);
-    CHECK(grid_ref_batch(m, GRID_ALGO_RNEA, 2, &call) == GRID_ERR_ARG);
-    CHECK(grid_ref_batch(m, GRID_ALGO_ABA, GRID_FLOAT64, &call) == GRID_ERR_ARG); /* u missing */
-    CHECK(grid_ref_batch(NULL, GRID_ALGO_RNEA, GRID_FLOAT64, &call) == GRID_ERR_ARG);
+    test_call tb;
+    grid_call *bad = test_call_init(&tb, GRID_ALGO_FRAME_JACOBIAN, q, v, a, NULL, out, B, m->nframes, 0);
+    CHECK(grid_ref_batch(m, GRID_ALGO_FRAME_JACOBIAN, GRID_FLOAT64, bad) == GRID_ERR_ARG);
+    bad->attr[0] = -1;
+    CHECK(grid_ref_batch(m, GRID_ALGO_FRAME_JACOBIAN, GRID_FLOAT64, bad) == GRID_ERR_ARG);
+    bad->attr[0] = 0;
+    bad->attr[1] = 3;
+    CHECK(grid_ref_batch(m, GRID_ALGO_FRAME_JACOBIAN, GRID_FLOAT64, bad) == GRID_ERR_ARG);
+    bad->attr[1] = 0;
+    CHECK(grid_ref_batch(m, GRID_ALGO_FRAME_JACOBIAN, GRID_FLOAT64, bad) == GRID_OK);
+    bad->n_in = 2; /* counts must be the row's */
+    CHECK(grid_ref_batch(m, GRID_ALGO_FRAME_JACOBIAN, GRID_FLOAT64, bad) == GRID_ERR_ARG);
+    CHECK(grid_ref_batch(m, GRID_ALGO_COUNT, GRID_FLOAT64, call) == GRID_ERR_ARG);
+    CHECK(grid_ref_batch(m, -1, GRID_FLOAT64, call) == GRID_ERR_ARG);
+    CHECK(grid_ref_batch(m, GRID_ALGO_RNEA, 2, call) == GRID_ERR_ARG);
+    CHECK(grid_ref_batch(m, GRID_ALGO_ABA, GRID_FLOAT64,
+                         test_call_init(&tb, GRID_ALGO_ABA, q, v, NULL, NULL, out, B, 0, 0)) == GRID_ERR_ARG); /* u missing */
+    CHECK(grid_ref_batch(NULL, GRID_ALGO_RNEA, GRID_FLOAT64, call) == GRID_ERR_ARG);
     CHECK(grid_ref_batch(m, GRID_ALGO_RNEA, GRID_FLOAT64, NULL) == GRID_ERR_ARG);
     grid_call empty = {.batch = 0};
     CHECK(grid_ref_batch(m, GRID_ALGO_RNEA, GRID_FLOAT64, &empty) == GRID_OK);
     free(w);
+}
+
+/* the signature table: every row's concrete output shape is exactly what its reference function writes
+   (no element left unwritten, none past the end), inputs and attributes are within the GRID_MAX_* bounds,
+   names are unique, and the helpers agree with each other */
+static void test_signature_table(void)
+{
+    const grid_model *m = &tree;
+    const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
+    CHECK(grid_sig_count() == GRID_ALGO_COUNT && grid_sig_row(-1) == NULL && grid_sig_row(GRID_ALGO_COUNT) == NULL);
+    enum { B = 3 };
+    static double q[B * NMAX], v[B * NMAX], a[B * NMAX], fext[B * 6 * NMAX], out[B * 16 * NMAX * NMAX + 1];
+    for (int b = 0; b < B; b++) {
+        rand_q(m, q + b * m->nq);
+        rand_vec(v + b * m->nv, m->nv, 1.0);
+        rand_vec(a + b * m->nv, m->nv, 1.0);
+        rand_vec(fext + b * 6 * m->nb, 6 * m->nb, 1.0);
+    }
+    for (int id = 0; id < GRID_ALGO_COUNT; id++) {
+        const grid_signature_row *r = grid_sig_row(id);
+        CHECK(r && r->name && grid_sig_find(r->name) == id && strcmp(grid_algo_name(id), r->name) == 0);
+        if (!r) continue;
+        CHECK(r->n_in >= 1 && r->n_in <= GRID_MAX_IN && r->n_out == 1 && r->n_attr <= GRID_MAX_ATTR);
+        CHECK(strcmp(r->in[0].name, "q") == 0 && r->in[0].optional == GRID_REQUIRED && r->py_name && r->doc);
+        CHECK(r->gpu_map == GRID_GPU_THREAD && r->derivative == -1 && r->vjp == -1);
+        for (int j = 0; j < id; j++) CHECK(strcmp(grid_sig_row(j)->name, r->name) != 0);
+        grid_method_info info;
+        grid_sig_concrete(id, &sz, 0, &info);
+        char why[256];
+        CHECK(grid_sig_mismatch(id, &sz, &info, why, sizeof why) == 0);
+        const long long w = info.out[0].width;
+        CHECK(w == grid_algo_output_width(id, m->nq, m->nv, m->nb, m->nee) && w > 0 && w <= 16 * NMAX * NMAX);
+        /* NaN everywhere; the reference must overwrite exactly B * w elements */
+        for (size_t k = 0; k < sizeof out / sizeof out[0]; k++) out[k] = NAN;
+        test_call t;
+        CHECK(grid_ref_batch(m, id, GRID_FLOAT64, test_call_init(&t, id, q, v, a, fext, out, B, 8, GRID_LOCAL)) == GRID_OK);
+        long long written = 0;
+        for (long long k = 0; k < B * w; k++) written += !isnan(out[k]);
+        CHECK_MSG(written == B * w && isnan(out[B * w]), "%s: %lld of %lld outputs written, past the end %g", r->name,
+                  written, B * w, out[B * w]);
+        /* a library row that differs is named */
+        grid_method_info bad = info;
+        bad.out[0].shape[0]++;
+        CHECK(grid_sig_mismatch(id, &sz, &bad, why, sizeof why) == 1 && strstr(why, "output 0"));
+        bad = info;
+        bad.n_in++;
+        CHECK(grid_sig_mismatch(id, &sz, &bad, why, sizeof why) == 1 && strstr(why, "inputs"));
+    }
+    /* shapes in symbols */
+    char buf[32];
+    CHECK(strcmp(grid_sig_dim_text((grid_dim){GRID_SYM_NB, 6}, buf, sizeof buf), "6*nb") == 0);
+    CHECK(strcmp(grid_sig_dim_text((grid_dim){GRID_SYM_NV, 1}, buf, sizeof buf), "nv") == 0);
+    CHECK(strcmp(grid_sig_dim_text((grid_dim){GRID_SYM_ONE, 4}, buf, sizeof buf), "4") == 0);
+    int shape[GRID_MAX_RANK];
+    CHECK(grid_sig_shape(&grid_sig_row(GRID_ALGO_FK)->out[0], &sz, shape) == 16LL * m->nb && shape[0] == m->nb &&
+          shape[1] == 4 && shape[2] == 4 && shape[3] == 0);
+    CHECK(grid_sig_shape(&grid_sig_row(GRID_ALGO_FRAME_JACOBIAN)->out[0], &sz, shape) == 6LL * m->nv && shape[0] == 6 &&
+          shape[1] == m->nv);
+    CHECK(grid_sig_find("nope") == -1 && grid_sig_find(NULL) == -1);
 }
 
 int main(void)
@@ -769,5 +835,6 @@ int main(void)
     RUN_TEST(test_kinematics_tree);
     RUN_TEST(test_rpy_singularity);
     RUN_TEST(test_batch);
+    RUN_TEST(test_signature_table);
     return check_summary("ref");
 }

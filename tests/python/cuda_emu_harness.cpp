@@ -1,9 +1,11 @@
-// Appended to an emulated robot.cu (cuda_emu.h): runs every algorithm variant through grid_cuda_<algo> (kernels) and
-// grid_host_<algo> (the host round trip) on random inputs and compares with the C target's robot.so (argv[1]) at the
-// batch sizes argv[2..]. Prints one line per mismatch and a summary; exit status 1 on any mismatch.
+// Appended to an emulated robot.cu (cuda_emu.h): runs every row of the library (meta.methods) through grid_cuda_<name>
+// (kernels) and grid_host_<name> (the host round trip) on random inputs, every combination of its optional inputs and
+// every value of its attributes (a "frame" attribute: the last frame), and compares with the C target's robot.so
+// (argv[1]) at the batch sizes argv[2..]. Prints one line per mismatch and a summary; exit status 1 on any mismatch.
 #include <algorithm>
 #include <dlfcn.h>
 #include <random>
+#include <string>
 #define EMU_N_ALGO 10
 static const char *emu_names[EMU_N_ALGO] = {"rnea", "nle", "gravity", "crba", "minv", "fd", "aba", "fk", "ee_pose",
                                             "frame_jacobian"};
@@ -23,48 +25,69 @@ int main(int argc, char **argv)
         return 2;
     }
     const grid_robot_meta_t *m = grid_robot_meta();
-    const int nq = m->nq, nv = m->nv, nb = m->nb, nee = m->nee;
     const double tol = sizeof(grid_real) == 8 ? 1e-10 : 1e-4;
     int fails = 0, checks = 0;
     std::mt19937_64 rng(42);
     std::uniform_real_distribution<double> U(-1.5, 1.5);
     for (int ni = 2; ni < argc; ni++) {
         const long long n = atoll(argv[ni]);
-        std::vector<grid_real> q(n * nq), v(n * nv), a(n * nv), f(n * 6 * nb);
-        for (auto *x : {&q, &v, &a, &f})
-            for (auto &e : *x) e = (grid_real)U(rng);
-        for (int al = 0; al < EMU_N_ALGO; al++) {
-            const long long w = (al == 3 || al == 4) ? (long long)nv * nv : al == 7 ? 16LL * nb
-                              : al == 8 ? 6LL * nee : al == 9 ? 6LL * nv : nv;
+        for (int ri = 0; ri < m->n_methods; ri++) {
+            const grid_method_info *r = &m->methods[ri];
+            int al = -1;
+            for (int k = 0; k < EMU_N_ALGO; k++)
+                if (std::string(emu_names[k]) == r->name) al = k;
+            if (al < 0) {
+                printf("MISMATCH %s: the harness has no entry points of this row\n", r->name);
+                fails++;
+                continue;
+            }
+            /* one random array per input; the optional ones toggled by the low bits of the variant */
+            std::vector<std::vector<grid_real>> in(r->n_in);
+            int opt[GRID_MAX_IN], n_opt = 0;
+            for (int k = 0; k < r->n_in; k++) {
+                in[k].resize(n * r->in[k].width + 1);
+                for (auto &e : in[k]) e = (grid_real)U(rng);
+                if (r->in[k].optional) opt[n_opt++] = k;
+            }
+            /* attributes: "frame" is the last frame, any other is swept over its range */
+            int sweep = 1;
+            for (int k = 0; k < r->n_attr; k++)
+                if (std::string(r->attr_name[k]) != "frame") sweep *= r->attr_hi[k] - r->attr_lo[k];
+            const long long w = r->out[0].width;
             char sym[64];
-            snprintf(sym, sizeof sym, "grid_%s", emu_names[al]);
+            snprintf(sym, sizeof sym, "grid_%s", r->name);
             cpu_fn cpu = (cpu_fn)dlsym(h, sym);
-            /* RNEA: a and fext each given or not; FD/ABA: fext or not; Jacobian: the three reference frames */
-            const int nvar = al == 0 ? 4 : (al == 5 || al == 6) ? 2 : al == 9 ? 3 : 1;
-            for (int var = 0; var < nvar; var++) {
+            for (int var = 0; var < (1 << n_opt) * sweep; var++) {
+                const void *ip[GRID_MAX_IN] = {0};
+                void *op[GRID_MAX_OUT] = {0};
+                for (int k = 0; k < r->n_in; k++) ip[k] = in[k].data();
+                for (int j = 0; j < n_opt; j++)
+                    if (!((var >> j) & 1)) ip[opt[j]] = NULL;
                 grid_call c;
                 memset(&c, 0, sizeof c);
-                c.q = q.data();
+                c.in = ip;
+                c.out = op;
+                c.n_in = r->n_in;
+                c.n_out = r->n_out;
                 c.batch = n;
                 c.num_threads = 1;
-                if (al == 0 || al == 1 || al == 5 || al == 6) c.v = v.data();
-                if (al == 0 && (var & 1)) c.a = a.data();
-                if (al == 0 && (var & 2)) c.fext = f.data();
-                if (al == 5 || al == 6) {
-                    c.a = a.data();
-                    if (var) c.fext = f.data();
-                }
-                if (al == 9) {
-                    c.frame = m->nframes - 1;
-                    c.reference_frame = var;
+                int rest = var >> n_opt;
+                for (int k = 0; k < r->n_attr; k++) {
+                    if (std::string(r->attr_name[k]) == "frame") {
+                        c.attr[k] = r->attr_hi[k] - 1;
+                    } else {
+                        const int span = r->attr_hi[k] - r->attr_lo[k];
+                        c.attr[k] = r->attr_lo[k] + rest % span;
+                        rest /= span;
+                    }
                 }
                 /* one element past the end stays NaN: nothing writes beyond the batch */
                 std::vector<grid_real> oc(n * w + 1, NAN), od(n * w + 1, NAN), oh(n * w + 1, NAN);
-                c.out = oc.data();
-                const int rc_cpu = cpu(&c);
-                c.out = od.data();
+                op[0] = oc.data();
+                const int rc_cpu = cpu ? cpu(&c) : -1;
+                op[0] = od.data();
                 const int rc_dev = emu_device[al](&c);
-                c.out = oh.data();
+                op[0] = oh.data();
                 const int rc_host = emu_host[al](&c);
                 double maxd = 0, maxa = 0;
                 long long nonfinite = 0, host_differs = 0;
@@ -82,7 +105,7 @@ int main(int argc, char **argv)
                 if (bad)
                     printf("MISMATCH %s variant %d B=%lld: status cpu %d kernel %d host %d, non-finite %lld, host round trip "
                            "differs in %lld, canary %d, relative difference %.3e\n",
-                           emu_names[al], var, n, rc_cpu, rc_dev, rc_host, nonfinite, host_differs, canary, rel);
+                           r->name, var, n, rc_cpu, rc_dev, rc_host, nonfinite, host_differs, canary, rel);
             }
         }
     }

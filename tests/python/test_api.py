@@ -223,13 +223,13 @@ def test_runner_refuses_bad_frame_ids(iiwa):
     """the C layer checks too, whatever Python passes"""
     q = np.zeros((1, 7), dtype=np.float32)
     with pytest.raises(ValueError, match="out of range"):
-        iiwa._runner.call(_core.ALGO_FRAME_JACOBIAN, q, None, None, None, None, 99, 0)
+        iiwa._runner.call(_core.ALGO_FRAME_JACOBIAN, (q,), None, (99, 0))
     with pytest.raises(ValueError, match="reference_frame"):
-        iiwa._runner.call(_core.ALGO_FRAME_JACOBIAN, q, None, None, None, None, 0, 7)
+        iiwa._runner.call(_core.ALGO_FRAME_JACOBIAN, (q,), None, (0, 7))
     with pytest.raises(ValueError, match="algorithm"):
-        iiwa._runner.call(99, q, None, None, None, None, 0, 0)
+        iiwa._runner.call(99, (q,), None, ())
     with pytest.raises(TypeError, match="takes no"):
-        iiwa._runner.call(_core.ALGO_CRBA, q, q, None, None, None, 0, 0)
+        iiwa._runner.call(_core.ALGO_CRBA, (q, q), None, ())
 
 
 # ---- odd inputs ----

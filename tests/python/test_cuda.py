@@ -293,7 +293,7 @@ def test_failures_raise():
     # a batch too large for one launch is refused before anything runs
     lib = h.cuda_library
     with pytest.raises(grid_rbd.GridArgumentError):
-        lib.call(grid_rbd._core.ALGO_CRBA, 256, 0, 0, 0, 256, 2 ** 31 * 128, 0, 0, 0)
+        lib.call(grid_rbd._core.ALGO_CRBA, (256,), (256,), 2 ** 31 * 128, (), 0)
 
 
 def test_runtime_entry_points():
@@ -302,13 +302,13 @@ def test_runtime_entry_points():
     info = json.loads(h.cuda_library.device_info())
     assert info["sms"] > 0 and info["cc"].count(".") == 1 and info["real_bytes"] == 4
     h.cuda_library.noop(0)
-    ev, wall = h.cuda_library.time(0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 2, True)
+    ev, wall = h.cuda_library.time(0, 2, (), (), 0, (), 0, 5, 2, True)
     assert len(ev) == len(wall) == 5 and min(wall) > 0
     s = states(h, 64, 3, np.float32)
     out = h.pinned_empty((64, h.nv))
     out[...] = np.nan
-    ev, wall = h.cuda_library.time(0, 1, s["q"].ctypes.data, s["qd"].ctypes.data, 0, 0, out.ctypes.data, 64, 0, 0, 0,
-                                   3, 1, False)
+    ev, wall = h.cuda_library.time(0, 1, (s["q"].ctypes.data, s["qd"].ctypes.data, 0, 0), (out.ctypes.data,), 64, (),
+                                   0, 3, 1, False)
     assert ev is None and len(wall) == 3 and np.isfinite(out).all()
 
 

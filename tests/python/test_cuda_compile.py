@@ -18,7 +18,6 @@ from grid_rbd import _core
 from grid_rbd import cuda as gcuda
 from robot_cases import BUNDLED_IIWA, SHARED_ROBOTS, SYNTHETIC_URDF, example_robot_data_dir
 
-ALL_ALGORITHMS = (1 << _core.ALGO_COUNT) - 1
 
 
 def _need_nvcc():
@@ -54,7 +53,7 @@ def test_precompile_cuda_without_gpu(tmp_path, name, floating):
     # loading needs no GPU: the CUDA runtime is linked statically and starts only at the first CUDA call
     lib = _core.CudaLibrary(so)
     meta = lib.meta
-    assert meta["target"] == 1 and meta["dtype"] == "float32" and meta["algorithms"] == ALL_ALGORITHMS
+    assert meta["target"] == 1 and meta["dtype"] == "float32" and meta["methods"] == _core.ALGORITHMS
     assert (meta["nv"], meta["nq"]) == ((18, 19) if floating else (7, 7))
     dll = ctypes.CDLL(str(so))
     for algo in _core.ALGORITHMS:
@@ -224,19 +223,18 @@ def test_device_arrays_go_to_the_kernels():
     out = np.full((n, h.nv), np.nan, np.float32)
     # numpy in: the host path (here the reference runner) answers
     want = h.inverse_dynamics(q, v, a)
-    np.testing.assert_allclose(r.call(_core.ALGO_RNEA, q, v, a, None, None, 0, 0), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(r.call(_core.ALGO_RNEA, (q, v, a, None), None, ()), want, rtol=1e-5, atol=1e-5)
     # device arrays in: grid_cuda_<algo> gets their pointers, the batch and the interface's stream
     dq, dv, da, do = (_DeviceArrayStandIn(x, stream=7) for x in (q, v, a, out))
-    got = r.call(_core.ALGO_RNEA, dq, dv, da, None, do, 0, 0)
+    got = r.call(_core.ALGO_RNEA, (dq, dv, da, None), do, ())
     assert got is do and len(lib.calls) == 1
-    assert lib.calls[0] == (_core.ALGO_RNEA, q.ctypes.data, v.ctypes.data, a.ctypes.data, 0, out.ctypes.data, n, 0, 0, 7)
+    assert lib.calls[0] == (_core.ALGO_RNEA, (q.ctypes.data, v.ctypes.data, a.ctypes.data, 0), (out.ctypes.data,), n, (), 7)
     # the frame Jacobian passes its frame and reference frame
     jac = _DeviceArrayStandIn(np.empty((n, 6, h.nv), np.float32))
-    r.call(_core.ALGO_FRAME_JACOBIAN, dq, None, None, None, jac, 3, 2)
-    assert lib.calls[-1][-3:] == (3, 2, 7)  # the stream of q
+    r.call(_core.ALGO_FRAME_JACOBIAN, (dq,), jac, (3, 2))
+    assert lib.calls[-1][-2:] == ((3, 2), 7)  # the attributes, and the stream of q
     # a batch of zero launches nothing
-    r.call(_core.ALGO_CRBA, _DeviceArrayStandIn(q[:0]), None, None, None,
-           _DeviceArrayStandIn(np.empty((0, h.nv, h.nv), np.float32)), 0, 0)
+    r.call(_core.ALGO_CRBA, (_DeviceArrayStandIn(q[:0]),), _DeviceArrayStandIn(np.empty((0, h.nv, h.nv), np.float32)), ())
     assert len(lib.calls) == 2
 
 
@@ -250,18 +248,17 @@ def test_device_array_arguments_are_checked(case):
     out = np.zeros((n, h.nv), np.float32)
     D = _DeviceArrayStandIn
     call = {
-        "dtype": lambda: r.call(_core.ALGO_NLE, D(q.astype(np.float64)), D(v), None, None, D(out), 0, 0),
-        "width": lambda: r.call(_core.ALGO_NLE, D(q), D(np.zeros((n, h.nv + 1), np.float32)), None, None, D(out), 0, 0),
-        "batch": lambda: r.call(_core.ALGO_NLE, D(q), D(np.zeros((n + 1, h.nv), np.float32)), None, None, D(out), 0, 0),
-        "strides": lambda: r.call(_core.ALGO_CRBA, D(q, strides=(4, 4 * n)), None, None, None,
-                                  D(np.zeros((n, h.nv, h.nv), np.float32)), 0, 0),
-        "out_shape": lambda: r.call(_core.ALGO_CRBA, D(q), None, None, None, D(out), 0, 0),
-        "mixed": lambda: r.call(_core.ALGO_NLE, D(q), v, None, None, D(out), 0, 0),
-        "no_out": lambda: r.call(_core.ALGO_NLE, D(q), D(v), None, None, None, 0, 0),
-        "frame": lambda: r.call(_core.ALGO_FRAME_JACOBIAN, D(q), None, None, None,
-                                D(np.zeros((n, 6, h.nv), np.float32)), 999, 0),
-        "missing_qd": lambda: r.call(_core.ALGO_NLE, D(q), None, None, None, D(out), 0, 0),
-        "extra_arg": lambda: r.call(_core.ALGO_CRBA, D(q), D(v), None, None, D(out), 0, 0),
+        "dtype": lambda: r.call(_core.ALGO_NLE, (D(q.astype(np.float64)), D(v)), D(out), ()),
+        "width": lambda: r.call(_core.ALGO_NLE, (D(q), D(np.zeros((n, h.nv + 1), np.float32))), D(out), ()),
+        "batch": lambda: r.call(_core.ALGO_NLE, (D(q), D(np.zeros((n + 1, h.nv), np.float32))), D(out), ()),
+        "strides": lambda: r.call(_core.ALGO_CRBA, (D(q, strides=(4, 4 * n)),), D(np.zeros((n, h.nv, h.nv), np.float32)),
+                                  ()),
+        "out_shape": lambda: r.call(_core.ALGO_CRBA, (D(q),), D(out), ()),
+        "mixed": lambda: r.call(_core.ALGO_NLE, (D(q), v), D(out), ()),
+        "no_out": lambda: r.call(_core.ALGO_NLE, (D(q), D(v)), None, ()),
+        "frame": lambda: r.call(_core.ALGO_FRAME_JACOBIAN, (D(q),), D(np.zeros((n, 6, h.nv), np.float32)), (999, 0)),
+        "missing_qd": lambda: r.call(_core.ALGO_NLE, (D(q), None), D(out), ()),
+        "extra_arg": lambda: r.call(_core.ALGO_CRBA, (D(q), D(v)), D(out), ()),
     }[case]
     exc = TypeError if case in ("missing_qd", "extra_arg") else ValueError  # GridArgumentError is a ValueError
     with pytest.raises(exc):

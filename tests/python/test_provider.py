@@ -11,11 +11,11 @@ from robot_cases import BUNDLED_IIWA, make_states
 
 
 class GridCall(ctypes.Structure):
-    """grid_call of include/grid/abi.h"""
-    _fields_ = [("q", ctypes.c_void_p), ("v", ctypes.c_void_p), ("a", ctypes.c_void_p),
-                ("fext", ctypes.c_void_p), ("out", ctypes.c_void_p), ("batch", ctypes.c_longlong),
-                ("frame", ctypes.c_int), ("reference_frame", ctypes.c_int), ("num_threads", ctypes.c_int),
-                ("work", ctypes.c_void_p), ("stream", ctypes.c_void_p)]
+    """grid_call of include/grid/abi.h (ABI 2: input and output arrays in the row's order)"""
+    _fields_ = [("inputs", ctypes.POINTER(ctypes.c_void_p)), ("outputs", ctypes.POINTER(ctypes.c_void_p)),
+                ("n_in", ctypes.c_int), ("n_out", ctypes.c_int), ("batch", ctypes.c_longlong),
+                ("attr", ctypes.c_int * 4), ("num_threads", ctypes.c_int), ("work", ctypes.c_void_p),
+                ("work_bytes", ctypes.c_size_t), ("stream", ctypes.c_void_p)]
 
 
 BATCH_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(GridCall))
@@ -49,9 +49,10 @@ class FakeLibrary:
 
     def _rnea(self, call_ptr):
         c = call_ptr.contents
-        self.calls.append((c.batch, bool(c.a), bool(c.fext), bool(c.work)))
-        self.q_pointers.append(c.q)
-        out = np.ctypeslib.as_array(ctypes.cast(c.out, ctypes.POINTER(ctypes.c_double)), (c.batch, self.nv))
+        assert (c.n_in, c.n_out) == (4, 1)  # rnea's row: q, qd, qdd, f_ext -> tau
+        self.calls.append((c.batch, bool(c.inputs[2]), bool(c.inputs[3]), bool(c.work), c.work_bytes))
+        self.q_pointers.append(c.inputs[0])
+        out = np.ctypeslib.as_array(ctypes.cast(c.outputs[0], ctypes.POINTER(ctypes.c_double)), (c.batch, self.nv))
         out[:] = 42.0 + np.arange(c.batch)[:, None]
         return 0
 
@@ -68,7 +69,7 @@ def test_provider_entry_points_are_called_and_others_fall_back_to_the_reference(
     s = make_states(h, "random", 3)
     tau = h.inverse_dynamics(s["q"], s["qd"], s["qdd"])
     np.testing.assert_array_equal(tau, 42.0 + np.arange(3)[:, None] * np.ones((1, 7)))
-    assert lib.calls == [(3, True, False, True)]
+    assert lib.calls == [(3, True, False, True, 64)]
     np.testing.assert_array_equal(h.crba(s["q"]), ref.crba(s["q"]))  # no provider entry: the reference
     assert "fake provider" in repr(h)
 
@@ -90,10 +91,10 @@ def test_inputs_in_the_handle_dtype_are_not_copied():
     lib = FakeLibrary(model)
     runner = _core.Runner(model, _core.FLOAT64, provider=lib.capsule, owner=lib)
     q = np.zeros((2, 7))
-    runner.call(_core.ALGO_RNEA, q, q, None, None, None, 0, 0)
+    runner.call(_core.ALGO_RNEA, (q, q, None, None), None, ())
     assert lib.q_pointers[-1] == q.ctypes.data                  # used in place
-    runner.call(_core.ALGO_RNEA, q.astype(np.float32), q, None, None, None, 0, 0)
+    runner.call(_core.ALGO_RNEA, (q.astype(np.float32), q), None, ())
     assert lib.q_pointers[-1] != q.ctypes.data                  # converted
     wide = np.zeros((2, 14))[:, ::2]
-    runner.call(_core.ALGO_RNEA, wide, q, None, None, None, 0, 0)
+    runner.call(_core.ALGO_RNEA, (wide, q), None, ())
     assert lib.q_pointers[-1] != wide.ctypes.data               # strided: converted

@@ -1,0 +1,111 @@
+/* The signature table: one row per batched method (inputs, outputs, attributes, shapes), the single source every layer reads. */
+#ifndef GRID_SIGNATURE_H
+#define GRID_SIGNATURE_H
+
+#include <stddef.h>
+#include "grid/abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The row ids: index i of the table is row i (src/common/signature.c). A new method is one id here and
+   one row there, plus its algorithm (docs/architecture.md). */
+typedef enum {
+    GRID_ALGO_RNEA = 0,
+    GRID_ALGO_NLE = 1,
+    GRID_ALGO_GRAVITY = 2,
+    GRID_ALGO_CRBA = 3,
+    GRID_ALGO_MINV = 4,
+    GRID_ALGO_FD = 5,
+    GRID_ALGO_ABA = 6,
+    GRID_ALGO_FK = 7,
+    GRID_ALGO_EE_POSE = 8,
+    GRID_ALGO_FRAME_JACOBIAN = 9,
+    GRID_ALGO_COUNT = 10
+} grid_algo;
+
+/* the sizes a dimension may be written in */
+typedef enum {
+    GRID_SYM_ONE = 0,   /* a constant: the multiplier alone */
+    GRID_SYM_NQ,        /* configuration width */
+    GRID_SYM_NV,        /* tangent width */
+    GRID_SYM_NB,        /* bodies */
+    GRID_SYM_NEE,       /* end effectors */
+    GRID_SYM_NFRAMES,   /* frames (attribute ranges) */
+    GRID_SYM_COUNT
+} grid_sym;
+
+/* one extent: mul * size(sym), e.g. {GRID_SYM_NB, 6} = 6*nb, {GRID_SYM_ONE, 4} = 4 */
+typedef struct {
+    int sym;
+    int mul;
+} grid_dim;
+
+/* the sizes of one model, for evaluating dimensions */
+typedef struct {
+    int nq, nv, nb, nee, nframes;
+} grid_sizes;
+
+/* one input or output of a row */
+typedef struct {
+    const char *name;        /* the argument name users see ("q", "qd", "qdd", "u", "f_ext", "tau") */
+    const char *desc;        /* what the per-state extent is, for messages ("tangent width") */
+    int optional;            /* GRID_REQUIRED, or how an absent input behaves (GRID_ABSENT_ZEROS) */
+    int rank;                /* per-state rank (the batch axis not counted) */
+    grid_dim dim[GRID_MAX_RANK];
+} grid_sig_arg;
+
+/* one integer attribute of a row: valid values lo <= x < hi */
+typedef struct {
+    const char *name;         /* "frame" */
+    int lo;
+    grid_dim hi;
+    const char *range_error;  /* printf format of the out-of-range message, given (long value, int hi) */
+} grid_sig_attr;
+
+typedef struct {
+    const char *name;         /* ABI name: grid_<name>, grid_cuda_<name>, _core.ALGO_<NAME> */
+    const char *py_name;      /* the RobotHandle method */
+    const char *py_aliases;   /* space-separated other names of that method ("" = none) */
+    const char *doc;          /* one line: what the method computes */
+    int n_in;
+    grid_sig_arg in[GRID_MAX_IN];
+    int n_out;
+    grid_sig_arg out[GRID_MAX_OUT];
+    int n_attr;
+    grid_sig_attr attr[GRID_MAX_ATTR];
+    int gpu_map;              /* GRID_GPU_THREAD / _WARP / _BLOCK: how one state maps onto the GPU */
+    int derivative;           /* row id of this method's derivative, -1 = none (yet) */
+    int vjp;                  /* row id of its vector-Jacobian product, -1 = none (yet) */
+} grid_signature_row;
+
+/* the table: GRID_ALGO_COUNT rows, row i has id i */
+int grid_sig_count(void);
+const grid_signature_row *grid_sig_row(int id);       /* NULL when out of range */
+int grid_sig_find(const char *name);                  /* the id of the row named name, -1 if none */
+
+/* evaluating shapes for one model */
+grid_sizes grid_sizes_of(int nq, int nv, int nb, int nee, int nframes);
+long long grid_sig_dim(grid_dim d, const grid_sizes *s);
+/* per-state shape of a: fills shape[0 .. rank-1] (the rest 0), returns the width (product; 1 for rank 0) */
+long long grid_sig_shape(const grid_sig_arg *a, const grid_sizes *s, int shape[GRID_MAX_RANK]);
+/* "nv", "6*nb", "4": the dimension as text */
+const char *grid_sig_dim_text(grid_dim d, char *buf, size_t cap);
+const char *grid_sym_name(int sym);                   /* "1", "nq", "nv", "nb", "nee", "nframes" */
+
+/* the concrete row of id for a model of these sizes, with work_bytes of workspace per thread */
+void grid_sig_concrete(int id, const grid_sizes *s, size_t work_bytes, grid_method_info *out);
+/* 0 when `have` (a library's row) matches row id for these sizes (names, shapes, optional flags,
+   attributes; work_bytes and gpu_map are the library's own), else 1 with what differs in why */
+int grid_sig_mismatch(int id, const grid_sizes *s, const grid_method_info *have, char *why, size_t cap);
+
+/* conveniences over the table */
+const char *grid_algo_name(int algo);                 /* the row's name, NULL when out of range */
+int grid_algo_from_name(const char *name);            /* = grid_sig_find */
+long long grid_algo_output_width(int algo, int nq, int nv, int nb, int nee); /* width of output 0, -1 if unknown */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

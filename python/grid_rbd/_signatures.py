@@ -1,0 +1,52 @@
+"""The signature table on the Python side: _core.signatures() (one row per batched method) by id and name, and
+each row's shapes evaluated for one model."""
+
+from . import _core
+
+__all__ = ["ROWS", "ID", "row", "sizes_of", "concrete", "describe", "range_message"]
+
+# every row of src/common/signature.c, in id order (dicts: name, py_name, aliases, inputs, outputs, attrs, ...)
+ROWS = _core.signatures()
+# ABI name -> row id ("rnea" -> _core.ALGO_RNEA)
+ID = {r["name"]: r["id"] for r in ROWS}
+
+
+def row(name):
+    """the row of an ABI name ("rnea") or of a handle method name / alias ("inverse_dynamics", "fd")"""
+    for r in ROWS:
+        if name == r["name"] or name == r["py_name"] or name in r["aliases"]:
+            return r
+    raise KeyError(f"no method {name!r} in the signature table")
+
+
+def sizes_of(model):
+    """symbol -> size for one _core.Model (the symbols of the rows' dims)"""
+    return {"1": 1, "nq": model.nq, "nv": model.nv, "nb": model.nb, "nee": model.nee,
+            "nframes": len(model.frame_names)}
+
+
+def _shape(arg, sizes):
+    return tuple(sizes[sym] * mul for sym, mul in arg["dims"])
+
+
+def concrete(r, sizes):
+    """row r for a model of these sizes: {"name", "inputs": ((name, shape, optional, desc, dims), ...),
+    "outputs": ((name, shape), ...), "attrs": ((name, lo, hi, range_error), ...)}"""
+    return {
+        "name": r["name"],
+        "inputs": tuple((a["name"], _shape(a, sizes), a["optional"], a["desc"], a["dims"]) for a in r["inputs"]),
+        "outputs": tuple((a["name"], _shape(a, sizes)) for a in r["outputs"]),
+        "attrs": tuple((a["name"], a["lo"], a["hi"] if isinstance(a["hi"], int) else sizes[a["hi"]], a["range_error"])
+                       for a in r["attrs"]),
+    }
+
+
+def describe(shape, desc, dims):
+    """'nv=18 tangent width' (the per-state extent of an input, as the C checks word it)"""
+    sym = " x ".join(str(mul) if s == "1" else (s if mul == 1 else f"{mul}*{s}") for s, mul in dims)
+    return f"{sym}={' x '.join(str(n) for n in shape)} {desc}"
+
+
+def range_message(fmt, value, hi):
+    """an attribute's out-of-range message: its printf format given (value, hi), as the C checks fill it"""
+    return fmt % (value, hi)[:fmt.count("%")]
