@@ -182,14 +182,15 @@ class RobotHandle:
     @property
     def build_info(self):
         """how registration got the library: {'cache_hit', 'compiled', 'seconds', 'seconds_generate',
-        'seconds_compile', 'content_key', 'input_key', 'model_hash'}; None on the reference"""
+        'seconds_compile', 'content_key', 'input_key', 'model_hash', 'codegen_schedule'}; None on the reference"""
         lib = self._library
         if lib is None:
             return None
         sec = lib.seconds
         return {"cache_hit": lib.cache_hit, "compiled": lib.compiled, "seconds": sec["total"],
                 "seconds_generate": sec["generate"], "seconds_compile": sec["compile"],
-                "content_key": lib.content_key, "input_key": lib.input_key, "model_hash": lib.model_hash}
+                "content_key": lib.content_key, "input_key": lib.input_key, "model_hash": lib.model_hash,
+                "codegen_schedule": self._options.get("codegen_schedule", "auto")}
 
     @property
     def num_threads(self):

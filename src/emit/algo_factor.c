@@ -1,4 +1,4 @@
-/* Articulated inertias without bias terms and their joint-space pieces U, D^-1: the factor of M^-1. */
+/* Articulated inertias without bias terms and their joint-space pieces U, D^-1: the factor of M^-1, as a program. */
 #include <stdlib.h>
 #include <string.h>
 #include "algos.h"
@@ -12,7 +12,7 @@ void ea_factor_free(ea_factor *fa)
 }
 
 /* U = IA S (6 x n, by columns), Dinv = (S^T U)^-1 */
-static void joint_pieces(sym_graph *g, const ek_body *b, const sv IA[36], sv U[36], sv Dinv[36])
+void ea_joint_pieces(sym_graph *g, const ek_body *b, const sv IA[36], sv U[36], sv Dinv[36])
 {
     sv D[36];
     for (int c = 0; c < b->nv; c++) {
@@ -31,9 +31,9 @@ static void joint_pieces(sym_graph *g, const ek_body *b, const sv IA[36], sv U[3
 }
 
 /* Ia = IA - U Dinv U^T, with the row and column of a basis-vector S set to exact zero
-   (Ia S = 0 holds analytically, so only rounding noise is dropped) */
-static void articulated_minus_joint(sym_graph *g, const ek_body *b, const sv IA[36], const sv U[36],
-                                    const sv Dinv[36], sv Ia[36])
+   (Ia S = 0 holds analytically, so only rounding noise is dropped); UD = U Dinv when UD is not NULL */
+void ea_articulated_minus_joint(sym_graph *g, const ek_body *b, const sv IA[36], const sv U[36], const sv Dinv[36],
+                                sv Ia[36], sv *UDout)
 {
     const int n = b->nv;
     sv UD[36];
@@ -51,33 +51,57 @@ static void articulated_minus_joint(sym_graph *g, const ek_body *b, const sv IA[
             if (b->s_basis >= 0 && (r == b->s_basis || c == b->s_basis)) s = sym_const(g, 0.0);
             Ia[6 * r + c] = Ia[6 * c + r] = s;
         }
+    if (UDout) memcpy(UDout, UD, sizeof UD);
+}
+
+int ea_factor_program(ep_prog *p, int U_buf, int DINV_buf)
+{
+    const int IA = ep_buffer(p, "IA", 36, 1);
+    for (ep_bodies(p, 0); ep_next(p);) {
+        sv M[36];
+        sp_body_inertia_matrix(ep_graph(p), ep_body(p, EP_I), M);
+        for (int e = 0; e < 36; e++) ep_set(p, IA, EP_I, EP_SELF, e, M[e]);
+    }
+    for (ep_bodies(p, 1); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        const ek_body *b = ep_body(p, EP_I);
+        sv IAi[36], U[36] = {0}, Dinv[36] = {0};
+        ep_comment(p, "articulated inertia");
+        for (int e = 0; e < 36; e++) IAi[e] = ep_get(p, IA, EP_I, EP_SELF, e);
+        ea_joint_pieces(g, b, IAi, U, Dinv);
+        for (int e = 0; e < 6 * b->nv; e++) ep_set(p, U_buf, EP_I, EP_SELF, e, U[e]);
+        for (int e = 0; e < b->nv * b->nv; e++) ep_set(p, DINV_buf, EP_I, EP_SELF, e, Dinv[e]);
+        if (!ep_is_root(p, EP_I)) {
+            sv Ia[36], t[36];
+            ea_articulated_minus_joint(g, b, IAi, U, Dinv, Ia, NULL);
+            ep_mat6_to_parent(p, EP_I, Ia, t);
+            for (int e = 0; e < 36; e++)
+                ep_set(p, IA, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, IA, EP_I, EP_PARENT, e), t[e]));
+        }
+    }
+    return 0;
 }
 
 int ea_factor_build(ek_kin *k, ea_factor *fa)
 {
-    sym_graph *g = k->g;
-    const em_model *em = k->em;
-    const int nb = em->nb;
+    const int nb = k->em->nb;
     fa->U = ek_calloc((size_t)nb, sizeof *fa->U);
     fa->Dinv = ek_calloc((size_t)nb, sizeof *fa->Dinv);
-    sv (*IA)[36] = ek_calloc((size_t)nb, sizeof *IA);
-    if (!fa->U || !fa->Dinv || !IA) {
+    ep_prog *p = ep_new(k->em, k, 0, "factor", NULL, NULL, NULL, NULL, NULL);
+    if (!fa->U || !fa->Dinv || !p) {
         ea_factor_free(fa);
-        free(IA);
+        ep_free(p);
         return -1;
     }
-    for (int i = 0; i < nb; i++) sp_body_inertia_matrix(g, &k->view[i], IA[i]);
-    for (int i = nb - 1; i >= 0; i--) {
-        const em_body *b = &em->b[i];
-        ek_body_comment(g, em, i, "articulated inertia");
-        joint_pieces(g, &k->view[i], IA[i], fa->U[i], fa->Dinv[i]);
-        if (b->parent >= 0) {
-            sv Ia[36], t[36];
-            articulated_minus_joint(g, &k->view[i], IA[i], fa->U[i], fa->Dinv[i], Ia);
-            ek_mat6_to_parent(k, i, Ia, t);
-            for (int r = 0; r < 36; r++) IA[b->parent][r] = sym_add(g, IA[b->parent][r], t[r]);
-        }
+    const int U = ep_buffer(p, "U", 36, 1), DINV = ep_buffer(p, "Dinv", 36, 1);
+    int rc = ea_factor_program(p, U, DINV);
+    if (rc == 0) rc = ep_finish(p, NULL, NULL, NULL);
+    if (rc == 0) {
+        memcpy(fa->U, ep_buffer_values(p, U), (size_t)nb * sizeof *fa->U);
+        memcpy(fa->Dinv, ep_buffer_values(p, DINV), (size_t)nb * sizeof *fa->Dinv);
+    } else {
+        ea_factor_free(fa);
     }
-    free(IA);
-    return 0;
+    ep_free(p);
+    return rc;
 }

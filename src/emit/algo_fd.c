@@ -1,73 +1,81 @@
-/* Forward dynamics M^-1 (u - c): the RNEA bias, then Carpentier's factor applied to one vector. */
+/* Forward dynamics M^-1 (u - c): the RNEA bias, then Carpentier's factor applied to one vector, as one program. */
 #include <stdlib.h>
 #include "algos.h"
 
-int ea_fd(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd)
+int ea_fd_program(ep_prog *p, int has_fext)
 {
-    sym_graph *g = k->g;
-    const em_model *em = k->em;
-    const int nb = em->nb, nv = em->nv;
-    ea_factor fa = {0};
-    sv *r = ek_calloc((size_t)nv, sizeof *r);
-    sv *y = ek_calloc((size_t)nv, sizeof *y);
-    sv (*pA)[6] = ek_calloc((size_t)nb, sizeof *pA);
-    sv (*acc)[6] = ek_calloc((size_t)nb, sizeof *acc);
-    int rc = -1;
-    if (!r || !y || !pA || !acc) goto done;
-    /* r = u - rnea(q, v, 0, fext) */
-    if (ea_rnea(k, v, NULL, fext, r) != 0) goto done;
-    for (int i = 0; i < nv; i++) r[i] = sym_sub(g, u[i], r[i]);
-    if (ea_factor_build(k, &fa) != 0) goto done;
-
-    const sv zero = sym_const(g, 0.0);
-    for (int i = 0; i < nb; i++)
-        for (int m = 0; m < 6; m++) pA[i][m] = zero;
-    /* backward: y_i = Dinv_i (r_i - S_i^T pA_i); the parent takes liMi (pA_i + U_i y_i) */
-    for (int i = nb - 1; i >= 0; i--) {
-        const em_body *b = &em->b[i];
+    const int TAU = ep_buffer(p, "tau", 6, 1), U = ep_buffer(p, "U", 36, 1), DINV = ep_buffer(p, "Dinv", 36, 1);
+    const int PA = ep_buffer(p, "pA", 6, 1), Y = ep_buffer(p, "y", 6, 1), ACC = ep_buffer(p, "acc", 6, 1);
+    /* c = rnea(q, v, 0, fext), per body; then the factor */
+    if (ea_rnea_program(p, 1, 0, has_fext, TAU) != 0) return -1;
+    if (ea_factor_program(p, U, DINV) != 0) return -1;
+    /* the children's shares accumulate into pA: it starts at zero (rolled workspace is uninitialised) */
+    for (ep_bodies(p, 0); ep_next(p);)
+        for (int e = 0; e < 6; e++) ep_set(p, PA, EP_I, EP_SELF, e, sym_const(ep_graph(p), 0.0));
+    /* backward: y_i = Dinv_i (u_i - c_i - S_i^T pA_i); the parent takes liMi (pA_i + U_i y_i) */
+    for (ep_bodies(p, 1); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        const ek_body *b = ep_body(p, EP_I);
         const int n = b->nv;
-        sv s[6], w[6];
-        ek_body_comment(g, em, i, "backward substitution");
-        ek_joint_project(g, &k->view[i], pA[i], s);
-        for (int m = 0; m < n; m++) s[m] = sym_sub(g, r[b->iv + m], s[m]);
+        const sv zero = sym_const(g, 0.0);
+        sv s[6], w[6], pA[6], y[6];
+        ep_comment(p, "backward substitution");
+        for (int e = 0; e < 6; e++) pA[e] = ep_get(p, PA, EP_I, EP_SELF, e);
+        ek_joint_project(g, b, pA, s);
+        for (int m = 0; m < n; m++)
+            s[m] = sym_sub(g, sym_sub(g, ep_in(p, ARR_A, EP_I, m), ep_get(p, TAU, EP_I, EP_SELF, m)), s[m]);
         for (int m = 0; m < n; m++) {
             sv t = zero;
-            for (int j = 0; j < n; j++) t = sym_add(g, t, sym_mul(g, fa.Dinv[i][n * m + j], s[j]));
-            y[b->iv + m] = t;
+            for (int j = 0; j < n; j++) t = sym_add(g, t, sym_mul(g, ep_get(p, DINV, EP_I, EP_SELF, n * m + j), s[j]));
+            y[m] = t;
+            ep_set(p, Y, EP_I, EP_SELF, m, t);
         }
-        if (b->parent >= 0) {
+        if (!ep_is_root(p, EP_I)) {
             for (int e = 0; e < 6; e++) {
-                w[e] = pA[i][e];
-                for (int m = 0; m < n; m++) w[e] = sym_add(g, w[e], sym_mul(g, fa.U[i][6 * m + e], y[b->iv + m]));
+                w[e] = pA[e];
+                for (int m = 0; m < n; m++) w[e] = sym_add(g, w[e], sym_mul(g, ep_get(p, U, EP_I, EP_SELF, 6 * m + e), y[m]));
             }
-            sp_force_act(g, &k->X[i], w, w);
-            for (int e = 0; e < 6; e++) pA[b->parent][e] = sym_add(g, pA[b->parent][e], w[e]);
+            sp_force_act(g, ep_X(p, EP_I), w, w);
+            for (int e = 0; e < 6; e++)
+                ep_set(p, PA, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, PA, EP_I, EP_PARENT, e), w[e]));
         }
     }
     /* forward: a_i = liMi^-1 a_p; qdd_i = y_i - Dinv_i U_i^T a_i; a_i += S_i qdd_i */
-    for (int i = 0; i < nb; i++) {
-        const em_body *b = &em->b[i];
+    for (ep_bodies(p, 0); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        const ek_body *b = ep_body(p, EP_I);
         const int n = b->nv;
-        sv a[6], ua[6], sq[6];
-        ek_body_comment(g, em, i, "forward substitution");
-        if (b->parent >= 0) sp_motion_act_inv(g, &k->X[i], acc[b->parent], a);
-        else
+        const sv zero = sym_const(g, 0.0);
+        sv a[6], ua[6], sq[6], qdd[6], U_[36];
+        ep_comment(p, "forward substitution");
+        if (!ep_is_root(p, EP_I)) {
+            sv ap[6];
+            for (int e = 0; e < 6; e++) ap[e] = ep_get(p, ACC, EP_I, EP_PARENT, e);
+            sp_motion_act_inv(g, ep_X(p, EP_I), ap, a);
+        } else {
             for (int e = 0; e < 6; e++) a[e] = zero;
-        for (int m = 0; m < n; m++) ua[m] = sym_dot(g, fa.U[i] + 6 * m, a, 6);
+        }
+        for (int e = 0; e < 6 * n; e++) U_[e] = ep_get(p, U, EP_I, EP_SELF, e);
+        for (int m = 0; m < n; m++) ua[m] = sym_dot(g, U_ + 6 * m, a, 6);
         for (int m = 0; m < n; m++) {
             sv t = zero;
-            for (int j = 0; j < n; j++) t = sym_add(g, t, sym_mul(g, fa.Dinv[i][n * m + j], ua[j]));
-            qdd[b->iv + m] = sym_sub(g, y[b->iv + m], t);
+            for (int j = 0; j < n; j++) t = sym_add(g, t, sym_mul(g, ep_get(p, DINV, EP_I, EP_SELF, n * m + j), ua[j]));
+            qdd[m] = sym_sub(g, ep_get(p, Y, EP_I, EP_SELF, m), t);
+            ep_out_vec(p, EP_I, m, qdd[m]);
         }
-        ek_joint_motion(g, &k->view[i], qdd + b->iv, sq);
-        for (int e = 0; e < 6; e++) acc[i][e] = sym_add(g, a[e], sq[e]);
+        ek_joint_motion(g, b, qdd, sq);
+        for (int e = 0; e < 6; e++) ep_set(p, ACC, EP_I, EP_SELF, e, sym_add(g, a[e], sq[e]));
     }
-    rc = 0;
-done:
-    ea_factor_free(&fa);
-    free(r);
-    free(y);
-    free(pA);
-    free(acc);
+    return 0;
+}
+
+int ea_fd(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd)
+{
+    const sv *in[4] = {NULL, v, u, fext};
+    ep_prog *p = ep_new(k->em, k, 0, "fd", in, qdd, NULL, NULL, NULL);
+    if (!p) return -1;
+    int rc = ea_fd_program(p, fext != NULL);
+    if (rc == 0) rc = ep_finish(p, NULL, NULL, NULL);
+    ep_free(p);
     return rc;
 }

@@ -129,3 +129,144 @@ void emit_frame_tables(const emit_ctx *cx)
     ew_puts(w, "};\n");
     ew_puts(w, "\n");
 }
+
+/* ---- programs (program.h) ---- */
+
+/* oMi of every body into the 12-wide buffer OM ([R row-major, p]); with FK's output when write_out */
+static void world_pass(ep_prog *p, int OM, int write_out)
+{
+    for (ep_bodies(p, 0); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        const sxf *X = ep_X(p, EP_I);
+        sxf o;
+        ep_comment(p, "oMi");
+        if (ep_is_root(p, EP_I)) {
+            o = *X;
+        } else {
+            sxf op;
+            for (int e = 0; e < 9; e++) op.R[e] = ep_get(p, OM, EP_I, EP_PARENT, e);
+            for (int e = 0; e < 3; e++) op.p[e] = ep_get(p, OM, EP_I, EP_PARENT, 9 + e);
+            sp_xf_compose(g, &op, X, &o);
+        }
+        for (int e = 0; e < 9; e++) ep_set(p, OM, EP_I, EP_SELF, e, o.R[e]);
+        for (int e = 0; e < 3; e++) ep_set(p, OM, EP_I, EP_SELF, 9 + e, o.p[e]);
+        if (!write_out) continue;
+        for (int r = 0; r < 3; r++) {
+            for (int c = 0; c < 3; c++) ep_out_body(p, EP_I, 16, 4 * r + c, o.R[3 * r + c]);
+            ep_out_body(p, EP_I, 16, 4 * r + 3, o.p[r]);
+        }
+        for (int c = 0; c < 4; c++) ep_out_body(p, EP_I, 16, 12 + c, sym_const(g, c == 3 ? 1.0 : 0.0));
+    }
+}
+
+int ea_fk_program(ep_prog *p)
+{
+    world_pass(p, ep_buffer(p, "oM", 12, 1), 1);
+    return 0;
+}
+
+int ea_ee_pose_program(ep_prog *p, const emit_ctx *cx)
+{
+    const em_model *em = cx->em;
+    const int OM = ep_buffer(p, "oM", 12, 1);
+    char buf[160], el[96];
+    world_pass(p, OM, 0);
+    if (em->nee == 0) return 0;
+    /* the end effectors: fixed bodies, so one step reads their placements */
+    sym_graph *g = ep_graph(p);
+    int re = sym_local_array(g, "Re", 9 * em->nee);
+    for (int e = 0; e < em->nee; e++) {
+        const em_frame *fr = &em->f[em->ee[e]];
+        sxf P, X;
+        sym_comment(g, "/* end effector %d: frame %d */", e, em->ee[e]);
+        sp_xf_const(g, fr->R, fr->p, &P);
+        if (fr->body < 0) {
+            X = P;
+        } else {
+            sxf o;
+            for (int k = 0; k < 9; k++) o.R[k] = ep_get_at(p, OM, fr->body, k);
+            for (int k = 0; k < 3; k++) o.p[k] = ep_get_at(p, OM, fr->body, 9 + k);
+            sp_xf_compose(g, &o, &P, &X);
+        }
+        for (int r = 0; r < 3; r++) ep_out_flat(p, 6 * e + r, X.p[r]);
+        for (int r = 0; r < 9; r++) sym_store(g, re, 9 * e + r, X.R[r]);
+    }
+    /* roll, pitch, yaw of each rotation */
+    sym_raw(g, "    {\n        grid_real r_[3];\n");
+    for (int e = 0; e < em->nee; e++) {
+        snprintf(buf, sizeof buf, "        grid_rpy_(Re + %d, r_);\n", 9 * e);
+        sym_raw(g, buf);
+        for (int r = 0; r < 3; r++) {
+            char ix[32];
+            snprintf(ix, sizeof ix, "%d", 6 * e + 3 + r);
+            emit_elem(cx, el, sizeof el, "out", ix);
+            snprintf(buf, sizeof buf, "        %s = r_[%d];\n", el, r);
+            sym_raw(g, buf);
+        }
+    }
+    sym_raw(g, "    }\n");
+    return 0;
+}
+
+int ea_jacobian_program(ep_prog *p, int nv)
+{
+    const int OM = ep_buffer(p, "oM", 12, 1), OMF = ep_buffer(p, "oMf", 12, 0);
+    world_pass(p, OM, 0);
+    ep_zero_output(p, 6L * nv);
+    /* a frame welded to the world has a zero Jacobian */
+    ep_raw(p, "if (grid_frame_body_[frame] >= 0) {\n");
+    /* oMf: the frame body's placement times the frame's */
+    {
+        sym_graph *g = ep_graph(p);
+        sxf o, P, f;
+        for (int k = 0; k < 9; k++) o.R[k] = ep_get_at(p, OM, EP_BODY_FRAME, k);
+        for (int k = 0; k < 3; k++) o.p[k] = ep_get_at(p, OM, EP_BODY_FRAME, 9 + k);
+        for (int k = 0; k < 9; k++) P.R[k] = ep_frame_place(p, k);
+        for (int k = 0; k < 3; k++) P.p[k] = ep_frame_place(p, 9 + k);
+        sp_xf_compose(g, &o, &P, &f);
+        for (int k = 0; k < 9; k++) ep_set(p, OMF, EP_I, EP_SELF, k, f.R[k]);
+        for (int k = 0; k < 3; k++) ep_set(p, OMF, EP_I, EP_SELF, 9 + k, f.p[k]);
+    }
+    /* the columns of every joint on the frame's chain, per reference frame */
+    static const char *const branch[3] = {"if (rf == 0) {\n", "} else if (rf == 1) {\n", "} else {\n"};
+    for (int rf = 0; rf < 3; rf++) {
+        ep_raw(p, branch[rf]);
+        for (ep_chain(p, "grid_frame_body_[frame]"); ep_next(p);) {
+            sym_graph *g = ep_graph(p);
+            const ek_body *b = ep_body(p, EP_I);
+            sxf o;
+            sv pf[3], Rf[9];
+            ep_comment(p, rf == 0 ? "WORLD columns" : rf == 1 ? "LOCAL columns" : "LOCAL_WORLD_ALIGNED columns");
+            for (int k = 0; k < 9; k++) o.R[k] = ep_get(p, OM, EP_I, EP_SELF, k);
+            for (int k = 0; k < 3; k++) o.p[k] = ep_get(p, OM, EP_I, EP_SELF, 9 + k);
+            for (int k = 0; k < 9; k++) Rf[k] = ep_get(p, OMF, EP_I, EP_SELF, k);
+            for (int k = 0; k < 3; k++) pf[k] = ep_get(p, OMF, EP_I, EP_SELF, 9 + k);
+            for (int c = 0; c < b->nv; c++) {
+                sv s[6], w[6], col[6];
+                for (int r = 0; r < 6; r++) s[r] = b->S[b->nv * r + c];
+                /* the world column [v; w] (velocity of the point at the world origin) */
+                sp_motion_act(g, &o, s, w);
+                if (rf == GRID_WORLD) {
+                    for (int r = 0; r < 6; r++) col[r] = w[r];
+                } else {
+                    /* the frame origin's velocity: v - p_f x w; LOCAL also rotates into the frame */
+                    sv pxw[3], lin[3];
+                    sp_cross(g, pf, w + 3, pxw);
+                    for (int r = 0; r < 3; r++) lin[r] = sym_sub(g, w[r], pxw[r]);
+                    if (rf == GRID_LOCAL) {
+                        sp_rot_t(g, Rf, lin, col);
+                        sp_rot_t(g, Rf, w + 3, col + 3);
+                    } else {
+                        for (int r = 0; r < 3; r++) {
+                            col[r] = lin[r];
+                            col[3 + r] = w[3 + r];
+                        }
+                    }
+                }
+                for (int r = 0; r < 6; r++) ep_out_jac(p, EP_I, r, c, col[r]);
+            }
+        }
+    }
+    ep_raw(p, "}\n}\n");
+    return 0;
+}

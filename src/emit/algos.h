@@ -27,13 +27,25 @@ typedef struct {
     sv (*Dinv)[36]; /* per body: nv x nv row-major */
 } ea_factor;
 int ea_factor_build(ek_kin *k, ea_factor *fa);
+/* the factor as a program: U (6 x nv by columns) and Dinv (nv x nv) of every body into the two buffers
+   (36 wide, per body) */
+int ea_factor_program(ep_prog *p, int U_buf, int DINV_buf);
+/* its pieces: U = IA S, Dinv = (S^T U)^-1; Ia = IA - U Dinv U^T (UD = U Dinv when UD is not NULL) */
+void ea_joint_pieces(sym_graph *g, const ek_body *b, const sv IA[36], sv U[36], sv Dinv[36]);
+void ea_articulated_minus_joint(sym_graph *g, const ek_body *b, const sv IA[36], const sv U[36], const sv Dinv[36],
+                                sv Ia[36], sv *UD);
 void ea_factor_free(ea_factor *fa);
 
-/* M^-1 (nv x nv row-major, full symmetric) by Carpentier's direct algorithm */
+/* M^-1 (nv x nv row-major, full symmetric) by Carpentier's direct algorithm: the unrolled builder (couplings
+   to every ancestor, fast on small trees) and the rolled program (the reference's column blocks) */
+int ea_minv_program(ep_prog *p, int nv);
 int ea_minv(ek_kin *k, sv *Minv);
 
 /* qdd = M^-1 (u - rnea(q, v, 0, fext)): the RNEA builder for the bias, then the factor applied to a vector */
 int ea_fd(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd);
+
+int ea_fd_program(ep_prog *p, int has_fext);
+int ea_aba_program(ep_prog *p, int has_fext);
 
 /* qdd by the articulated-body algorithm; fext may be NULL */
 int ea_aba(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd);

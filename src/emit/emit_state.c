@@ -83,7 +83,8 @@ done:
 /* the algorithms written as programs (program.h), which can be rolled */
 static int has_program(state_kind kind)
 {
-    return kind == ST_RNEA || kind == ST_GRAVITY || kind == ST_CRBA;
+    return kind == ST_RNEA || kind == ST_GRAVITY || kind == ST_CRBA || kind == ST_FD || kind == ST_ABA || kind == ST_MINV ||
+           kind == ST_FK || kind == ST_EE_POSE || kind == ST_JACOBIAN;
 }
 
 /* the program of sp on p */
@@ -93,6 +94,12 @@ static int run_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
     case ST_RNEA: return ea_rnea_program(p, sp->reads_v, sp->reads_a, sp->reads_fext, -1);
     case ST_GRAVITY: return ea_rnea_program(p, 0, 0, 0, -1);
     case ST_CRBA: return ea_crba_program(p, cx->em->nv);
+    case ST_MINV: return ea_minv_program(p, cx->em->nv);
+    case ST_FK: return ea_fk_program(p);
+    case ST_EE_POSE: return ea_ee_pose_program(p, cx);
+    case ST_JACOBIAN: return ea_jacobian_program(p, cx->em->nv);
+    case ST_FD: return ea_fd_program(p, sp->reads_fext);
+    case ST_ABA: return ea_aba_program(p, sp->reads_fext);
     default: return -1;
     }
 }
@@ -103,7 +110,16 @@ int emit_state_rolled(const emit_ctx *cx, const state_spec *sp)
     if (cx->t->id != GRID_TARGET_C || !has_program(sp->kind)) return 0;
     if (cx->schedule == GRID_SCHEDULE_ROLLED) return 1;
     if (cx->schedule == GRID_SCHEDULE_UNROLLED) return 0;
-    /* AUTO: roll when the unrolled graph would pass the budget (built with a cap, into a scratch writer) */
+    /* AUTO: roll when the unrolled code would pass the budget. The frame Jacobian's unrolled form is one
+       function per body (each its own graph, about 165 statements per body of its chain: measured on
+       chains of 25 and 50 links), so its size is estimated; the others are built with a capped graph
+       into a scratch writer and measured */
+    if (sp->kind == ST_JACOBIAN) {
+        long chain = 0;
+        for (int i = 0; i < cx->em->nb; i++)
+            for (int j = i; j >= 0; j = cx->em->b[j].parent) chain++;
+        return 165 * chain > GRID_EMIT_UNROLL_BUDGET;
+    }
     sym_graph *g = sym_new();
     ew_writer scratch;
     ew_init(&scratch);

@@ -14,7 +14,8 @@ typedef struct {
 } ep_buf;
 
 /* what a rolled step's array is: a workspace buffer slot, an input, the output, the body table */
-enum { ACC_BUF, ACC_IN, ACC_OUT_VEC, ACC_OUT_MAT, ACC_TABLE };
+enum { ACC_BUF, ACC_IN, ACC_OUT_VEC, ACC_OUT_MAT, ACC_TABLE, ACC_BUFK, ACC_OUTK, ACC_BUF_AT, ACC_FRAME, ACC_OUT_FLAT,
+       ACC_OUT_JAC, ACC_OUT_BODY };
 
 typedef struct {
     int what, id, var, rel, cvar;  /* id: buffer or input array; cvar: the column variable of ACC_OUT_MAT */
@@ -39,11 +40,13 @@ struct ep_prog {
     int xbuf;                 /* rolled: the liMi buffer (-1 until used) */
     int kin_done, kin_loop;   /* rolled: every liMi stored / the current forward loop stores them */
     int depth;                /* 0: no loop, 1: bodies, 2: ancestors */
-    struct { int backward, from_self, started, pos; } L[2];
+    struct { int backward, from_self, started, pos, cols; } L[2];  /* cols: an EP_COLS_* range, -1: ancestors */
+    char chain_start[64];     /* rolled: a chain loop's first body (C text); "" for a bodies loop */
     int kinds[8], nkinds;
     int cur_kind[2];          /* rolled: the kind of i and j in this iteration */
     int cur_body[2];          /* unrolled: the body of i and j */
     int cur_child;            /* unrolled: the child of j on the path from i */
+    int cur_col;              /* unrolled: k of a columns loop */
     sym_graph *sg;            /* rolled: the current step's graph (NULL between steps) */
     ep_acc acc[SYM_MAX_ARRAYS];
     int nacc;
@@ -120,6 +123,12 @@ int ep_buffer(ep_prog *p, const char *name, int width, int per_body)
     return p->nbuf++;
 }
 
+const sv *ep_buffer_values(const ep_prog *p, int buf)
+{
+    assert(!p->rolled && buf >= 0 && buf < p->nbuf);
+    return p->buf[buf].val;
+}
+
 /* ---- rolled steps ---- */
 
 static sym_graph *step_graph(ep_prog *p)
@@ -161,9 +170,10 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
     x->rel = rel;
     x->cvar = cvar;
     char tag[24], base[64];
-    const char *be = body_expr(var < 0 ? 0 : var, rel);
+    const int is_var = (var == EP_I || var == EP_J) && rel <= EP_CHILD;  /* a loop variable's body */
+    const char *be = body_expr(is_var ? var : 0, is_var ? rel : 0);
     static const char *const vn[2][3] = {{"i", "pi", "i"}, {"j", "pj", "cj"}};
-    const char *vs = var < 0 ? "s" : vn[var][rel];
+    const char *vs = is_var ? vn[var][rel] : "s";
     switch (what) {
     case ACC_BUF: {
         const ep_buf *b = &p->buf[id];
@@ -195,6 +205,50 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
         snprintf(base, sizeof base, "grid_iv_[%s] * %d + grid_iv_[%s]", be, p->em->nv, body_expr(cvar, 0));
         x->arr = sym_array_at(g, tag, "out", base, 1);
         break;
+    case ACC_BUFK: {
+        const ep_buf *b = &p->buf[id];
+        snprintf(tag, sizeof tag, "%.8s_%sk", b->name, vs);
+        snprintf(base, sizeof base, "%ld + %d * %s + 6 * k", b->offset, b->width, be);
+        x->arr = sym_array_at(g, tag, "ws", base, 0);
+        x->cache = calloc(6, sizeof *x->cache);
+        x->set = calloc(6, 1);
+        if (!x->cache || !x->set) p->fail = 1;
+        break;
+    }
+    case ACC_OUTK:
+        snprintf(tag, sizeof tag, "out_%sk", vs);
+        snprintf(base, sizeof base, "grid_iv_[%s] * %d + k", be, p->em->nv);
+        x->arr = sym_array_at(g, tag, "out", base, 1);
+        break;
+    case ACC_BUF_AT: {
+        /* var holds the body (>= 0) or EP_BODY_FRAME */
+        const ep_buf *b = &p->buf[id];
+        if (var == EP_BODY_FRAME) snprintf(tag, sizeof tag, "%.8s_f", b->name);
+        else snprintf(tag, sizeof tag, "%.8s_b%d", b->name, var);
+        if (var == EP_BODY_FRAME) snprintf(base, sizeof base, "%ld + %d * grid_frame_body_[frame]", b->offset, b->width);
+        else snprintf(base, sizeof base, "%ld", b->offset + (long)b->width * var);
+        x->arr = sym_array_at(g, tag, "ws", base, 0);
+        x->cache = calloc((size_t)b->width, sizeof *x->cache);
+        x->set = calloc((size_t)b->width, 1);
+        if (!x->cache || !x->set) p->fail = 1;
+        break;
+    }
+    case ACC_FRAME:
+        x->arr = sym_array_at(g, "fp", "grid_frame_place_[frame]", "", 0);
+        break;
+    case ACC_OUT_FLAT:
+        x->arr = sym_array_at(g, "out", "out", "", 1);
+        break;
+    case ACC_OUT_JAC:
+        snprintf(tag, sizeof tag, "out_%sj", vs);
+        snprintf(base, sizeof base, "grid_iv_[%s]", be);
+        x->arr = sym_array_at(g, tag, "out", base, 1);
+        break;
+    case ACC_OUT_BODY:
+        snprintf(tag, sizeof tag, "out_%sb%d", vs, id);
+        snprintf(base, sizeof base, "%d * %s", id, be);
+        x->arr = sym_array_at(g, tag, "out", base, 1);
+        break;
     case ACC_TABLE:
         snprintf(tag, sizeof tag, "bt_%s", vs);
         snprintf(base, sizeof base, "%d * %s", EKT_WIDTH, be);
@@ -215,15 +269,15 @@ static void step_end(ep_prog *p)
     /* the last value written to each buffer element, stored once */
     for (int a = 0; a < p->nacc; a++) {
         ep_acc *x = &p->acc[a];
-        if (x->what != ACC_BUF) continue;
-        for (int e = 0; e < p->buf[x->id].width; e++)
+        if (x->what != ACC_BUF && x->what != ACC_BUFK && x->what != ACC_BUF_AT) continue;
+        for (int e = 0; e < (x->what == ACC_BUFK ? 6 : p->buf[x->id].width); e++)
             if (x->set[e]) sym_store(g, x->arr, e, x->cache[e]);
     }
     const char *r = p->t->restrict_kw;
     ew_printf(p->steps,
-              "%s void grid_r_%s_%d(const int i, const int j, const int c, const grid_real *%s q, const grid_real *%s v, "
+              "%s void grid_r_%s_%d(const int i, const int j, const int c, const int k, const int frame, const grid_real *%s q, const grid_real *%s v, "
               "const grid_real *%s a, const grid_real *%s fext, grid_real *%s out, grid_real *%s ws%s)\n{\n"
-              "    (void)i; (void)j; (void)c; (void)q; (void)v; (void)a; (void)fext; (void)out; (void)ws;%s\n",
+              "    (void)i; (void)j; (void)c; (void)k; (void)frame; (void)q; (void)v; (void)a; (void)fext; (void)out; (void)ws;%s\n",
               p->t->state_fn, p->fn, p->nsteps, r, r, r, r, r, r, p->t->stride_param,
               p->t->stride_param[0] ? " (void)st;" : "");
     sym_stats s;
@@ -235,7 +289,7 @@ static void step_end(ep_prog *p)
     p->stats.transcendental += s.transcendental;
     p->stats.loads += s.loads;
     p->stats.stores += s.stores;
-    ew_printf(&p->skel, "grid_r_%s_%d(i, j, c, q, v, a, fext, out, ws%s);\n", p->fn, p->nsteps,
+    ew_printf(&p->skel, "grid_r_%s_%d(i, j, c, k, frame, q, v, a, fext, out, ws%s);\n", p->fn, p->nsteps,
               p->t->stride_param[0] ? ", st" : "");
     p->nsteps++;
     for (int a = 0; a < p->nacc; a++) {
@@ -261,6 +315,22 @@ void ep_bodies(ep_prog *p, int backward)
     p->L[0].started = 0;
     p->L[0].pos = 0;
     p->kin_loop = p->rolled && !backward && !p->kin_done;
+    p->chain_start[0] = 0;
+}
+
+void ep_chain(ep_prog *p, const char *start)
+{
+    assert(p->rolled && p->depth == 0);
+    ep_bodies(p, 1);
+    p->kin_loop = 0;
+    snprintf(p->chain_start, sizeof p->chain_start, "%s", start);
+}
+
+void ep_raw(ep_prog *p, const char *text)
+{
+    assert(p->rolled && p->depth == 0);
+    step_end(p);
+    ew_puts(&p->skel, text);
 }
 
 void ep_ancestors(ep_prog *p, int from_self)
@@ -270,14 +340,62 @@ void ep_ancestors(ep_prog *p, int from_self)
     p->L[1].from_self = from_self;
     p->L[1].started = 0;
     p->L[1].pos = 0;
+    p->L[1].cols = -1;
+}
+
+void ep_columns(ep_prog *p, int range)
+{
+    assert(p->depth == 1 && range >= EP_COLS_OWN && range <= EP_COLS_FROM);
+    p->depth = 2;
+    p->L[1].started = 0;
+    p->L[1].pos = 0;
+    p->L[1].cols = range;
+}
+
+/* rolled: the bounds of a columns loop as C text */
+static void column_bounds(const ep_prog *p, int range, char *lo, char *hi, size_t cap)
+{
+    const int ni = kind_type(p->cur_kind[EP_I]) == GRID_JOINT_FREE ? 6 : 1;
+    switch (range) {
+    case EP_COLS_OWN: snprintf(lo, cap, "grid_iv_[i]"); snprintf(hi, cap, "grid_iv_[i] + %d", ni); break;
+    case EP_COLS_BELOW: snprintf(lo, cap, "grid_iv_[i] + %d", ni); snprintf(hi, cap, "grid_iv_[i] + grid_nvsub_[i]"); break;
+    case EP_COLS_SUBTREE: snprintf(lo, cap, "grid_iv_[i]"); snprintf(hi, cap, "grid_iv_[i] + grid_nvsub_[i]"); break;
+    default: snprintf(lo, cap, "grid_iv_[i]"); snprintf(hi, cap, "%d", p->em->nv); break;
+    }
+}
+
+/* unrolled: the same bounds for body b */
+static void column_range(const em_model *em, int b, int range, int *lo, int *hi)
+{
+    int nvsub = 0;
+    for (int k = b; k < em->nb && em_is_ancestor(em, b, k); k++) nvsub += em->b[k].nv;
+    const int iv = em->b[b].iv, ni = em->b[b].nv;
+    *lo = range == EP_COLS_BELOW ? iv + ni : iv;
+    *hi = range == EP_COLS_OWN ? iv + ni : range == EP_COLS_FROM ? em->nv : iv + nvsub;
 }
 
 static int next_rolled(ep_prog *p)
 {
     const int lv = p->depth - 1;
+    if (lv == 1 && p->L[1].cols >= 0) {
+        /* a columns loop: one step, the body of a C for loop over k */
+        step_end(p);
+        if (!p->L[1].started) {
+            char lo[64], hi[64];
+            column_bounds(p, p->L[1].cols, lo, hi, sizeof lo);
+            ew_printf(&p->skel, "for (k = %s; k < %s; k++) {\n", lo, hi);
+            p->L[1].started = 1;
+            return 1;
+        }
+        ew_puts(&p->skel, "}\n");
+        p->depth = 1;
+        return 0;
+    }
     if (!p->L[lv].started) {
         step_end(p);
-        if (lv == 0)
+        if (lv == 0 && p->chain_start[0])
+            ew_printf(&p->skel, "for (i = %s; i >= 0; i = grid_parent_[i]) switch (grid_kind_[i]) {\n", p->chain_start);
+        else if (lv == 0)
             ew_printf(&p->skel, p->L[0].backward ? "for (i = %d; i >= 0; i--) switch (grid_kind_[i]) {\n"
                                                  : "for (i = 0; i < %d; i++) switch (grid_kind_[i]) {\n",
                       p->L[0].backward ? p->em->nb - 1 : p->em->nb);
@@ -318,6 +436,17 @@ static int next_unrolled(ep_prog *p)
             return 0;
         }
         p->cur_body[EP_I] = p->L[0].backward ? em->nb - 1 - *pos : *pos;
+        return 1;
+    }
+    if (p->L[1].cols >= 0) {
+        int lo, hi;
+        column_range(em, p->cur_body[EP_I], p->L[1].cols, &lo, &hi);
+        p->cur_col = p->L[1].started ? p->cur_col + 1 : lo;
+        p->L[1].started = 1;
+        if (p->cur_col >= hi) {
+            p->depth = 1;
+            return 0;
+        }
         return 1;
     }
     int j;
@@ -490,6 +619,116 @@ void ep_set(ep_prog *p, int buf, int var, int rel, int k, sv val)
     x->set[k] = 1;
 }
 
+sv ep_getk(ep_prog *p, int buf, int var, int rel, int r)
+{
+    assert(p->depth == 2 && p->L[1].cols >= 0 && r >= 0 && r < 6);
+    if (p->fail) return 0;
+    if (!p->rolled) return *slot(p, buf, var, rel, 6 * p->cur_col + r);
+    ep_acc *x = access(p, ACC_BUFK, buf, var, rel, 0);
+    if (!x) return 0;
+    return x->set[r] ? x->cache[r] : sym_input(p->sg, x->arr, r);
+}
+
+void ep_setk(ep_prog *p, int buf, int var, int rel, int r, sv val)
+{
+    assert(p->depth == 2 && p->L[1].cols >= 0 && r >= 0 && r < 6);
+    if (p->fail) return;
+    if (!p->rolled) {
+        *slot(p, buf, var, rel, 6 * p->cur_col + r) = val;
+        return;
+    }
+    ep_acc *x = access(p, ACC_BUFK, buf, var, rel, 0);
+    if (!x) return;
+    x->cache[r] = val;
+    x->set[r] = 1;
+}
+
+sv ep_out_getk(ep_prog *p, int var, int r)
+{
+    assert(p->depth == 2 && p->L[1].cols >= 0);
+    if (!p->rolled) return p->res[(p->em->b[body_of(p, var, EP_SELF)].iv + r) * p->em->nv + p->cur_col];
+    ep_acc *x = access(p, ACC_OUTK, 0, var, EP_SELF, 0);
+    return x ? sym_input(p->sg, x->arr, r * p->em->nv) : 0;
+}
+
+void ep_out_setk(ep_prog *p, int var, int r, sv val)
+{
+    assert(p->depth == 2 && p->L[1].cols >= 0);
+    if (!p->rolled) {
+        p->res[(p->em->b[body_of(p, var, EP_SELF)].iv + r) * p->em->nv + p->cur_col] = val;
+        return;
+    }
+    ep_acc *x = access(p, ACC_OUTK, 0, var, EP_SELF, 0);
+    if (x) sym_store(p->sg, x->arr, r * p->em->nv, val);
+}
+
+static sv *slot_at(ep_prog *p, int buf, int body, int k)
+{
+    const ep_buf *b = &p->buf[buf];
+    assert(body >= 0 && body < p->em->nb && k >= 0 && k < b->width);
+    return &b->val[(size_t)body * (size_t)b->width + (size_t)k];
+}
+
+sv ep_get_at(ep_prog *p, int buf, int body, int k)
+{
+    if (p->fail) return 0;
+    if (!p->rolled) return *slot_at(p, buf, body, k);
+    ep_acc *x = access(p, ACC_BUF_AT, buf, body, 3, 0);
+    if (!x) return 0;
+    return x->set[k] ? x->cache[k] : sym_input(p->sg, x->arr, k);
+}
+
+void ep_set_at(ep_prog *p, int buf, int body, int k, sv val)
+{
+    if (p->fail) return;
+    if (!p->rolled) {
+        *slot_at(p, buf, body, k) = val;
+        return;
+    }
+    ep_acc *x = access(p, ACC_BUF_AT, buf, body, 3, 0);
+    if (!x) return;
+    x->cache[k] = val;
+    x->set[k] = 1;
+}
+
+sv ep_frame_place(ep_prog *p, int k)
+{
+    assert(p->rolled);
+    ep_acc *x = access(p, ACC_FRAME, 0, -1, 0, 0);
+    return x ? sym_input(p->sg, x->arr, k) : 0;
+}
+
+void ep_out_flat(ep_prog *p, long k, sv val)
+{
+    if (!p->rolled) {
+        p->res[k] = val;
+        return;
+    }
+    ep_acc *x = access(p, ACC_OUT_FLAT, 0, -1, 0, 0);
+    if (x) sym_store(p->sg, x->arr, (int)k, val);
+}
+
+void ep_out_jac(ep_prog *p, int var, int r, int c, sv val)
+{
+    const int nv = p->em->nv;
+    if (!p->rolled) {
+        p->res[r * nv + p->em->b[body_of(p, var, EP_SELF)].iv + c] = val;
+        return;
+    }
+    ep_acc *x = access(p, ACC_OUT_JAC, 0, var, EP_SELF, 0);
+    if (x) sym_store(p->sg, x->arr, r * nv + c, val);
+}
+
+void ep_out_body(ep_prog *p, int var, int stride, int k, sv val)
+{
+    if (!p->rolled) {
+        p->res[(long)stride * body_of(p, var, EP_SELF) + k] = val;
+        return;
+    }
+    ep_acc *x = access(p, ACC_OUT_BODY, stride, var, EP_SELF, 0);
+    if (x) sym_store(p->sg, x->arr, k, val);
+}
+
 sv ep_in(ep_prog *p, int array, int var, int k)
 {
     assert(array >= ARR_Q && array <= ARR_FEXT);
@@ -555,7 +794,7 @@ int ep_finish(ep_prog *p, ew_writer *w, long *work, sym_stats *stats)
     assert(p->depth == 0);
     if (p->rolled) {
         step_end(p);
-        ew_puts(w, "    int i = 0, j = 0, c = 0;\n    (void)i; (void)j; (void)c;\n");
+        ew_puts(w, "    int i = 0, j = 0, c = 0, k = 0;\n    (void)i; (void)j; (void)c; (void)k;\n");
         /* the loop nest, indented */
         const char *s = p->skel.buf ? p->skel.buf : "";
         while (*s) {
@@ -589,14 +828,18 @@ void ep_write_tables(const em_model *em, ew_writer *w, const sym_style *st, cons
     const int nb = em->nb > 0 ? em->nb : 1;
     ew_printf(w, "#ifndef GRID_MODEL_TABLES_\n#define GRID_MODEL_TABLES_\n"
                  "/* the model tables of the rolled schedule, bodies parents-first (nb = %d) */\n", em->nb);
-    const char *names[4] = {"grid_parent_", "grid_kind_", "grid_iq_", "grid_iv_"};
-    const char *what[4] = {"parent body, -1 = the world", "2 x joint type + 1 when the parent is the world",
-                           "first coordinate in q", "first coordinate in v"};
-    for (int t = 0; t < 4; t++) {
+    const char *names[5] = {"grid_parent_", "grid_kind_", "grid_iq_", "grid_iv_", "grid_nvsub_"};
+    const char *what[5] = {"parent body, -1 = the world", "2 x joint type + 1 when the parent is the world",
+                           "first coordinate in q", "first coordinate in v", "coordinates of the subtree (the body's own included)"};
+    for (int t = 0; t < 5; t++) {
         ew_printf(w, "%s int %s[%d] = { /* %s (nb) */\n   ", qual, names[t], nb, what[t]);
         for (int i = 0; i < em->nb; i++) {
             const em_body *b = &em->b[i];
             int x = t == 0 ? b->parent : t == 1 ? kind_of(b) : t == 2 ? b->iq : b->iv;
+            if (t == 4) {
+                x = 0;
+                for (int k = i; k < em->nb && em_is_ancestor(em, i, k); k++) x += em->b[k].nv;
+            }
             ew_printf(w, " %d,%s", x, i % 16 == 15 ? "\n   " : "");
         }
         ew_puts(w, em->nb ? "\n};\n" : " 0\n};\n");

@@ -52,8 +52,23 @@ int ep_over(const ep_prog *p, long nodes);
 /* a buffer of width reals per body (per_body) or one slot per state; returns its id */
 int ep_buffer(ep_prog *p, const char *name, int width, int per_body);
 
+/* unrolled: the symbolic values of a per-body buffer (slots x width), e.g. to hand a factor to a builder */
+const sv *ep_buffer_values(const ep_prog *p, int buf);
+
 void ep_bodies(ep_prog *p, int backward);
 void ep_ancestors(ep_prog *p, int from_self);   /* j = i (from_self) or parent(i), up to the root */
+/* a loop over columns k of the nv-wide joint space, inside a bodies loop: */
+enum {
+    EP_COLS_OWN,        /* i's own coordinates: [iv_i, iv_i + nv_i) */
+    EP_COLS_BELOW,      /* the coordinates of i's descendants: [iv_i + nv_i, iv_i + nvsub_i) */
+    EP_COLS_SUBTREE,    /* i's and its descendants': [iv_i, iv_i + nvsub_i) */
+    EP_COLS_FROM        /* i's and every later body's: [iv_i, nv) */
+};
+void ep_columns(ep_prog *p, int range);
+/* rolled only: a loop of i over the chain from the body `start` (C text, e.g. a table lookup) to the root */
+void ep_chain(ep_prog *p, const char *start);
+/* rolled only: C text into the loop nest between steps (a branch on an attribute, its closing brace) */
+void ep_raw(ep_prog *p, const char *text);
 int ep_next(ep_prog *p);
 
 sym_graph *ep_graph(ep_prog *p);
@@ -73,6 +88,26 @@ void ep_kinematics(ep_prog *p);
 /* an inertia-like 6x6 / a rigid inertia from var's body frame to its parent's */
 void ep_mat6_to_parent(ep_prog *p, int var, const sv M[36], sv out[36]);
 void ep_sci_to_parent(ep_prog *p, int var, const sci *Y, sci *out);
+
+/* inside a columns loop: element r of column k of a buffer whose slots are 6 x nv column blocks
+   (width 6 nv, column k at 6 k), and the output element (iv(var) + r, k) */
+sv ep_getk(ep_prog *p, int buf, int var, int rel, int r);
+void ep_setk(ep_prog *p, int buf, int var, int rel, int r, sv x);
+sv ep_out_getk(ep_prog *p, int var, int r);
+void ep_out_setk(ep_prog *p, int var, int r, sv x);
+
+/* element k of body `body`'s slot (a body fixed at emit time, or EP_BODY_FRAME: the body of the runtime
+   frame attribute, grid_frame_body_[frame]) */
+enum { EP_BODY_FRAME = -1 };
+sv ep_get_at(ep_prog *p, int buf, int body, int k);
+void ep_set_at(ep_prog *p, int buf, int body, int k, sv x);
+/* rolled only: element k of the runtime frame's placement (grid_frame_place_[frame]) */
+sv ep_frame_place(ep_prog *p, int k);
+/* out[k] (a flat output, e.g. FK's (nb, 4, 4) or the pose vector) and out[r * nv + iv(var) + c] (a 6 x nv Jacobian) */
+void ep_out_flat(ep_prog *p, long k, sv x);
+void ep_out_jac(ep_prog *p, int var, int r, int c, sv x);
+/* out[stride * body(var) + k] (FK rows) */
+void ep_out_body(ep_prog *p, int var, int stride, int k, sv x);
 
 sv ep_get(ep_prog *p, int buf, int var, int rel, int k);
 void ep_set(ep_prog *p, int buf, int var, int rel, int k, sv x);

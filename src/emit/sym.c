@@ -21,7 +21,7 @@ struct sym_graph {
     char *text;   /* pool of TEXT node strings */
     size_t tlen, tcap;
     char arrays[SYM_MAX_ARRAYS][24];  /* the tag: loads are named <tag>_<k> */
-    char ptr[SYM_MAX_ARRAYS][24];     /* the C array the elements live in */
+    char ptr[SYM_MAX_ARRAYS][40];     /* the C array the elements live in */
     char base[SYM_MAX_ARRAYS][64];    /* "" or a runtime offset expression: element k is ptr[base + k] */
     int scaled[SYM_MAX_ARRAYS];
     int local_size[SYM_MAX_ARRAYS]; /* > 0: a local array declared at the top */

@@ -756,6 +756,89 @@ static void test_perturbed_model_detected(void)
     grid_model_free(m);
 }
 
+/* a chain of n revolute joints (axes cycling z, y, x), as bench/chains.py writes it */
+static char *chain_urdf(int n)
+{
+    size_t cap = 512 + (size_t)n * 600;
+    char *s = malloc(cap);
+    size_t len = (size_t)snprintf(s, cap, "<?xml version=\"1.0\"?>\n<robot name=\"chain%d\">\n", n);
+    for (int i = 0; i <= n; i++)
+        len += (size_t)snprintf(s + len, cap - len,
+                                "<link name=\"l%d\"><inertial><origin xyz=\"0.01 0.02 0.1\" rpy=\"0 0 0\"/><mass value=\"1.%d\"/>"
+                                "<inertia ixx=\"0.05\" ixy=\"0.001\" ixz=\"0.002\" iyy=\"0.04\" iyz=\"0.003\" izz=\"0.03\"/>"
+                                "</inertial></link>\n", i, i % 10);
+    static const char *const axes[3] = {"0 0 1", "0 1 0", "1 0 0"};
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(s + len, cap - len,
+                                "<joint name=\"j%d\" type=\"revolute\"><parent link=\"l%d\"/><child link=\"l%d\"/>"
+                                "<origin xyz=\"0 0.01 0.2\" rpy=\"0.1 0 0.05\"/><axis xyz=\"%s\"/>"
+                                "<limit lower=\"-3\" upper=\"3\" effort=\"1\" velocity=\"1\"/></joint>\n", i, i, i + 1, axes[i % 3]);
+    snprintf(s + len, cap - len, "</robot>\n");
+    return s;
+}
+
+/* AUTO keeps small robots unrolled and rolls what passes the budget; rolled code does not grow with the robot */
+static void test_schedule_code_size(void)
+{
+    long rolled_size[2][GRID_ALGO_COUNT];
+    const int sizes[2] = {100, 200};
+    for (int t = 0; t < 2; t++) {
+        char *u = chain_urdf(sizes[t]);
+        grid_model *m = load_text(u, 0);
+        free(u);
+        CHECK(m != NULL);
+        if (!m) return;
+        for (int sched = GRID_SCHEDULE_AUTO; sched <= GRID_SCHEDULE_ROLLED; sched += 2) {
+            grid_emit_options o = grid_emit_options_default();
+            o.schedule = sched;
+            grid_emit_stats st;
+            char *src = NULL;
+            size_t len = 0;
+            grid_error err;
+            /* AUTO on the 200-link chain would unroll minv and the Jacobian: emit only what rolls or is linear */
+            CHECK_MSG(grid_emit_source_stats(m, &o, &src, &len, &st, &err) == GRID_OK, "%s", err.message);
+            free(src);
+            for (int a = 0; a < GRID_ALGO_COUNT; a++) {
+                if (sched == GRID_SCHEDULE_ROLLED) {
+                    CHECK_MSG(st.rolled[a] == 1, "chain %d: %s not rolled", sizes[t], grid_algo_name(a));
+                    rolled_size[t][a] = st.statements[a];
+                } else {
+                    /* the budget: CRBA, minv and the per-body Jacobian grow faster than linearly and roll */
+                    int quadratic = a == GRID_ALGO_CRBA || a == GRID_ALGO_MINV || a == GRID_ALGO_FRAME_JACOBIAN;
+                    CHECK_MSG(st.rolled[a] == quadratic, "chain %d AUTO: %s rolled = %d", sizes[t], grid_algo_name(a),
+                              st.rolled[a]);
+                }
+            }
+        }
+        grid_model_free(m);
+    }
+    /* the rolled code is the same size for 100 and 200 bodies (only the tables grow) */
+    for (int a = 0; a < GRID_ALGO_COUNT; a++)
+        CHECK_MSG(rolled_size[0][a] == rolled_size[1][a] && rolled_size[0][a] > 0 && rolled_size[0][a] < 20000,
+                  "%s: rolled statements %ld (100 links) vs %ld (200)", grid_algo_name(a), rolled_size[0][a], rolled_size[1][a]);
+    /* every test robot stays unrolled under AUTO: no behaviour change */
+    const char *robots[] = {"iiwa.urdf", "hyq.urdf", "go2.urdf", "g1_29dof.urdf", "atlas.urdf"};
+    for (size_t r = 0; r < sizeof robots / sizeof robots[0]; r++)
+        for (int floating = 0; floating < 2; floating++) {
+            char path[256];
+            snprintf(path, sizeof path, "../shared/robots/%s", robots[r]);
+            if (access(path, R_OK) != 0) continue;
+            grid_model *m = load(path, floating);
+            if (!m) continue;
+            grid_emit_options o = grid_emit_options_default();
+            grid_emit_stats st;
+            char *src = NULL;
+            size_t len = 0;
+            grid_error err;
+            CHECK(grid_emit_source_stats(m, &o, &src, &len, &st, &err) == GRID_OK);
+            free(src);
+            for (int a = 0; a < GRID_ALGO_COUNT; a++)
+                CHECK_MSG(st.rolled[a] == 0, "%s%s: %s rolled under AUTO", robots[r], floating ? " floating" : "",
+                          grid_algo_name(a));
+            grid_model_free(m);
+        }
+}
+
 /* the rolled schedule forced: every algorithm that has it, against the reference as above */
 static void test_rolled(void)
 {
@@ -780,6 +863,7 @@ int main(void)
         return 1;
     }
     RUN_TEST(test_small_robot);
+    RUN_TEST(test_schedule_code_size);
     RUN_TEST(test_rolled);
     RUN_TEST(test_hostile_names);
     RUN_TEST(test_perturbed_model_detected);
