@@ -354,11 +354,9 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
 {
     GridPyRunner *r = (GridPyRunner *)self_obj;
     arg_buf bin[GRID_MAX_IN], bout[GRID_MAX_OUT];
-    PyObject *outs[GRID_MAX_OUT] = {0}, *result = NULL;
+    PyObject *outs[GRID_MAX_OUT], *result = NULL;
     void *work = NULL;
-    int own_work = 0;
-    memset(bin, 0, sizeof bin);
-    memset(bout, 0, sizeof bout);
+    int own_work = 0, n_in = 0, n_out = 0; /* the buffers in use (only those are initialised and released) */
 
     if (nargs != 4) {
         PyErr_Format(PyExc_TypeError, "call() takes 4 arguments (algo, inputs, out, attrs); %zd given", nargs);
@@ -415,18 +413,32 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
 
     /* inputs: views of (B, per-state shape) arrays in the handle dtype */
     Py_ssize_t batch = -1;
-    for (int k = 0; k < row->n_in; k++)
-        if (in[k] != Py_None && get_input(r, in[k], &sig->in[k], &row->in[k], row->in[0].name, &batch, &bin[k]) < 0)
+    for (; n_in < row->n_in; n_in++) {
+        arg_buf *b = &bin[n_in];
+        b->data = NULL;
+        b->held = 0;
+        b->converted = NULL;
+        if (in[n_in] != Py_None &&
+            get_input(r, in[n_in], &sig->in[n_in], &row->in[n_in], row->in[0].name, &batch, b) < 0) {
+            n_in++;
             goto fail;
+        }
+    }
 
     /* outputs */
-    for (int k = 0; k < row->n_out; k++) {
+    for (; n_out < row->n_out; n_out++) {
+        const int k = n_out;
         Py_ssize_t shape[GRID_MAX_RANK + 1];
-        char name[64];
-        if (row->n_out == 1) snprintf(name, sizeof name, "out");
-        else snprintf(name, sizeof name, "out[%d] (%s)", k, row->out[k].name);
+        char name[64] = "out";
+        if (row->n_out > 1) snprintf(name, sizeof name, "out[%d] (%s)", k, row->out[k].name);
+        bout[k].data = NULL;
+        bout[k].held = 0;
+        bout[k].converted = NULL;
         int ndim = output_shape(&row->out[k], batch, shape);
-        if (get_output(r, &outs[k], name, ndim, shape, &bout[k]) < 0) goto fail;
+        if (get_output(r, &outs[k], name, ndim, shape, &bout[k]) < 0) {
+            n_out++;
+            goto fail;
+        }
     }
 
     /* run the batch without the GIL */
@@ -442,21 +454,13 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
                 own_work = 1;
             }
         }
-        const void *in_ptr[GRID_MAX_IN] = {0};
-        void *out_ptr[GRID_MAX_OUT] = {0};
+        const void *in_ptr[GRID_MAX_IN];
+        void *out_ptr[GRID_MAX_OUT];
         for (int k = 0; k < row->n_in; k++) in_ptr[k] = bin[k].data;
         for (int k = 0; k < row->n_out; k++) out_ptr[k] = bout[k].data;
-        grid_call c;
-        memset(&c, 0, sizeof c);
-        c.in = in_ptr;
-        c.out = out_ptr;
-        c.n_in = row->n_in;
-        c.n_out = row->n_out;
-        c.batch = (long long)batch;
+        grid_call c = {in_ptr, out_ptr, row->n_in, row->n_out, (long long)batch, {0}, r->num_threads, work,
+                       work ? r->provider.work_bytes : 0, NULL};
         memcpy(c.attr, attr, sizeof c.attr);
-        c.num_threads = r->num_threads;
-        c.work = work;
-        c.work_bytes = work ? r->provider.work_bytes : 0;
         int status;
         const grid_model *m = r->model;
         int dtype = r->dtype;
@@ -484,8 +488,8 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
 fail:
     if (own_work) PyMem_RawFree(work);
     else if (work) r->work_busy = 0;
-    for (int k = 0; k < GRID_MAX_IN; k++) arg_release(&bin[k]);
-    for (int k = 0; k < GRID_MAX_OUT; k++) arg_release(&bout[k]);
+    for (int k = 0; k < n_in; k++) arg_release(&bin[k]);
+    for (int k = 0; k < n_out; k++) arg_release(&bout[k]);
     return result;
 }
 

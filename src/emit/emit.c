@@ -33,6 +33,7 @@ static const state_spec specs[F_COUNT] = {
    (q, v, a, fext; frame, rf), and the per-state function of each combination of the row's optional inputs
    (slot bit k = its k-th optional input given; -1 = fall back to slot 0); main = the slot the stats report */
 typedef struct {
+    const char *name;  /* the row's name (a row without a layout has NULL: refused) */
     int param_in[EP_COUNT];
     int attr_frame, attr_rf;
     int slot[1 << EMIT_MAX_OPT];
@@ -42,18 +43,18 @@ typedef struct {
 #define NO_ATTRS -1, -1
 static const method_layout layouts[GRID_ALGO_COUNT] = {
     /* rnea (q, qd, qdd?, f_ext?): slots none, qdd, f_ext, both */
-    [GRID_ALGO_RNEA] = {{0, 1, 2, 3}, NO_ATTRS, {F_RNEA_0, F_RNEA_A, F_RNEA_F, F_RNEA_F}, 1},
-    [GRID_ALGO_NLE] = {{0, 1, -1, -1}, NO_ATTRS, {F_RNEA_0, -1, -1, -1}, 0},
-    [GRID_ALGO_GRAVITY] = {{0, -1, -1, -1}, NO_ATTRS, {F_GRAVITY, -1, -1, -1}, 0},
-    [GRID_ALGO_CRBA] = {{0, -1, -1, -1}, NO_ATTRS, {F_CRBA, -1, -1, -1}, 0},
-    [GRID_ALGO_MINV] = {{0, -1, -1, -1}, NO_ATTRS, {F_MINV, -1, -1, -1}, 0},
+    [GRID_ALGO_RNEA] = {"rnea", {0, 1, 2, 3}, NO_ATTRS, {F_RNEA_0, F_RNEA_A, F_RNEA_F, F_RNEA_F}, 1},
+    [GRID_ALGO_NLE] = {"nle", {0, 1, -1, -1}, NO_ATTRS, {F_RNEA_0, -1, -1, -1}, 0},
+    [GRID_ALGO_GRAVITY] = {"gravity", {0, -1, -1, -1}, NO_ATTRS, {F_GRAVITY, -1, -1, -1}, 0},
+    [GRID_ALGO_CRBA] = {"crba", {0, -1, -1, -1}, NO_ATTRS, {F_CRBA, -1, -1, -1}, 0},
+    [GRID_ALGO_MINV] = {"minv", {0, -1, -1, -1}, NO_ATTRS, {F_MINV, -1, -1, -1}, 0},
     /* fd, aba (q, qd, u, f_ext?): slots none, f_ext */
-    [GRID_ALGO_FD] = {{0, 1, 2, 3}, NO_ATTRS, {F_FD_0, F_FD_F, -1, -1}, 0},
-    [GRID_ALGO_ABA] = {{0, 1, 2, 3}, NO_ATTRS, {F_ABA_0, F_ABA_F, -1, -1}, 0},
-    [GRID_ALGO_FK] = {{0, -1, -1, -1}, NO_ATTRS, {F_FK, -1, -1, -1}, 0},
-    [GRID_ALGO_EE_POSE] = {{0, -1, -1, -1}, NO_ATTRS, {F_EE, -1, -1, -1}, 0},
+    [GRID_ALGO_FD] = {"fd", {0, 1, 2, 3}, NO_ATTRS, {F_FD_0, F_FD_F, -1, -1}, 0},
+    [GRID_ALGO_ABA] = {"aba", {0, 1, 2, 3}, NO_ATTRS, {F_ABA_0, F_ABA_F, -1, -1}, 0},
+    [GRID_ALGO_FK] = {"fk", {0, -1, -1, -1}, NO_ATTRS, {F_FK, -1, -1, -1}, 0},
+    [GRID_ALGO_EE_POSE] = {"ee_pose", {0, -1, -1, -1}, NO_ATTRS, {F_EE, -1, -1, -1}, 0},
     /* frame_jacobian (q; frame, reference_frame) */
-    [GRID_ALGO_FRAME_JACOBIAN] = {{0, -1, -1, -1}, 0, 1, {F_JAC, -1, -1, -1}, 0},
+    [GRID_ALGO_FRAME_JACOBIAN] = {"frame_jacobian", {0, -1, -1, -1}, 0, 1, {F_JAC, -1, -1, -1}, 0},
 };
 #define NSLOT (1 << EMIT_MAX_OPT)
 
@@ -330,6 +331,10 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
     const emit_real *re = emit_real_get(o.dtype);
     if (!t) return grid_error_set(err, GRID_ERR_ARG, 0, 0, "unknown emit target %d", o.target);
     if (!re) return grid_error_set(err, GRID_ERR_ARG, 0, 0, "unknown dtype %d (use GRID_FLOAT32 or GRID_FLOAT64)", o.dtype);
+    for (int a = 0; a < GRID_ALGO_COUNT; a++)
+        if (!layouts[a].name || strcmp(layouts[a].name, grid_algo_name(a)) != 0)
+            return grid_error_set(err, GRID_ERR_UNSUPPORTED, 0, 0,
+                                  "method %s has no emitter layout (src/emit/emit.c layouts[])", grid_algo_name(a));
     check_layouts();
     /* the selected rows: every row of the table, or the listed ones (each once) */
     int sel[GRID_ALGO_COUNT];
