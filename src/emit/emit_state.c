@@ -154,7 +154,13 @@ static int rolled_function(const emit_ctx *cx, const state_spec *sp, sym_stats *
                   cx->t->stride_param[0] ? " (void)st;" : "");
         ew_putn(cx->w, body.buf, body.len);
         ew_puts(cx->w, "}\n\n");
-        if (stats) stats->work = work;
+        if (stats) {
+            /* statements are code size; flops and transcendentals become the executed estimate (the steps
+               run about once per body), which sizes the batches worth a thread team */
+            stats->work = work;
+            stats->flops *= cx->em->nb;
+            stats->transcendental *= cx->em->nb;
+        }
         rc = 0;
     }
     ep_free(p);
