@@ -49,6 +49,10 @@ def test_rolled_float64_matches_reference(rolled, kind):
     s = make_states(ref, kind, N, seed=5)
     failures = []
     for (label, a), (_, b) in zip(all_outputs(r64, s), all_outputs(ref, s)):
+        if label == "end_effector_pose":
+            # an angle at exactly +-pi (the zero state of hyq's feet) is +pi or -pi depending on the last bit
+            # of a rotation entry: compare the rotation itself ([xyz, R]), to the same 1e-12
+            a, b = pose_as_matrices(a), pose_as_matrices(b)
         err = errors64(a, b)
         if not np.all(err <= RTOL64):
             worst = int(np.argmax(err))
