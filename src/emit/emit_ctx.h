@@ -55,10 +55,10 @@ typedef struct {
 int emit_state_rolled(const emit_ctx *cx, const state_spec *sp);
 
 /* the AUTO schedule's budget, in graph nodes of one per-state function (about 0.7 emitted statements
-   each): gcc's time on a straight-line function grows faster than its length, and past ~100k nodes a
-   function costs seconds to compile while the rolled loop nest runs within a few percent of it
-   (docs/emitter.md, "Schedules", has the measurements) */
-#define GRID_EMIT_UNROLL_BUDGET 100000L
+   each): gcc's time on a straight-line function grows faster than its length, and past ~40k nodes a
+   function costs seconds to compile (docs/emitter.md, "Schedules"; the rolled code's speed is in
+   bench/RESULTS-large.md) */
+#define GRID_EMIT_UNROLL_BUDGET 40000L
 /* vector = 1: the lane form grid_v_<fn>(const grid_vec *q, *v, *a, *fext, grid_vec *out) */
 int emit_state_function(const emit_ctx *cx, const state_spec *sp, int vector, sym_stats *stats);
 

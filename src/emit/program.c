@@ -364,11 +364,20 @@ static void column_bounds(const ep_prog *p, int range, char *lo, char *hi, size_
     }
 }
 
+/* the coordinates of body b's subtree (its own included): parents come first and a subtree is contiguous,
+   so the bodies after b up to the first one that is not below b */
+static int subtree_nv(const em_model *em, int b)
+{
+    int nvsub = em->b[b].nv;
+    /* in parents-first depth-first order, the first later body whose parent precedes b leaves b's subtree */
+    for (int k = b + 1; k < em->nb && em->b[k].parent >= b; k++) nvsub += em->b[k].nv;
+    return nvsub;
+}
+
 /* unrolled: the same bounds for body b */
 static void column_range(const em_model *em, int b, int range, int *lo, int *hi)
 {
-    int nvsub = 0;
-    for (int k = b; k < em->nb && em_is_ancestor(em, b, k); k++) nvsub += em->b[k].nv;
+    const int nvsub = subtree_nv(em, b);
     const int iv = em->b[b].iv, ni = em->b[b].nv;
     *lo = range == EP_COLS_BELOW ? iv + ni : iv;
     *hi = range == EP_COLS_OWN ? iv + ni : range == EP_COLS_FROM ? em->nv : iv + nvsub;
@@ -826,6 +835,16 @@ void ep_free(ep_prog *p)
 void ep_write_tables(const em_model *em, ew_writer *w, const sym_style *st, const char *qual)
 {
     const int nb = em->nb > 0 ? em->nb : 1;
+    /* subtree coordinates, children first: O(nb) */
+    int *nvsub = calloc((size_t)nb, sizeof *nvsub);
+    if (!nvsub) {
+        w->oom = 1;
+        return;
+    }
+    for (int i = em->nb - 1; i >= 0; i--) {
+        nvsub[i] += em->b[i].nv;
+        if (em->b[i].parent >= 0) nvsub[em->b[i].parent] += nvsub[i];
+    }
     ew_printf(w, "#ifndef GRID_MODEL_TABLES_\n#define GRID_MODEL_TABLES_\n"
                  "/* the model tables of the rolled schedule, bodies parents-first (nb = %d) */\n", em->nb);
     const char *names[5] = {"grid_parent_", "grid_kind_", "grid_iq_", "grid_iv_", "grid_nvsub_"};
@@ -836,10 +855,7 @@ void ep_write_tables(const em_model *em, ew_writer *w, const sym_style *st, cons
         for (int i = 0; i < em->nb; i++) {
             const em_body *b = &em->b[i];
             int x = t == 0 ? b->parent : t == 1 ? kind_of(b) : t == 2 ? b->iq : b->iv;
-            if (t == 4) {
-                x = 0;
-                for (int k = i; k < em->nb && em_is_ancestor(em, i, k); k++) x += em->b[k].nv;
-            }
+            if (t == 4) x = nvsub[i];
             ew_printf(w, " %d,%s", x, i % 16 == 15 ? "\n   " : "");
         }
         ew_puts(w, em->nb ? "\n};\n" : " 0\n};\n");
@@ -859,4 +875,5 @@ void ep_write_tables(const em_model *em, ew_writer *w, const sym_style *st, cons
         ew_puts(w, "\n");
     }
     ew_puts(w, em->nb ? "};\n#endif\n\n" : "    0\n};\n#endif\n\n");
+    free(nvsub);
 }
