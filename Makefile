@@ -26,7 +26,7 @@ test: venv test-c test-asan fuzz test-python
 # ---- environment: system packages, virtual environment, editable install ----
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml setup.py requirements-dev.txt $(SRC) $(wildcard include/grid/*.h src/*/*.h python/grid_rbd/*.c python/grid_rbd/*.h)
+$(VENV)/.installed: pyproject.toml setup.py requirements-dev.txt $(SRC) $(wildcard include/grid/*.h src/*/*.h src/*/*.cu python/grid_rbd/*.c python/grid_rbd/*.h)
 	@tools/ensure_system_deps.sh
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
@@ -43,13 +43,17 @@ build/asan/%.o: src/%.c $(wildcard include/grid/*.h) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	clang $(CFLAGS_COMMON) $(ASAN_FLAGS) -c $< -o $@
 
+# the CUDA host runtime's sources are embedded (.incbin) in cuda_sources.o
+RUNTIME_EMBEDDED := $(wildcard src/runtime/*.cu) src/runtime/cuda_plan.c
+build/obj/runtime/cuda_sources.o build/asan/runtime/cuda_sources.o: $(RUNTIME_EMBEDDED)
+
 build/libgrid.a: $(OBJ)
 	@mkdir -p build
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 build/libgrid-asan.a: $(ASAN_OBJ)
 	@mkdir -p build
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 gridc: build/gridc
 build/gridc: tools/gridc.c build/libgrid.a

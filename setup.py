@@ -38,7 +38,9 @@ def package_version():
 
 
 sources = sorted(glob.glob("src/*/*.c")) + sorted(glob.glob("python/grid_rbd/*.c"))
-headers = sorted(glob.glob("include/grid/*.h") + glob.glob("src/*/*.h") + glob.glob("python/grid_rbd/*.h"))
+# src/runtime/*.cu: the CUDA host runtime, embedded into the library by src/runtime/cuda_sources.c (.incbin)
+headers = sorted(glob.glob("include/grid/*.h") + glob.glob("src/*/*.h") + glob.glob("python/grid_rbd/*.h") +
+                 glob.glob("src/runtime/*.cu"))
 
 # -Werror is left to the Makefile's C build (make test-c / test-asan compile every src file with it):
 # here Python's own CFLAGS (-DNDEBUG, -O3, -fwrapv) come first and may surface other warnings.

@@ -18,7 +18,8 @@ static void usage(FILE *f)
           "Build (gcc; docs/emitter.md explains the flags):\n"
           "  cc -O2 -fno-schedule-insns2 --param=max-combine-insns=2 -fno-tree-pre -march=native \\\n"
           "     -ffp-contract=fast -fno-math-errno -fPIC -shared -fopenmp robot.c -o robot.so -lm\n"
-          "  nvcc -O3 -arch=sm_90 -shared -Xcompiler -fPIC robot.cu -o robot.so   (--target cuda)\n"
+          "  nvcc -O3 -arch=sm_90 -shared -Xcompiler -fPIC -Isrc/runtime -Iinclude robot.cu \\\n"
+          "     src/runtime/cuda_runtime.cu -o robot.so   (--target cuda: the host runtime from the repository)\n"
           "A source whose first line says 'grid-rbd parts: N' (N > 1) may be compiled as N objects\n"
           "with -DGRID_PART=1..N in parallel and linked.\n"
           "NAME is a row of the signature table (default: all):",

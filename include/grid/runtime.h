@@ -47,6 +47,19 @@ const char *grid_lib_path(const grid_lib *lib);
 /* dlclose and free (NULL is fine) */
 void grid_lib_close(grid_lib *lib);
 
+/* ---- the CUDA host runtime's sources (src/runtime/cuda_runtime.cu and what it includes), embedded in the
+   library: a CUDA build writes them into the cache and compiles them once per toolchain (docs/cuda.md) ---- */
+typedef struct {
+    const char *path;   /* where the file goes, relative to the runtime's directory ("grid/abi.h", "cuda_runtime.cu") */
+    const char *text;   /* its bytes (NUL-terminated) */
+    size_t len;
+} grid_source_file;
+
+/* the files (static storage), their count returned; out may be NULL */
+int grid_cuda_runtime_sources(const grid_source_file **out);
+/* hex SHA-256 over the files' paths and bytes: part of the CUDA toolchain identity */
+const char *grid_cuda_runtime_hash(void);
+
 #ifdef __cplusplus
 }
 #endif

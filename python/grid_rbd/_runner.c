@@ -4,6 +4,7 @@
 #include "_core.h"
 #define NO_IMPORT_ARRAY
 #include "_numpy.h"
+#include "grid/context.h"
 #include "grid/ref.h"
 
 typedef struct {
@@ -20,8 +21,8 @@ typedef struct {
     PyObject *provider_name;         /* str */
     PyObject *provider_keep;         /* the capsule (or None) */
     PyObject *owner;                 /* whatever keeps the provider's code loaded (or None) */
-    void *work;                      /* provider.work_bytes of workspace, reused when not busy */
-    int work_busy;                   /* set (under the GIL) while a call uses `work` */
+    grid_context ctx;                /* the workspace of calls: its arena is reused by every call ... */
+    int ctx_busy;                    /* ... except while another one uses it (set under the GIL) */
     PyObject *np_ascontiguous;       /* numpy.ascontiguousarray */
     PyObject *np_dtype;              /* numpy.dtype of the handle */
 } GridPyRunner;
@@ -42,6 +43,7 @@ static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 
     GridPyRunner *self = (GridPyRunner *)type->tp_alloc(type, 0);
     if (!self) return NULL;
+    grid_ctx_init(&self->ctx, NULL);
     GridPyModel *mo = (GridPyModel *)model_arg;
     Py_INCREF(mo);
     self->model_obj = mo;
@@ -77,10 +79,6 @@ static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         self->has_provider = 1;
         self->provider_name = PyUnicode_FromString(p->name ? p->name : "provider");
         if (!self->provider_name) goto fail;
-        if (p->work_bytes > 0) {
-            self->work = PyMem_RawCalloc(1, p->work_bytes);
-            if (!self->work) { PyErr_NoMemory(); goto fail; }
-        }
     }
     Py_INCREF(provider);
     self->provider_keep = provider;
@@ -104,7 +102,7 @@ fail:
 
 static void runner_dealloc(GridPyRunner *self)
 {
-    PyMem_RawFree(self->work);
+    grid_ctx_free(&self->ctx);
     Py_XDECREF(self->np_dtype);
     Py_XDECREF(self->np_ascontiguous);
     Py_XDECREF(self->provider_name);
@@ -356,7 +354,10 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
     arg_buf bin[GRID_MAX_IN], bout[GRID_MAX_OUT];
     PyObject *outs[GRID_MAX_OUT], *result = NULL;
     void *work = NULL;
-    int own_work = 0, n_in = 0, n_out = 0; /* the buffers in use (only those are initialised and released) */
+    size_t work_bytes = 0;
+    grid_context *ctx = NULL, spare;   /* the context of this call: the runner's, or spare while that one is busy */
+    grid_ctx_mark_t mark = {0, 0};
+    int n_in = 0, n_out = 0; /* the buffers in use (only those are initialised and released) */
 
     if (nargs != 4) {
         PyErr_Format(PyExc_TypeError, "call() takes 4 arguments (algo, inputs, out, attrs); %zd given", nargs);
@@ -445,13 +446,18 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
     if (batch > 0) {
         grid_batch_fn fn = r->has_provider ? r->provider.fns[algo] : NULL;
         if (fn && r->provider.work_bytes > 0) {
-            if (!r->work_busy) {
-                work = r->work;
-                r->work_busy = 1;
+            /* concurrent calls from other Python threads (the GIL is released below) get a fresh context */
+            if (!r->ctx_busy) {
+                ctx = &r->ctx;
+                r->ctx_busy = 1;
             } else {
-                work = PyMem_RawMalloc(r->provider.work_bytes);
-                if (!work) { PyErr_NoMemory(); goto fail; }
-                own_work = 1;
+                grid_ctx_init(&spare, NULL);
+                ctx = &spare;
+            }
+            mark = grid_ctx_mark(ctx);
+            if (grid_ctx_work(ctx, r->provider.work_bytes, 1, &work, &work_bytes) != GRID_OK) {
+                PyErr_NoMemory();
+                goto fail;
             }
         }
         const void *in_ptr[GRID_MAX_IN];
@@ -459,7 +465,7 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         for (int k = 0; k < row->n_in; k++) in_ptr[k] = bin[k].data;
         for (int k = 0; k < row->n_out; k++) out_ptr[k] = bout[k].data;
         grid_call c = {in_ptr, out_ptr, row->n_in, row->n_out, (long long)batch, {0}, r->num_threads, work,
-                       work ? r->provider.work_bytes : 0, NULL};
+                       work_bytes, NULL};
         memcpy(c.attr, attr, sizeof c.attr);
         int status;
         const grid_model *m = r->model;
@@ -486,8 +492,12 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         }
     }
 fail:
-    if (own_work) PyMem_RawFree(work);
-    else if (work) r->work_busy = 0;
+    if (ctx == &spare) {
+        grid_ctx_free(&spare);
+    } else if (ctx) {
+        grid_ctx_release(ctx, mark);
+        r->ctx_busy = 0;
+    }
     for (int k = 0; k < n_in; k++) arg_release(&bin[k]);
     for (int k = 0; k < n_out; k++) arg_release(&bout[k]);
     return result;

@@ -201,9 +201,27 @@ static int build_entry(const grid_cache_dirs *d, const grid_build_request *req, 
     grid_pathf(path, sizeof path, "%s/build_inputs.json", tmp);
     if ((rc = grid_fs_write(path, tc->identity_json, strlen(tc->identity_json), err))) goto fail;
 
+    /* CUDA: the host runtime (src/runtime), compiled once per toolchain, is included and linked */
+    grid_toolchain ltc = *tc;
+    char **largv = NULL;
+    if (tc->target == GRID_TARGET_CUDA) {
+        char rtdir[GRID_PATH_CAP];
+        int rt_compiled = 0;
+        if ((rc = grid_cuda_runtime_ensure(d, tc, rtdir, sizeof rtdir, &rt_compiled, req->cancel, req->cancel_ctx, err)))
+            goto fail;
+        if (rt_compiled) say(pg, "compiled the CUDA host runtime for this toolchain: %s", rtdir);
+        if (!(largv = grid_cuda_runtime_link_argv(tc, rtdir, &ltc.argc))) {
+            rc = grid_error_set(err, GRID_ERR_NOMEM, 0, 0, "out of memory preparing the compile");
+            goto fail;
+        }
+        ltc.argv = largv;
+    }
+
     /* compile */
     say(pg, "compiling robot.so with %s ...", tc->display);
-    if ((rc = grid_compile(tc, tmp, failed_log, t_compile, req->cancel, req->cancel_ctx, err))) goto fail;
+    rc = grid_compile(&ltc, tmp, failed_log, t_compile, req->cancel, req->cancel_ctx, err);
+    grid_cuda_runtime_free_argv(largv);
+    if (rc) goto fail;
     say(pg, "compiled in %.2f s", *t_compile);
     unlink(failed_log);
 

@@ -171,4 +171,16 @@ void grid_cache_manifest_free(grid_manifest *m);
 int grid_cache_manifest_save(const grid_cache_dirs *d, const grid_manifest *m, grid_error *err);
 int grid_cache_manifest_lock(const grid_cache_dirs *d, grid_error *err);
 
+/* ---- the CUDA host runtime object (cuda_rt.c) ---- */
+
+/* <root>/cuda-runtime/<key>/ holding the runtime's sources (src/runtime) and cuda_runtime.o compiled under tc,
+   built once per toolchain (under <key>.lock; *compiled = 1 when this call compiled it). dir gets the path.
+   GRID_ERR_BUILD with the log's tail (err->path: the kept log), GRID_ERR_CACHE, GRID_ERR_CANCELLED. */
+int grid_cuda_runtime_ensure(const grid_cache_dirs *d, const grid_toolchain *tc, char *dir, size_t cap, int *compiled,
+                             grid_cancel_fn cancel, void *cancel_ctx, grid_error *err);
+/* tc's command for a CUDA robot.so that includes and links the runtime in dir (-I<dir> before -o,
+   <dir>/cuda_runtime.o after the source), NULL-terminated, *argc words; NULL when out of memory */
+char **grid_cuda_runtime_link_argv(const grid_toolchain *tc, const char *dir, int *argc);
+void grid_cuda_runtime_free_argv(char **argv);
+
 #endif

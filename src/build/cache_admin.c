@@ -293,7 +293,7 @@ int grid_cache_clear(const char *cache_dir, const char *name, int *removed, grid
     }
     rc = GRID_OK;
     if (!name) {
-        /* everything: entries, pointers, abandoned temporaries, names */
+        /* everything: entries, pointers, abandoned temporaries, the CUDA runtimes, names */
         char **keys;
         int n;
         if (store_keys(&d, &keys, &n) == 0) {
@@ -311,6 +311,9 @@ int grid_cache_clear(const char *cache_dir, const char *name, int *removed, grid
         }
         if (dh) closedir(dh);
         grid_cache_clean_stale(&d, -1.0);
+        /* the CUDA host runtime objects (rebuilt by the next CUDA build) */
+        char rt[GRID_PATH_CAP];
+        if (grid_pathf(rt, sizeof rt, "%s/cuda-runtime", d.root) == 0) grid_fs_rmtree(rt);
         for (int i = 0; i < m.n; i++) {
             free(m.names[i]);
             m.names[i] = NULL;

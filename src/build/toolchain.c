@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include "grid/runtime.h"
 #include "build_internal.h"
 #include "json.h"
 
@@ -388,6 +389,8 @@ static char *identity_json(const grid_toolchain *tc)
     if (tc->target == GRID_TARGET_CUDA) {
         grid_json_obj_str(&o, "cuda_arch", tc->cuda_arch);
         grid_json_obj_str(&o, "ccbin_version", tc->ccbin_version);
+        /* the host runtime every CUDA robot.so links (src/runtime/cuda_runtime.cu) */
+        grid_json_obj_str(&o, "cuda_runtime_sha256", grid_cuda_runtime_hash());
     }
     /* -march=native and friends: the code depends on this CPU */
     if (argv_uses_native(tc->argv)) {

@@ -266,7 +266,9 @@ static const emit_target targets[] = {
      "#include <math.h>\n#include <stddef.h>\n#ifdef _OPENMP\n#include <omp.h>\n#endif\n",
      "__attribute__((visibility(\"default\")))", 1, batch_c},
     {GRID_TARGET_CUDA, "cuda", "static __device__ __forceinline__", "static __device__ __forceinline__ __attribute__((unused))", "__restrict__", "static __constant__ const",
-     ", const int st", " * st", "#include <math.h>\n#include <stddef.h>\n#include <cuda_runtime.h>\n",
+     ", const int st", " * st",
+     "#include <math.h>\n#include <stddef.h>\n#include <cuda_runtime.h>\n"
+     "#include \"cuda_host.h\" /* the knobs and the host runtime's interface (src/runtime; -I at build time) */\n",
      "extern \"C\" __attribute__((visibility(\"default\")))", 0, emit_cuda_batch},
 };
 

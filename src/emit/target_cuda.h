@@ -1,4 +1,4 @@
-/* The CUDA target's batch wrappers (staged kernels, launchers, host round trips) and the host runtime written into every .cu. */
+/* The CUDA target's batch wrappers: staged kernels, launchers, and the descriptions of host round trips the linked runtime (src/runtime/cuda_runtime.cu) runs. */
 #ifndef GRID_EMIT_TARGET_CUDA_H
 #define GRID_EMIT_TARGET_CUDA_H
 
@@ -9,8 +9,8 @@
    call->stream) and grid_host_<name> / grid_<name> (host pointers: copy in, launch, copy out) */
 void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e);
 
-/* written once, after the real type and before the parts: the launch configuration macros, the
-   staging helpers and the host runtime (context, round trip, reserve, pinned memory, timing) */
+/* written once, after the real type and before the parts: the tile macros and staging helpers (the knobs and
+   the runtime's declarations come from cuda_host.h, which the CUDA includes name) */
 void emit_cuda_helpers(ew_writer *w, const emit_target *t);
 
 #endif

@@ -59,6 +59,19 @@ inline cudaError_t cudaMalloc(void **p, size_t n)
     return 0;
 }
 inline cudaError_t cudaFree(void *p) { free(p); return 0; }
+static int emu_async_live = 0;  // stream-ordered allocations not yet freed (the harness checks it returns to 0)
+inline cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t)
+{
+    cudaError_t e = cudaMalloc(p, n);
+    if (!e) __atomic_add_fetch(&emu_async_live, 1, __ATOMIC_RELAXED);
+    return e;
+}
+inline cudaError_t cudaFreeAsync(void *p, cudaStream_t)
+{
+    __atomic_sub_fetch(&emu_async_live, 1, __ATOMIC_RELAXED);
+    free(p);
+    return 0;
+}
 inline cudaError_t cudaHostAlloc(void **p, size_t n, unsigned) { *p = malloc(n ? n : 1); return 0; }
 inline cudaError_t cudaFreeHost(void *p) { free(p); return 0; }
 inline cudaError_t cudaHostGetDevicePointer(void **d, void *h, unsigned) { *d = h; return 0; }

@@ -109,6 +109,10 @@ int main(int argc, char **argv)
             }
         }
     }
+    if (emu_async_live != 0) {
+        printf("MISMATCH: %d stream-ordered workspace allocations were not freed\n", emu_async_live);
+        fails++;
+    }
     printf("%d checks, %d mismatches; largest dynamic shared memory %lld bytes\n", checks, fails, emu_smem_max);
     return fails != 0;
 }

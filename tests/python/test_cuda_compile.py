@@ -100,9 +100,15 @@ def test_generated_cuda_is_deterministic(tmp_path, iiwa64_cuda):
 HERE = Path(__file__).resolve().parent
 
 
+REPO = HERE.parents[1]
+RUNTIME = REPO / "src" / "runtime"
+
+
 def _emulated_source(cu_text):
-    """robot.cu rewritten for cuda_emu.h, with cuda_emu_harness.cpp appended"""
-    src = cu_text.replace("#include <cuda_runtime.h>\n", '#include "cuda_emu.h"\n')
+    """robot.cu and the host runtime it links (src/runtime/cuda_runtime.cu) rewritten for cuda_emu.h, with
+    cuda_emu_harness.cpp appended; compiled with -I src/runtime -I include (cuda_host.h, grid/abi.h)"""
+    src = cu_text + "\n" + (RUNTIME / "cuda_runtime.cu").read_text()
+    src = src.replace("#include <cuda_runtime.h>\n", '#include "cuda_emu.h"\n')
     src = src.replace("extern __shared__ __align__(16) unsigned char grid_smem_[];",
                       "unsigned char *grid_smem_ = emu_smem_ptr;")
     src = re.sub(r"(\w+)<<<([^,]+), ([^,]+), ([^,]+), ([^>]+)>>>\(([^;]*)\);",
@@ -133,8 +139,8 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, iiwa64_cuda, syntheti
     src = tmp_path / "emulated.cpp"
     src.write_text(_emulated_source((entry / "robot.cu").read_text()))
     exe = tmp_path / "emulated"
-    p = subprocess.run([gxx, "-std=c++20", "-O0", "-w", f"-I{HERE}", *defines, str(src), "-o", str(exe), "-ldl",
-                        "-lpthread"], capture_output=True, text=True)
+    p = subprocess.run([gxx, "-std=c++20", "-O0", "-w", f"-I{HERE}", f"-I{RUNTIME}", f"-I{REPO / 'include'}", *defines,
+                        str(src), "-o", str(exe), "-ldl", "-lpthread"], capture_output=True, text=True)
     if p.returncode and "barrier" in p.stderr:
         pytest.skip(f"{gxx} has no C++20 <barrier>")
     assert p.returncode == 0, p.stderr[-3000:]

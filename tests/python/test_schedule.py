@@ -54,3 +54,19 @@ def test_the_schedule_reaches_the_key_the_emitter_and_the_options(tmp_path):
     entry = grid_rbd.precompile("sched_pre", urdf_path=BUNDLED_IIWA, dtype="float64", cache_dir=tmp_path,
                                 codegen_schedule="unrolled", verbose=False)
     assert entry == grid_rbd.get_robot("sched_unrolled").cache_entry
+
+
+def test_rolled_workspace_is_safe_under_concurrent_calls(tmp_path):
+    """a rolled library needs workspace (the Runner's context): calls from several Python threads at once (the GIL
+    released) each get their own, and equal the sequential results bit for bit"""
+    import concurrent.futures
+    h = grid_rbd.register_robot("sched_conc", urdf_path=BUNDLED_IIWA, dtype="float64", cache_dir=tmp_path,
+                                codegen_schedule="rolled", verbose=False)
+    assert h._library.meta["work_bytes"] > 0
+    s = make_states(h, "random", 2000)
+    want = h.aba(s["q"], s["qd"], s["u"]), h.crba(s["q"])
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda k: (h.aba(s["q"], s["qd"], s["u"]), h.crba(s["q"])), range(12)))
+    for a, m in got:
+        np.testing.assert_array_equal(a, want[0])
+        np.testing.assert_array_equal(m, want[1])

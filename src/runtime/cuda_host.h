@@ -1,0 +1,124 @@
+/* The interface between a generated CUDA robot library and the CUDA host runtime linked into it (cuda_runtime.cu), and the runtime's host-side plan (cuda_plan.c: plain C, tested without a GPU). */
+#ifndef GRID_CUDA_HOST_H
+#define GRID_CUDA_HOST_H
+
+#include <stddef.h>
+#include "grid/abi.h"
+
+/* ---- CUDA configuration; each may be set with -D at nvcc time (GRID_RBD_NVCC_FLAGS, docs/cuda.md). A robot's
+   kernels and the runtime object it links are compiled with the same flags (one runtime per toolchain). ---- */
+#ifndef GRID_CUDA_BLOCK
+#define GRID_CUDA_BLOCK 128 /* threads per block, one state per thread */
+#endif
+#ifndef GRID_CUDA_MIN_BLOCKS
+#define GRID_CUDA_MIN_BLOCKS 1 /* __launch_bounds__ minimum blocks per SM (1: ptxas may use 255 registers) */
+#endif
+#ifndef GRID_CUDA_SMEM_MAX
+#define GRID_CUDA_SMEM_MAX 49152 /* shared-memory bytes per block the staging tiles may take */
+#endif
+#ifndef GRID_CUDA_OUT_STAGE_MAX
+#define GRID_CUDA_OUT_STAGE_MAX 64 /* outputs of at most this many elements per state are staged too */
+#endif
+#ifndef GRID_CUDA_SMEM_MAX_WIDE
+#define GRID_CUDA_SMEM_MAX_WIDE 200000 /* a wider (matrix) output is staged when the block's tiles fit this:
+   measured on an H200, go2 CRBA/Minv at 1M states 6.4 ms -> 0.64/0.84 ms (bench/gpu_run1) */
+#endif
+#ifndef GRID_CUDA_PACK_INPUTS
+#define GRID_CUDA_PACK_INPUTS 0 /* host round trip: 1 gathers the inputs in pinned memory for one copy;
+   0 (measured faster on an H200: iiwa RNEA B=1024 36.8 -> 32.8 us) copies each input array directly */
+#endif
+#ifndef GRID_CUDA_ZERO_COPY_MAX
+#define GRID_CUDA_ZERO_COPY_MAX 0 /* host round trip: a call moving at most this many bytes (in + out) makes no
+   copies: the kernel reads its inputs from and writes its outputs to mapped pinned memory (0: never) */
+#endif
+#ifndef GRID_CUDA_CHUNK_BYTES
+#define GRID_CUDA_CHUNK_BYTES (64LL << 20) /* host round trip: input (or output) bytes per chunk */
+#endif
+#ifndef GRID_CUDA_WORK_MAX
+#define GRID_CUDA_WORK_MAX (512LL << 20) /* rolled functions: device workspace bytes one launch may use; a larger
+   batch is launched in slices that reuse it */
+#endif
+
+/* internal symbols of a robot library: shared by its translation units, never exported */
+#define GRID_CUDA_HIDDEN __attribute__((visibility("hidden")))
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a host round trip moves: the launcher (grid_cuda_<name>), elements per state of each input of the
+   method's row (0: absent, not moved) and of each output, the real type's size, and the workspace bytes per
+   state its per-state function needs (0: none). */
+typedef struct {
+    int (*launch)(const grid_call *);
+    int n_in, n_out;
+    long long win[GRID_MAX_IN], wout[GRID_MAX_OUT];
+    int real_bytes;
+    long long work;
+} grid_io_;
+
+/* ---- the runtime (cuda_runtime.cu), called by the generated entry points ---- */
+
+/* one host round trip of c (host pointers) on the library's stream: copied in per chunk, launched, copied
+   out, synchronised; 0 or a status (11 with grid_cuda_last_error set) */
+GRID_CUDA_HIDDEN int grid_cuda_round_trip_(const grid_call *c, const grid_io_ *io);
+/* record a failed CUDA call (a cudaError_t) for grid_cuda_last_error; returns 11 (GRID_ERR_CUDA) */
+GRID_CUDA_HIDDEN int grid_cuda_fail_(int cuda_error, const char *what);
+/* device workspace of bytes for launches on stream (a cudaStream_t), taken from the stream-ordered pool, and
+   its return after the launches; 0 or 11 */
+GRID_CUDA_HIDDEN int grid_cuda_scratch_(size_t bytes, void *stream, void **p);
+GRID_CUDA_HIDDEN int grid_cuda_scratch_done_(void *p, void *stream);
+
+/* the generated library's metadata (what grid_cuda_reserve sizes its buffers from) */
+const grid_robot_meta_t *grid_robot_meta(void);
+
+/* ---- the plan: the host-side arithmetic of round trips and reservations (cuda_plan.c) ---- */
+
+/* the compile-time knobs the plan depends on (the runtime passes its GRID_CUDA_* values; tests any) */
+typedef struct {
+    long long chunk_bytes;     /* GRID_CUDA_CHUNK_BYTES */
+    long long zero_copy_max;   /* GRID_CUDA_ZERO_COPY_MAX */
+    long long work_max;        /* GRID_CUDA_WORK_MAX */
+    int pack_inputs;           /* GRID_CUDA_PACK_INPUTS */
+} grid_cuda_knobs;
+
+/* what one round trip (or a reservation) needs */
+typedef struct {
+    long long n;                 /* states */
+    long long chunk;             /* states per chunk (each chunk: copies in, launch, copies out) */
+    long long slice;             /* states per launch of a function with workspace (n when it has none) */
+    size_t row[GRID_MAX_IN];     /* bytes per state of each input (0: absent) */
+    size_t orow[GRID_MAX_OUT];   /* bytes per state of each output */
+    size_t in_b, out_b, work_b;  /* bytes per state: all inputs, all outputs, the workspace */
+    int n_in, n_out;
+    int zero_copy;               /* 1: no copies, the call goes through mapped pinned memory */
+    int pack;                    /* 1: a chunk's inputs are gathered into pinned staging for one copy */
+    size_t din_bytes, dout_bytes, dws_bytes;  /* device buffers: a chunk's inputs, its outputs, the workspace */
+    size_t hin_bytes;            /* pinned staging, two halves (pack) */
+    size_t hz_bytes;             /* mapped pinned memory (zero copy) */
+} grid_cuda_plan;
+
+/* states a launch's workspace covers: n rounded up to whole warps (lanes past the batch have their own slice) */
+GRID_CUDA_HIDDEN long long grid_cuda_in_flight(long long n);
+/* states per launch for work_b bytes of workspace per state within work_max bytes (whole warps, at least
+   one warp; n when work_b is 0) */
+GRID_CUDA_HIDDEN long long grid_cuda_slice_states(long long n, size_t work_b, long long work_max);
+/* states per chunk of n moving in_b bytes in and out_b bytes out per state: chunk_bytes on the wider side,
+   at least 32, at most n */
+GRID_CUDA_HIDDEN long long grid_cuda_chunk_states(long long n, size_t in_b, size_t out_b, long long chunk_bytes);
+/* the plan of a round trip of n states of io under knobs k */
+GRID_CUDA_HIDDEN void grid_cuda_plan_call(const grid_io_ *io, long long n, const grid_cuda_knobs *k, grid_cuda_plan *p);
+/* byte offsets of input j / output j in a block of k states laid out in the row's order (each k rows; absent
+   inputs take no room): the device buffers of a chunk, and the mapped memory of a zero-copy call (inputs then
+   outputs) */
+GRID_CUDA_HIDDEN size_t grid_cuda_in_offset(const grid_cuda_plan *p, int j, long long k);
+GRID_CUDA_HIDDEN size_t grid_cuda_out_offset(const grid_cuda_plan *p, int j, long long k);
+/* buffers for round trips of up to max_batch states of any row of m (the widest inputs, outputs and workspace):
+   0, or -1 when they would not fit a size_t */
+GRID_CUDA_HIDDEN int grid_cuda_plan_reserve(const grid_robot_meta_t *m, long long max_batch, const grid_cuda_knobs *k,
+                                            grid_cuda_plan *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,63 @@
+/* The CUDA host runtime's source files, embedded in the library (.incbin, paths relative to the repository root where every build runs) so a CUDA build can write them out and compile them once per toolchain. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include "grid/build.h"
+#include "grid/runtime.h"
+
+/* name##_start .. name##_end: the bytes of file, NUL-terminated, hidden (never exported from a shared object) */
+#define GRID_INCBIN(name, file)                                                                             \
+    __asm__(".pushsection .rodata\n.balign 16\n.globl " #name "_start\n.hidden " #name "_start\n" #name    \
+            "_start:\n.incbin \"" file "\"\n.globl " #name "_end\n.hidden " #name "_end\n" #name "_end:\n"  \
+            ".byte 0\n.popsection\n");                                                                      \
+    extern const char name##_start[] __attribute__((visibility("hidden")));                                 \
+    extern const char name##_end[] __attribute__((visibility("hidden")))
+
+GRID_INCBIN(grid_rt_abi_h, "include/grid/abi.h");
+GRID_INCBIN(grid_rt_host_h, "src/runtime/cuda_host.h");
+GRID_INCBIN(grid_rt_plan_c, "src/runtime/cuda_plan.c");
+GRID_INCBIN(grid_rt_runtime_cu, "src/runtime/cuda_runtime.cu");
+
+static grid_source_file files[4];
+static char hash_hex[65];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* a length-prefixed field, so that no two file lists hash the same bytes */
+static void hash_field(grid_sha256_ctx *c, const void *data, size_t len)
+{
+    unsigned char prefix[8];
+    for (int i = 0; i < 8; i++) prefix[i] = (unsigned char)((unsigned long long)len >> (8 * i));
+    grid_sha256_update(c, prefix, 8);
+    grid_sha256_update(c, data, len);
+}
+
+static void init(void)
+{
+    const char *const path[4] = {"grid/abi.h", "cuda_host.h", "cuda_plan.c", "cuda_runtime.cu"};
+    const char *const start[4] = {grid_rt_abi_h_start, grid_rt_host_h_start, grid_rt_plan_c_start, grid_rt_runtime_cu_start};
+    const char *const end[4] = {grid_rt_abi_h_end, grid_rt_host_h_end, grid_rt_plan_c_end, grid_rt_runtime_cu_end};
+    grid_sha256_ctx c;
+    grid_sha256_init(&c);
+    hash_field(&c, "grid-rbd cuda runtime v1", 24);
+    for (int i = 0; i < 4; i++) {
+        files[i] = (grid_source_file){path[i], start[i], (size_t)(end[i] - start[i])};
+        hash_field(&c, path[i], strlen(path[i]));
+        hash_field(&c, start[i], files[i].len);
+    }
+    unsigned char d[32];
+    grid_sha256_final(&c, d);
+    grid_sha256_hex(d, hash_hex);
+}
+
+int grid_cuda_runtime_sources(const grid_source_file **out)
+{
+    pthread_once(&once, init);
+    if (out) *out = files;
+    return (int)(sizeof files / sizeof files[0]);
+}
+
+const char *grid_cuda_runtime_hash(void)
+{
+    pthread_once(&once, init);
+    return hash_hex;
+}
