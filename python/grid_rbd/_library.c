@@ -88,8 +88,9 @@ static int fill_provider(GridPyLibrary *self)
     p->nv = meta->nv;
     p->nb = meta->nb;
     p->nee = meta->nee;
-    /* grid_call.work holds meta.work_bytes per thread */
-    if (meta->work_bytes > 0) {
+    /* grid_call.work holds meta.work_bytes per thread (a CUDA library's host round trip brings its own device
+       workspace: none is passed) */
+    if (meta->work_bytes > 0 && meta->target != GRID_TARGET_CUDA) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         self->work_threads = n > GRID_PY_WORK_THREADS_MIN ? (int)n : GRID_PY_WORK_THREADS_MIN;
         p->work_bytes = meta->work_bytes * (size_t)self->work_threads;

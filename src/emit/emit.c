@@ -239,6 +239,7 @@ static void write_entry(const emit_ctx *cx, int a, const grid_method_info *row, 
     for (int s = 0; s < NSLOT; s++) {
         if (L->slot[s] < 0) continue;
         e.variant[s].fn = specs[L->slot[s]].fn;
+        e.variant[s].work = fstats[L->slot[s]].work;
         spec_reads(L->slot[s], e.variant[s].reads);
     }
     e.vector = vec[L->slot[0]];

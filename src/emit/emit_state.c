@@ -106,8 +106,7 @@ static int run_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
 
 int emit_state_rolled(const emit_ctx *cx, const state_spec *sp)
 {
-    /* the CUDA target keeps one thread per state with the robot unrolled for now */
-    if (cx->t->id != GRID_TARGET_C || !has_program(sp->kind)) return 0;
+    if (!has_program(sp->kind)) return 0;
     if (cx->schedule == GRID_SCHEDULE_ROLLED) return 1;
     if (cx->schedule == GRID_SCHEDULE_UNROLLED) return 0;
     /* AUTO: roll when the unrolled code would pass the budget. The frame Jacobian's unrolled form is one
@@ -144,7 +143,7 @@ static int rolled_function(const emit_ctx *cx, const state_spec *sp, sym_stats *
     ew_init(&body);
     long work = 0;
     int rc = -1;
-    ep_write_tables(cx->em, cx->w, &cx->st, cx->t->table);
+    ep_write_tables(cx->em, cx->w, &cx->st, cx->t->model_table);
     ep_prog *p = ep_new(cx->em, NULL, 1, sp->fn, NULL, NULL, &cx->st, cx->t, cx->w);
     if (p && run_program(p, cx, sp) == 0 && ep_finish(p, &body, &work, stats) == 0 && !body.oom) {
         ew_printf(cx->w, "/* %s, rolled schedule: loops over the body tables, %ld reals of workspace */\n", sp->fn, work);

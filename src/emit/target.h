@@ -20,6 +20,7 @@ enum { EP_Q = 0, EP_V, EP_A, EP_F, EP_COUNT };
 typedef struct {
     const char *fn;           /* per-state function name (NULL: unused slot) */
     int reads[EP_COUNT];      /* 1: the function reads that parameter (q always) */
+    long long work;           /* reals of workspace the function needs per state (0: none; rolled functions) */
 } emit_variant;
 
 /* optional inputs one row may have: its variant slots are the 2^n_opt combinations of them */
@@ -63,6 +64,8 @@ typedef struct emit_target {
     const char *helper_fn;     /* qualifiers of helpers a part may leave unused */
     const char *restrict_kw;   /* restrict qualifier of pointer parameters */
     const char *table;         /* qualifiers of constant tables read by per-state code */
+    const char *model_table;   /* the same for the rolled schedule's model tables, which grow with the robot
+                                  (CUDA: global memory, not the 64 KB constant bank) */
     const char *stride_param;  /* extra trailing parameter of per-state functions */
     const char *elem_scale;    /* state array element k is p[k<elem_scale>] */
     const char *includes;      /* the #include lines */

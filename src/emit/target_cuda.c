@@ -107,8 +107,8 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
     write_plan(w, fn, arr, n);
     ew_printf(w, "static __global__ void __launch_bounds__(GRID_CUDA_BLOCK, GRID_CUDA_MIN_BLOCKS)\n"
                  "grid_k_%s(const grid_real *__restrict__ q, const grid_real *__restrict__ v, const grid_real *__restrict__ a,\n"
-                 "    const grid_real *__restrict__ f, grid_real *__restrict__ o, const long long n, const int fr, const int rf)\n{\n",
-              fn);
+                 "    const grid_real *__restrict__ f, grid_real *__restrict__ o, const long long n, const int fr, const int rf%s)\n{\n",
+              fn, vr->work > 0 ? ",\n    grid_real *__restrict__ ws, const long long wst" : "");
     ew_puts(w, "    extern __shared__ __align__(16) unsigned char grid_smem_[];\n"
                "    const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5);\n"
                "    const long long b0 = ((long long)blockIdx.x * GRID_CUDA_WARPS + warp) * 32; /* the warp's first state */\n"
@@ -117,6 +117,11 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
                "    /* lanes past the batch compute a copy of the warp's last state (the warp stays converged) and store nothing */\n"
                "    const int l = lane < m ? lane : m - 1;\n"
                "    (void)v; (void)a; (void)f;\n");
+    /* a rolled function's workspace: a plain array per lane (not strided like the state arrays); lanes past the
+       batch have their own, so no two threads share one */
+    if (vr->work > 0)
+        ew_puts(w, "    grid_real *const wsl = ws + (b0 + lane) * wst;\n");
+    const char *wsarg = vr->work > 0 ? "wsl" : "0";
     const char *ptr[EP_COUNT] = {"0", "0", "0", "0"}; /* q v a f arguments of the per-state call */
     static const char *const staged[EP_COUNT] = {"sq", "sv", "sa", "sf"};
     for (int i = 0; i < n; i++) {
@@ -152,27 +157,67 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
                      "        so = to + lane * (%lld | 1);\n"
                      "    }\n"
                      "    __syncwarp();\n"
-                     "    if (grid_p_%s_o >= 0 || lane < m) grid_s_%s(%s, %s, %s, %s, so, fr, rf, 0, 1);\n"
+                     "    if (grid_p_%s_o >= 0 || lane < m) grid_s_%s(%s, %s, %s, %s, so, fr, rf, %s, 1);\n"
                      "    if (grid_p_%s_o >= 0) {\n"
                      "        __syncwarp();\n"
                      "        grid_tile_out_<%lld>(o + b0 * %lld, to, m, lane);\n"
                      "    }\n",
-                  nout, fn, fn, nout, nout, fn, fn, ptr[0], ptr[1], ptr[2], ptr[3], fn, nout, nout);
+                  nout, fn, fn, nout, nout, fn, fn, ptr[0], ptr[1], ptr[2], ptr[3], wsarg, fn, nout, nout);
     } else {
-        ew_printf(w, "    __syncwarp();\n    if (lane < m) grid_s_%s(%s, %s, %s, %s, o, fr, rf, 0, 1);\n", fn, ptr[0], ptr[1],
-                  ptr[2], ptr[3]);
+        ew_printf(w, "    __syncwarp();\n    if (lane < m) grid_s_%s(%s, %s, %s, %s, o, fr, rf, %s, 1);\n", fn, ptr[0], ptr[1],
+                  ptr[2], ptr[3], wsarg);
     }
     ew_printf(w, "}\n#endif /* GRID_KERNEL_%s */\n\n", fn);
 }
 
-/* the launch of one kernel on s, with the shared-memory opt-in when its plan needs more than 48 KB */
-static void write_launch(ew_writer *w, const char *fn, const char *ind)
+/* the launch of one kernel on s, with the shared-memory opt-in when its plan needs more than 48 KB; a function
+   with workspace is launched in slices over c->work (device memory, whole warps of states) or, when the caller
+   passed none, over stream-ordered scratch of at most GRID_CUDA_WORK_MAX bytes */
+static void write_launch(ew_writer *w, const emit_entry *e, const emit_variant *vr, const char *ind)
 {
+    const char *fn = vr->fn;
     ew_printf(w, "%sif (grid_p_%s_smem > 48 * 1024 &&\n"
                  "%s    (e = cudaFuncSetAttribute(grid_k_%s, cudaFuncAttributeMaxDynamicSharedMemorySize, grid_p_%s_smem)) != cudaSuccess)\n"
-                 "%s    return grid_cuda_fail_(e, \"raising the shared memory of grid_k_%s\");\n"
-                 "%sgrid_k_%s<<<(unsigned)blocks, GRID_CUDA_BLOCK, grid_p_%s_smem, s>>>(q, v, a, f, o, n, fr, rf);\n",
-              ind, fn, ind, fn, fn, ind, fn, ind, fn, fn);
+                 "%s    return grid_cuda_fail_(e, \"raising the shared memory of grid_k_%s\");\n",
+              ind, fn, ind, fn, fn, ind, fn);
+    if (vr->work == 0) {
+        ew_printf(w, "%sgrid_k_%s<<<(unsigned)blocks, GRID_CUDA_BLOCK, grid_p_%s_smem, s>>>(q, v, a, f, o, n, fr, rf);\n", ind,
+                  fn, fn);
+        return;
+    }
+    ew_printf(w, "%s{\n"
+                 "%s    /* %lld reals of workspace per state in flight */\n"
+                 "%s    const size_t wb = %lldu * sizeof(grid_real);\n"
+                 "%s    void *ws = c->work;\n"
+                 "%s    long long slice = (long long)(c->work_bytes / wb) / 32 * 32;\n"
+                 "%s    if (!ws) {\n"
+                 "%s        slice = grid_cuda_slice_states(n, wb, GRID_CUDA_WORK_MAX);\n"
+                 "%s        const int rc = grid_cuda_scratch_((size_t)grid_cuda_in_flight(slice) * wb, c->stream, &ws);\n"
+                 "%s        if (rc) return rc;\n"
+                 "%s    } else if (slice < 32) {\n"
+                 "%s        return 7; /* c->work holds less than one warp's workspace */\n"
+                 "%s    }\n"
+                 "%s    for (long long off = 0; off < n; off += slice) {\n"
+                 "%s        const long long k = n - off < slice ? n - off : slice;\n"
+                 "%s        const unsigned kb = (unsigned)((k + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK);\n"
+                 "%s        grid_k_%s<<<kb, GRID_CUDA_BLOCK, grid_p_%s_smem, s>>>(",
+              ind, ind, vr->work, ind, vr->work, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, fn, fn);
+    for (int p = 0; p < EP_COUNT; p++) {
+        const char *nm = emit_param_name(p);
+        const long long wd = emit_param_width(e, p);
+        if (wd == 0) ew_printf(w, "%s, ", nm);
+        else if (emit_param_optional(e, p)) ew_printf(w, "%s ? %s + off * %lld : %s, ", nm, nm, wd, nm);
+        else ew_printf(w, "%s + off * %lld, ", nm, wd);
+    }
+    ew_printf(w, "o + off * %lld, k, fr, rf,\n"
+                 "%s                                                               (grid_real *)ws, %lldLL);\n"
+                 "%s    }\n"
+                 "%s    if (!c->work) {\n"
+                 "%s        const int rc = grid_cuda_scratch_done_(ws, c->stream);\n"
+                 "%s        if (rc) return rc;\n"
+                 "%s    }\n"
+                 "%s}\n",
+              e->row->out[0].width, ind, vr->work, ind, ind, ind, ind, ind, ind);
 }
 
 void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e)
@@ -203,12 +248,12 @@ void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e)
         emit_write_selector(w, e);
         for (int k = 0; k < nvar; k++) {
             ew_printf(w, "    case %d:\n", k);
-            write_launch(w, emit_variant_at(e, k)->fn, "        ");
+            write_launch(w, e, emit_variant_at(e, k), "        ");
             ew_puts(w, "        break;\n");
         }
         ew_puts(w, "    }\n");
     } else {
-        write_launch(w, emit_variant_at(e, 0)->fn, "    ");
+        write_launch(w, e, emit_variant_at(e, 0), "    ");
     }
     ew_printf(w, "    e = cudaGetLastError();\n"
                  "    return e == cudaSuccess ? 0 : grid_cuda_fail_(e, \"launching grid_cuda_%s\");\n}\n\n",

@@ -88,6 +88,43 @@ def synthetic_ff64_cuda(tmp_path_factory):
                                     device="cuda", cuda_arch="90", cache_dir=cache, verbose=False))
 
 
+@pytest.fixture(scope="module")
+def iiwa64_rolled_cuda(tmp_path_factory):
+    """iiwa's float64 CUDA library with every function forced onto the rolled schedule (per-state workspace)"""
+    _need_nvcc()
+    cache = tmp_path_factory.mktemp("iiwa64-rolled-cuda")
+    return Path(grid_rbd.precompile("iiwa64_rolled", urdf_path=BUNDLED_IIWA, dtype="float64", device="cuda",
+                                    cuda_arch="90", cache_dir=cache, verbose=False, codegen_schedule="rolled"))
+
+
+@pytest.fixture(scope="module")
+def synthetic_ff64_rolled_cuda(tmp_path_factory):
+    """the synthetic robot on a floating base, float64, forced rolled"""
+    _need_nvcc()
+    cache = tmp_path_factory.mktemp("synthetic-rolled-cuda")
+    return Path(grid_rbd.precompile("synthetic_ff64_rolled", urdf_string=SYNTHETIC_URDF, floating_base=True,
+                                    dtype="float64", device="cuda", cuda_arch="90", cache_dir=cache, verbose=False,
+                                    codegen_schedule="rolled"))
+
+
+def test_rolled_cuda_compiles_and_states_its_workspace(iiwa64_rolled_cuda):
+    """a forced-rolled robot compiles with nvcc: its rows state the per-state workspace, the model tables are in global
+    memory (__device__, not the 64 KB constant bank), and the kernels take a workspace"""
+    cu = (iiwa64_rolled_cuda / "robot.cu").read_text()
+    assert "static __device__ const grid_real grid_body_[" in cu and "static __device__ const int grid_parent_[" in cu
+    assert "__constant__ const grid_real grid_body_" not in cu
+    assert "grid_real *const wsl = ws + (b0 + lane) * wst;" in cu and "grid_cuda_scratch_(" in cu
+    lib = _core.CudaLibrary(iiwa64_rolled_cuda / "robot.so")
+    meta = lib.meta
+    assert meta["target"] == 1 and meta["work_bytes"] > 0
+    dll = ctypes.CDLL(str(iiwa64_rolled_cuda / "robot.so"))
+    for algo in _core.ALGORITHMS:
+        getattr(dll, "grid_cuda_" + algo)
+    # every row's round trip asks the runtime for its workspace (bytes per state)
+    work = dict(re.findall(r"grid_io_ io = \{grid_cuda_(\w+), .*?, (\d+)LL \* \(long long\)sizeof\(grid_real\)\};", cu))
+    assert sorted(work) == sorted(_core.ALGORITHMS) and all(int(w) > 0 for w in work.values()), work
+
+
 def test_generated_cuda_is_deterministic(tmp_path, iiwa64_cuda):
     """the same robot again, force_rebuild into another cache: the same source bytes (so the same content key)"""
     b = Path(grid_rbd.precompile("iiwa_det", urdf_path=BUNDLED_IIWA, dtype="float64", device="cuda", cuda_arch="90",
@@ -123,17 +160,27 @@ def _emulated_source(cu_text):
                       "-DGRID_CUDA_CHUNK_BYTES=4096"]),                     # nothing staged; many chunks
     ("synthetic_ff", ["-DGRID_CUDA_OUT_STAGE_MAX=4096", "-DGRID_CUDA_SMEM_MAX=1000000", "-DGRID_CUDA_PACK_INPUTS=1",
                       "-DGRID_CUDA_ZERO_COPY_MAX=30000"]),   # everything staged; packed inputs; zero-copy up to B=46
-], ids=["iiwa-default", "synthetic_ff-in-place-chunked", "synthetic_ff-all-staged-packed-zero-copy"])
-def test_kernels_match_the_c_target_in_emulation(tmp_path, iiwa64_cuda, synthetic_ff64_cuda, which, defines):
-    """grid_cuda_<algo> (tiles, plan, tails, variants) and grid_host_<algo> (chunks, packing) run on the CPU, one
-    std::thread per CUDA thread, and must equal the C target of the same robot (float64, 1e-10) at B = 1, 7, 33, 300"""
+    ("iiwa_rolled", []),                                                     # rolled: per-state workspace
+    ("synthetic_ff_rolled", ["-DGRID_CUDA_WORK_MAX=1", "-DGRID_CUDA_CHUNK_BYTES=4096", "-DGRID_CUDA_PACK_INPUTS=1",
+                             "-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_SMEM_MAX_WIDE=0"]),  # launches in slices of a warp
+], ids=["iiwa-default", "synthetic_ff-in-place-chunked", "synthetic_ff-all-staged-packed-zero-copy", "iiwa-rolled",
+        "synthetic_ff-rolled-sliced-chunked"])
+def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defines):
+    """grid_cuda_<algo> (tiles, plan, tails, variants, rolled workspace and slices) and grid_host_<algo> (chunks,
+    packing) run on the CPU, one std::thread per CUDA thread, and must equal the C target of the same robot (float64,
+    1e-10; the unrolled C library also for the rolled CUDA ones) at B = 1, 7, 33, 300"""
     gxx = shutil.which("g++") or shutil.which("c++")
     if not gxx:
         pytest.skip("no C++ compiler")
-    if which == "iiwa":
-        entry, kw = iiwa64_cuda, {"urdf_path": BUNDLED_IIWA}
+    fixture = {"iiwa": "iiwa64_cuda", "synthetic_ff": "synthetic_ff64_cuda", "iiwa_rolled": "iiwa64_rolled_cuda",
+               "synthetic_ff_rolled": "synthetic_ff64_rolled_cuda"}[which]
+    entry = request.getfixturevalue(fixture)
+    if which.startswith("iiwa"):
+        kw = {"urdf_path": BUNDLED_IIWA}
     else:
-        entry, kw = synthetic_ff64_cuda, {"urdf_string": SYNTHETIC_URDF, "floating_base": True}
+        kw = {"urdf_string": SYNTHETIC_URDF, "floating_base": True}
+    if which.endswith("rolled"):
+        assert "grid_cuda_scratch_(" in (entry / "robot.cu").read_text()
     cpu = grid_rbd.register_robot(f"{which}_emu_cpu", dtype="float64", device="cpu", cache_dir=entry.parents[1],
                                   verbose=False, **kw)
     src = tmp_path / "emulated.cpp"
