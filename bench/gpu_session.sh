@@ -94,7 +94,7 @@ TEST_SECONDS=$(( $(left) - 260 ))
 ts "pytest -m gpu (deadline in $TEST_SECONDS s)"
 export GRID_RBD_GPU_TEST_DEADLINE=$(( $(date +%s) + TEST_SECONDS - 10 ))
 GRID_RBD_GPU_REPORT=$OUT/gpu_accuracy.md timeout $((TEST_SECONDS + 30)) \
-    python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests/python/test_cuda.py 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
+    python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests/python/test_cuda.py tests/python/test_cuda_rolled.py 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
 ts "pytest done"
 
 BENCH_SECONDS=$(( $(left) - 45 ))
