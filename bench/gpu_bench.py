@@ -48,7 +48,9 @@ PUBLISHED_PER_PROBLEM_B256 = {("fd", "iiwa"): 0.092, ("fd", "go2"): 0.310, ("fd"
 BOUND_FP32 = {("iiwa", "rnea"): 4.3e10, ("iiwa", "crba"): 3.4e10, ("iiwa", "aba"): 3.4e10, ("iiwa", "minv"): 3.4e10,
               ("iiwa", "fd"): 3.4e10, ("go2", "rnea"): 1.6e10, ("go2", "crba"): 6.3e9, ("go2", "aba"): 1.4e10,
               ("go2", "fd"): 1.4e10, ("g1_29dof", "rnea"): 8.5e9, ("g1_29dof", "crba"): 1.8e9,
-              ("g1_29dof", "aba"): 5.0e9, ("g1_29dof", "fd"): 5.0e9}
+              ("g1_29dof", "aba"): 5.0e9, ("g1_29dof", "fd"): 5.0e9,
+              # Minv: the CRBA's bytes (the same symmetric matrix out, q in) and fewer flops than its bound's
+              ("go2", "minv"): 6.3e9, ("g1_29dof", "minv"): 1.8e9}
 
 # compile-time variants (GRID_RBD_NVCC_FLAGS replaces the tuning flags; each is its own cache entry), float32 only:
 # name -> (flags, what it changes, "host" or "resident": which path is measured)
@@ -58,10 +60,16 @@ VARIANTS = {
                   "kernel", "host"),
     "pack": ("-O3 -DGRID_CUDA_PACK_INPUTS=1", "host round trip: the inputs gathered in pinned memory, one copy",
              "host"),
+    "out_inplace": ("-O3 -DGRID_CUDA_OUT_CHUNKED=0",
+                    "wide outputs written in place, one thread per state (before the chunked tiles)", "resident"),
+    "out_chunked": ("-O3 -DGRID_CUDA_OUT_CHUNKED=2",
+                    "wide outputs always in 32-element chunks, also where the whole output's tile fits", "resident"),
 }
 VARIANT_POINTS = {  # variant -> [(robot, algo, B)]
     "zero_copy": [(r, a, b) for r, _, _ in ROBOTS for a in ("rnea", "fd", "crba") for b in (16, 256, 1024, 65536)],
     "pack": [(r, "rnea", b) for r, _, _ in ROBOTS for b in (1024, 65536)],
+    "out_inplace": [(r, a, b) for r in ("go2", "g1_29dof") for a in ("crba", "minv") for b in (1024, 65536, 1048576)],
+    "out_chunked": [("go2", a, b) for a in ("crba", "minv") for b in (1024, 65536, 1048576)],
 }
 
 BUILD_RESERVE_S = 100         # seconds kept for the cold builds (iiwa and g1 floating, float32)
@@ -571,8 +579,9 @@ def targets(bench, rows, noop):
             if h:
                 ph = PUBLISHED_ID[robot][1024][1]
                 line(f"B=1024 host ≤ published host ({key})", f"{robot} rnea", h, ph, h <= ph)
-    for robot in ("iiwa", "go2"):
-        for algo in ("rnea", "fd", "crba"):
+    for robot, algos in (("iiwa", ("rnea", "fd", "crba")), ("go2", ("rnea", "fd", "crba")),
+                         ("g1_29dof", ("crba", "minv"))):
+        for algo in algos:
             r = by.get((robot, "float32", algo, 1048576), {})
             res = r.get("res_us")
             if res:

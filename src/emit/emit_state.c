@@ -1,4 +1,5 @@
 /* One per-state function: symbolic inputs, one algorithm builder, stores, then live-only emission (or the rolled loop nest). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "emit_ctx.h"
@@ -167,6 +168,32 @@ static int rolled_function(const emit_ctx *cx, const state_spec *sp, sym_stats *
     return rc;
 }
 
+/* The CUDA form of an unrolled function with a wide output: grid_c_<fn> writes its output in chunks of 32
+   elements into the warp's tile (row `out` of `tile`, one row per lane) and, after each chunk, the warp
+   copies the chunk of its m states to global memory (go: the warp's first state), each store instruction
+   32 consecutive elements of one state. GRID_CHUNKED_<fn> (its width) tells the kernel it exists. */
+#define EMIT_CUDA_CHUNK 32
+static int chunked_function(const emit_ctx *cx, const state_spec *sp, const sym_graph *g)
+{
+    sym_chunks ch = {"out", EMIT_CUDA_CHUNK, "out", NULL};
+    const int width = sym_chunk_width(g, &ch);
+    if (width <= EMIT_CUDA_CHUNK) return 0; /* narrow, or not suited: the kernel uses grid_s_<fn> */
+    char flush[96];
+    snprintf(flush, sizeof flush, "grid_chunk_out_<%d>(go, tile, %%d, %%d, m, lane);", width);
+    ch.flush = flush;
+    ew_printf(cx->w, "/* %s, chunked output (32 elements per warp flush) */\n#define GRID_CHUNKED_%s %d\n", sp->fn, sp->fn,
+              width);
+    ew_printf(cx->w, "%s void grid_c_%s(const grid_real *__restrict__ q, const grid_real *__restrict__ v,\n"
+                     "    const grid_real *__restrict__ a, const grid_real *__restrict__ fext, grid_real *__restrict__ out,\n"
+                     "    const int frame, const int rf, const int st, grid_real *__restrict__ tile, grid_real *__restrict__ go,\n"
+                     "    const int m, const int lane)\n{\n"
+                     "    (void)q; (void)v; (void)a; (void)fext; (void)frame; (void)rf; (void)st;\n",
+              cx->t->state_fn, sp->fn);
+    if (sym_emit_chunked(g, &cx->st, cx->w, NULL, &ch) != 0) return -1;
+    ew_puts(cx->w, "}\n\n");
+    return 0;
+}
+
 int emit_state_function(const emit_ctx *cx, const state_spec *sp, int vector, sym_stats *stats)
 {
     if (emit_state_rolled(cx, sp)) return rolled_function(cx, sp, stats);
@@ -197,6 +224,7 @@ int emit_state_function(const emit_ctx *cx, const state_spec *sp, int vector, sy
         stats->stores += extra.stores;
     }
     ew_puts(cx->w, "}\n\n");
+    if (!vector && cx->t->id == GRID_TARGET_CUDA && chunked_function(cx, sp, g) != 0) goto done;
     rc = 0;
 done:
     sym_free(g);

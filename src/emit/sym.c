@@ -1,4 +1,5 @@
 /* The symbolic scalar engine: hash-consed SSA nodes with constant folding, then live-only emission. */
+#include <assert.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -477,6 +478,8 @@ typedef struct {
     unsigned char *done;   /* node already written (loads, sincos partners, stores) */
     const int *first_store, *next_store; /* stores of each value node, in creation order */
     sym_stats *stats;
+    const sym_chunks *ch;  /* NULL, or the chunked array (index carr) */
+    int carr;
 } emitter;
 
 static void put_name(const emitter *e, int id)
@@ -522,7 +525,10 @@ static void emit_store(emitter *e, int i)
     const sym_node *nd = &e->g->nodes[i];
     const int put = e->st->fn_put && e->g->scaled[nd->a];
     ew_puts(e->w, e->st->indent);
-    if (put) ew_printf(e->w, "%s(%s, %d, ", e->st->fn_put, e->g->ptr[nd->a], nd->b);
+    if (e->ch && nd->a == e->carr) {
+        assert(!put);
+        ew_printf(e->w, "%s[%d] = ", e->ch->ptr, nd->b % e->ch->len);
+    } else if (put) ew_printf(e->w, "%s(%s, %d, ", e->st->fn_put, e->g->ptr[nd->a], nd->b);
     else {
         put_element(e, nd->a, nd->b);
         ew_puts(e->w, " = ");
@@ -545,7 +551,7 @@ static void emit_store(emitter *e, int i)
 static void flush_stores(emitter *e, int id)
 {
     for (int s = e->first_store[id]; s >= 0; s = e->next_store[s])
-        if (!e->done[s]) emit_store(e, s);
+        if (!e->done[s] && !(e->ch && e->g->nodes[s].a == e->carr)) emit_store(e, s);
 }
 
 /* an input is loaded just before its first use */
@@ -639,7 +645,43 @@ static void emit_node(emitter *e, int i)
     flush_stores(e, i);
 }
 
+/* the index of the array stored as ch->array, or -1 */
+static int chunk_array(const sym_graph *g, const sym_chunks *ch)
+{
+    for (int a = 0; a < g->narrays; a++)
+        if (strcmp(g->ptr[a], ch->array) == 0) return a;
+    return -1;
+}
+
+int sym_chunk_width(const sym_graph *g, const sym_chunks *ch)
+{
+    const int arr = chunk_array(g, ch);
+    if (g->oom || arr < 0 || g->base[arr][0] || g->local_size[arr] > 0 || ch->len <= 0) return 0;
+    int width = 0;
+    for (int i = 0; i < g->n; i++) {
+        const sym_node *nd = &g->nodes[i];
+        if (nd->op == SYM_TEXT && !nd->b) return 0;              /* raw code may touch the array */
+        if (nd->op == SYM_INPUT && nd->a == arr) return 0;       /* read back */
+        if (nd->op == SYM_STORE && nd->a == arr && nd->b + 1 > width) width = nd->b + 1;
+    }
+    for (int a = 0; a < g->narrays; a++)
+        if (a != arr && strcmp(g->ptr[a], ch->array) == 0) return 0; /* the same C array under two tags */
+    unsigned char *seen = calloc((size_t)width + 1, 1);
+    if (!seen) return 0;
+    for (int i = 0; i < g->n; i++)
+        if (g->nodes[i].op == SYM_STORE && g->nodes[i].a == arr) seen[g->nodes[i].b] = 1;
+    int all = width > 0;
+    for (int k = 0; k < width; k++) all &= seen[k];
+    free(seen);
+    return all ? width : 0;
+}
+
 int sym_emit(const sym_graph *g, const sym_style *st, ew_writer *w, sym_stats *stats)
+{
+    return sym_emit_chunked(g, st, w, stats, NULL);
+}
+
+int sym_emit_chunked(const sym_graph *g, const sym_style *st, ew_writer *w, sym_stats *stats, const sym_chunks *ch)
 {
     if (g->oom) return -1;
     sym_stats s0;
@@ -699,11 +741,59 @@ int sym_emit(const sym_graph *g, const sym_style *st, ew_writer *w, sym_stats *s
         next[i] = first[hv_node(nd->c)];
         first[hv_node(nd->c)] = i;
     }
-    emitter e = {g, st, w, name, live, done, first, next, &s0};
+    emitter e = {g, st, w, name, live, done, first, next, &s0, ch, ch ? chunk_array(g, ch) : -1};
+    /* chunks: when each is ready (its stores' last value node, clast) and its stores in creation order
+       (cfirst/cnext); a chunk is written right after its last value, so values wait in registers briefly */
+    const int width = ch ? sym_chunk_width(g, ch) : 0;
+    const int nchunk = ch ? (width + ch->len - 1) / ch->len : 0;
+    assert(!ch || width > 0);
+    int *clast = NULL, *cfirst = NULL, *cnext = NULL;
+    if (ch) {
+        clast = malloc((size_t)nchunk * sizeof *clast);
+        cfirst = malloc((size_t)nchunk * sizeof *cfirst);
+        cnext = malloc(n1 * sizeof *cnext);
+        if (!clast || !cfirst || !cnext) {
+            free(clast);
+            free(cfirst);
+            free(cnext);
+            free(live);
+            free(done);
+            free(name);
+            free(first);
+            free(next);
+            return -1;
+        }
+        for (int c = 0; c < nchunk; c++) clast[c] = cfirst[c] = -1;
+        for (int i = g->n - 1; i >= 0; i--) {
+            const sym_node *nd = &g->nodes[i];
+            if (nd->op != SYM_STORE || nd->a != e.carr) continue;
+            const int c = nd->b / ch->len;
+            if (hv_node(nd->c) > clast[c]) clast[c] = hv_node(nd->c);
+            cnext[i] = cfirst[c];
+            cfirst[c] = i;
+        }
+    }
     for (int a = 0; a < g->narrays; a++)
         if (g->local_size[a] > 0) ew_printf(w, "%s%s %s[%d];\n", st->indent, st->real, g->arrays[a], g->local_size[a]);
-    for (int i = 0; i < g->n; i++)
-        if (live[i]) emit_node(&e, i);
+    for (int i = 0; i < g->n; i++) {
+        const sym_node *nd = &g->nodes[i];
+        if (live[i] && !(ch && nd->op == SYM_STORE && nd->a == e.carr)) emit_node(&e, i);
+        /* the chunks whose values are all written now: their stores, then the flush */
+        for (int c = 0; c < nchunk; c++) {
+            if (clast[c] != i) continue;
+            for (int s = cfirst[c]; s >= 0; s = cnext[s]) {
+                ensure_loaded(&e, g->nodes[s].c);
+                emit_store(&e, s);
+            }
+            const int f0 = c * ch->len, cn = width - f0 < ch->len ? width - f0 : ch->len;
+            ew_puts(w, st->indent);
+            ew_printf(w, ch->flush, f0, cn);
+            ew_puts(w, "\n");
+        }
+    }
+    free(clast);
+    free(cfirst);
+    free(cnext);
     free(live);
     free(done);
     free(name);

@@ -106,6 +106,22 @@ typedef struct {
 /* emit every live statement in creation order; returns 0, or -1 on out of memory */
 int sym_emit(const sym_graph *g, const sym_style *st, ew_writer *w, sym_stats *stats);
 
+/* Stores to one array in chunks of len consecutive elements (a GPU warp's output tile): a chunk's stores are
+   held back to its last store in creation order, then written as ptr[k - first] and followed by the text
+   flush(first, n). The values stay in registers meanwhile; nothing else moves. */
+typedef struct {
+    const char *array; /* the array's C name as the builders store to it ("out") */
+    int len;           /* elements per chunk */
+    const char *ptr;   /* the chunk's buffer */
+    const char *flush; /* printf format of (int first, int n) written after each chunk */
+} sym_chunks;
+
+/* the width of the chunked array (every element 0..width-1 stored, no raw code, never read back), or 0 when
+   the graph does not suit chunks */
+int sym_chunk_width(const sym_graph *g, const sym_chunks *ch);
+/* sym_emit with the stores to ch->array in chunks; the graph must have sym_chunk_width > 0 */
+int sym_emit_chunked(const sym_graph *g, const sym_style *st, ew_writer *w, sym_stats *stats, const sym_chunks *ch);
+
 /* write a real literal of value k in the style (shortest text that reads back exactly) */
 void sym_write_literal(ew_writer *w, const sym_style *st, double k);
 

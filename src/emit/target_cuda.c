@@ -37,6 +37,18 @@ static const char cuda_config[] =
     "                                                      const int m, const int lane)\n{\n"
     "#pragma unroll 4\n"
     "    for (int e = lane; e < m * W; e += 32) g[e] = t[(e / W) * (W | 1) + e % W];\n"
+    "}\n\n"
+    "/* a chunked output (grid_c_<fn>): chunk [k0, k0 + n) of the warp's m states from its 32 x 33 tile to global\n"
+    "   memory, each store instruction n consecutive elements of one state; the lanes' next chunk waits for it */\n"
+    "template <int W>\n"
+    "static __device__ __forceinline__ void grid_chunk_out_(grid_real *__restrict__ g, const grid_real *__restrict__ t,\n"
+    "                                                       const int k0, const int n, const int m, const int lane)\n{\n"
+    "    __syncwarp();\n"
+    "    if (lane < n) {\n"
+    "#pragma unroll 4\n"
+    "        for (int s = 0; s < m; s++) g[(long long)s * W + k0 + lane] = t[s * 33 + lane];\n"
+    "    }\n"
+    "    __syncwarp();\n"
     "}\n\n";
 
 void emit_cuda_helpers(ew_writer *w, const emit_target *t)
@@ -62,6 +74,7 @@ static int stage_arrays(const emit_entry *e, const emit_variant *vr, stage_array
     const long long nout = e->row->out[0].width;
     out[n++] = (stage_array){'q', "q", emit_param_width(e, EP_Q), 0};
     if (nout > 0) out[n++] = (stage_array){'o', "o", nout, 0};
+    if (nout > 32) out[n++] = (stage_array){'c', "o", 32, 0}; /* the chunk tile of grid_c_<fn>, when there is one */
     for (int p = EP_V; p < EP_COUNT; p++)
         if (vr->reads[p])
             out[n++] = (stage_array){emit_param_name(p)[0], emit_param_name(p), emit_param_width(e, p),
@@ -75,16 +88,22 @@ static int stage_arrays(const emit_entry *e, const emit_variant *vr, stage_array
    fit GRID_CUDA_SMEM_MAX; the output only when at most GRID_CUDA_OUT_STAGE_MAX wide. */
 static void write_plan(ew_writer *w, const char *fn, const stage_array *arr, int n)
 {
+    /* GRID_OC_<fn>: the chunked output's mode (GRID_CUDA_OUT_CHUNKED) when grid_c_<fn> exists, else 0 */
+    ew_printf(w, "#if defined(GRID_CHUNKED_%s)\n#define GRID_OC_%s GRID_CUDA_OUT_CHUNKED\n#else\n#define GRID_OC_%s 0\n#endif\n",
+              fn, fn, fn);
     ew_puts(w, "enum {\n");
     char prev[64] = "0";
     for (int i = 0; i < n; i++) {
         const stage_array *s = &arr[i];
         /* inputs and narrow outputs fit the normal budget; a wide output the wide one */
         const char *fits = "GRID_FITS_";
-        char cond[96] = "";
+        char cond[160] = "";
         if (s->key == 'o') {
-            snprintf(cond, sizeof cond, "%lld <= GRID_CUDA_OUT_STAGE_MAX ? GRID_FITS_(%s, %lld) : ", s->width, prev,
-                     s->width);
+            snprintf(cond, sizeof cond, "%lld <= GRID_CUDA_OUT_STAGE_MAX ? GRID_FITS_(%s, %lld) : GRID_OC_%s != 2 && ",
+                     s->width, prev, s->width, fn);
+            fits = "GRID_FITS_WIDE_";
+        } else if (s->key == 'c') {
+            snprintf(cond, sizeof cond, "GRID_OC_%s && grid_p_%s_o < 0 && ", fn, fn);
             fits = "GRID_FITS_WIDE_";
         }
         ew_printf(w, "    grid_p_%s_%c = (%s%s(%s, %lld)) ? %s : -1,\n", fn, s->key, cond, fits, prev, s->width, prev);
@@ -126,7 +145,7 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
     static const char *const staged[EP_COUNT] = {"sq", "sv", "sa", "sf"};
     for (int i = 0; i < n; i++) {
         const stage_array *s = &arr[i];
-        if (s->key == 'o') continue;
+        if (s->key == 'o' || s->key == 'c') continue;
         const long long wd = s->width;
         char name[8];
         snprintf(name, sizeof name, "s%c", s->key);
@@ -148,6 +167,19 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
         ew_printf(w, "        %s = t + l * (%lld | 1);\n    }\n", name, wd);
         for (int p = 0; p < EP_COUNT; p++)
             if (emit_param_name(p)[0] == s->key) ptr[p] = staged[p];
+    }
+    if (nout > 32) {
+        /* a wide output in chunks of 32 elements through the warp's 32 x 33 tile (grid_c_<fn>) */
+        ew_printf(w, "#if GRID_OC_%s\n"
+                     "    if constexpr (grid_p_%s_c >= 0) {\n"
+                     "        static_assert(GRID_CHUNKED_%s == %lld, \"the chunked function's width is the output's\");\n"
+                     "        grid_real *tc = (grid_real *)(grid_smem_ + grid_p_%s_c) + warp * 32 * 33;\n"
+                     "        __syncwarp();\n"
+                     "        grid_c_%s(%s, %s, %s, %s, tc + lane * 33, fr, rf, 1, tc, o + b0 * %lld, m, lane);\n"
+                     "        return;\n"
+                     "    }\n"
+                     "#endif\n",
+                  fn, fn, fn, nout, fn, fn, ptr[0], ptr[1], ptr[2], ptr[3], nout);
     }
     if (nout > 0) {
         ew_printf(w, "    /* outputs: through a tile when the plan has room (every lane writes its own row), else in place */\n"
