@@ -68,7 +68,7 @@ typedef struct {
 } stage_array;
 
 /* the arrays a kernel of variant vr touches, in staging priority order: q, the output, v, a, fext */
-static int stage_arrays(const emit_entry *e, const emit_variant *vr, stage_array out[1 + EP_COUNT])
+static int stage_arrays(const emit_entry *e, const emit_variant *vr, stage_array out[2 + EP_COUNT])
 {
     int n = 0;
     const long long nout = e->row->out[0].width;
@@ -119,7 +119,7 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
 {
     const char *fn = vr->fn;
     const long long nout = e->row->out[0].width;
-    stage_array arr[1 + EP_COUNT];
+    stage_array arr[2 + EP_COUNT];
     const int n = stage_arrays(e, vr, arr);
     ew_printf(w, "#ifndef GRID_KERNEL_%s\n#define GRID_KERNEL_%s\n", fn, fn);
     ew_printf(w, "/* %s: the plan of its shared-memory tiles, then the kernel */\n", fn);
