@@ -5,6 +5,7 @@
 #
 #   bench/gpu_session.sh prepare     # HERE, before the device call: fills .gpu-deps/{robots,erd} (git-ignored)
 #   bench/gpu_session.sh             # THERE, with carry [".gpu-deps"]; about 9 minutes, budgeted below
+#   bench/gpu_session.sh wide        # THERE: only bench/gpu_wide.py (g1 CRBA/Minv wide-output variants)
 #
 # $OUT receives: session.log, pytest_gpu.log, gpu_accuracy.md, gpu_bench.md, gpu_bench.json, gpu_bench.log,
 # sanitizer.log.
@@ -81,6 +82,14 @@ import grid_rbd
 from grid_rbd import cuda
 print('grid_rbd', grid_rbd.__version__, grid_rbd.__file__)
 print('probe', cuda.probe()); print('nvcc', cuda.nvcc_status())" || exit 1
+
+if [ "${1:-run}" = wide ]; then   # only the wide-output variants (bench/gpu_wide.py)
+    ts "gpu_wide.py"
+    timeout $(( $(left) - 10 )) python3 bench/gpu_wide.py --out "$OUT" --robots-dir "$DEPS/robots" --jobs "$JOBS" \
+        --budget-s $(( $(left) - 60 )) 2>&1 | tee "$OUT/gpu_wide.log" | tail -30
+    ts "done"
+    exit 0
+fi
 
 ts "precompile (every library of the tests and the bench, $JOBS processes)"
 PRE_SECONDS=$(( $(left) - 300 ))

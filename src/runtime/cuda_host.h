@@ -27,6 +27,9 @@
 #define GRID_CUDA_OUT_CHUNKED 1 /* a wide output of an unrolled function: 1 in chunks of 32 elements through a
    32 x 33 tile per warp when the whole output's tile does not fit, 2 always, 0 never (written in place) */
 #endif
+#ifndef GRID_CUDA_OUT_STREAM
+#define GRID_CUDA_OUT_STREAM 0 /* 1: a chunked output's stores are streaming (__stcs, evict-first) */
+#endif
 #ifndef GRID_CUDA_PACK_INPUTS
 #define GRID_CUDA_PACK_INPUTS 0 /* host round trip: 1 gathers the inputs in pinned memory for one copy;
    0 (measured faster on an H200: iiwa RNEA B=1024 36.8 -> 32.8 us) copies each input array directly */
