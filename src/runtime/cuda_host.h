@@ -28,7 +28,8 @@
    32 x 33 tile per warp when the whole output's tile does not fit, 2 always, 0 never (written in place) */
 #endif
 #ifndef GRID_CUDA_OUT_STREAM
-#define GRID_CUDA_OUT_STREAM 0 /* 1: a chunked output's stores are streaming (__stcs, evict-first) */
+#define GRID_CUDA_OUT_STREAM 1 /* 1: a chunked output's stores are streaming (__stcs, evict-first): g1 CRBA float32 at 1M
+   states 4.56 -> 3.83 ms on an H200, the rest within 2% (bench/gpu_run7); 0: plain stores */
 #endif
 #ifndef GRID_CUDA_PACK_INPUTS
 #define GRID_CUDA_PACK_INPUTS 0 /* host round trip: 1 gathers the inputs in pinned memory for one copy;
