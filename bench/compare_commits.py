@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FLAGS = ("-O2 -march=native -ffp-contract=fast -fno-math-errno -fPIC -fopenmp -fno-schedule-insns2 "
-         "--param=max-combine-insns=2 -fno-tree-pre -shared").split()
+         "--param=max-combine-insns=2 -fno-tree-pre -fno-dse -fno-tree-dse -shared").split()
 
 
 def sh(*cmd, cwd=None):

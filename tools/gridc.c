@@ -16,7 +16,7 @@ static void usage(FILE *f)
           "             [--schedule auto|unrolled|rolled] [--stats] [-o OUT]\n"
           "Writes the generated robot library source to OUT (default: stdout).\n"
           "Build (gcc; docs/emitter.md explains the flags):\n"
-          "  cc -O2 -fno-schedule-insns2 --param=max-combine-insns=2 -fno-tree-pre -march=native \\\n"
+          "  cc -O2 -fno-schedule-insns2 --param=max-combine-insns=2 -fno-tree-pre -fno-dse -fno-tree-dse -march=native \\\n"
           "     -ffp-contract=fast -fno-math-errno -fPIC -shared -fopenmp robot.c -o robot.so -lm\n"
           "  nvcc -O3 -arch=sm_90 -shared -Xcompiler -fPIC -Isrc/runtime -Iinclude robot.cu \\\n"
           "     src/runtime/cuda_runtime.cu -o robot.so   (--target cuda: the host runtime from the repository)\n"

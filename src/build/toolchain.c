@@ -19,7 +19,7 @@ static const char *const c_tuning_default[] = {"-O2", "-march=native", "-ffp-con
 /* gcc only: these cut its compile time of long straight-line functions by about a quarter at no run-time
    cost (docs/emitter.md); skipped for clang */
 static const char *const c_tuning_gcc_extra[] = {"-fno-schedule-insns2", "--param=max-combine-insns=2",
-                                                 "-fno-tree-pre", NULL};
+                                                 "-fno-tree-pre", "-fno-dse", "-fno-tree-dse", NULL};
 static const char *const c_required[] = {"-std=gnu11", "-fPIC", "-shared", NULL};
 static const char *const c_libs[] = {"-lm", NULL};
 /* CUDA: nvcc -ccbin <cc> -arch=sm_XX <tuning> <required> -o robot.so robot.cu; GRID_RBD_NVCC_FLAGS replaces

@@ -16,7 +16,7 @@
 
 /* the flags docs/emitter.md recommends (gcc's compile-time savers only for gcc); warnings are errors */
 #define TEST_CFLAGS_COMMON "-O2 -march=native -ffp-contract=fast -fno-math-errno -fPIC -fopenmp -Wall -Wextra -Werror"
-#define TEST_CFLAGS_GCC "-fno-schedule-insns2 --param=max-combine-insns=2 -fno-tree-pre"
+#define TEST_CFLAGS_GCC "-fno-schedule-insns2 --param=max-combine-insns=2 -fno-tree-pre -fno-dse -fno-tree-dse"
 
 static char tmpdir[64];
 static int lib_counter;
