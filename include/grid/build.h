@@ -56,6 +56,11 @@ typedef struct {
                                      builder's lock, for the compiler): nonzero stops it, the compilers are
                                      killed, the temporary removed, and grid_build returns GRID_ERR_CANCELLED */
     void *cancel_ctx;
+    int (*check)(void *ctx, const char *so_path, grid_error *err); /* NULL, or run on a freshly compiled
+                                     robot.so (in the temporary entry, before meta.json): nonzero refuses it, the
+                                     temporary is removed and grid_build returns that status (a hit is not
+                                     checked again) */
+    void *check_ctx;
 } grid_build_request;
 
 /* What grid_build did. Paths are absolute. */

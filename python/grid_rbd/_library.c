@@ -6,6 +6,7 @@
 #include "grid/build.h"
 #include "grid/emit.h"
 #include "grid/runtime.h"
+#include "grid/selfcheck.h"
 
 /* threads a provider workspace is sized for when the library needs per-thread scratch */
 #define GRID_PY_WORK_THREADS_MIN 64
@@ -99,6 +100,29 @@ static int fill_provider(GridPyLibrary *self)
     return 0;
 }
 
+/* the post-build self-check (grid_build_request.check): the fresh library loads as the model expects and, on the
+   CPU, agrees with the float64 reference (grid/selfcheck.h) */
+typedef struct {
+    const grid_model *model;
+    const grid_lib_expect *expect;
+} self_check_ctx;
+
+static int self_check(void *ctx, const char *so_path, grid_error *err)
+{
+    const self_check_ctx *sc = ctx;
+    grid_lib *lib = NULL;
+    grid_error le;
+    grid_error_clear(&le);
+    int rc = grid_lib_open(so_path, sc->expect, &lib, &le);
+    if (rc == GRID_OK) rc = grid_lib_selfcheck(lib, sc->model, err);
+    else /* a library that does not load as this model's (another robot's, say) is refused, not published */
+        rc = grid_error_set(err, GRID_ERR_BUILD, 0, 0, "self-check failed: the compiled library does not load as "
+                            "this model's (%s); the compiler (GRID_RBD_CC) did not build this source, and the entry "
+                            "was not published", le.message);
+    grid_lib_close(lib);
+    return rc;
+}
+
 static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"model", "urdf", "options_json", "name", "dtype", "cache_dir", "force_rebuild",
@@ -168,6 +192,9 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     req.generate = generate_source;
     req.generate_ctx = &g;
     req.cancel = check_signals;
+    self_check_ctx sc = {mo->model, NULL};
+    req.check = self_check;
+    req.check_ctx = &sc;
 
     grid_lib_expect x = grid_lib_expect_any();
     x.nq = mo->model->nq;
@@ -180,6 +207,7 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     for (int a = 0; a < GRID_ALGO_COUNT; a++) every[a] = a;
     x.methods = every;
     x.n_methods = GRID_ALGO_COUNT;
+    sc.expect = &x;
 
     /* emit, build (or hit), load: all without the GIL; the buffers and the model are held by this call */
     grid_error err;

@@ -224,6 +224,12 @@ static int build_entry(const grid_cache_dirs *d, const grid_build_request *req, 
     if (rc) goto fail;
     say(pg, "compiled in %.2f s", *t_compile);
     unlink(failed_log);
+    if (req->check) {
+        char so[GRID_PATH_CAP];
+        grid_pathf(so, sizeof so, "%s/robot.so", tmp);
+        if ((rc = req->check(req->check_ctx, so, err))) goto fail;
+        say(pg, "self-check passed");
+    }
 
     /* meta.json last: an entry without it is never complete */
     unsigned char digest[32];

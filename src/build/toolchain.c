@@ -357,6 +357,56 @@ static int argv_add_flags(char ***argv, int *argc, const char *const *defaults, 
     return 0;
 }
 
+/* the most words GRID_RBD_CFLAGS / GRID_RBD_NVCC_FLAGS may hold (the compile steps pass at most 128 words in
+   all) and the longest word */
+#define GRID_MAX_FLAG_WORDS 64
+#define GRID_MAX_FLAG_CHARS 1000
+
+/* flags that let the compiler change floating-point results (matched anywhere in a word, so
+   -Xcompiler=-ffast-math is caught too), and why each is refused */
+static const struct {
+    const char *pattern, *why;
+} unsafe_flags[] = {
+    {"fast-math", "reorders and contracts floating-point operations and assumes no NaN or infinity"},
+    {"fast_math", "(nvcc) approximate division, square root and transcendentals, flushed denormals"},
+    {"-Ofast", "implies -ffast-math"},
+    {"associative-math", "reassociates sums, breaking the exact cancellations the generated code relies on"},
+    {"reciprocal-math", "replaces divisions by approximate reciprocals"},
+    {"finite-math-only", "assumes no NaN or infinity, so NaN inputs no longer give NaN outputs"},
+    {"unsafe-math-optimizations", "implies -fassociative-math and -freciprocal-math"},
+    {"no-signed-zeros", "folds x * 0 and x - x to 0, which turns NaN and infinity into finite numbers"},
+    {"prec-div=false", "(nvcc) approximate division"},
+    {"prec-sqrt=false", "(nvcc) approximate square root"},
+};
+
+/* GRID_OK, or GRID_ERR_ARG when the override (env's value) is too long or holds a flag that breaks the numbers */
+static int check_flags(const char *env, const char *value, grid_error *err)
+{
+    if (!value) return GRID_OK;
+    int words = 0;
+    for (const char *p = value; *p;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n') p++;
+        const size_t n = strcspn(p, " \t\n");
+        if (!n) break;
+        if (++words > GRID_MAX_FLAG_WORDS)
+            return grid_error_set(err, GRID_ERR_ARG, 0, 0, "%s has more than %d words; pass at most %d flags", env,
+                                  GRID_MAX_FLAG_WORDS, GRID_MAX_FLAG_WORDS);
+        if (n > GRID_MAX_FLAG_CHARS)
+            return grid_error_set(err, GRID_ERR_ARG, 0, 0, "%s has a word of %zu characters; the limit is %d", env, n,
+                                  GRID_MAX_FLAG_CHARS);
+        for (size_t u = 0; u < sizeof unsafe_flags / sizeof unsafe_flags[0]; u++) {
+            const char *hit = strstr(p, unsafe_flags[u].pattern);
+            if (hit && hit < p + n)
+                return grid_error_set(err, GRID_ERR_ARG, 0, 0,
+                                      "%s contains '%.*s', which %s: the generated dynamics would return wrong numbers; "
+                                      "remove it (the default flags are already the fastest safe ones, docs/emitter.md)",
+                                      env, (int)n, p, unsafe_flags[u].why);
+        }
+        p += n;
+    }
+    return GRID_OK;
+}
+
 static int argv_uses_native(char *const *argv)
 {
     for (int i = 0; argv[i]; i++)
@@ -424,6 +474,9 @@ int grid_toolchain_resolve(int target, const char *cuda_arch, grid_toolchain *tc
     if (target != GRID_TARGET_C && target != GRID_TARGET_CUDA)
         return grid_error_set(err, GRID_ERR_ARG, 0, 0, "unknown build target %d (0 = C, 1 = CUDA)", target);
 
+    if ((rc = check_flags("GRID_RBD_CFLAGS", target == GRID_TARGET_C ? grid_env("GRID_RBD_CFLAGS") : NULL, err)) ||
+        (rc = check_flags("GRID_RBD_NVCC_FLAGS", target == GRID_TARGET_CUDA ? grid_env("GRID_RBD_NVCC_FLAGS") : NULL, err)))
+        return rc;
     if (target == GRID_TARGET_C) {
         /* cc <tuning> <required> -o robot.so robot.c -lm */
         if ((rc = resolve_c_compiler(tc->compiler, sizeof tc->compiler, err))) return rc;
