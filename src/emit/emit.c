@@ -360,9 +360,9 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
     ew_init(&w);
     for (int f = 0; f < F_COUNT; f++) ew_init(&fw[f]);
     emit_ctx cx = {&em, t, re, {"grid_real", re->is_float, re->fn_sqrt, re->fn_sin, re->fn_cos, re->fn_atan2,
-                                "grid_sincos_", NULL, NULL, t->elem_scale, "    "},
+                                "grid_sincos_", NULL, NULL, t->elem_scale, "    ", re->is_float ? "fabsf" : "fabs"},
                    {"grid_vec", re->is_float, "grid_vsqrt_", "grid_vsin_", "grid_vcos_", "grid_vatan2_", "grid_vsincos_",
-                    "grid_splat_", NULL, "", "    "}, &w, o.schedule};
+                    "grid_splat_", NULL, "", "    ", "grid_vabs_"}, &w, o.schedule};
 
     /* per-state functions the selected rows call, each into its own buffer */
     int need[F_COUNT] = {0};

@@ -49,10 +49,13 @@ void ek_axis_rotation(sym_graph *g, const ek_body *b, sv s, sv c, sv R[9])
 }
 
 /* the free-flyer: p = q[0..2], R from the quaternion (x, y, z, w) = q[3..6] divided by its norm
-   (written with s = 2 / |q|^2, which is the unit-quaternion formula on q / |q|) */
+   (written with s = 2 / |q|^2, which is the unit-quaternion formula on q / |q|). The quaternion is first
+   divided by its 1-norm, so |q|^2 lies in [1/4, 1] and neither overflows nor underflows, whatever its scale */
 static void free_flyer(sym_graph *g, const sv *q, sxf *X)
 {
-    const sv x = q[3], y = q[4], z = q[5], w = q[6];
+    const sv l1 = sym_add(g, sym_add(g, sym_abs(g, q[3]), sym_abs(g, q[4])), sym_add(g, sym_abs(g, q[5]), sym_abs(g, q[6])));
+    const sv r = sym_div(g, sym_const(g, 1.0), l1);
+    const sv x = sym_mul(g, q[3], r), y = sym_mul(g, q[4], r), z = sym_mul(g, q[5], r), w = sym_mul(g, q[6], r);
     sv n2 = sym_add(g, sym_add(g, sym_mul(g, x, x), sym_mul(g, y, y)), sym_add(g, sym_mul(g, z, z), sym_mul(g, w, w)));
     sv s = sym_div(g, sym_const(g, 2.0), n2);
     sv xs = sym_mul(g, x, s), ys = sym_mul(g, y, s), zs = sym_mul(g, z, s);

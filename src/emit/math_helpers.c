@@ -156,10 +156,12 @@ static const char lanes_common[] =
     "static inline __attribute__((unused)) grid_vec grid_vsqrt_(const grid_vec x)\n{\n    grid_vec r;\n"
     "    for (int l = 0; l < GRID_LANES; l++) r[l] = %s(x[l]);\n    return r;\n}\n\n"
     "static inline __attribute__((unused)) grid_vec grid_vatan2_(const grid_vec y, const grid_vec x)\n{\n    grid_vec r;\n"
-    "    for (int l = 0; l < GRID_LANES; l++) r[l] = %s(y[l], x[l]);\n    return r;\n}\n\n";
+    "    for (int l = 0; l < GRID_LANES; l++) r[l] = %s(y[l], x[l]);\n    return r;\n}\n\n"
+    "static inline __attribute__((unused)) grid_vec grid_vabs_(const grid_vec x)\n{\n    grid_vec r;\n"
+    "    for (int l = 0; l < GRID_LANES; l++) r[l] = %s(x[l]);\n    return r;\n}\n\n";
 
 void emit_lane_helpers(const emit_ctx *cx)
 {
     ew_puts(cx->w, cx->re->is_float ? lanes_float : lanes_double);
-    ew_printf(cx->w, lanes_common, cx->re->fn_sqrt, cx->re->fn_atan2);
+    ew_printf(cx->w, lanes_common, cx->re->fn_sqrt, cx->re->fn_atan2, cx->re->is_float ? "fabsf" : "fabs");
 }

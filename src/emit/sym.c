@@ -376,6 +376,16 @@ sv sym_cos(sym_graph *g, sv a)
     return intern(g, SYM_COS, a & ~1, 0, 0.0);
 }
 
+sv sym_abs(sym_graph *g, sv a)
+{
+    double k;
+    if (sym_is_const(g, a, &k)) return sym_const(g, fabs(k));
+    a &= ~1; /* |-x| = |x| */
+    const int op = g->nodes[hv_node(a)].op;
+    if (op == SYM_ABS || op == SYM_SQRT) return a; /* already nonnegative */
+    return intern(g, SYM_ABS, a, 0, 0.0);
+}
+
 sv sym_atan2(sym_graph *g, sv y, sv x)
 {
     double ky, kx;
@@ -604,11 +614,11 @@ static void emit_node(emitter *e, int i)
         }
         e->stats->statements++;
         break;
-    case SYM_SIN: case SYM_COS: case SYM_SQRT: {
+    case SYM_SIN: case SYM_COS: case SYM_SQRT: case SYM_ABS: {
         ensure_loaded(e, nd->a);
         /* a live sin/cos pair of one argument: one sincos call at the first of the two */
         int other = -1;
-        if (nd->op != SYM_SQRT && st->fn_sincos) other = lookup(g, nd->op == SYM_SIN ? SYM_COS : SYM_SIN, nd->a, 0);
+        if ((nd->op == SYM_SIN || nd->op == SYM_COS) && st->fn_sincos) other = lookup(g, nd->op == SYM_SIN ? SYM_COS : SYM_SIN, nd->a, 0);
         if (other >= 0 && e->live[other]) {
             int is = nd->op == SYM_SIN ? i : other, ic = nd->op == SYM_SIN ? other : i;
             ew_printf(w, "%s%s t%d, t%d;\n%s%s(", st->indent, st->real, e->name[is], e->name[ic], st->indent,
@@ -621,7 +631,8 @@ static void emit_node(emitter *e, int i)
             flush_stores(e, other);
             break;
         }
-        const char *fn = nd->op == SYM_SQRT ? st->fn_sqrt : nd->op == SYM_SIN ? st->fn_sin : st->fn_cos;
+        const char *fn = nd->op == SYM_SQRT ? st->fn_sqrt : nd->op == SYM_ABS ? st->fn_abs
+                       : nd->op == SYM_SIN ? st->fn_sin : st->fn_cos;
         ew_printf(w, "%sconst %s t%d = %s(", st->indent, st->real, e->name[i], fn);
         put_operand(e, nd->a, 0);
         ew_puts(w, ");\n");
@@ -707,7 +718,7 @@ int sym_emit_chunked(const sym_graph *g, const sym_style *st, ew_writer *w, sym_
             live[hv_node(nd->a)] = 1;
             live[hv_node(nd->b)] = 1;
             break;
-        case SYM_SQRT: case SYM_SIN: case SYM_COS:
+        case SYM_SQRT: case SYM_SIN: case SYM_COS: case SYM_ABS:
             live[hv_node(nd->a)] = 1;
             break;
         case SYM_STORE:

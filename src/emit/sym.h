@@ -21,6 +21,7 @@ enum {
     SYM_SQRT,
     SYM_SIN,
     SYM_COS,
+    SYM_ABS,       /* |a| */
     SYM_ATAN2,     /* atan2(a, b) */
     SYM_STORE,     /* array a, element b = value c */
     SYM_TEXT,      /* verbatim text at offset a of the text pool; b = 1 for a droppable comment */
@@ -62,6 +63,7 @@ sv sym_sqrt(sym_graph *g, sv a);
 sv sym_sin(sym_graph *g, sv a);
 sv sym_cos(sym_graph *g, sv a);
 sv sym_atan2(sym_graph *g, sv y, sv x);
+sv sym_abs(sym_graph *g, sv a);
 
 /* a*b + c and friends, written out for readability of the algorithm code */
 sv sym_fma(sym_graph *g, sv a, sv b, sv c);
@@ -92,6 +94,7 @@ typedef struct {
     const char *fn_put;      /* when set (vector code), a store to a state array is fn_put(name, k, value) */
     const char *elem_scale;  /* scaled array element k is name[k<elem_scale>], e.g. "" or " * st" */
     const char *indent;
+    const char *fn_abs;      /* |x| */
 } sym_style;
 
 /* counts of live operations in a graph */

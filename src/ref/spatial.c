@@ -257,8 +257,11 @@ void grid_sp_joint_transform(const grid_joint *j, const double *q, double x[12])
     case GRID_JOINT_FREE: {
         /* position, then the normalised quaternion (x, y, z, w) as a rotation,
            with Eigen's operation order (Quaternion::toRotationMatrix) */
-        const double n = sqrt(q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6]);
-        const double qx = q[3] / n, qy = q[4] / n, qz = q[5] / n, qw = q[6] / n;
+        /* scaled by its largest component first: the norm neither overflows nor underflows */
+        const double mx = fmax(fmax(fabs(q[3]), fabs(q[4])), fmax(fabs(q[5]), fabs(q[6])));
+        const double sx = q[3] / mx, sy = q[4] / mx, sz = q[5] / mx, sw = q[6] / mx;
+        const double n = sqrt(sx * sx + sy * sy + sz * sz + sw * sw);
+        const double qx = sx / n, qy = sy / n, qz = sz / n, qw = sw / n;
         const double tx = 2.0 * qx, ty = 2.0 * qy, tz = 2.0 * qz;
         const double twx = tx * qw, twy = ty * qw, twz = tz * qw;
         const double txx = tx * qx, txy = ty * qx, txz = tz * qx;

@@ -11,7 +11,7 @@
 #define WIDTH 77 /* three chunks of 32, the last partial */
 #define CHUNK 32
 
-static const sym_style style = {"double", 0, "sqrt", "sin", "cos", "atan2", NULL, NULL, NULL, "", "    "};
+static const sym_style style = {"double", 0, "sqrt", "sin", "cos", "atan2", NULL, NULL, NULL, "", "    ", "fabs"};
 
 /* a graph of the shape CRBA has: values made along the way, each stored at two mirrored places in scrambled
    order, some constants, one element stored twice (the last store wins), inputs stored directly */

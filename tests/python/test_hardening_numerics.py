@@ -1,0 +1,62 @@
+"""Hardening of the numerics (issue 8, item 8): a floating base's quaternion of any finite, nonzero scale gives the
+results at the normalised quaternion, on the generated path (both schedules, both dtypes) and the reference."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import grid_rbd
+
+ROBOTS = Path(__file__).resolve().parents[2].parent / "shared" / "robots"
+GO2 = ROBOTS / "go2.urdf"
+pytestmark = pytest.mark.skipif(not GO2.is_file(), reason="../shared/robots not present")
+
+SCALES = {"float64": [1e-300, 1e-154, 1e-20, 1e20, 1e155, 1e300], "float32": [1e-30, 1e-20, 1e20, 1e30]}
+TOL = {"float64": 1e-12, "float32": 2e-5}
+
+
+@pytest.fixture(scope="module")
+def handles(tmp_path_factory):
+    d = tmp_path_factory.mktemp("quat")
+    kw = dict(urdf_path=GO2, floating_base=True, device="cpu", cache_dir=d, verbose=False)
+    hs = {("ref", "float64"): grid_rbd.register_robot("q_ref", dtype="float64", codegen=False, **kw)}
+    for dt in ("float64", "float32"):
+        hs[("auto", dt)] = grid_rbd.register_robot(f"q_{dt}", dtype=dt, **kw)
+    hs[("rolled", "float64")] = grid_rbd.register_robot("q_rolled", dtype="float64", codegen_schedule="rolled", **kw)
+    return hs
+
+
+def states(h, n=6, seed=3):
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(-1, 1, (n, h.nq))
+    q[:, 3:7] /= np.linalg.norm(q[:, 3:7], axis=1, keepdims=True)
+    return q, rng.uniform(-2, 2, (n, h.nv)), rng.uniform(-2, 2, (n, h.nv))
+
+
+@pytest.mark.parametrize("kind", [("ref", "float64"), ("auto", "float64"), ("rolled", "float64"), ("auto", "float32")])
+def test_quaternion_scale_does_not_matter(handles, kind):
+    h, ref = handles[kind], handles[("ref", "float64")]
+    dt = kind[1]
+    q, v, a = states(h)
+    want = {"rnea": ref.inverse_dynamics(q, v, a), "crba": ref.crba(q), "fk": ref.forward_kinematics(q)}
+    for s in SCALES[dt]:
+        qs = q.copy()
+        qs[:, 3:7] *= s
+        args = [x.astype(dt) for x in (qs, v, a)]
+        got = {"rnea": h.inverse_dynamics(*args), "crba": h.crba(args[0]), "fk": h.forward_kinematics(args[0])}
+        for k in want:
+            err = np.abs(got[k] - want[k]).max() / np.abs(want[k]).max()
+            assert err <= TOL[dt], (kind, s, k, err)
+
+
+@pytest.mark.parametrize("kind", [("ref", "float64"), ("auto", "float64"), ("auto", "float32")])
+def test_degenerate_quaternions_give_nan(handles, kind):
+    # zero, infinite and NaN quaternions have no rotation: the results are NaN, never finite numbers
+    h = handles[kind]
+    q, v, a = states(h, n=3)
+    q[0, 3:7] = 0.0
+    q[1, 3] = np.inf
+    q[2, 5] = np.nan
+    tau = h.inverse_dynamics(q.astype(kind[1]), v.astype(kind[1]), a.astype(kind[1]))
+    assert np.isnan(tau).any(axis=1).all(), tau
