@@ -60,3 +60,30 @@ def test_degenerate_quaternions_give_nan(handles, kind):
     q[2, 5] = np.nan
     tau = h.inverse_dynamics(q.astype(kind[1]), v.astype(kind[1]), a.astype(kind[1]))
     assert np.isnan(tau).any(axis=1).all(), tau
+
+
+IIWA = ROBOTS / "iiwa.urdf"
+
+
+@pytest.mark.parametrize("codegen", [True, False])
+def test_nan_reaches_exactly_what_depends_on_it(tmp_path, codegen):
+    """What "NaN inputs give NaN outputs" means (docs/python.md): a NaN in one input coordinate makes NaN every
+    output entry of its state that depends on that coordinate; entries that do not depend on it may stay finite
+    (the generated code drops terms that are structurally zero, the reference multiplies them by 0); other states
+    are untouched"""
+    h = grid_rbd.register_robot("nan_iiwa", urdf_path=IIWA, dtype="float64", device="cpu", codegen=codegen,
+                                cache_dir=tmp_path, verbose=False)
+    rng = np.random.default_rng(5)
+    q, v, a = (rng.uniform(-1, 1, (3, 7)) for _ in range(3))
+    clean = h.inverse_dynamics(q, v, a)
+    for arr in range(3):
+        for k in range(7):
+            ins = [x.copy() for x in (q, v, a)]
+            # which torques depend on coordinate k of this input: they move when it moves
+            moved = [x.copy() for x in ins]
+            moved[arr][1, k] += 0.37
+            depends = h.inverse_dynamics(*moved)[1] != clean[1]
+            ins[arr][1, k] = np.nan
+            tau = h.inverse_dynamics(*ins)
+            assert np.isnan(tau[1][depends]).all(), (arr, k, tau[1], depends)
+            np.testing.assert_array_equal(tau[[0, 2]], clean[[0, 2]])
