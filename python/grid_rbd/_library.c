@@ -110,6 +110,8 @@ typedef struct {
 static int self_check(void *ctx, const char *so_path, grid_error *err)
 {
     const self_check_ctx *sc = ctx;
+    if (sc->expect->target == GRID_TARGET_CUDA) return GRID_OK; /* not opened: a build machine may lack the GPU
+                                                                  runtime (precompile); the GPU tests cover it */
     grid_lib *lib = NULL;
     grid_error le;
     grid_error_clear(&le);
