@@ -1,6 +1,7 @@
 /* grid_emit_source: the layout of one generated robot library (structs, its signature rows, tables, per-state code, entry points). */
 #include <assert.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include "emit_ctx.h"
 
@@ -250,6 +251,44 @@ static void write_entry(const emit_ctx *cx, int a, const grid_method_info *row, 
     cx->t->batch(cx->w, cx->t, &e);
 }
 
+/* The schedule of every needed per-state function: forced by the option, or under AUTO rolled when its unrolled
+   form passes GRID_EMIT_UNROLL_BUDGET, and then the largest unrolled ones while the library's unrolled total
+   passes GRID_EMIT_LIBRARY_BUDGET (compile time follows the total) */
+static void choose_schedules(const emit_ctx *cx, const int *need, int *rolled)
+{
+    long size[F_COUNT], total = 0;
+    for (int f = 0; f < F_COUNT; f++) {
+        rolled[f] = 0;
+        size[f] = need[f] ? emit_state_size(cx, &specs[f]) : -1;
+        if (size[f] < 0) continue; /* not needed, or no program: unrolled */
+        if (cx->schedule == GRID_SCHEDULE_ROLLED) rolled[f] = 1;
+        else if (cx->schedule == GRID_SCHEDULE_AUTO)
+            rolled[f] = size[f] > (specs[f].kind == ST_JACOBIAN ? GRID_EMIT_JACOBIAN_BUDGET : GRID_EMIT_UNROLL_BUDGET);
+    }
+    for (;;) {
+        /* the variants of one method share its schedule (one batch wrapper serves them all) */
+        for (int pass = 0; pass < 2; pass++)
+            for (int a = 0; a < GRID_ALGO_COUNT; a++) {
+                int any = 0;
+                for (int s = 0; s < NSLOT; s++) any |= layouts[a].slot[s] >= 0 && rolled[layouts[a].slot[s]];
+                for (int s = 0; s < NSLOT && any; s++)
+                    if (layouts[a].slot[s] >= 0 && size[layouts[a].slot[s]] >= 0) rolled[layouts[a].slot[s]] = 1;
+            }
+        total = 0;
+        int big = -1;
+        for (int f = 0; f < F_COUNT; f++) {
+            if (size[f] < 0 || rolled[f]) continue;
+            total += size[f];
+            if (big < 0 || size[f] > size[big]) big = f;
+        }
+        if (cx->schedule != GRID_SCHEDULE_AUTO || total <= GRID_EMIT_LIBRARY_BUDGET || big < 0) break;
+        rolled[big] = 1;
+    }
+    if (getenv("GRID_EMIT_DEBUG_SIZES")) /* calibration aid, not documented */
+        for (int f = 0; f < F_COUNT; f++)
+            if (size[f] >= 0) fprintf(stderr, "%s %ld %s\n", specs[f].fn, size[f], rolled[f] ? "rolled" : "");
+}
+
 /* 1 when rows a and b call a common per-state function (they must share a part) */
 static int share_function(int a, int b)
 {
@@ -373,13 +412,13 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
     memset(fstats, 0, sizeof fstats);
     int vec[F_COUNT], rolled[F_COUNT], any_vec = 0;
     if (o.schedule < GRID_SCHEDULE_AUTO || o.schedule > GRID_SCHEDULE_ROLLED) rc = grid_error_set(err, GRID_ERR_ARG, 0, 0, "unknown schedule %d (use GRID_SCHEDULE_AUTO, _UNROLLED or _ROLLED)", o.schedule);
+    if (rc == GRID_OK) choose_schedules(&cx, need, rolled);
     for (int f = 0; f < F_COUNT && rc == GRID_OK; f++) {
-        rolled[f] = emit_state_rolled(&cx, &specs[f]);
         vec[f] = t->lanes && specs[f].lanes_ok && !rolled[f];
         if (!need[f]) continue;
         any_vec |= vec[f];
         cx.w = &fw[f];
-        if (emit_state_function(&cx, &specs[f], vec[f], &fstats[f]) != 0 || fw[f].oom)
+        if (emit_state_function(&cx, &specs[f], rolled[f], vec[f], &fstats[f]) != 0 || fw[f].oom)
             rc = grid_error_set(err, GRID_ERR_NOMEM, 0, 0, "out of memory emitting %s", specs[f].fn);
     }
     cx.w = &w;

@@ -50,16 +50,22 @@ typedef struct {
     int reads_v, reads_a, reads_fext;
     int lanes_ok;     /* no raw code: can run on lane vectors */
 } state_spec;
-/* 1 when the per-state function sp gets the rolled schedule (loops over model tables; scalar only):
-   forced by cx->schedule, or under AUTO when its unrolled code would exceed the statement budget */
-int emit_state_rolled(const emit_ctx *cx, const state_spec *sp);
+/* the size of sp's unrolled form in graph nodes (capped: GRID_EMIT_UNROLL_BUDGET + 1 means larger), or -1 when
+   sp has no program (it is always unrolled) */
+long emit_state_size(const emit_ctx *cx, const state_spec *sp);
 
 /* the AUTO schedule's budget, in graph nodes of one per-state function (about 0.7 emitted statements
-   each): gcc's time on a straight-line function grows faster than its length, and past ~40k nodes a
-   function costs seconds to compile (docs/emitter.md, "Schedules"; the rolled code's speed is in
-   bench/RESULTS-large.md) */
-#define GRID_EMIT_UNROLL_BUDGET 40000L
-/* vector = 1: the lane form grid_v_<fn>(const grid_vec *q, *v, *a, *fext, grid_vec *out) */
-int emit_state_function(const emit_ctx *cx, const state_spec *sp, int vector, sym_stats *stats);
+   each): gcc's time on a straight-line function grows faster than its length. 28k keeps every function of
+   the test robots up to atlas (its Minv: 26k) unrolled, and rolls the 35-40k-node FD, ABA and CRBA of a
+   57-dof humanoid, which took gcc minutes (bench/RESULTS-large.md; docs/emitter.md, "Schedules") */
+#define GRID_EMIT_UNROLL_BUDGET 28000L
+/* the frame Jacobian's unrolled form is many small functions (one per body), which compile in linear time */
+#define GRID_EMIT_JACOBIAN_BUDGET 40000L
+/* and of the whole library's unrolled functions: past it, AUTO rolls the largest ones until the rest fits
+   (compile time follows the total); g1_29dof floating, the largest test robot, is about 143k nodes */
+#define GRID_EMIT_LIBRARY_BUDGET 200000L
+/* rolled = 1: the rolled schedule (sp must have a program); vector = 1: the lane form grid_v_<fn>(const grid_vec
+   *q, *v, *a, *fext, grid_vec *out) */
+int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats);
 
 #endif

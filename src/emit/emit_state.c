@@ -1,4 +1,5 @@
 /* One per-state function: symbolic inputs, one algorithm builder, stores, then live-only emission (or the rolled loop nest). */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,20 +106,17 @@ static int run_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
     }
 }
 
-int emit_state_rolled(const emit_ctx *cx, const state_spec *sp)
+long emit_state_size(const emit_ctx *cx, const state_spec *sp)
 {
-    if (!has_program(sp->kind)) return 0;
-    if (cx->schedule == GRID_SCHEDULE_ROLLED) return 1;
-    if (cx->schedule == GRID_SCHEDULE_UNROLLED) return 0;
-    /* AUTO: roll when the unrolled code would pass the budget. The frame Jacobian's unrolled form is one
-       function per body (each its own graph, about 165 statements per body of its chain: measured on
-       chains of 25 and 50 links), so its size is estimated; the others are built with a capped graph
-       into a scratch writer and measured */
+    if (!has_program(sp->kind)) return -1;
+    /* The frame Jacobian's unrolled form is one function per body (each its own graph, about 165 statements
+       per body of its chain: measured on chains of 25 and 50 links), so its size is estimated; the others are
+       built with a capped graph into a scratch writer and measured */
     if (sp->kind == ST_JACOBIAN) {
         long chain = 0;
         for (int i = 0; i < cx->em->nb; i++)
             for (int j = i; j >= 0; j = cx->em->b[j].parent) chain++;
-        return 165 * chain > GRID_EMIT_UNROLL_BUDGET;
+        return 165 * chain;
     }
     sym_graph *g = sym_new();
     ew_writer scratch;
@@ -126,15 +124,14 @@ int emit_state_rolled(const emit_ctx *cx, const state_spec *sp)
     emit_ctx tx = *cx;
     tx.w = &scratch;
     sym_stats extra = {0};
-    int over = 1;
+    long size = GRID_EMIT_UNROLL_BUDGET + 1; /* past the cap (or out of memory): too large */
     if (g) {
         sym_set_limit(g, GRID_EMIT_UNROLL_BUDGET);
-        if (unrolled_graph(&tx, sp, g, &extra) == 0 || sym_over_limit(g))
-            over = sym_over_limit(g) || sym_node_count(g) + extra.statements > GRID_EMIT_UNROLL_BUDGET;
+        if (unrolled_graph(&tx, sp, g, &extra) == 0 && !sym_over_limit(g)) size = sym_node_count(g) + extra.statements;
     }
     sym_free(g);
     ew_free(&scratch);
-    return over;
+    return size;
 }
 
 /* the rolled form: model tables, the program's step functions, then the per-state loop nest */
@@ -194,9 +191,10 @@ static int chunked_function(const emit_ctx *cx, const state_spec *sp, const sym_
     return 0;
 }
 
-int emit_state_function(const emit_ctx *cx, const state_spec *sp, int vector, sym_stats *stats)
+int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats)
 {
-    if (emit_state_rolled(cx, sp)) return rolled_function(cx, sp, stats);
+    assert(!rolled || has_program(sp->kind));
+    if (rolled) return rolled_function(cx, sp, stats);
     int rc = -1;
     sym_graph *g = sym_new();
     sym_stats extra = {0};  /* functions a builder wrote besides this one */
