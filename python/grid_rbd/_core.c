@@ -271,10 +271,11 @@ PyMODINIT_FUNC PyInit__core(void)
         {"ERR_BUILD", GRID_ERR_BUILD}, {"ERR_CACHE", GRID_ERR_CACHE}, {"ERR_LOAD", GRID_ERR_LOAD},
         {"ERR_CUDA", GRID_ERR_CUDA}, {"ERR_CANCELLED", GRID_ERR_CANCELLED},
         {"SCHEDULE_AUTO", GRID_SCHEDULE_AUTO}, {"SCHEDULE_UNROLLED", GRID_SCHEDULE_UNROLLED},
-        {"SCHEDULE_ROLLED", GRID_SCHEDULE_ROLLED},
+        {"SCHEDULE_ROLLED", GRID_SCHEDULE_ROLLED}, {"MAX_THREADS", GRID_PY_MAX_THREADS},
         {NULL, 0},
     };
     import_array();
+    if (grid_py_threads_init() < 0) return NULL;
     if (PyType_Ready(&GridPyModel_Type) < 0 || PyType_Ready(&GridPyRunner_Type) < 0 ||
         PyType_Ready(&GridPyLibrary_Type) < 0)
         return NULL;

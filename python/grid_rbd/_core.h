@@ -39,6 +39,14 @@ typedef struct {
     grid_batch_fn fns[GRID_ALGO_COUNT];   /* indexed by row id (grid/signature.h) */
 } grid_py_provider;
 
+/* _threads.c: num_threads is 1..GRID_PY_MAX_THREADS (_core.MAX_THREADS); a call runs on min(num_threads, the CPUs of
+   the process's affinity mask) threads, on one in a child forked after a multi-threaded call */
+#define GRID_PY_MAX_THREADS 1024
+int grid_py_threads_init(void);                             /* registers the fork handler; 0 or -1 with an exception */
+int grid_py_threads_cpus(void);                             /* CPUs this process may run on, >= 1 */
+int grid_py_threads_used(int requested, int cpus);          /* threads a large batch runs on now */
+int grid_py_threads_for_call(int requested, int cpus);      /* the same, noting a multi-threaded call for fork */
+
 extern PyTypeObject GridPyModel_Type;
 extern PyTypeObject GridPyRunner_Type;
 extern PyTypeObject GridPyLibrary_Type;

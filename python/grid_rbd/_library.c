@@ -125,34 +125,51 @@ static int self_check(void *ctx, const char *so_path, grid_error *err)
     return rc;
 }
 
+/* "O&" converter of a path argument: None -> NULL, else str / bytes / os.PathLike -> bytes (PyUnicode_FSConverter: no
+   NUL, undecodable names kept); the caller releases the bytes */
+static int fs_path(PyObject *obj, void *out)
+{
+    if (obj == Py_None) {
+        *(PyObject **)out = NULL;
+        return 1;
+    }
+    return PyUnicode_FSConverter(obj, out);
+}
+
+#define FS_STR(o) ((o) ? PyBytes_AS_STRING(o) : NULL)
+
 static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"model", "urdf", "options_json", "name", "dtype", "cache_dir", "force_rebuild",
                              "verbose", "generator_hash", "load", "target", "cuda_arch", "schedule", NULL};
     PyObject *model_arg;
     Py_buffer urdf = {0};
-    const char *options = NULL, *name = NULL, *cache_dir = NULL, *gen_hash = GRID_GENERATOR_HASH;
+    const char *options = NULL, *name = NULL, *gen_hash = GRID_GENERATOR_HASH;
+    PyObject *cache_obj = NULL; /* bytes (fs_path) or NULL */
     Py_ssize_t options_len = 0;
     int dtype, force_rebuild = 0, verbose = 0, load = 1;
     int target = GRID_TARGET_C, schedule = GRID_SCHEDULE_AUTO;
     const char *cuda_arch = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!y*s#si|zppzpizi:Library", kwlist, &GridPyModel_Type, &model_arg,
-                                     &urdf, &options, &options_len, &name, &dtype, &cache_dir, &force_rebuild,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!y*s#si|O&ppzpizi:Library", kwlist, &GridPyModel_Type, &model_arg,
+                                     &urdf, &options, &options_len, &name, &dtype, fs_path, &cache_obj, &force_rebuild,
                                      &verbose, &gen_hash, &load, &target, &cuda_arch, &schedule))
         return NULL;
     if (!gen_hash) gen_hash = GRID_GENERATOR_HASH;
     if (target != GRID_TARGET_C && target != GRID_TARGET_CUDA) {
         PyBuffer_Release(&urdf);
+        Py_XDECREF(cache_obj);
         return PyErr_Format(PyExc_ValueError, "target must be %d (C) or %d (CUDA); got %d", GRID_TARGET_C,
                             GRID_TARGET_CUDA, target);
     }
     if (dtype != GRID_FLOAT32 && dtype != GRID_FLOAT64) {
         PyBuffer_Release(&urdf);
+        Py_XDECREF(cache_obj);
         return PyErr_Format(PyExc_ValueError, "dtype must be %d (float32) or %d (float64); got %d", GRID_FLOAT32,
                             GRID_FLOAT64, dtype);
     }
     if (schedule < GRID_SCHEDULE_AUTO || schedule > GRID_SCHEDULE_ROLLED) {
         PyBuffer_Release(&urdf);
+        Py_XDECREF(cache_obj);
         return PyErr_Format(PyExc_ValueError, "schedule must be %d (auto), %d (unrolled) or %d (rolled); got %d",
                             GRID_SCHEDULE_AUTO, GRID_SCHEDULE_UNROLLED, GRID_SCHEDULE_ROLLED, schedule);
     }
@@ -160,6 +177,7 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     GridPyLibrary *self = (GridPyLibrary *)type->tp_alloc(type, 0);
     if (!self) {
         PyBuffer_Release(&urdf);
+        Py_XDECREF(cache_obj);
         return NULL;
     }
     GridPyModel *mo = (GridPyModel *)model_arg;
@@ -180,7 +198,7 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 
     grid_build_request req;
     memset(&req, 0, sizeof req);
-    req.cache_dir = cache_dir;
+    req.cache_dir = FS_STR(cache_obj);
     req.name = name;
     req.urdf = urdf.buf;
     req.urdf_len = (size_t)urdf.len;
@@ -221,6 +239,7 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (status == GRID_OK && load) status = grid_lib_open(self->res.so_path, &x, &lib, &err);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&urdf);
+    Py_XDECREF(cache_obj);
     if (status != GRID_OK || PyErr_Occurred()) {
         grid_lib_close(lib);
         Py_DECREF(self);
@@ -377,12 +396,13 @@ static PyObject *fn_model_hash(PyObject *self, PyObject *args)
 static PyObject *fn_cache_root(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *dir = NULL;
-    if (!PyArg_ParseTuple(args, "|z:cache_root", &dir)) return NULL;
+    PyObject *dir_obj = NULL;
+    if (!PyArg_ParseTuple(args, "|O&:cache_root", fs_path, &dir_obj)) return NULL;
     char out[4096];
     grid_error err;
     grid_error_clear(&err);
-    int status = grid_cache_root(dir, out, sizeof out, &err);
+    int status = grid_cache_root(FS_STR(dir_obj), out, sizeof out, &err);
+    Py_XDECREF(dir_obj);
     if (status != GRID_OK) return grid_py_raise_error(status, &err, NULL);
     return PyUnicode_DecodeFSDefault(out);
 }
@@ -390,44 +410,49 @@ static PyObject *fn_cache_root(PyObject *self, PyObject *args)
 static PyObject *fn_cache_list(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *dir = NULL;
-    if (!PyArg_ParseTuple(args, "|z:cache_list_json", &dir)) return NULL;
+    PyObject *dir_obj = NULL;
+    if (!PyArg_ParseTuple(args, "|O&:cache_list_json", fs_path, &dir_obj)) return NULL;
     char *json = NULL;
     grid_error err;
     grid_error_clear(&err);
     int status;
     Py_BEGIN_ALLOW_THREADS
-    status = grid_cache_list_json(dir, &json, &err);
+    status = grid_cache_list_json(FS_STR(dir_obj), &json, &err);
     Py_END_ALLOW_THREADS
+    Py_XDECREF(dir_obj);
     return json_result(status, json, &err);
 }
 
 static PyObject *fn_cache_info(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *dir = NULL, *name = NULL;
-    if (!PyArg_ParseTuple(args, "zs:cache_info_json", &dir, &name)) return NULL;
+    const char *name = NULL;
+    PyObject *dir_obj = NULL;
+    if (!PyArg_ParseTuple(args, "O&s:cache_info_json", fs_path, &dir_obj, &name)) return NULL;
     char *json = NULL;
     grid_error err;
     grid_error_clear(&err);
     int status;
     Py_BEGIN_ALLOW_THREADS
-    status = grid_cache_info_json(dir, name, &json, &err);
+    status = grid_cache_info_json(FS_STR(dir_obj), name, &json, &err);
     Py_END_ALLOW_THREADS
+    Py_XDECREF(dir_obj);
     return json_result(status, json, &err);
 }
 
 static PyObject *fn_cache_clear(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *dir = NULL, *name = NULL;
-    if (!PyArg_ParseTuple(args, "|zz:cache_clear", &dir, &name)) return NULL;
+    const char *name = NULL;
+    PyObject *dir_obj = NULL;
+    if (!PyArg_ParseTuple(args, "|O&z:cache_clear", fs_path, &dir_obj, &name)) return NULL;
     int removed = 0, status;
     grid_error err;
     grid_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS
-    status = grid_cache_clear(dir, name, &removed, &err);
+    status = grid_cache_clear(FS_STR(dir_obj), name, &removed, &err);
     Py_END_ALLOW_THREADS
+    Py_XDECREF(dir_obj);
     if (status != GRID_OK) return grid_py_raise_error(status, &err, NULL);
     return PyLong_FromLong(removed);
 }

@@ -14,7 +14,8 @@ typedef struct {
     int dtype;                       /* GRID_FLOAT32 or GRID_FLOAT64 */
     int type_num;                    /* the numpy type number of dtype */
     int nq, nv, nb, nee, nframes;
-    int num_threads;                 /* passed to providers; <= 0 = their default */
+    int num_threads;                 /* requested, 1..GRID_PY_MAX_THREADS; <= 0 = every CPU */
+    int cpus;                        /* CPUs of the affinity mask (at construction and each num_threads set) */
     grid_py_provider provider;       /* copied table; fns[algo] NULL = the reference answers */
     grid_method_info rows[GRID_ALGO_COUNT]; /* the signature table's rows with this model's shapes */
     int has_provider;
@@ -40,6 +41,9 @@ static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (dtype != GRID_FLOAT32 && dtype != GRID_FLOAT64)
         return PyErr_Format(PyExc_ValueError, "dtype must be %d (float32) or %d (float64); got %d",
                             GRID_FLOAT32, GRID_FLOAT64, dtype);
+    if (num_threads < 0 || num_threads > GRID_PY_MAX_THREADS)
+        return PyErr_Format(PyExc_ValueError, "num_threads must be an int in 1..%d (0: every CPU); got %d",
+                            GRID_PY_MAX_THREADS, num_threads);
 
     GridPyRunner *self = (GridPyRunner *)type->tp_alloc(type, 0);
     if (!self) return NULL;
@@ -56,6 +60,7 @@ static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->nee = mo->model->nee;
     self->nframes = mo->model->nframes;
     self->num_threads = num_threads;
+    self->cpus = grid_py_threads_cpus();
     const grid_sizes sizes = grid_sizes_of(self->nq, self->nv, self->nb, self->nee, self->nframes);
     for (int a = 0; a < GRID_ALGO_COUNT; a++) grid_sig_concrete(a, &sizes, 0, &self->rows[a]);
     Py_INCREF(owner);
@@ -164,12 +169,38 @@ static void format_shape(char *s, size_t cap, const Py_buffer *v)
                               v->ndim == 1 ? ",)" : (i + 1 < v->ndim ? ", " : ")"));
 }
 
-/* element type of a buffer format, for messages */
-static const char *format_name(const char *fmt)
+/* "a" or "an" before a word */
+static const char *article(const char *word) { return strchr("aeiou", word[0]) ? "an" : "a"; }
+
+/* numpy's name of obj's element type ("int64", "uint8", "complex128"; the buffer format when numpy reads none), for
+   messages */
+static void dtype_name(PyObject *obj, const char *fmt, char *s, size_t cap)
 {
-    if (format_matches(fmt, GRID_FLOAT32)) return "float32";
-    if (format_matches(fmt, GRID_FLOAT64)) return "float64";
-    return fmt ? fmt : "B";
+    PyObject *arr = PyArray_Check(obj) ? (Py_INCREF(obj), obj) : PyArray_FromAny(obj, NULL, 0, 0, 0, NULL);
+    PyObject *name = arr ? PyObject_Str((PyObject *)PyArray_DESCR((PyArrayObject *)arr)) : NULL;
+    const char *u = name ? PyUnicode_AsUTF8(name) : NULL;
+    if (!u) PyErr_Clear();
+    snprintf(s, cap, "%s", u ? u : fmt ? fmt : "B");
+    Py_XDECREF(name);
+    Py_XDECREF(arr);
+}
+
+/* an input of a kind that numpy would convert to a float by dropping information or guessing: complex (the imaginary
+   part), str/bytes (parsed), object (None becomes NaN), structured, datetime. Bools, ints and floats are converted. */
+static int refuse_kind(PyArrayObject *arr, const char *name, const char *tname)
+{
+    const char kind = PyArray_DESCR(arr)->kind;
+    if (kind == 'b' || kind == 'i' || kind == 'u' || kind == 'f') return 0;
+    PyObject *d = PyObject_Str((PyObject *)PyArray_DESCR(arr));
+    const char *u = d ? PyUnicode_AsUTF8(d) : NULL;
+    if (!u) PyErr_Clear();
+    PyErr_Format(PyExc_ValueError,
+                 "%s must be a real numeric array (%s; bool, int and float arrays are converted to it); got %s %s array%s",
+                 name, tname, article(u ? u : "non-numeric"), u ? u : "non-numeric",
+                 kind == 'c' ? ": pass x.real to drop the imaginary part explicitly"
+                 : kind == 'O' ? " (None or Python objects)" : kind == 'U' || kind == 'S' ? " (strings are not parsed)" : "");
+    Py_XDECREF(d);
+    return -1;
 }
 
 /* "(B, 7)", "(4, 7, 7)": a batch (or "B" when batch < 0) and a per-state shape */
@@ -219,8 +250,16 @@ static int get_input(GridPyRunner *r, PyObject *obj, const grid_sig_arg *sa, con
         PyErr_Clear();
     }
     if (!a->held) {
-        PyObject *args[2] = {obj, r->np_dtype};
+        /* as numpy sees it first (lists too), to refuse what a cast to float would garble */
+        PyObject *arr = PyArray_FromAny(obj, NULL, 0, 0, 0, NULL);
+        if (!arr) return -1;
+        if (refuse_kind((PyArrayObject *)arr, ai->name, r->dtype == GRID_FLOAT32 ? "float32" : "float64") < 0) {
+            Py_DECREF(arr);
+            return -1;
+        }
+        PyObject *args[2] = {arr, r->np_dtype};
         a->converted = PyObject_Vectorcall(r->np_ascontiguous, args, 2, NULL);
+        Py_DECREF(arr);
         if (!a->converted) return -1;
         if (PyObject_GetBuffer(a->converted, &a->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
         a->held = 1;
@@ -279,7 +318,7 @@ static void format_dims(char *s, size_t cap, const Py_ssize_t *shape, int ndim)
    and dtype) or a fresh array */
 static int get_output(GridPyRunner *r, PyObject **out, const char *name, int ndim, const Py_ssize_t *shape, arg_buf *a)
 {
-    char want[96], got[128];
+    char want[96], got[128], kind[96];
     const char *tname = r->dtype == GRID_FLOAT32 ? "float32" : "float64";
     /* fast paths: a fresh array, or an out= that is exactly right */
     if (*out == Py_None) {
@@ -312,10 +351,12 @@ static int get_output(GridPyRunner *r, PyObject **out, const char *name, int ndi
         PyErr_Clear();
         if (PyObject_CheckBuffer(*out) && PyObject_GetBuffer(*out, &probe, PyBUF_FULL_RO) == 0) {
             format_shape(got, sizeof got, &probe);
-            PyErr_Format(PyExc_ValueError,
-                         "%s must be a writable C-contiguous %s array of shape %s; got a %s%s %s array of shape %s",
-                         name, tname, want, probe.readonly ? "read-only " : "",
-                         PyBuffer_IsContiguous(&probe, 'C') ? "" : "non-contiguous", format_name(probe.format), got);
+            char dt[64];
+            dtype_name(*out, probe.format, dt, sizeof dt);
+            snprintf(kind, sizeof kind, "%s%s%s", probe.readonly ? "read-only " : "",
+                     PyBuffer_IsContiguous(&probe, 'C') ? "" : "non-contiguous ", dt);
+            PyErr_Format(PyExc_ValueError, "%s must be a writable C-contiguous %s array of shape %s; got %s %s array of shape %s",
+                         name, tname, want, article(kind), kind, got);
             PyBuffer_Release(&probe);
         } else {
             PyErr_Clear();
@@ -330,8 +371,9 @@ static int get_output(GridPyRunner *r, PyObject **out, const char *name, int ndi
     for (int i = 0; ok && i < ndim; i++) ok = a->view.shape[i] == shape[i];
     if (!ok) {
         format_shape(got, sizeof got, &a->view);
-        PyErr_Format(PyExc_ValueError, "%s must be a writable C-contiguous %s array of shape %s; got a %s array of shape %s",
-                     name, tname, want, format_name(a->view.format), got);
+        dtype_name(*out, a->view.format, kind, sizeof kind);
+        PyErr_Format(PyExc_ValueError, "%s must be a writable C-contiguous %s array of shape %s; got %s %s array of shape %s",
+                     name, tname, want, article(kind), kind, got);
         return -1;
     }
     return 0;
@@ -347,12 +389,36 @@ static void input_names(const grid_method_info *row, char *s, size_t cap)
     for (int k = 0; k < row->n_in && n < cap; k++) n += (size_t)snprintf(s + n, cap - n, "%s%s", k ? ", " : "", row->in[k].name);
 }
 
+/* do the byte ranges [a, a + na) and [b, b + nb) meet? */
+static int overlaps(const void *a, size_t na, const void *b, size_t nb)
+{
+    const char *x = a, *y = b;
+    return na && nb && x < y + nb && y < x + na;
+}
+
+/* Must output k be computed into a temporary? When it shares memory with an input other than exactly (the same start
+   and size: states are read before they are written, so out=q is safe) or with an earlier output: the provider would
+   read states it has already overwritten. */
+static int needs_temporary(const grid_method_info *row, const arg_buf *bin, const arg_buf *bout, int k, size_t batch,
+                           size_t elem)
+{
+    const size_t nk = batch * (size_t)row->out[k].width * elem;
+    for (int j = 0; j < row->n_in; j++) {
+        const size_t nj = batch * (size_t)row->in[j].width * elem;
+        if (bin[j].data && overlaps(bin[j].data, nj, bout[k].data, nk) && !(bin[j].data == bout[k].data && nj == nk))
+            return 1;
+    }
+    for (int j = 0; j < k; j++)
+        if (overlaps(bout[j].data, batch * (size_t)row->out[j].width * elem, bout[k].data, nk)) return 1;
+    return 0;
+}
+
 /* Runner.call(algo, inputs, out, attrs) -> out: inputs and attrs in the order of the row */
 static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize_t nargs)
 {
     GridPyRunner *r = (GridPyRunner *)self_obj;
     arg_buf bin[GRID_MAX_IN], bout[GRID_MAX_OUT];
-    PyObject *outs[GRID_MAX_OUT], *result = NULL;
+    PyObject *outs[GRID_MAX_OUT], *result = NULL, *tmp[GRID_MAX_OUT] = {NULL}; /* tmp: overlapping outputs */
     void *work = NULL;
     size_t work_bytes = 0;
     grid_context *ctx = NULL, spare;   /* the context of this call: the runner's, or spare while that one is busy */
@@ -463,15 +529,26 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         const void *in_ptr[GRID_MAX_IN];
         void *out_ptr[GRID_MAX_OUT];
         for (int k = 0; k < row->n_in; k++) in_ptr[k] = bin[k].data;
-        for (int k = 0; k < row->n_out; k++) out_ptr[k] = bout[k].data;
-        grid_call c = {in_ptr, out_ptr, row->n_in, row->n_out, (long long)batch, {0}, r->num_threads, work,
-                       work_bytes, NULL};
+        for (int k = 0; k < row->n_out; k++) {
+            out_ptr[k] = bout[k].data;
+            if (!needs_temporary(row, bin, bout, k, (size_t)batch, (size_t)r->dtype)) continue;
+            Py_ssize_t shape[GRID_MAX_RANK + 1];
+            npy_intp dims[GRID_MAX_RANK + 1];
+            const int ndim = output_shape(&row->out[k], batch, shape);
+            for (int i = 0; i < ndim; i++) dims[i] = (npy_intp)shape[i];
+            if (!(tmp[k] = PyArray_SimpleNew(ndim, dims, r->type_num))) goto fail;
+            out_ptr[k] = PyArray_DATA((PyArrayObject *)tmp[k]);
+        }
+        const int threads = fn ? grid_py_threads_for_call(r->num_threads, r->cpus) : 1; /* the reference runs on one */
+        grid_call c = {in_ptr, out_ptr, row->n_in, row->n_out, (long long)batch, {0}, threads, work, work_bytes, NULL};
         memcpy(c.attr, attr, sizeof c.attr);
         int status;
         const grid_model *m = r->model;
         int dtype = r->dtype;
         Py_BEGIN_ALLOW_THREADS
         status = fn ? fn(&c) : grid_ref_batch(m, (int)algo, dtype, &c);
+        for (int k = 0; status == GRID_OK && k < row->n_out; k++)
+            if (tmp[k]) memcpy(bout[k].data, out_ptr[k], (size_t)batch * (size_t)row->out[k].width * (size_t)dtype);
         Py_END_ALLOW_THREADS
         if (status != GRID_OK) {
             char msg[160];
@@ -500,6 +577,7 @@ fail:
     }
     for (int k = 0; k < n_in; k++) arg_release(&bin[k]);
     for (int k = 0; k < n_out; k++) arg_release(&bout[k]);
+    for (int k = 0; k < GRID_MAX_OUT; k++) Py_XDECREF(tmp[k]);
     return result;
 }
 
@@ -549,10 +627,31 @@ static int set_threads(PyObject *s, PyObject *value, void *c)
 {
     (void)c;
     if (!value) { PyErr_SetString(PyExc_AttributeError, "num_threads cannot be deleted"); return -1; }
-    long n = PyLong_AsLong(value);
+    if (PyBool_Check(value) || !PyIndex_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "num_threads must be an int in 1..%d; got %.80s", GRID_PY_MAX_THREADS,
+                     Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    int overflow = 0;
+    PyObject *index = PyNumber_Index(value);
+    long n = index ? PyLong_AsLongAndOverflow(index, &overflow) : -1;
+    Py_XDECREF(index);
     if (n == -1 && PyErr_Occurred()) return -1;
-    ((GridPyRunner *)s)->num_threads = (int)n;
+    if (overflow || n < 1 || n > GRID_PY_MAX_THREADS) {
+        PyErr_Format(PyExc_ValueError, "num_threads must be an int in 1..%d; got %R", GRID_PY_MAX_THREADS, value);
+        return -1;
+    }
+    GridPyRunner *r = (GridPyRunner *)s;
+    r->num_threads = (int)n;
+    r->cpus = grid_py_threads_cpus();
     return 0;
+}
+
+static PyObject *get_threads_used(PyObject *s, void *c)
+{
+    (void)c;
+    GridPyRunner *r = (GridPyRunner *)s;
+    return PyLong_FromLong(grid_py_threads_used(r->num_threads, r->cpus));
 }
 
 static PyObject *get_algorithms(PyObject *s, void *c)
@@ -574,7 +673,10 @@ static PyGetSetDef runner_getset[] = {
     {"provider", get_provider, NULL, "name of the compute provider", NULL},
     {"dtype", get_dtype, NULL, "numpy dtype of inputs and outputs", NULL},
     {"model", get_model, NULL, "the _core.Model", NULL},
-    {"num_threads", get_threads, set_threads, "threads passed to the provider (<= 0: its default)", NULL},
+    {"num_threads", get_threads, set_threads, "threads requested per batched call, 1..MAX_THREADS (0: every CPU)", NULL},
+    {"threads_used", get_threads_used, NULL,
+     "threads a large batch runs on now: num_threads clamped to the CPUs of the affinity mask, 1 in a process "
+     "forked after a multi-threaded call", NULL},
     {"algorithm_sources", get_algorithms, NULL, "'provider' or 'reference' per algorithm id", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };

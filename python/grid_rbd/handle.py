@@ -31,15 +31,16 @@ class RobotHandle:
     f_ext is (B, 6*nb), one body-local spatial force [f; tau] per body. Conventions are Pinocchio's."""
 
     __slots__ = ("_name", "_model", "_runner", "_call", "_options", "_library", "_joint_names", "_frame_names",
-                 "_ee_frames", "_frame_lookup", "__weakref__")
+                 "_ee_frames", "_frame_lookup", "_urdf", "__weakref__")
 
-    def __init__(self, name, model, runner, options, library=None):
+    def __init__(self, name, model, runner, options, library=None, urdf=None):
         self._name = name
         self._model = model
         self._runner = runner
         self._call = runner.call
         self._options = dict(options)
         self._library = library  # the _core.Library whose robot.so the runner calls (None: the reference)
+        self._urdf = urdf        # the URDF bytes (register_robot), for pickling
         self._joint_names = tuple(model.joint_names)
         self._frame_names = tuple(model.frame_names)
         self._ee_frames = tuple(model.ee_frames)
@@ -199,13 +200,19 @@ class RobotHandle:
 
     @num_threads.setter
     def num_threads(self, n):
+        # 1..MAX_THREADS; a call runs on at most the CPUs of the affinity mask (<= the library's workspace threads)
         from .registry import check_num_threads
-        n = check_num_threads(n)
-        limit = 0 if self._library is None else self._library.work_threads
-        if limit and n > limit:
-            raise ValueError(f"num_threads must be at most {limit} for this library (its workspace is sized for "
-                             f"{limit} threads); got {n}")
-        self._runner.num_threads = n
+        self._runner.num_threads = check_num_threads(n)
+
+    def __reduce__(self):
+        """Pickling (multiprocessing's spawn and forkserver): the other process registers the robot again under the
+        same name, from the URDF text and the same options and num_threads (a cache hit when it sees the same
+        cache)."""
+        if self._urdf is None:
+            raise TypeError(f"cannot pickle RobotHandle {self._name!r}: only handles made by register_robot can be "
+                            "pickled (they are registered again from their URDF in the other process)")
+        from .registry import _pickle_args
+        return _pickle_args(self, self._urdf)
 
     @property
     def options(self):

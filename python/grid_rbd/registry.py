@@ -83,7 +83,7 @@ def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, 
     model = _load_model(urdf_bytes, filename, options)
     library = _build_library(name, model, urdf_bytes, options, load=True) if options["codegen"] else None
     runner = _make_runner(model, options, library)
-    handle = RobotHandle(name, model, runner, options, library)
+    handle = RobotHandle(name, model, runner, options, library, urdf=urdf_bytes)
     with _registry_lock:
         _registry[name] = handle
     return handle
@@ -96,12 +96,12 @@ def precompile(name, urdf_path=None, urdf_string=None, floating_base=False, ee_j
     time in a Docker image or CI step. Takes register_robot's arguments (those that do not change the
     build are checked and ignored) and returns the cache entry directory (<root>/store/<content_key>).
     A later register_robot with the same URDF and options is a cache hit."""
-    for key in ("codegen", "num_threads"):
-        options.pop(key, None)
+    options.pop("codegen", None)
+    num_threads = options.pop("num_threads", None)  # checked (it does not change the build)
     opts = _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names,
                           options.pop("max_batch_size", 256), dtype, options.pop("device", "auto"),
                           options.pop("backend", "numpy"), gravity, ignore_mimic, True, cache_dir, force_rebuild,
-                          None, verbose, codegen_schedule, options)
+                          num_threads, verbose, codegen_schedule, options)
     _resolve_device(opts, cuda_arch, build_only=True)
     urdf_bytes, filename = _read_urdf(urdf_path, urdf_string)
     model = _load_model(urdf_bytes, filename, opts)
@@ -126,6 +126,8 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
         raise ValueError(f"name must be a non-empty str; got {name!r}")
     if (urdf_path is None) == (urdf_string is None):
         raise ValueError("pass exactly one of urdf_path= or urdf_string=")
+    if urdf_path is not None:
+        urdf_path = _fs_path("urdf_path", urdf_path)
 
     if not isinstance(codegen_schedule, str) or codegen_schedule not in _SCHEDULES:
         raise ValueError(f"codegen_schedule must be one of {', '.join(map(repr, _SCHEDULES))}; "
@@ -147,7 +149,7 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
 
     if not isinstance(max_batch_size, numbers.Integral) or isinstance(max_batch_size, bool) or max_batch_size < 1:
         raise ValueError(f"max_batch_size must be a positive int; got {max_batch_size!r}")
-    if not isinstance(gravity, numbers.Real) or not math.isfinite(gravity):
+    if not isinstance(gravity, numbers.Real) or isinstance(gravity, (bool, np.bool_)) or not math.isfinite(gravity):
         raise ValueError(f"gravity must be a finite number (signed acceleration along world z); got {gravity!r}")
 
     if ee_joint_names is not None:
@@ -160,11 +162,7 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
     if num_threads is not None:
         num_threads = check_num_threads(num_threads)
     if cache_dir is not None:
-        if not isinstance(cache_dir, (str, bytes, os.PathLike)):
-            raise TypeError(f"cache_dir must be a path (str or os.PathLike) or None; got {cache_dir!r}")
-        cache_dir = os.fsdecode(os.fspath(cache_dir))
-        if not cache_dir:
-            raise ValueError("cache_dir must not be empty")
+        cache_dir = _fs_path("cache_dir", cache_dir)
 
     extra = {}
     for key, value in reserved.items():
@@ -179,7 +177,7 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
 
     options = {
         "name": name,
-        "urdf_path": None if urdf_path is None else os.fspath(urdf_path),
+        "urdf_path": urdf_path,
         "floating_base": bool(floating_base),
         "ee_joint_names": ee_joint_names,
         "max_batch_size": int(max_batch_size),
@@ -200,12 +198,43 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
 
 
 def check_num_threads(n):
-    """a positive int number of threads (ValueError/TypeError otherwise)"""
-    if not isinstance(n, numbers.Integral) or isinstance(n, bool):
-        raise TypeError(f"num_threads must be a positive int; got {n!r}")
-    if n < 1:
-        raise ValueError(f"num_threads must be a positive int; got {n!r}")
+    """an int number of threads in 1..MAX_THREADS (TypeError / ValueError otherwise); a call runs on at most as many
+    threads as the process has CPUs whatever the setting"""
+    bound = _core.MAX_THREADS
+    if not isinstance(n, numbers.Integral) or isinstance(n, (bool, np.bool_)):
+        raise TypeError(f"num_threads must be an int in 1..{bound}; got {n!r}")
+    if not 1 <= n <= bound:
+        raise ValueError(f"num_threads must be an int in 1..{bound} (a call uses at most the CPUs the process may run "
+                         f"on); got {n!r}")
     return int(n)
+
+
+def _fs_path(what, path):
+    """str of a path given as str, bytes or os.PathLike (undecodable bytes kept through os.fsdecode)"""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"{what} must be a path (str, bytes or os.PathLike); got {path!r}")
+    path = os.fsdecode(os.fspath(path))
+    if not path:
+        raise ValueError(f"{what} must not be empty")
+    return path
+
+
+# register_robot's options a pickled handle is registered again with (the URDF text is pickled beside them)
+_PICKLED_OPTIONS = ("floating_base", "ee_joint_names", "max_batch_size", "dtype", "device", "backend", "gravity",
+                    "ignore_mimic", "codegen", "cache_dir", "codegen_schedule") + tuple(_BUILD_OPTIONS)
+
+
+def _pickle_args(handle, urdf):
+    """(function, args) that register the handle's robot again in another process: a cache hit there when that
+    process sees the same cache"""
+    opts = {k: handle._options[k] for k in _PICKLED_OPTIONS if k in handle._options}
+    if opts.get("device") == "cuda":
+        opts["cuda_arch"] = handle._options.get("cuda_arch")
+    return _unpickle_handle, (handle.name, urdf, opts, handle.num_threads)
+
+
+def _unpickle_handle(name, urdf, options, num_threads):
+    return register_robot(name, urdf_string=urdf, verbose=False, num_threads=num_threads, **options)
 
 
 def options_json(options):
@@ -220,7 +249,7 @@ def options_json(options):
 def _read_urdf(urdf_path, urdf_string):
     """(bytes, filename for messages) from a path or an in-memory string"""
     if urdf_path is not None:
-        path = os.fspath(urdf_path)
+        path = _fs_path("urdf_path", urdf_path)
         try:
             with open(path, "rb") as f:
                 return f.read(), path
@@ -265,7 +294,7 @@ def _make_runner(model, options, library):
     """The Runner that answers calls: the generated library's entry points when there is one,
     else the float64 C reference for every algorithm."""
     dtype = _core.FLOAT32 if options["dtype"] == "float32" else _core.FLOAT64
-    threads = options["num_threads"] or (os.cpu_count() or 1)
+    threads = options["num_threads"] or min(os.cpu_count() or 1, _core.MAX_THREADS)
     if library is None:
         return _core.Runner(model, dtype, num_threads=threads)
     runner = _core.Runner(model, dtype, provider=library.provider, owner=library, num_threads=threads)
