@@ -297,7 +297,7 @@ import collections
 fails = collections.Counter()
 t0 = time.monotonic()
 n = 0
-while n < 400 and time.monotonic() - t0 < 20:
+while n < 128 and time.monotonic() - t0 < 20:
     try:
         h = reg("synth")
         assert h.nq == 4
@@ -322,7 +322,7 @@ def test_registrations_survive_a_concurrent_clear_loop(cache, tmp_path):
     r = json.loads(out.strip().splitlines()[-1])
     assert clearer.returncode == 0, cerr
     assert int(cout.split()[-1]) > 10, cout
-    assert r["registrations"] >= 8 and r["failures"] == 0, r
+    assert r["registrations"] >= 5 and r["failures"] == 0, r
     register_json(cache)   # the clearer's last clear may have removed the entry: rebuilt here, then a plain hit
     assert_healthy(cache)
 
