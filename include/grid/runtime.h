@@ -35,6 +35,11 @@ typedef struct grid_lib grid_lib;
    CUDA library). expect may be NULL (check the ABI and the rows only). Errors: GRID_ERR_LOAD naming the
    mismatch or the missing symbol, GRID_ERR_ARG, GRID_ERR_NOMEM. */
 int grid_lib_open(const char *so_path, const grid_lib_expect *expect, grid_lib **lib, grid_error *err);
+/* the same for the library open as fd (e.g. grid_build_result.so_fd, the robot.so it verified): loads exactly
+   that file, through /proc/self/fd, whatever has happened to so_path since (so_path names it in messages and
+   grid_lib_path). The same file loaded again reuses its mapping. fd stays the caller's; it may be closed once
+   this returns. fd < 0 or no /proc: grid_lib_open(so_path, ...). */
+int grid_lib_open_fd(int fd, const char *so_path, const grid_lib_expect *expect, grid_lib **lib, grid_error *err);
 
 /* the host-pointer entry point of row algo, NULL when the library does not have it */
 grid_batch_fn grid_lib_fn(const grid_lib *lib, int algo);

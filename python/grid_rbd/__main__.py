@@ -35,12 +35,29 @@ def cmd_model(args):
 
 
 # ---- cache ----
+def _printable(text):
+    """text safe to print in a table: every character that is not printable (newline, tab, escape and other
+    control characters) and the backslash itself written as a Python escape, so a name cannot split a line or
+    reach the terminal as a control sequence"""
+    text = str(text)
+    if text.isprintable() and "\\" not in text:
+        return text
+    return "".join(c if c.isprintable() and c != "\\" else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
+
+
 def _size(n):
+    if not isinstance(n, (int, float)):   # a field of a damaged entry's meta.json that is missing
+        return "?"
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n} B"
+
+
+def _seconds(t):
+    return f"{t:.2f} s" if isinstance(t, (int, float)) else "?"
 
 
 def _when(e):
@@ -63,6 +80,7 @@ def cmd_cache_list(args):
         table.append((names, e["content_key"][:12], e.get("target", "?"), e.get("dtype", "?"),
                       f"{e.get('nq', '?')}/{e.get('nv', '?')}", _size(e.get("size_bytes", 0)), _when(e),
                       "ok" if e.get("complete") else "INCOMPLETE"))
+    table = [tuple(_printable(c) for c in r) for r in table]   # every cell comes from cache files
     widths = [max(len(str(r[i])) for r in table) for i in range(len(table[0]))]
     for r in table:
         print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
@@ -93,14 +111,14 @@ def cmd_cache_info(args):
         ("entry size", _size(e.get("size_bytes", 0))),
         ("created", f"{meta.get('created_utc', '?')}"),
         ("compiler", f"{meta.get('compiler', '?')}  [{bi.get('compiler_version', '?')}]"),
-        ("built in", f"generate {meta.get('seconds_generate', 0):.2f} s, compile {meta.get('seconds_compile', 0):.2f} s"),
+        ("built in", f"generate {_seconds(meta.get('seconds_generate'))}, compile {_seconds(meta.get('seconds_compile'))}"),
         ("package", f"grid-rbd {meta.get('package_version', '?')}, generator {str(meta.get('generator_hash', '?'))[:16]}"),
     ]
     if bi.get("cpu"):
         lines.append(("cpu", bi["cpu"]))
     width = max(len(k) for k, _ in lines)
     for k, v in lines:
-        print(f"{k.ljust(width)}  {v}")
+        print(f"{k.ljust(width)}  {_printable(v)}")
     return 0
 
 
@@ -120,6 +138,14 @@ def cmd_cache_dir(args):
 def cmd_cache_env(args):
     for name, (kind, doc) in cache.env_knobs().items():
         print(f"{name:22s} {kind:9s} {doc}")
+    # the command CPU builds run now, from the build driver itself (the flags table of src/build/toolchain.c,
+    # with GRID_RBD_CC / GRID_RBD_CFLAGS applied): exactly the argv recorded in build_inputs.json
+    try:
+        argv = cache.build_command()
+    except GridError as e:
+        print(f"CPU build command: unavailable: {e}")
+    else:
+        print("CPU build command: " + " ".join(_printable(a) for a in argv))
     return 0
 
 

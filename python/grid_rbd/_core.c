@@ -3,6 +3,7 @@
 #include "_core.h"
 #include "_numpy.h"
 #include "grid/emit.h"
+#include "grid/urdf.h"
 
 /* a str from C text (NULL or "" -> None); paths decode as the file system does */
 static PyObject *field_or_none(const char *text, int is_path)
@@ -271,7 +272,12 @@ PyMODINIT_FUNC PyInit__core(void)
         {"ERR_BUILD", GRID_ERR_BUILD}, {"ERR_CACHE", GRID_ERR_CACHE}, {"ERR_LOAD", GRID_ERR_LOAD},
         {"ERR_CUDA", GRID_ERR_CUDA}, {"ERR_CANCELLED", GRID_ERR_CANCELLED},
         {"SCHEDULE_AUTO", GRID_SCHEDULE_AUTO}, {"SCHEDULE_UNROLLED", GRID_SCHEDULE_UNROLLED},
+<<<<<<< HEAD
         {"SCHEDULE_ROLLED", GRID_SCHEDULE_ROLLED}, {"MAX_THREADS", GRID_PY_MAX_THREADS},
+=======
+        {"SCHEDULE_ROLLED", GRID_SCHEDULE_ROLLED},
+        {"URDF_MAX_BYTES", (int)GRID_URDF_MAX_BYTES},
+>>>>>>> hardening-cache
         {NULL, 0},
     };
     import_array();

@@ -1,4 +1,5 @@
 /* _core.Library: emit -> grid_build (the cache) -> grid_lib_open for one robot, without the GIL, and the provider capsule a Runner calls. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -234,9 +235,28 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     grid_error_clear(&err);
     int status;
     grid_lib *lib = NULL;
+    /* the verified robot.so is loaded through its open descriptor, so a concurrent `cache clear` cannot remove
+       it between the check and the load; an entry that loads but does not match this model (another robot's
+       entry behind the pointer, files swapped in the store) is a miss: rebuilt once, which replaces the entry
+       and the pointer */
+    req.keep_so_fd = load;
     Py_BEGIN_ALLOW_THREADS
-    status = grid_build(&req, &self->res, &err);
-    if (status == GRID_OK && load) status = grid_lib_open(self->res.so_path, &x, &lib, &err);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        status = grid_build(&req, &self->res, &err);
+        if (status == GRID_OK && load) {
+            status = grid_lib_open_fd(self->res.so_fd, self->res.so_path, &x, &lib, &err);
+            close(self->res.so_fd);
+            self->res.so_fd = -1;
+        }
+        if (status != GRID_ERR_LOAD || req.force_rebuild) break;
+        req.force_rebuild = 1;
+        if (verbose) {
+            fprintf(stderr, "grid-rbd: %s: the cached entry does not match this model (%s): rebuilding it\n",
+                    name, err.message);
+            fflush(stderr);
+        }
+        grid_error_clear(&err);
+    }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&urdf);
     Py_XDECREF(cache_obj);

@@ -5,7 +5,7 @@ import os
 
 from . import _core
 
-__all__ = ["root", "entries", "info", "clear", "env_knobs"]
+__all__ = ["root", "entries", "info", "clear", "env_knobs", "build_command"]
 
 
 def _dir(cache_dir):
@@ -42,3 +42,9 @@ def env_knobs():
     """{name: (kind, doc)} of every environment variable grid-rbd reads; kind is 'build' (part of the build
     identity), 'generate' (part of the stage-1 key), 'location' (where the cache is) or 'runtime'."""
     return {name: (kind, doc) for name, kind, doc in _core.env_knobs()}
+
+
+def build_command(target=0, cuda_arch=None):
+    """The compiler argv builds use now (target 0: CPU, 1: CUDA), as the build driver makes it: its flags table
+    with GRID_RBD_CC / GRID_RBD_CFLAGS (GRID_RBD_NVCC* for CUDA) applied; the "argv" of build_inputs.json."""
+    return json.loads(_core.build_identity_json(target, cuda_arch))["argv"]

@@ -3,15 +3,17 @@ robot.so through the cache, or the float64 reference) and the name -> handle reg
 
 import json
 import math
+import errno
 import numbers
 import os
+import stat
 import threading
 
 import numpy as np
 
 from . import _core
 from . import cuda as _cuda_mod
-from ._errors import GridIOError, NotAvailableError, UnsupportedURDFError
+from ._errors import GridIOError, NotAvailableError, UnsupportedURDFError, URDFError
 from .handle import RobotHandle
 
 __all__ = ["register_robot", "get_robot", "precompile"]
@@ -250,16 +252,63 @@ def _read_urdf(urdf_path, urdf_string):
     """(bytes, filename for messages) from a path or an in-memory string"""
     if urdf_path is not None:
         path = _fs_path("urdf_path", urdf_path)
-        try:
-            with open(path, "rb") as f:
-                return f.read(), path
-        except OSError as e:
-            raise GridIOError(e.errno, f"cannot read URDF file: {e.strerror}", path) from e
+        return _read_urdf_file(path), path
     if isinstance(urdf_string, str):
         return urdf_string.encode("utf-8"), "<urdf_string>"
     if isinstance(urdf_string, (bytes, bytearray, memoryview)):
         return bytes(urdf_string), "<urdf_string>"
     raise TypeError(f"urdf_string must be str or bytes, not {type(urdf_string).__name__}")
+
+
+def _file_kind(mode):
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def _read_urdf_file(path):
+    """The bytes of a URDF file: a regular file of at most _core.URDF_MAX_BYTES (64 MiB). Opened without
+    blocking (a FIFO with no writer returns at once) and checked with fstat on the open descriptor, so a FIFO,
+    a device (/dev/zero) or an oversized file (sparse or not) is refused before anything is read; at most the
+    cap + 1 bytes are read. GridIOError or URDFError (the size cap) naming the file."""
+    cap = _core.URDF_MAX_BYTES
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise GridIOError(e.errno, f"cannot read URDF file: {e.strerror}", path) from e
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise GridIOError(errno.EINVAL, f"cannot read URDF file: it is {_file_kind(st.st_mode)}; a URDF must be "
+                              "a regular file", path)
+        too_big = f"{path}: the URDF is larger than the {cap}-byte limit"
+        if st.st_size > cap:
+            raise _limit_error(f"{too_big} ({st.st_size} bytes)", path)
+        os.set_blocking(fd, True)
+        chunks, n = [], 0
+        while n <= cap:
+            chunk = os.read(fd, min(1 << 20, cap + 1 - n))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            n += len(chunk)
+        if n > cap:
+            raise _limit_error(too_big, path)
+        return b"".join(chunks)
+    except OSError as e:
+        if isinstance(e, GridIOError):
+            raise
+        raise GridIOError(e.errno, f"cannot read URDF file: {e.strerror}", path) from e
+    finally:
+        os.close(fd)
+
+
+def _limit_error(message, path):
+    e = URDFError(message)
+    e.code, e.filename, e.detail = _core.ERR_LIMIT, path, message
+    return e
 
 
 def _load_model(urdf_bytes, filename, options):

@@ -279,6 +279,8 @@ int grid_build(const grid_build_request *req, grid_build_result *res, grid_error
     grid_error_clear(err);
     if (!req || !res) return grid_error_set(err, GRID_ERR_ARG, 0, 0, "grid_build: request and result are required");
     memset(res, 0, sizeof *res);
+    res->so_fd = -1;
+    int *so_fd = req->keep_so_fd ? &res->so_fd : NULL;
     if (!req->generate && !req->source)
         return grid_error_set(err, GRID_ERR_ARG, 0, 0, "grid_build: give a generate callback or the source bytes");
     if (req->urdf_len && !req->urdf)
@@ -300,7 +302,7 @@ int grid_build(const grid_build_request *req, grid_build_result *res, grid_error
 
     /* a) stage-1 pointer to a verified entry built under this identity: done, nothing generated */
     if (!req->force_rebuild && grid_cache_bykey_read(&d, res->input_key, ck) == 0 &&
-        grid_cache_entry_verify(&d, ck, tc.identity_json) == 0) {
+        grid_cache_entry_verify_fd(&d, ck, tc.identity_json, so_fd) == 0) {
         fill_paths(&d, ck, res);
         res->cache_hit = 1;
         /* keep the manifest naming it (best effort: a read-only cache still serves hits) */
@@ -334,7 +336,7 @@ int grid_build(const grid_build_request *req, grid_build_result *res, grid_error
     }
     content_key(src, len, &tc, ck);
     fill_paths(&d, ck, res);
-    if (!req->force_rebuild && grid_cache_entry_verify(&d, ck, tc.identity_json) == 0) {
+    if (!req->force_rebuild && grid_cache_entry_verify_fd(&d, ck, tc.identity_json, so_fd) == 0) {
         say(&pg, "same source as cached entry %.12s: no compile", ck);
         reuse_pointers(&d, name, res->input_key, ck, &pg);
         goto finish;
@@ -361,7 +363,7 @@ int grid_build(const grid_build_request *req, grid_build_result *res, grid_error
         rc = grid_cache_error(err, "lock", lock_path, errno);
         goto done;
     }
-    if (!req->force_rebuild && grid_cache_entry_verify(&d, ck, tc.identity_json) == 0) {
+    if (!req->force_rebuild && grid_cache_entry_verify_fd(&d, ck, tc.identity_json, so_fd) == 0) {
         grid_fs_unlock(lock);
         say(&pg, "built by another process meanwhile");
         reuse_pointers(&d, name, res->input_key, ck, &pg);
@@ -371,6 +373,10 @@ int grid_build(const grid_build_request *req, grid_build_result *res, grid_error
     grid_cache_clean_stale(&d, GRID_STALE_TMP_SECONDS);
     rc = build_entry(&d, req, &tc, name, src, len, res->input_key, ck, res->seconds_generate,
                      &res->seconds_compile, &pg, err);
+    /* still under the lock, so no clear can remove it first: the descriptor of what was just published */
+    if (!rc && so_fd && grid_cache_entry_verify_fd(&d, ck, tc.identity_json, so_fd) != 0)
+        rc = grid_error_set(err, GRID_ERR_CACHE, 0, 0, "grid-rbd cache: the entry just built at %s does not verify",
+                            res->entry_dir);
     grid_fs_unlock(lock);
     if (rc) goto done;
     res->compiled = 1;
@@ -382,6 +388,8 @@ done:
     if (rc) {
         res->so_path[0] = '\0';
         res->entry_dir[0] = '\0';
+        if (res->so_fd >= 0) close(res->so_fd);
+        res->so_fd = -1;
     }
     free(owned);
     grid_toolchain_free(&tc);

@@ -30,7 +30,20 @@ int grid_pathf(char *out, size_t cap, const char *fmt, ...)
     ;
 /* mkdir -p */
 int grid_fs_mkdirs(const char *path, grid_error *err);
-/* whole file into a malloc'd NUL-terminated buffer; returns 0 or an errno value */
+/* open a regular file for reading without ever blocking (O_NONBLOCK, then fstat of the open descriptor):
+   the fd (O_NONBLOCK cleared, st filled when not NULL), or -errno; a FIFO, device or socket is -EINVAL,
+   a directory -EISDIR */
+struct stat;
+int grid_fs_open_regular(const char *path, struct stat *st);
+/* read caps (bytes): what a file of each kind may hold; a larger file is EFBIG, read at most cap + 1 bytes.
+   meta.json, build_inputs.json and bykey pointers are small; the manifest grows with the names */
+#define GRID_FS_META_MAX (1u << 20)
+#define GRID_FS_MANIFEST_MAX (16u << 20)
+#define GRID_FS_READ_MAX (64u << 20)   /* anything else read whole (logs, /proc files) */
+/* a regular file, at most max bytes, into a malloc'd NUL-terminated buffer; 0 or an errno value
+   (EINVAL: not a regular file, EFBIG: larger than max) */
+int grid_fs_read_max(const char *path, size_t max, char **data, size_t *len);
+/* grid_fs_read_max with GRID_FS_READ_MAX */
 int grid_fs_read(const char *path, char **data, size_t *len);
 /* create/truncate path with data, fsync, close */
 int grid_fs_write(const char *path, const void *data, size_t len, grid_error *err);
@@ -38,8 +51,11 @@ int grid_fs_write(const char *path, const void *data, size_t len, grid_error *er
 int grid_fs_write_atomic(const char *dir, const char *name, const void *data, size_t len, grid_error *err);
 /* rm -rf; returns 0 or an errno value (a missing path is fine) */
 int grid_fs_rmtree(const char *path);
-/* SHA-256 of a file's bytes; returns 0 or an errno value; *size may be NULL */
+/* SHA-256 of a regular file's bytes; returns 0 or an errno value; *size may be NULL */
 int grid_fs_sha256_file(const char *path, char hex[65], long long *size);
+/* the same from an open fd's position to its end, reading at most max + 1 bytes (EFBIG beyond max; max < 0:
+   no cap) */
+int grid_fs_sha256_fd(int fd, long long max, char hex[65], long long *size);
 /* fsync a directory so a rename in it is durable (best effort) */
 void grid_fs_sync_dir(const char *dir);
 /* total bytes of the regular files under path (not following links) */
@@ -149,6 +165,9 @@ int grid_cache_bykey_write(const grid_cache_dirs *d, const char *input_key, cons
 /* 0 when store/<key> is complete: build_inputs.json equals identity (when not NULL), meta.json
    records the SHA-256 of robot.so and the file matches; -1 otherwise */
 int grid_cache_entry_verify(const grid_cache_dirs *d, const char *content_key, const char *identity);
+/* the same; when complete and so_fd is not NULL, *so_fd is the open descriptor of the robot.so that was
+   verified (at offset 0, the caller closes it), else -1 */
+int grid_cache_entry_verify_fd(const grid_cache_dirs *d, const char *content_key, const char *identity, int *so_fd);
 /* move store/<key> aside and delete it (caller holds the entry lock) */
 int grid_cache_entry_remove(const grid_cache_dirs *d, const char *content_key);
 /* manifest.json: read a name's content key (-1 when absent); set or delete under manifest.lock */

@@ -23,10 +23,21 @@ int grid_cache_root(const char *cache_dir, char *out, size_t cap, grid_error *er
     else if ((env = grid_env("GRID_RBD_CACHE_DIR"))) w = snprintf(buf, sizeof buf, "%s", env);
     else if ((env = grid_env("XDG_CACHE_HOME")) && env[0] == '/') w = grid_pathf(buf, sizeof buf, "%s/grid-rbd", env);
     else {
+        /* the XDG rule: a relative $XDG_CACHE_HOME is ignored (above); a relative $HOME is not used either (it
+           would put the cache under whatever the working directory is): that is an error, not a guess */
         const char *home = grid_env("HOME");
+        if (home && home[0] != '/') {
+            grid_error_set(err, GRID_ERR_CACHE, 0, 0,
+                           "grid-rbd cache: HOME is a relative path ('%.200s'), so there is no ~/.cache/grid-rbd to use; "
+                           "set GRID_RBD_CACHE_DIR or XDG_CACHE_HOME to an absolute path, or pass cache_dir=", home);
+            grid_error_path(err, home);
+            grid_error_hint(err, GRID_CACHE_HINT);
+            return GRID_ERR_CACHE;
+        }
         struct passwd pw, *res = NULL;
         char pwbuf[4096];
-        if (!home && getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &res) == 0 && res) home = pw.pw_dir;
+        if (!home && getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &res) == 0 && res && pw.pw_dir[0] == '/')
+            home = pw.pw_dir;
         if (!home) {
             grid_error_set(err, GRID_ERR_CACHE, 0, 0,
                            "grid-rbd cache: no home directory to put ~/.cache/grid-rbd in; set "
@@ -76,7 +87,8 @@ int grid_cache_bykey_read(const grid_cache_dirs *d, const char *input_key, char 
     char path[GRID_PATH_CAP], *text;
     size_t len;
     grid_pathf(path, sizeof path, "%s/%s", d->bykey, input_key);
-    if (grid_fs_read(path, &text, &len) != 0) return -1;
+    /* a FIFO, device or oversized file in its place is a corrupt pointer: a miss, repaired by the build */
+    if (grid_fs_read_max(path, GRID_FS_META_MAX, &text, &len) != 0) return -1;
     while (len && (text[len - 1] == '\n' || text[len - 1] == ' ' || text[len - 1] == '\r')) text[--len] = '\0';
     int ok = grid_is_key(text);
     if (ok) memcpy(content_key, text, 65);
@@ -92,39 +104,52 @@ int grid_cache_bykey_write(const grid_cache_dirs *d, const char *input_key, cons
     return grid_fs_write_atomic(d->bykey, input_key, line, 65, err);
 }
 
-int grid_cache_entry_verify(const grid_cache_dirs *d, const char *content_key, const char *identity)
+int grid_cache_entry_verify_fd(const grid_cache_dirs *d, const char *content_key, const char *identity, int *so_fd)
 {
     char dir[GRID_PATH_CAP], path[GRID_PATH_CAP];
     grid_pathf(dir, sizeof dir, "%s/%s", d->store, content_key);
     char *text = NULL, *sha = NULL;
     size_t len;
-    int ok = 0;
-    /* built under the same toolchain identity */
+    int ok = 0, fd = -1;
+    if (so_fd) *so_fd = -1;
+    /* built under the same toolchain identity (every metadata file: regular, at most GRID_FS_META_MAX) */
     if (identity) {
         grid_pathf(path, sizeof path, "%s/build_inputs.json", dir);
-        if (grid_fs_read(path, &text, &len) != 0) return -1;
+        if (grid_fs_read_max(path, GRID_FS_META_MAX, &text, &len) != 0) return -1;
         int same = len == strlen(identity) && memcmp(text, identity, len) == 0;
         free(text);
         if (!same) return -1;
     }
     /* meta.json is written last: it records the hash and size of robot.so */
     grid_pathf(path, sizeof path, "%s/meta.json", dir);
-    if (grid_fs_read(path, &text, &len) != 0) return -1;
+    if (grid_fs_read_max(path, GRID_FS_META_MAX, &text, &len) != 0) return -1;
     long long want_bytes = -1;
     sha = grid_json_get_string(text, len, "so_sha256");
     grid_json_get_int(text, len, "so_bytes", &want_bytes);
     free(text);
-    if (!sha || !grid_is_key(sha)) goto done;
-    /* a size check first (cheap), then the hash of the bytes */
+    if (!sha || !grid_is_key(sha) || want_bytes < 0) goto done;
+    /* open once and check what was opened: a size check first (cheap), then the hash of at most so_bytes + 1
+       bytes; the caller may load this very descriptor (a concurrent clear cannot swap the file under it) */
     grid_pathf(path, sizeof path, "%s/robot.so", dir);
     struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || (long long)st.st_size != want_bytes) goto done;
+    fd = grid_fs_open_regular(path, &st);
+    if (fd < 0 || (long long)st.st_size != want_bytes) goto done;
     char hex[65];
-    if (grid_fs_sha256_file(path, hex, NULL) != 0) goto done;
+    if (grid_fs_sha256_fd(fd, want_bytes, hex, NULL) != 0) goto done;
     ok = strcmp(hex, sha) == 0;
 done:
     free(sha);
+    if (ok && so_fd && lseek(fd, 0, SEEK_SET) == 0) {
+        *so_fd = fd;
+        fd = -1;
+    }
+    if (fd >= 0) close(fd);
     return ok ? 0 : -1;
+}
+
+int grid_cache_entry_verify(const grid_cache_dirs *d, const char *content_key, const char *identity)
+{
+    return grid_cache_entry_verify_fd(d, content_key, identity, NULL);
 }
 
 int grid_cache_entry_remove(const grid_cache_dirs *d, const char *content_key)
@@ -178,9 +203,11 @@ int grid_cache_manifest_load(const grid_cache_dirs *d, grid_manifest *m)
     char path[GRID_PATH_CAP], *text;
     size_t len;
     grid_pathf(path, sizeof path, "%s/manifest.json", d->root);
-    int e = grid_fs_read(path, &text, &len);
-    if (e) return e == ENOENT ? 0 : e;
-    /* a malformed manifest reads as empty: it only names entries, the store is the truth */
+    int e = grid_fs_read_max(path, GRID_FS_MANIFEST_MAX, &text, &len);
+    /* a malformed manifest reads as empty: it only names entries, the store is the truth; so does one that
+       is not a regular file or is larger than GRID_FS_MANIFEST_MAX (the next write replaces it) */
+    if (e == ENOENT || e == EINVAL || e == EFBIG) return 0;
+    if (e) return e;
     manifest_reader r = {m, 0};
     grid_json_each(text, len, manifest_member, &r);
     free(text);

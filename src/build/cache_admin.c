@@ -69,7 +69,7 @@ static char *read_json_object(const char *dir, const char *file, size_t *len)
 {
     char path[GRID_PATH_CAP], *text;
     grid_pathf(path, sizeof path, "%s/%s", dir, file);
-    if (grid_fs_read(path, &text, len) != 0) return NULL;
+    if (grid_fs_read_max(path, GRID_FS_META_MAX, &text, len) != 0) return NULL;
     if (grid_json_each(text, *len, accept_member, NULL) != 0) {
         free(text);
         return NULL;

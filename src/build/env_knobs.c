@@ -9,11 +9,11 @@ static const grid_env_knob env_knobs[] = {
     {"GRID_RBD_CC", GRID_KNOB_BUILD,
      "C compiler for CPU builds (a path or a name on PATH; default cc)"},
     {"GRID_RBD_CFLAGS", GRID_KNOB_BUILD,
-     "replaces the tuning flags of CPU builds (default: -O3 -march=native -fno-math-errno -fopenmp); "
-     "whitespace-separated, no shell quoting"},
+     "replaces the tuning flags of CPU builds (the default ones are in the CPU build command that "
+     "`python -m grid_rbd cache env` prints); whitespace-separated, no shell quoting"},
     {"GRID_RBD_NVCC", GRID_KNOB_BUILD, "nvcc for CUDA builds (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc)"},
     {"GRID_RBD_NVCC_FLAGS", GRID_KNOB_BUILD,
-     "replaces the tuning flags of CUDA builds (default: -O3); whitespace-separated"},
+     "replaces the tuning flags of CUDA builds (default: those of src/build/toolchain.c's table); whitespace-separated"},
     {"GRID_RBD_NVCC_CCBIN", GRID_KNOB_BUILD, "host C++ compiler nvcc uses (-ccbin; default: g++, c++ or clang++ on PATH)"},
     {"GRID_RBD_CUDA_ARCH", GRID_KNOB_BUILD,
      "CUDA architecture when cuda_arch= is not given, e.g. 90 or sm_90 (default: nvidia-smi compute_cap)"},

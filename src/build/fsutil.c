@@ -60,34 +60,73 @@ int grid_fs_mkdirs(const char *path, grid_error *err)
     return GRID_OK;
 }
 
-int grid_fs_read(const char *path, char **data, size_t *len)
+int grid_fs_open_regular(const char *path, struct stat *st_out)
+{
+    /* O_NONBLOCK: opening a FIFO with no writer returns at once instead of blocking; fstat on what was
+       opened (not the path), so a swapped-in FIFO, device or directory is refused, never read */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return -(S_ISDIR(st.st_mode) ? EISDIR : EINVAL);
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    if (st_out) *st_out = st;
+    return fd;
+}
+
+int grid_fs_read_max(const char *path, size_t max, char **data, size_t *len)
 {
     *data = NULL;
     if (len) *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errno;
+    struct stat st;
+    int fd = grid_fs_open_regular(path, &st);
+    if (fd < 0) return -fd;
+    /* a file that says it is larger is refused unread (a sparse file costs nothing); one that grows while
+       read is cut at max + 1 bytes and refused too */
+    if (st.st_size < 0 || (unsigned long long)st.st_size > max) {
+        close(fd);
+        return EFBIG;
+    }
     grid_buf b;
     grid_buf_init(&b);
     char chunk[65536];
-    for (;;) {
-        ssize_t r = read(fd, chunk, sizeof chunk);
+    int e = 0;
+    while (b.len <= max) {
+        size_t want = max + 1 - b.len < sizeof chunk ? max + 1 - b.len : sizeof chunk;
+        ssize_t r = read(fd, chunk, want);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
-            int e = errno;
-            close(fd);
-            grid_buf_free(&b);
-            return e;
+            e = errno;
+            break;
         }
         if (r == 0) break;
         if (grid_buf_put(&b, chunk, (size_t)r)) break;
     }
     close(fd);
+    if (!e && b.len > max) e = EFBIG;
+    if (e) {
+        grid_buf_free(&b);
+        return e;
+    }
     size_t n = b.len;
     char *p = grid_buf_take(&b);
     if (!p) return ENOMEM;
     *data = p;
     if (len) *len = n;
     return 0;
+}
+
+int grid_fs_read(const char *path, char **data, size_t *len)
+{
+    return grid_fs_read_max(path, GRID_FS_READ_MAX, data, len);
 }
 
 /* write all bytes to fd; 0 or errno */
@@ -180,22 +219,19 @@ int grid_fs_rmtree(const char *path)
     return rc;
 }
 
-int grid_fs_sha256_file(const char *path, char hex[65], long long *size)
+int grid_fs_sha256_fd(int fd, long long max, char hex[65], long long *size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errno;
     grid_sha256_ctx c;
     grid_sha256_init(&c);
     static const size_t chunk_bytes = 1 << 16;
     unsigned char *chunk = malloc(chunk_bytes);
-    if (!chunk) {
-        close(fd);
-        return ENOMEM;
-    }
+    if (!chunk) return ENOMEM;
     long long total = 0;
     int rc = 0;
     for (;;) {
-        ssize_t r = read(fd, chunk, chunk_bytes);
+        size_t want = chunk_bytes;
+        if (max >= 0 && (unsigned long long)(max + 1 - total) < want) want = (size_t)(max + 1 - total);
+        ssize_t r = read(fd, chunk, want);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
             rc = errno;
@@ -204,15 +240,27 @@ int grid_fs_sha256_file(const char *path, char hex[65], long long *size)
         if (r == 0) break;
         grid_sha256_update(&c, chunk, (size_t)r);
         total += r;
+        if (max >= 0 && total > max) {
+            rc = EFBIG;
+            break;
+        }
     }
     free(chunk);
-    close(fd);
     if (rc) return rc;
     unsigned char d[32];
     grid_sha256_final(&c, d);
     grid_sha256_hex(d, hex);
     if (size) *size = total;
     return 0;
+}
+
+int grid_fs_sha256_file(const char *path, char hex[65], long long *size)
+{
+    int fd = grid_fs_open_regular(path, NULL);
+    if (fd < 0) return -fd;
+    int rc = grid_fs_sha256_fd(fd, -1, hex, size);
+    close(fd);
+    return rc;
 }
 
 void grid_fs_sync_dir(const char *dir)
@@ -266,18 +314,25 @@ void grid_fs_unlock(int fd)
 
 int grid_fs_copy(const char *from, const char *to)
 {
-    char *data;
-    size_t len;
-    int e = grid_fs_read(from, &data, &len);
-    if (e) return e;
+    /* streamed (a compiler log can be large), regular files only */
+    int in = grid_fs_open_regular(from, NULL);
+    if (in < 0) return -in;
     int fd = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        e = errno;
-        free(data);
+        int e = errno;
+        close(in);
         return e;
     }
-    e = write_all(fd, data, len);
+    char chunk[65536];
+    int e = 0;
+    for (;;) {
+        ssize_t r = read(in, chunk, sizeof chunk);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) e = errno;
+        if (r <= 0) break;
+        if ((e = write_all(fd, chunk, (size_t)r))) break;
+    }
+    close(in);
     close(fd);
-    free(data);
     return e;
 }

@@ -284,9 +284,6 @@ static void choose_schedules(const emit_ctx *cx, const int *need, int *rolled)
         if (cx->schedule != GRID_SCHEDULE_AUTO || total <= GRID_EMIT_LIBRARY_BUDGET || big < 0) break;
         rolled[big] = 1;
     }
-    if (getenv("GRID_EMIT_DEBUG_SIZES")) /* calibration aid, not documented */
-        for (int f = 0; f < F_COUNT; f++)
-            if (size[f] >= 0) fprintf(stderr, "%s %ld %s\n", specs[f].fn, size[f], rolled[f] ? "rolled" : "");
 }
 
 /* 1 when rows a and b call a common per-state function (they must share a part) */

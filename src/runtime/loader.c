@@ -1,6 +1,9 @@
 /* Loading a generated robot.so: dlopen, ABI and metadata checks, its method rows against the signature table, entry-point resolution. */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include "grid/runtime.h"
@@ -101,7 +104,9 @@ static int check_rows(grid_lib *lib, const grid_lib_expect *x, const char *path,
     return GRID_OK;
 }
 
-int grid_lib_open(const char *so_path, const grid_lib_expect *expect, grid_lib **out, grid_error *err)
+/* dl_name is what dlopen is given, so_path what messages and grid_lib_path name */
+static int lib_open(const char *dl_name, const char *so_path, const grid_lib_expect *expect, grid_lib **out,
+                    grid_error *err)
 {
     *out = NULL;
     if (!so_path || !*so_path) return grid_error_set(err, GRID_ERR_ARG, 0, 0, "grid_lib_open: no library path");
@@ -115,7 +120,8 @@ int grid_lib_open(const char *so_path, const grid_lib_expect *expect, grid_lib *
     /* load with every symbol bound now, private to this library */
     dlerror();
     int keep = !(expect && expect->inspect_only);
-    lib->handle = dlopen(so_path, RTLD_NOW | RTLD_LOCAL | (keep ? RTLD_NODELETE : 0));
+    /* checked before it is kept: a library that fails a check is unloaded again (no code of it ran) */
+    lib->handle = dlopen(dl_name, RTLD_NOW | RTLD_LOCAL);
     if (!lib->handle) {
         const char *why = dlerror();
         rc = grid_error_set(err, GRID_ERR_LOAD, 0, 0, "cannot load %s: %s", so_path, why ? why : "dlopen failed");
@@ -163,11 +169,45 @@ int grid_lib_open(const char *so_path, const grid_lib_expect *expect, grid_lib *
             goto fail;
         }
     }
+    /* kept mapped for the life of the process: OpenMP worker threads must not outlive the libgomp the library
+       pulled in (docs/cache.md, "Loader"); loading the same file again returns this mapping */
+    if (keep) {
+        void *pin = dlopen(dl_name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD | RTLD_NODELETE);
+        if (pin) dlclose(pin);
+    }
     *out = lib;
     return GRID_OK;
 fail:
     grid_lib_close(lib);
     return rc;
+}
+
+int grid_lib_open(const char *so_path, const grid_lib_expect *expect, grid_lib **out, grid_error *err)
+{
+    return lib_open(so_path, so_path, expect, out, err);
+}
+
+int grid_lib_open_fd(int fd, const char *so_path, const grid_lib_expect *expect, grid_lib **out, grid_error *err)
+{
+    *out = NULL;
+    if (fd < 0) return grid_lib_open(so_path, expect, out, err);
+    if (!so_path) so_path = "(descriptor)";
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return grid_error_set(err, GRID_ERR_LOAD, 0, 0, "cannot load %s: not an open regular file", so_path);
+    /* dlopen matches a name it has loaded before without opening anything, and every library stays loaded, so
+       "/proc/self/fd/N" would find whatever an earlier descriptor N held. Each call spells the path anew:
+       "/proc/self/fd/" then one "./" (bit 1) or ".//" (bit 0) per bit of a process-wide serial, then N. The
+       kernel resolves every spelling to the descriptor; dlopen then compares the file's device and inode with
+       the loaded libraries, so the same file loaded again shares its one mapping. */
+    static unsigned long long serial;
+    unsigned long long s = __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED);
+    char name[64 + 3 * 64 + 24];
+    size_t n = (size_t)snprintf(name, sizeof name, "/proc/self/fd/");
+    for (; s; s >>= 1) n += (size_t)snprintf(name + n, sizeof name - n, "%s", (s & 1) ? "./" : ".//");
+    snprintf(name + n, sizeof name - n, "%d", fd);
+    if (access(name, R_OK) != 0) return grid_lib_open(so_path, expect, out, err); /* no /proc: by path */
+    return lib_open(name, so_path, expect, out, err);
 }
 
 grid_batch_fn grid_lib_fn(const grid_lib *lib, int algo)

@@ -1,8 +1,11 @@
 /* Public URDF entry points: bytes or a file in, a built grid_model out, every failure as a status and message. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "urdf_reader.h"
 
 int grid_urdf_load(const char *bytes, size_t len, const grid_model_options *opts,
@@ -25,16 +28,44 @@ int grid_urdf_load(const char *bytes, size_t len, const grid_model_options *opts
     return rc;
 }
 
-/* the whole file, capped at GRID_URDF_MAX_BYTES + 1 so an oversized file is detected without reading it all */
+static const char *file_kind(mode_t m)
+{
+    return S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+         : S_ISSOCK(m) ? "a socket" : S_ISDIR(m) ? "a directory" : "not a regular file";
+}
+
+/* the whole file, which must be a regular file of at most GRID_URDF_MAX_BYTES: opened without blocking (a FIFO
+   with no writer would block open and read forever), checked with fstat on the open descriptor (a device such as
+   /dev/zero is refused unread, and so is a file whose size is over the cap, sparse or not), and read up to the
+   cap + 1 bytes in case it grows meanwhile */
 static int read_file(const char *path, char **data, size_t *len, grid_error *err)
 {
     *data = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return grid_error_set(err, GRID_ERR_IO, 0, 0, "cannot open '%s': %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return grid_error_set(err, GRID_ERR_IO, 0, 0, "cannot open '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return grid_error_set(err, GRID_ERR_IO, 0, 0, "cannot read '%s': %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return grid_error_set(err, GRID_ERR_IO, 0, 0, "cannot read '%s': it is %s; a URDF must be a regular file",
+                              path, file_kind(st.st_mode));
+    }
+    if (st.st_size > (off_t)GRID_URDF_MAX_BYTES) {
+        close(fd);
+        return grid_error_set(err, GRID_ERR_LIMIT, 0, 0, "'%s' is larger than the %u-byte limit for a URDF (%lld bytes)",
+                              path, GRID_URDF_MAX_BYTES, (long long)st.st_size);
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    if (cap < 4096) cap = 4096;
     char *buf = malloc(cap);
-    int rc = GRID_OK;
+    int rc = GRID_OK, rerr = 0;
     while (buf) {
         if (n == cap) {
             if (cap > GRID_URDF_MAX_BYTES) break;
@@ -48,16 +79,21 @@ static int read_file(const char *path, char **data, size_t *len, grid_error *err
             buf = nb;
             cap = ncap;
         }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            rerr = errno;
+            break;
+        }
         if (got == 0) break;
+        n += (size_t)got;
     }
     if (!buf) rc = grid_error_set(err, GRID_ERR_NOMEM, 0, 0, "out of memory reading '%s'", path);
-    else if (ferror(f)) rc = grid_error_set(err, GRID_ERR_IO, 0, 0, "cannot read '%s'", path);
+    else if (rerr) rc = grid_error_set(err, GRID_ERR_IO, 0, 0, "cannot read '%s': %s", path, strerror(rerr));
     else if (n > GRID_URDF_MAX_BYTES)
         rc = grid_error_set(err, GRID_ERR_LIMIT, 0, 0, "'%s' is larger than the %u-byte limit for a URDF", path,
                             GRID_URDF_MAX_BYTES);
-    fclose(f);
+    close(fd);
     if (rc != GRID_OK) {
         free(buf);
         return rc;

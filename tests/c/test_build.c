@@ -375,6 +375,101 @@ static void test_cuda_arch_normalize(void)
     CHECK(grid_cuda_arch_normalize("90; rm -rf /", a) != 0);
 }
 
+/* ---- hostile files: never blocked on, never read past the cap ---- */
+
+static void test_hostile_files(void)
+{
+    char path[1024], *data = NULL;
+    size_t len = 0;
+    /* a FIFO with no writer: refused at once (a blocking open would hang here; alarm() would end the run) */
+    snprintf(path, sizeof path, "%s/fifo", test_root);
+    CHECK(mkfifo(path, 0644) == 0);
+    CHECK(grid_fs_read_max(path, GRID_FS_META_MAX, &data, &len) == EINVAL && data == NULL);
+    CHECK(grid_fs_read(path, &data, &len) == EINVAL);
+    char hex[65];
+    CHECK(grid_fs_sha256_file(path, hex, NULL) == EINVAL);
+    CHECK(grid_fs_open_regular(path, NULL) == -EINVAL);
+    /* devices, directories */
+    CHECK(grid_fs_read("/dev/zero", &data, &len) == EINVAL);
+    CHECK(grid_fs_read_max("/dev/urandom", 16, &data, &len) == EINVAL);
+    CHECK(grid_fs_read(test_root, &data, &len) == EISDIR);
+    /* a sparse file over the cap is refused unread; exactly the cap is fine, one byte more is not */
+    snprintf(path, sizeof path, "%s/sparse", test_root);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0 && ftruncate(fd, 1LL << 30) == 0);
+    close(fd);
+    CHECK(grid_fs_read_max(path, GRID_FS_META_MAX, &data, &len) == EFBIG && data == NULL);
+    CHECK(truncate(path, 100) == 0);
+    CHECK(grid_fs_read_max(path, 100, &data, &len) == 0 && len == 100);
+    free(data);
+    CHECK(truncate(path, 101) == 0);
+    CHECK(grid_fs_read_max(path, 100, &data, &len) == EFBIG);
+    unlink(path);
+    /* a relative HOME is not used for the cache root (the XDG rule); a relative XDG_CACHE_HOME is ignored */
+    clear_env();
+    char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    char *old_xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+    char root[4096];
+    grid_error err;
+    setenv("HOME", "relative-home", 1);
+    unsetenv("XDG_CACHE_HOME");
+    CHECK(grid_cache_root(NULL, root, sizeof root, &err) == GRID_ERR_CACHE && strstr(err.message, "HOME is a relative"));
+    setenv("HOME", "/tmp/home", 1);
+    setenv("XDG_CACHE_HOME", "relative-xdg", 1);
+    CHECK(grid_cache_root(NULL, root, sizeof root, &err) == 0 && strcmp(root, "/tmp/home/.cache/grid-rbd") == 0);
+    if (old_home) setenv("HOME", old_home, 1);
+    else unsetenv("HOME");
+    if (old_xdg) setenv("XDG_CACHE_HOME", old_xdg, 1);
+    else unsetenv("XDG_CACHE_HOME");
+    free(old_home);
+    free(old_xdg);
+}
+
+/* what was verified is what is loaded: a clear between grid_build and the load does not matter */
+static void test_load_the_verified_descriptor(void)
+{
+    clear_env();
+    char dir[1024];
+    fresh_dir(dir, sizeof dir, "fd");
+    char *src = tiny_source(GRID_ABI_VERSION, 3, 6, 0, TINY_RNEA);
+    gen_ctx g = {src, 0};
+    grid_build_request req = request(dir, "tiny", &g);
+    grid_build_result res;
+    grid_error err;
+    CHECK(grid_build(&req, &res, &err) == GRID_OK && res.so_fd == -1);   /* not asked for: no descriptor */
+    CHECK(grid_cache_clear(dir, NULL, NULL, &err) == GRID_OK);
+    req.keep_so_fd = 1;
+    for (int round = 0; round < 2; round++) {   /* a build, then a hit */
+        int rc = grid_build(&req, &res, &err);
+        CHECK_MSG(rc == GRID_OK && res.so_fd >= 0, "%s", err.message);
+        CHECK(round == 0 ? res.compiled == 1 : res.cache_hit == 1);
+        /* another process clears the cache in between */
+        int removed = 0;
+        CHECK(grid_cache_clear(dir, NULL, &removed, &err) == GRID_OK && removed == 1);
+        grid_lib *lib = NULL, *again = NULL;
+        CHECK(grid_lib_open(res.so_path, NULL, &lib, &err) == GRID_ERR_LOAD);   /* the path is gone ... */
+        grid_lib_expect x = grid_lib_expect_any();
+        x.nq = 3;
+        rc = grid_lib_open_fd(res.so_fd, res.so_path, &x, &lib, &err);   /* ... the verified file is not */
+        CHECK_MSG(rc == GRID_OK, "%s", err.message);
+        CHECK(lib && grid_lib_meta(lib)->nq == 3 && strcmp(grid_lib_path(lib), res.so_path) == 0);
+        /* the same file through another descriptor: the same mapping */
+        int fd2 = dup(res.so_fd);
+        CHECK(grid_lib_open_fd(fd2, res.so_path, &x, &again, &err) == GRID_OK);
+        CHECK(again && lib && grid_lib_meta(again) == grid_lib_meta(lib));
+        close(fd2);
+        close(res.so_fd);
+        grid_lib_close(again);
+        grid_lib_close(lib);
+        if (round == 0) {   /* built again, for the hit of round 1 */
+            req.keep_so_fd = 0;
+            CHECK(grid_build(&req, &res, &err) == GRID_OK && res.compiled == 1 && res.so_fd == -1);
+            req.keep_so_fd = 1;
+        }
+    }
+    free(src);
+}
+
 /* ---- the build flow ---- */
 
 static void test_build_then_hit(void)
@@ -1323,6 +1418,8 @@ int main(void)
     RUN_TEST(test_json_canonical);
     RUN_TEST(test_cache_root);
     RUN_TEST(test_cuda_arch_normalize);
+    RUN_TEST(test_hostile_files);
+    RUN_TEST(test_load_the_verified_descriptor);
     RUN_TEST(test_build_then_hit);
     RUN_TEST(test_generator_change_same_bytes_no_compile);
     RUN_TEST(test_identity_change_rebuilds);

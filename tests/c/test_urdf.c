@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "check.h"
 #include "grid/urdf.h"
 
@@ -714,6 +715,40 @@ static void test_options_and_free(void)
     expect_fail(rc, m, &err, GRID_ERR_ARG, 0, "gravity");
 }
 
+/* ---- files that are not URDFs: refused without blocking or reading them ---- */
+
+static void expect_path_refused(const char *path, int code, const char *piece)
+{
+    grid_model *m = (grid_model *)1;
+    grid_error err;
+    int rc = grid_urdf_load_file(path, NULL, &m, &err);
+    CHECK_MSG(rc == code && m == NULL, "%s: status %d: %s", path, rc, err.message);
+    CHECK_MSG(strstr(err.message, path) && strstr(err.message, piece), "%s: %s", path, err.message);
+}
+
+static void test_not_regular_files(void)
+{
+    alarm(60);   /* a blocking open or an unbounded read ends the run instead of hanging it */
+    char dir[] = "/tmp/grid-test-urdf-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char fifo[64], sparse[64];
+    snprintf(fifo, sizeof fifo, "%s/robot.urdf", dir);
+    snprintf(sparse, sizeof sparse, "%s/huge.urdf", dir);
+    CHECK(mkfifo(fifo, 0644) == 0);
+    expect_path_refused(fifo, GRID_ERR_IO, "it is a FIFO");
+    expect_path_refused("/dev/zero", GRID_ERR_IO, "character device");
+    expect_path_refused("/dev/urandom", GRID_ERR_IO, "character device");
+    expect_path_refused(dir, GRID_ERR_IO, "directory");
+    FILE *f = fopen(sparse, "wb");
+    CHECK(f && ftruncate(fileno(f), 2LL << 30) == 0);
+    if (f) fclose(f);
+    expect_path_refused(sparse, GRID_ERR_LIMIT, "limit");
+    unlink(fifo);
+    unlink(sparse);
+    rmdir(dir);
+    alarm(0);
+}
+
 int main(void)
 {
     RUN_TEST(test_small_arm);
@@ -726,6 +761,7 @@ int main(void)
     RUN_TEST(test_malformed_files);
     RUN_TEST(test_malformed_strings);
     RUN_TEST(test_error_fields);
+    RUN_TEST(test_not_regular_files);
     RUN_TEST(test_message_names_sanitised);
     RUN_TEST(test_mimic);
     RUN_TEST(test_depth_cap);
