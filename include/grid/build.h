@@ -56,16 +56,13 @@ typedef struct {
                                      builder's lock, for the compiler): nonzero stops it, the compilers are
                                      killed, the temporary removed, and grid_build returns GRID_ERR_CANCELLED */
     void *cancel_ctx;
-<<<<<<< HEAD
     int (*check)(void *ctx, const char *so_path, grid_error *err); /* NULL, or run on a freshly compiled
                                      robot.so (in the temporary entry, before meta.json): nonzero refuses it, the
                                      temporary is removed and grid_build returns that status (a hit is not
                                      checked again) */
     void *check_ctx;
-=======
     int keep_so_fd;               /* 1: res->so_fd is the open descriptor of the robot.so that was verified,
                                      for grid_lib_open_fd (a concurrent clear cannot remove it in between) */
->>>>>>> hardening-cache
 } grid_build_request;
 
 /* What grid_build did. Paths are absolute. */
