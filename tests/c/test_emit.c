@@ -660,7 +660,7 @@ static void test_cuda_wide_outputs(void)
             if (!src) continue;
             /* unrolled: CRBA and Minv (1225 wide) and RNEA (35) in chunks; rolled code writes in place */
             const int chunked = strstr(src, "#define GRID_CHUNKED_crba 1225") && strstr(src, "#define GRID_CHUNKED_minv 1225") &&
-                                strstr(src, "#define GRID_CHUNKED_rnea 35") && strstr(src, "grid_c_crba(sq, 0, 0, 0, tc + lane * 33");
+                                strstr(src, "#define GRID_CHUNKED_rnea_f 35") && strstr(src, "grid_c_crba(sq, 0, 0, 0, tc + lane * 33");
             CHECK_MSG(chunked == !sch, "dtype %d schedule %d", d, sch);
             free(src);
         }
