@@ -29,6 +29,7 @@ inline thread_local std::barrier<> *emu_warp_barrier;
 inline thread_local unsigned char *emu_smem_ptr;
 inline void __syncwarp(unsigned = 0xffffffffu) { emu_warp_barrier->arrive_and_wait(); }
 template <class T> inline T __ldg(const T *p) { return *p; }
+template <class T> inline void __stcs(T *p, T v) { *p = v; } /* a streaming store: a plain one here */
 
 // ---- the runtime API, on host memory ----
 typedef int cudaError_t;
