@@ -116,7 +116,11 @@ static int self_check(void *ctx, const char *so_path, grid_error *err)
     grid_lib *lib = NULL;
     grid_error le;
     grid_error_clear(&le);
-    int rc = grid_lib_open(so_path, sc->expect, &lib, &le);
+    /* unloaded again after the check (so precompile leaves nothing mapped, and a later change to the file cannot
+       fault this process): its code runs on one thread below the team threshold, so no OpenMP thread exists */
+    grid_lib_expect x = *sc->expect;
+    x.inspect_only = 1;
+    int rc = grid_lib_open(so_path, &x, &lib, &le);
     if (rc == GRID_OK) rc = grid_lib_selfcheck(lib, sc->model, err);
     else /* a library that does not load as this model's (another robot's, say) is refused, not published */
         rc = grid_error_set(err, GRID_ERR_BUILD, 0, 0, "self-check failed: the compiled library does not load as "

@@ -101,7 +101,7 @@ static double check_method(const grid_lib *lib, const grid_model *m, int algo, c
     c.n_out = r->n_out;
     c.batch = CHECK_STATES;
     for (int a = 0; a < r->n_attr; a++) c.attr[a] = attr[a];
-    c.num_threads = 1;
+    c.num_threads = 1; /* and 4 states, below any team threshold: no OpenMP thread starts, so the library may be unloaded */
     c.work = work;
     c.work_bytes = meta->work_bytes;
     c64 = c;

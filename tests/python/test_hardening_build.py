@@ -114,3 +114,17 @@ def test_self_check_passes_and_is_reported(tmp_path):
     assert "self-check passed" in r.stderr
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "self-check" not in r.stderr
+
+
+def test_self_check_leaves_nothing_mapped(tmp_path):
+    # precompile checks the fresh library in this process and unloads it again: a later change to the file (a
+    # truncation in place, as a damaged-cache test does) must not fault the process (SIGBUS at exit)
+    code = ("import grid_rbd\nfrom pathlib import Path\n"
+            f"e = Path(grid_rbd.precompile('m', urdf_path={str(IIWA)!r}, dtype='float64', cache_dir={str(tmp_path)!r}, "
+            "verbose=False))\n"
+            "so = e / 'robot.so'\n"
+            "print('mapped', sum(str(so.resolve()) in l or 'robot.so' in l for l in open('/proc/self/maps')))\n"
+            "data = so.read_bytes(); so.write_bytes(data[: len(data) // 2])\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert "mapped 0" in r.stdout, r.stdout
