@@ -13,7 +13,7 @@ ASAN_OBJ := $(patsubst src/%.c,build/asan/%.o,$(SRC))
 CTESTS := $(patsubst tests/c/%.c,%,$(sort $(wildcard tests/c/test_*.c)))
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all demo test test-c test-asan fuzz test-python bench venv clean gridc
+.PHONY: all demo test test-c test-asan fuzz test-python bench bench-large venv clean gridc
 
 all: build/libgrid.a build/gridc
 
@@ -89,6 +89,10 @@ test-python: venv
 
 bench: venv
 	$(VPY) bench/run.py
+
+# large models: cold builds and per-state speed against Pinocchio (bench/RESULTS-large.md)
+bench-large: venv
+	$(VPY) bench/large.py > bench/RESULTS-large.md
 
 clean:
 	rm -rf build
