@@ -758,23 +758,20 @@ int sym_emit_chunked(const sym_graph *g, const sym_style *st, ew_writer *w, sym_
     const int width = ch ? sym_chunk_width(g, ch) : 0;
     const int nchunk = ch ? (width + ch->len - 1) / ch->len : 0;
     assert(!ch || width > 0);
-    int *clast = NULL, *cfirst = NULL, *cnext = NULL;
+    int *clast = NULL, *cfirst = NULL, *cnext = NULL, *chead = NULL, *cafter = NULL;
+    int rc = 0;
     if (ch) {
         clast = malloc((size_t)nchunk * sizeof *clast);
         cfirst = malloc((size_t)nchunk * sizeof *cfirst);
+        cafter = malloc((size_t)nchunk * sizeof *cafter);
         cnext = malloc(n1 * sizeof *cnext);
-        if (!clast || !cfirst || !cnext) {
-            free(clast);
-            free(cfirst);
-            free(cnext);
-            free(live);
-            free(done);
-            free(name);
-            free(first);
-            free(next);
-            return -1;
+        chead = malloc(n1 * sizeof *chead); /* chunks ready at node i: chead[i], then cafter[] */
+        if (!clast || !cfirst || !cafter || !cnext || !chead) {
+            rc = -1;
+            goto out;
         }
         for (int c = 0; c < nchunk; c++) clast[c] = cfirst[c] = -1;
+        for (size_t i = 0; i < n1; i++) chead[i] = -1;
         for (int i = g->n - 1; i >= 0; i--) {
             const sym_node *nd = &g->nodes[i];
             if (nd->op != SYM_STORE || nd->a != e.carr) continue;
@@ -783,6 +780,10 @@ int sym_emit_chunked(const sym_graph *g, const sym_style *st, ew_writer *w, sym_
             cnext[i] = cfirst[c];
             cfirst[c] = i;
         }
+        for (int c = nchunk - 1; c >= 0; c--) {
+            cafter[c] = chead[clast[c]];
+            chead[clast[c]] = c;
+        }
     }
     for (int a = 0; a < g->narrays; a++)
         if (g->local_size[a] > 0) ew_printf(w, "%s%s %s[%d];\n", st->indent, st->real, g->arrays[a], g->local_size[a]);
@@ -790,8 +791,7 @@ int sym_emit_chunked(const sym_graph *g, const sym_style *st, ew_writer *w, sym_
         const sym_node *nd = &g->nodes[i];
         if (live[i] && !(ch && nd->op == SYM_STORE && nd->a == e.carr)) emit_node(&e, i);
         /* the chunks whose values are all written now: their stores, then the flush */
-        for (int c = 0; c < nchunk; c++) {
-            if (clast[c] != i) continue;
+        for (int c = ch ? chead[i] : -1; c >= 0; c = cafter[c]) {
             for (int s = cfirst[c]; s >= 0; s = cnext[s]) {
                 ensure_loaded(&e, g->nodes[s].c);
                 emit_store(&e, s);
@@ -802,14 +802,18 @@ int sym_emit_chunked(const sym_graph *g, const sym_style *st, ew_writer *w, sym_
             ew_puts(w, "\n");
         }
     }
+out:
     free(clast);
     free(cfirst);
+    free(cafter);
     free(cnext);
+    free(chead);
     free(live);
     free(done);
     free(name);
     free(first);
     free(next);
+    if (rc) return rc;
     if (stats) *stats = s0;
     return w->oom ? -1 : 0;
 }
