@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include "grid/error.h"
+#include "grid/joints.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,20 +23,13 @@ typedef struct {
     double I_com[9];  /* rotational inertia about the centre of mass, body axes, symmetric row-major */
 } grid_inertia;
 
-/* joint types after parsing: continuous is a revolute joint without limits;
-   fixed joints never appear here (they are merged); FREE is the floating-base root */
-typedef enum {
-    GRID_JOINT_REVOLUTE = 0,
-    GRID_JOINT_PRISMATIC = 1,
-    GRID_JOINT_FREE = 2
-} grid_joint_type;
 
 /* the joint that connects a body to its parent body */
 typedef struct {
     char *name;                /* URDF joint name; "root_joint" for the free-flyer */
     grid_joint_type type;
     int continuous;            /* 1 for a URDF continuous joint */
-    double axis[3];            /* unit axis in the joint frame (revolute, prismatic) */
+    double axis[3];            /* unit axis in the joint frame: rotation, translation or plane normal (joints.h) */
     grid_transform placement;  /* joint frame in the parent body frame at q = 0 (fixed joints folded in) */
     int parent;                /* parent body index, -1 for the world */
     int iq, nq;                /* offset and width in q */

@@ -128,12 +128,9 @@ static PyObject *ee_frame(const grid_model *m, int i) { return PyLong_FromLong(m
 static PyObject *joint_type(const grid_model *m, int i)
 {
     const grid_joint *j = &m->bodies[i].joint;
-    switch (j->type) {
-    case GRID_JOINT_REVOLUTE: return PyUnicode_FromString(j->continuous ? "continuous" : "revolute");
-    case GRID_JOINT_PRISMATIC: return PyUnicode_FromString("prismatic");
-    case GRID_JOINT_FREE: return PyUnicode_FromString("free");
-    }
-    return PyUnicode_FromString("unknown");
+    const grid_joint_model *jm = grid_joint_model_of(j->type);
+    if (!jm) return PyUnicode_FromString("unknown");
+    return PyUnicode_FromString(j->type == GRID_JOINT_REVOLUTE && j->continuous ? "continuous" : jm->name);
 }
 
 static PyObject *joint_axis(const grid_model *m, int i)
@@ -194,7 +191,7 @@ static PyGetSetDef model_getset[] = {
     {"robot_name", get_robot_name, NULL, "the <robot name=...> attribute", NULL},
     {"filename", get_filename, NULL, "file name used in error messages", NULL},
     {"joint_names", get_bodies, NULL, "moving joint names in body (q/v) order", FN(joint_name)},
-    {"joint_types", get_bodies, NULL, "'revolute', 'continuous', 'prismatic' or 'free' per body", FN(joint_type)},
+    {"joint_types", get_bodies, NULL, "'revolute', 'continuous', 'prismatic', 'free', 'planar' or 'spherical' per body", FN(joint_type)},
     {"joint_parents", get_bodies, NULL, "parent body index per body (-1 = world)", FN(joint_parent)},
     {"joint_idx_q", get_bodies, NULL, "offset of each joint in q", FN(joint_iq)},
     {"joint_nq", get_bodies, NULL, "width of each joint in q", FN(joint_nq)},

@@ -86,9 +86,8 @@ int em_model_init(em_model *em, const grid_model *m, grid_error *err)
             em_model_free(em);
             return grid_error_set(err, GRID_ERR_ARG, 0, 0, "joint '%s': a non-finite model constant", jn);
         }
-        if (j->parent >= i || j->parent < -1 ||
-            (j->type != GRID_JOINT_REVOLUTE && j->type != GRID_JOINT_PRISMATIC && j->type != GRID_JOINT_FREE) ||
-            j->nv != (j->type == GRID_JOINT_FREE ? 6 : 1) || j->nq != (j->type == GRID_JOINT_FREE ? 7 : 1) ||
+        const grid_joint_model *jm = grid_joint_model_of(j->type);
+        if (j->parent >= i || j->parent < -1 || !jm || j->nv != jm->nv || j->nq != jm->nq ||
             j->iq < 0 || j->iq + j->nq > m->nq || j->iv < 0 || j->iv + j->nv > m->nv) {
             em_model_free(em);
             return grid_error_set(err, GRID_ERR_ARG, 0, 0, "body %d: malformed joint (parent order or type)", i);
@@ -107,15 +106,15 @@ int em_model_init(em_model *em, const grid_model *m, grid_error *err)
         for (int k = 0; k < 3; k++)
             if (fabs(b->axis[k]) == 1.0 && b->axis[(k + 1) % 3] == 0.0 && b->axis[(k + 2) % 3] == 0.0)
                 b->axis_k = k;
-        /* motion subspace: [0; a] revolute, [a; 0] prismatic, identity for the free-flyer */
-        memset(b->S, 0, sizeof b->S);
+        /* motion subspace from the joint-model table, of the snapped axis */
+        grid_joint_subspace(j->type, b->axis, b->S);
+        /* a one-dof S that is exactly +-e_r */
         b->s_basis = -1;
-        if (j->type == GRID_JOINT_FREE) {
-            for (int k = 0; k < 6; k++) b->S[6 * k + k] = 1.0;
-        } else {
-            int off = j->type == GRID_JOINT_REVOLUTE ? 3 : 0;
-            for (int k = 0; k < 3; k++) b->S[off + k] = b->axis[k];
-            if (b->axis_k >= 0) b->s_basis = off + b->axis_k;
+        if (b->nv == 1) {
+            int nz = 0;
+            for (int r = 0; r < 6; r++)
+                if (b->S[r] != 0.0) nz++, b->s_basis = fabs(b->S[r]) == 1.0 ? r : -1;
+            if (nz != 1) b->s_basis = -1;
         }
         /* inertia: products and lever arms snapped relative to the body's scale */
         b->mass = in->mass;

@@ -1,4 +1,4 @@
-/* Symbolic joint transforms (revolute, prismatic, free-flyer), liMi/oMi and frame changes of inertias. */
+/* Symbolic joint transforms (one case per row of the joint-model table), liMi/oMi and frame changes of inertias. */
 #include <stdlib.h>
 #include <string.h>
 #include "kinematics.h"
@@ -48,14 +48,14 @@ void ek_axis_rotation(sym_graph *g, const ek_body *b, sv s, sv c, sv R[9])
     R[8] = sym_add(g, c, sym_mul(g, t, a22));
 }
 
-/* the free-flyer: p = q[0..2], R from the quaternion (x, y, z, w) = q[3..6] divided by its norm
-   (written with s = 2 / |q|^2, which is the unit-quaternion formula on q / |q|). The quaternion is first
-   divided by its 1-norm, so |q|^2 lies in [1/4, 1] and neither overflows nor underflows, whatever its scale */
-static void free_flyer(sym_graph *g, const sv *q, sxf *X)
+/* the rotation of the quaternion (x, y, z, w) = q[0..3] divided by its norm (written with s = 2 / |q|^2,
+   which is the unit-quaternion formula on q / |q|). The quaternion is first divided by its 1-norm, so
+   |q|^2 lies in [1/4, 1] and neither overflows nor underflows, whatever its scale */
+static void quaternion_rotation(sym_graph *g, const sv *q, sv R[9])
 {
-    const sv l1 = sym_add(g, sym_add(g, sym_abs(g, q[3]), sym_abs(g, q[4])), sym_add(g, sym_abs(g, q[5]), sym_abs(g, q[6])));
+    const sv l1 = sym_add(g, sym_add(g, sym_abs(g, q[0]), sym_abs(g, q[1])), sym_add(g, sym_abs(g, q[2]), sym_abs(g, q[3])));
     const sv r = sym_div(g, sym_const(g, 1.0), l1);
-    const sv x = sym_mul(g, q[3], r), y = sym_mul(g, q[4], r), z = sym_mul(g, q[5], r), w = sym_mul(g, q[6], r);
+    const sv x = sym_mul(g, q[0], r), y = sym_mul(g, q[1], r), z = sym_mul(g, q[2], r), w = sym_mul(g, q[3], r);
     sv n2 = sym_add(g, sym_add(g, sym_mul(g, x, x), sym_mul(g, y, y)), sym_add(g, sym_mul(g, z, z), sym_mul(g, w, w)));
     sv s = sym_div(g, sym_const(g, 2.0), n2);
     sv xs = sym_mul(g, x, s), ys = sym_mul(g, y, s), zs = sym_mul(g, z, s);
@@ -63,16 +63,15 @@ static void free_flyer(sym_graph *g, const sv *q, sxf *X)
     sv xx = sym_mul(g, x, xs), xy = sym_mul(g, x, ys), xz = sym_mul(g, x, zs);
     sv yy = sym_mul(g, y, ys), yz = sym_mul(g, y, zs), zz = sym_mul(g, z, zs);
     const sv one = sym_const(g, 1.0);
-    X->R[0] = sym_sub(g, one, sym_add(g, yy, zz));
-    X->R[1] = sym_sub(g, xy, wz);
-    X->R[2] = sym_add(g, xz, wy);
-    X->R[3] = sym_add(g, xy, wz);
-    X->R[4] = sym_sub(g, one, sym_add(g, xx, zz));
-    X->R[5] = sym_sub(g, yz, wx);
-    X->R[6] = sym_sub(g, xz, wy);
-    X->R[7] = sym_add(g, yz, wx);
-    X->R[8] = sym_sub(g, one, sym_add(g, xx, yy));
-    for (int i = 0; i < 3; i++) X->p[i] = q[i];
+    R[0] = sym_sub(g, one, sym_add(g, yy, zz));
+    R[1] = sym_sub(g, xy, wz);
+    R[2] = sym_add(g, xz, wy);
+    R[3] = sym_add(g, xy, wz);
+    R[4] = sym_sub(g, one, sym_add(g, xx, zz));
+    R[5] = sym_sub(g, yz, wx);
+    R[6] = sym_sub(g, xz, wy);
+    R[7] = sym_add(g, yz, wx);
+    R[8] = sym_sub(g, one, sym_add(g, xx, yy));
 }
 
 void ek_joint_transform(sym_graph *g, const ek_body *b, const sv *q, sxf *X)
@@ -80,7 +79,7 @@ void ek_joint_transform(sym_graph *g, const ek_body *b, const sv *q, sxf *X)
     const sv zero = sym_const(g, 0.0), one = sym_const(g, 1.0);
     for (int i = 0; i < 9; i++) X->R[i] = (i % 4 == 0) ? one : zero;
     for (int i = 0; i < 3; i++) X->p[i] = zero;
-    switch (b->type) {
+    switch ((grid_joint_type)b->type) {
     case GRID_JOINT_REVOLUTE:
         joint_rotation(g, b, q[0], X->R);
         break;
@@ -88,7 +87,19 @@ void ek_joint_transform(sym_graph *g, const ek_body *b, const sv *q, sxf *X)
         for (int i = 0; i < 3; i++) X->p[i] = sym_mul(g, q[0], b->axis[i]);
         break;
     case GRID_JOINT_FREE:
-        free_flyer(g, q, X);
+        quaternion_rotation(g, q + 3, X->R);
+        for (int i = 0; i < 3; i++) X->p[i] = q[i];
+        break;
+    case GRID_JOINT_PLANAR:
+        /* q = [x, y, theta]: the turn about the normal, then x e1 + y e2 (S's first two columns) */
+        joint_rotation(g, b, q[2], X->R);
+        for (int i = 0; i < 3; i++)
+            X->p[i] = sym_add(g, sym_mul(g, q[0], b->S[3 * i]), sym_mul(g, q[1], b->S[3 * i + 1]));
+        break;
+    case GRID_JOINT_SPHERICAL:
+        quaternion_rotation(g, q, X->R);
+        break;
+    case GRID_JOINT_NTYPES:
         break;
     }
 }

@@ -42,7 +42,7 @@ struct ep_prog {
     int depth;                /* 0: no loop, 1: bodies, 2: ancestors */
     struct { int backward, from_self, started, pos, cols; } L[2];  /* cols: an EP_COLS_* range, -1: ancestors */
     char chain_start[64];     /* rolled: a chain loop's first body (C text); "" for a bodies loop */
-    int kinds[8], nkinds;
+    int kinds[2 * GRID_JOINT_NTYPES], nkinds;
     int cur_kind[2];          /* rolled: the kind of i and j in this iteration */
     int cur_body[2];          /* unrolled: the body of i and j */
     int cur_child;            /* unrolled: the child of j on the path from i */
@@ -62,6 +62,7 @@ struct ep_prog {
 static int kind_type(int kind) { return kind >> 1; }
 static int kind_root(int kind) { return kind & 1; }
 static int kind_of(const em_body *b) { return 2 * b->type + (b->parent < 0); }
+static int kind_nv(int kind) { return grid_joint_model_of(kind_type(kind))->nv; }
 
 ep_prog *ep_new(const em_model *em, ek_kin *k, int rolled, const char *fn, const sv *const in[4], sv *res,
                 const sym_style *st, const emit_target *t, ew_writer *steps)
@@ -82,7 +83,7 @@ ep_prog *ep_new(const em_model *em, ek_kin *k, int rolled, const char *fn, const
     for (int i = 0; i < em->nb; i++) {
         int kd = kind_of(&em->b[i]), seen = 0;
         for (int s = 0; s < p->nkinds; s++) seen |= p->kinds[s] == kd;
-        if (!seen && p->nkinds < 8) p->kinds[p->nkinds++] = kd;
+        if (!seen) p->kinds[p->nkinds++] = kd;
     }
     /* ascending, so the switch reads in a fixed order */
     for (int a = 1; a < p->nkinds; a++)
@@ -355,7 +356,7 @@ void ep_columns(ep_prog *p, int range)
 /* rolled: the bounds of a columns loop as C text */
 static void column_bounds(const ep_prog *p, int range, char *lo, char *hi, size_t cap)
 {
-    const int ni = kind_type(p->cur_kind[EP_I]) == GRID_JOINT_FREE ? 6 : 1;
+    const int ni = kind_nv(p->cur_kind[EP_I]);
     switch (range) {
     case EP_COLS_OWN: snprintf(lo, cap, "grid_iv_[i]"); snprintf(hi, cap, "grid_iv_[i] + %d", ni); break;
     case EP_COLS_BELOW: snprintf(lo, cap, "grid_iv_[i] + %d", ni); snprintf(hi, cap, "grid_iv_[i] + grid_nvsub_[i]"); break;
@@ -522,7 +523,7 @@ int ep_is_root(ep_prog *p, int var)
 int ep_nv(ep_prog *p, int var)
 {
     if (!p->rolled) return p->em->b[body_of(p, var, EP_SELF)].nv;
-    return kind_type(p->cur_kind[var]) == GRID_JOINT_FREE ? 6 : 1;
+    return kind_nv(p->cur_kind[var]);
 }
 
 const sxf *ep_X(ep_prog *p, int var)
@@ -537,7 +538,7 @@ const sxf *ep_X(ep_prog *p, int var)
         const ek_body *b = ep_body(p, var);
         sv q[7];
         sxf XJ, P;
-        const int nq = b->type == GRID_JOINT_FREE ? 7 : 1;
+        const int nq = grid_joint_model_of(b->type)->nq;
         for (int e = 0; e < nq; e++) q[e] = ep_in(p, ARR_Q, var, e);
         ek_joint_transform(g, b, q, &XJ);
         memcpy(P.R, b->R, sizeof P.R);

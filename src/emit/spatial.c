@@ -1,4 +1,5 @@
 /* Symbolic spatial algebra: the same formulas as the reference, written so model constants fold. */
+#include <assert.h>
 #include <string.h>
 #include "spatial.h"
 
@@ -148,8 +149,10 @@ void sp_body_table_row(const em_body *b, double row[EKT_WIDTH])
     memcpy(row + EKT_R, b->R, 9 * sizeof *row);
     memcpy(row + EKT_P, b->p, 3 * sizeof *row);
     memcpy(row + EKT_AXIS, b->axis, 3 * sizeof *row);
-    if (b->nv == 1)
-        for (int r = 0; r < 6; r++) row[EKT_S + r] = b->S[r];
+    if (grid_joint_model_of(b->type)->axis != GRID_AXIS_NONE) {
+        assert(6 * b->nv <= EKT_MASS - EKT_S);
+        for (int e = 0; e < 6 * b->nv; e++) row[EKT_S + e] = b->S[e];
+    }
     row[EKT_MASS] = b->mass;
     memcpy(row + EKT_COM, b->com, 3 * sizeof *row);
     memcpy(row + EKT_IC, b->Ic, 9 * sizeof *row);
@@ -157,14 +160,29 @@ void sp_body_table_row(const em_body *b, double row[EKT_WIDTH])
     body_io(b, row + EKT_IO);
 }
 
-/* the motion subspace of a joint type whose free-flyer S is the identity */
+/* which entries of a type's S are nonzero for a generic axis (the others are structural zeros); S itself
+   when it does not depend on the axis */
+static void subspace_structure(int type, double S[36], int depends[36])
+{
+    static const double generic[3] = {0.2672612419124244, 0.5345224838248488, 0.8017837257372732};
+    const double zero[3] = {0.0, 0.0, 0.0};
+    const grid_joint_model *jm = grid_joint_model_of(type);
+    assert(jm);
+    double Sg[36];
+    grid_joint_subspace(type, generic, Sg);
+    grid_joint_subspace(type, zero, S);
+    for (int e = 0; e < 6 * jm->nv; e++) depends[e] = jm->axis != GRID_AXIS_NONE && Sg[e] != 0.0;
+}
+
+/* the structure of a body's view: its type, widths and (axis-free) S */
 static void view_structure(sym_graph *g, ek_body *out, int type)
 {
+    double S[36];
+    int depends[36];
+    subspace_structure(type, S, depends);
     out->type = type;
-    out->nv = type == GRID_JOINT_FREE ? 6 : 1;
-    for (int i = 0; i < 36; i++) out->S[i] = k(g, 0.0);
-    if (type == GRID_JOINT_FREE)
-        for (int i = 0; i < 6; i++) out->S[6 * i + i] = k(g, 1.0);
+    out->nv = grid_joint_model_of(type)->nv;
+    for (int i = 0; i < 36; i++) out->S[i] = k(g, i < 6 * out->nv ? S[i] : 0.0);
 }
 
 void sp_body_literal(sym_graph *g, const em_body *b, ek_body *out)
@@ -193,8 +211,11 @@ void sp_body_loaded(sym_graph *g, int table, int type, ek_body *out)
     for (int i = 0; i < 9; i++) out->R[i] = sym_input(g, table, EKT_R + i);
     for (int i = 0; i < 3; i++) out->p[i] = sym_input(g, table, EKT_P + i);
     for (int i = 0; i < 3; i++) out->axis[i] = sym_input(g, table, EKT_AXIS + i);
-    if (out->nv == 1)
-        for (int i = 0; i < 6; i++) out->S[i] = sym_input(g, table, EKT_S + i);
+    double S[36];
+    int depends[36];
+    subspace_structure(type, S, depends);
+    for (int e = 0; e < 6 * out->nv; e++)
+        if (depends[e]) out->S[e] = sym_input(g, table, EKT_S + e);
     out->mass = sym_input(g, table, EKT_MASS);
     for (int i = 0; i < 3; i++) out->com[i] = sym_input(g, table, EKT_COM + i);
     /* symmetric 3x3: the upper triangle's loads serve both halves */

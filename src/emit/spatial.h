@@ -47,8 +47,8 @@ typedef struct {
 } ek_body;
 
 /* the rolled schedule's body table: reals per body and the offset of each field */
-enum { EKT_R = 0, EKT_P = 9, EKT_AXIS = 12, EKT_S = 15, EKT_MASS = 21, EKT_COM = 22, EKT_IC = 25, EKT_H = 34,
-       EKT_IO = 37, EKT_WIDTH = 46 };
+enum { EKT_R = 0, EKT_P = 9, EKT_AXIS = 12, EKT_S = 15 /* 6 x nv, nv <= 3 where S depends on the axis */,
+       EKT_MASS = 33, EKT_COM = 34, EKT_IC = 37, EKT_H = 46, EKT_IO = 49, EKT_WIDTH = 58 };
 
 /* the row of body b in that table (the same doubles the literal view folds) */
 void sp_body_table_row(const em_body *b, double row[EKT_WIDTH]);

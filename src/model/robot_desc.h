@@ -18,7 +18,9 @@ typedef enum {
     GRID_JD_CONTINUOUS = 1,
     GRID_JD_PRISMATIC = 2,
     GRID_JD_FIXED = 3,
-    GRID_JD_FLOATING = 4
+    GRID_JD_FLOATING = 4,
+    GRID_JD_PLANAR = 5,
+    GRID_JD_SPHERICAL = 6   /* type="spherical" or "ball" (Drake's extension) */
 } grid_joint_kind;
 
 /* one <link> */

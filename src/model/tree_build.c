@@ -45,18 +45,30 @@ static int check_mimic(builder *b)
     return GRID_OK;
 }
 
-/* a body's joint from the URDF joint that creates it */
+/* the joint type of a moving URDF joint kind */
+static grid_joint_type joint_type_of(grid_joint_kind k)
+{
+    switch (k) {
+    case GRID_JD_PRISMATIC: return GRID_JOINT_PRISMATIC;
+    case GRID_JD_FLOATING: return GRID_JOINT_FREE;
+    case GRID_JD_PLANAR: return GRID_JOINT_PLANAR;
+    case GRID_JD_SPHERICAL: return GRID_JOINT_SPHERICAL;
+    default: return GRID_JOINT_REVOLUTE;
+    }
+}
+
+/* a body's joint from the URDF joint that creates it; widths from the joint-model table */
 static void fill_joint(grid_joint *gj, const grid_joint_desc *jd)
 {
-    gj->type = jd->kind == GRID_JD_PRISMATIC ? GRID_JOINT_PRISMATIC
-             : jd->kind == GRID_JD_FLOATING ? GRID_JOINT_FREE
-             : GRID_JOINT_REVOLUTE;
+    gj->type = joint_type_of(jd->kind);
+    const grid_joint_model *jm = grid_joint_model_of(gj->type);
     gj->continuous = jd->kind == GRID_JD_CONTINUOUS;
-    for (int i = 0; i < 3; i++) gj->axis[i] = jd->kind == GRID_JD_FLOATING ? 0.0 : jd->axis[i];
-    gj->nq = jd->kind == GRID_JD_FLOATING ? 7 : 1;
-    gj->nv = jd->kind == GRID_JD_FLOATING ? 6 : 1;
+    for (int i = 0; i < 3; i++) gj->axis[i] = jm->axis == GRID_AXIS_NONE ? 0.0 : jd->axis[i];
+    gj->nq = jm->nq;
+    gj->nv = jm->nv;
     gj->lower = gj->upper = NAN;
     gj->has_limits = 0;
+    /* position limits mean something for one-coordinate joints only (URDF ignores them elsewhere) */
     if (jd->kind == GRID_JD_REVOLUTE || jd->kind == GRID_JD_PRISMATIC) {
         gj->lower = jd->lower;
         gj->upper = jd->upper;
@@ -76,8 +88,8 @@ static void fill_root_joint(grid_joint *gj)
     gj->axis[0] = gj->axis[1] = gj->axis[2] = 0.0;
     gj->placement = mb_transform_identity();
     gj->parent = -1;
-    gj->nq = 7;
-    gj->nv = 6;
+    gj->nq = grid_joint_model_of(GRID_JOINT_FREE)->nq;
+    gj->nv = grid_joint_model_of(GRID_JOINT_FREE)->nv;
     gj->has_limits = 0;
     gj->lower = gj->upper = gj->effort = gj->velocity = NAN;
     gj->damping = gj->friction = 0.0;

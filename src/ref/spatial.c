@@ -1,4 +1,5 @@
 /* Spatial algebra for the reference algorithms: transforms, 6D cross products, inertias, joints. */
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 #include "spatial.h"
@@ -231,74 +232,82 @@ int grid_sp_small_inverse(int n, const double *A, double *Ainv)
 
 /* ---- joints ---- */
 
+/* rotation by angle t about the unit axis a (Rodrigues: R = I + sin(t) [a]x + (1 - cos(t)) [a]x^2) */
+static void axis_rotation(const double a[3], double t, double x[12])
+{
+    const double s = sin(t), c = cos(t), u = 1.0 - c;
+    x[0] = c + u * a[0] * a[0];
+    x[1] = u * a[0] * a[1] - s * a[2];
+    x[2] = u * a[0] * a[2] + s * a[1];
+    x[3] = u * a[0] * a[1] + s * a[2];
+    x[4] = c + u * a[1] * a[1];
+    x[5] = u * a[1] * a[2] - s * a[0];
+    x[6] = u * a[0] * a[2] - s * a[1];
+    x[7] = u * a[1] * a[2] + s * a[0];
+    x[8] = c + u * a[2] * a[2];
+}
+
+/* the quaternion (x, y, z, w) divided by its norm as a rotation, with Eigen's operation order
+   (Quaternion::toRotationMatrix); scaled by its largest component first, so the norm neither overflows
+   nor underflows */
+static void quaternion_rotation(const double *q, double x[12])
+{
+    const double mx = fmax(fmax(fabs(q[0]), fabs(q[1])), fmax(fabs(q[2]), fabs(q[3])));
+    const double sx = q[0] / mx, sy = q[1] / mx, sz = q[2] / mx, sw = q[3] / mx;
+    const double n = sqrt(sx * sx + sy * sy + sz * sz + sw * sw);
+    const double qx = sx / n, qy = sy / n, qz = sz / n, qw = sw / n;
+    const double tx = 2.0 * qx, ty = 2.0 * qy, tz = 2.0 * qz;
+    const double twx = tx * qw, twy = ty * qw, twz = tz * qw;
+    const double txx = tx * qx, txy = ty * qx, txz = tz * qx;
+    const double tyy = ty * qy, tyz = tz * qy, tzz = tz * qz;
+    x[0] = 1.0 - (tyy + tzz);
+    x[1] = txy - twz;
+    x[2] = txz + twy;
+    x[3] = txy + twz;
+    x[4] = 1.0 - (txx + tzz);
+    x[5] = tyz - twx;
+    x[6] = txz - twy;
+    x[7] = tyz + twx;
+    x[8] = 1.0 - (txx + tyy);
+}
+
 void grid_sp_joint_transform(const grid_joint *j, const double *q, double x[12])
 {
     grid_sp_xform_identity(x);
     const double *a = j->axis;
     switch (j->type) {
-    case GRID_JOINT_REVOLUTE: {
-        /* Rodrigues: R = I + sin(q) [a]x + (1 - cos(q)) [a]x^2 */
-        const double s = sin(q[0]), c = cos(q[0]), t = 1.0 - c;
-        x[0] = c + t * a[0] * a[0];
-        x[1] = t * a[0] * a[1] - s * a[2];
-        x[2] = t * a[0] * a[2] + s * a[1];
-        x[3] = t * a[0] * a[1] + s * a[2];
-        x[4] = c + t * a[1] * a[1];
-        x[5] = t * a[1] * a[2] - s * a[0];
-        x[6] = t * a[0] * a[2] - s * a[1];
-        x[7] = t * a[1] * a[2] + s * a[0];
-        x[8] = c + t * a[2] * a[2];
+    case GRID_JOINT_REVOLUTE:
+        axis_rotation(a, q[0], x);
         break;
-    }
     case GRID_JOINT_PRISMATIC:
         /* translation along the axis */
         for (int k = 0; k < 3; k++) x[9 + k] = q[0] * a[k];
         break;
-    case GRID_JOINT_FREE: {
-        /* position, then the normalised quaternion (x, y, z, w) as a rotation,
-           with Eigen's operation order (Quaternion::toRotationMatrix) */
-        /* scaled by its largest component first: the norm neither overflows nor underflows */
-        const double mx = fmax(fmax(fabs(q[3]), fabs(q[4])), fmax(fabs(q[5]), fabs(q[6])));
-        const double sx = q[3] / mx, sy = q[4] / mx, sz = q[5] / mx, sw = q[6] / mx;
-        const double n = sqrt(sx * sx + sy * sy + sz * sz + sw * sw);
-        const double qx = sx / n, qy = sy / n, qz = sz / n, qw = sw / n;
-        const double tx = 2.0 * qx, ty = 2.0 * qy, tz = 2.0 * qz;
-        const double twx = tx * qw, twy = ty * qw, twz = tz * qw;
-        const double txx = tx * qx, txy = ty * qx, txz = tz * qx;
-        const double tyy = ty * qy, tyz = tz * qy, tzz = tz * qz;
-        x[0] = 1.0 - (tyy + tzz);
-        x[1] = txy - twz;
-        x[2] = txz + twy;
-        x[3] = txy + twz;
-        x[4] = 1.0 - (txx + tzz);
-        x[5] = tyz - twx;
-        x[6] = txz - twy;
-        x[7] = tyz + twx;
-        x[8] = 1.0 - (txx + tyy);
+    case GRID_JOINT_FREE:
+        /* position, then the normalised quaternion */
+        quaternion_rotation(q + 3, x);
         for (int k = 0; k < 3; k++) x[9 + k] = q[k];
         break;
+    case GRID_JOINT_PLANAR: {
+        /* q = [x, y, theta]: a turn by theta about the normal, a translation x e1 + y e2 in the plane */
+        double e1[3], e2[3];
+        grid_plane_basis(a, e1, e2);
+        axis_rotation(a, q[2], x);
+        for (int k = 0; k < 3; k++) x[9 + k] = q[0] * e1[k] + q[1] * e2[k];
+        break;
     }
+    case GRID_JOINT_SPHERICAL:
+        quaternion_rotation(q, x);
+        break;
+    case GRID_JOINT_NTYPES:
+        assert(0);
+        break;
     }
 }
 
 void grid_sp_joint_subspace(const grid_joint *j, double *S)
 {
-    const int nv = j->nv;
-    memset(S, 0, (size_t)(6 * nv) * sizeof(double));
-    switch (j->type) {
-    case GRID_JOINT_REVOLUTE:
-        /* angular velocity along the axis */
-        for (int k = 0; k < 3; k++) S[3 + k] = j->axis[k];
-        break;
-    case GRID_JOINT_PRISMATIC:
-        /* linear velocity along the axis */
-        for (int k = 0; k < 3; k++) S[k] = j->axis[k];
-        break;
-    case GRID_JOINT_FREE:
-        /* body-local twist: identity */
-        for (int k = 0; k < 6; k++) S[6 * k + k] = 1.0;
-        break;
-    }
+    grid_joint_subspace(j->type, j->axis, S);
 }
 
 /* ---- shared kinematic pass ---- */

@@ -17,26 +17,22 @@ static double next_unit(unsigned long long *s)
     return (double)(*s >> 11) / 4503599627370496.0 - 1.0;
 }
 
-/* q of state k: moderate angles, unit quaternions, (cos, sin) pairs where a joint takes two coordinates */
+/* q of state k from the joint-model table: unit quaternions, moderate angles and translations */
 static void fill_q(const grid_model *m, double *q, unsigned long long *s)
 {
     for (int b = 0; b < m->nb; b++) {
         const grid_joint *j = &m->bodies[b].joint;
+        const grid_joint_model *jm = grid_joint_model_of(j->type);
         double *x = q + j->iq;
-        if (j->type == GRID_JOINT_FREE) {
+        for (int i = 0; i < j->nq; i++)
+            x[i] = (i == jm->angle || j->type == GRID_JOINT_REVOLUTE ? 1.5 : 0.3) * next_unit(s);
+        if (jm->quat >= 0) {
             double n = 0;
-            for (int i = 0; i < 3; i++) x[i] = next_unit(s);
-            for (int i = 3; i < 7; i++) {
-                x[i] = next_unit(s) + (i == 6 ? 2.0 : 0.0);
-                n += x[i] * x[i];
+            for (int i = 0; i < 4; i++) {
+                x[jm->quat + i] = next_unit(s) + (i == 3 ? 2.0 : 0.0);
+                n += x[jm->quat + i] * x[jm->quat + i];
             }
-            for (int i = 3; i < 7; i++) x[i] /= sqrt(n);
-        } else if (j->nq == 2) {
-            const double t = 1.5 * next_unit(s);
-            x[0] = cos(t);
-            x[1] = sin(t);
-        } else {
-            x[0] = (j->type == GRID_JOINT_PRISMATIC ? 0.3 : 1.5) * next_unit(s);
+            for (int i = 0; i < 4; i++) x[jm->quat + i] /= sqrt(n);
         }
     }
 }

@@ -248,13 +248,13 @@ int urdf_start_joint(urdf_reader *rd, const char **atts)
     else if (strcmp(type, "prismatic") == 0) j->kind = GRID_JD_PRISMATIC;
     else if (strcmp(type, "fixed") == 0) j->kind = GRID_JD_FIXED;
     else if (strcmp(type, "floating") == 0) j->kind = GRID_JD_FLOATING;
-    else if (strcmp(type, "planar") == 0)
-        return urdf_fail(rd, GRID_ERR_UNSUPPORTED, "type=\"planar\": planar joints are not supported yet");
+    else if (strcmp(type, "planar") == 0) j->kind = GRID_JD_PLANAR;
+    else if (strcmp(type, "spherical") == 0 || strcmp(type, "ball") == 0) j->kind = GRID_JD_SPHERICAL;
     else {
         char tb[80];
         return urdf_fail(rd, GRID_ERR_URDF,
                          "unknown joint type \"%s\" "
-                         "(expected revolute, continuous, prismatic, fixed, floating or planar)",
+                         "(expected revolute, continuous, prismatic, fixed, floating, planar, spherical or ball)",
                          grid_name_for_message(type, tb, sizeof tb));
     }
     return GRID_OK;
@@ -325,15 +325,18 @@ int urdf_end_joint(urdf_reader *rd)
     if (!(rd->seen & URDF_SEEN_PARENT)) return urdf_fail(rd, GRID_ERR_URDF, "<joint> has no <parent link=...>");
     if (!(rd->seen & URDF_SEEN_CHILD)) return urdf_fail(rd, GRID_ERR_URDF, "<joint> has no <child link=...>");
 
-    // moving joints with one axis need a direction; fixed and floating joints ignore it
-    if (j->kind == GRID_JD_REVOLUTE || j->kind == GRID_JD_CONTINUOUS || j->kind == GRID_JD_PRISMATIC) {
+    // joints with an axis (a direction, or a planar joint's normal) need a nonzero one; fixed, floating
+    // and spherical joints ignore it
+    if (j->kind == GRID_JD_REVOLUTE || j->kind == GRID_JD_CONTINUOUS || j->kind == GRID_JD_PRISMATIC ||
+        j->kind == GRID_JD_PLANAR) {
         double big = fmax(fabs(j->axis[0]), fmax(fabs(j->axis[1]), fabs(j->axis[2])));
         if (big == 0.0) {
             rd->pos = rd->axis_pos;
-            const char *type = j->kind == GRID_JD_PRISMATIC    ? "prismatic"
-                             : j->kind == GRID_JD_CONTINUOUS ? "continuous"
-                                                             : "revolute";
-            return urdf_fail(rd, GRID_ERR_URDF, "<axis xyz=\"0 0 0\"> is zero; a %s joint needs a direction", type);
+            const char *type = j->kind == GRID_JD_PRISMATIC    ? "prismatic joint needs a direction"
+                             : j->kind == GRID_JD_CONTINUOUS ? "continuous joint needs a direction"
+                             : j->kind == GRID_JD_PLANAR     ? "planar joint needs its plane's normal"
+                                                             : "revolute joint needs a direction";
+            return urdf_fail(rd, GRID_ERR_URDF, "<axis xyz=\"0 0 0\"> is zero; a %s", type);
         }
         // scale first so huge or tiny components neither overflow nor underflow
         for (int i = 0; i < 3; i++) j->axis[i] /= big;

@@ -94,6 +94,51 @@ SYNTHETIC_URDF = """<?xml version="1.0"?>
 """
 
 
+# a tree with the joint types the real robots lack: planar (a mobile base, normal z, the way Pinocchio's URDF
+# parser reads every planar joint; the root has mass, so on a floating base M stays regular), spherical ("ball" and "spherical"), beside revolute, continuous and
+# prismatic joints, with off-diagonal inertias and rotated origins
+JOINTS_URDF = """<?xml version="1.0"?>
+<robot name="joints">
+  <link name="ground"><inertial><origin xyz="0 0 -0.05" rpy="0 0 0"/><mass value="8.0"/>
+    <inertia ixx="0.3" ixy="0" ixz="0" iyy="0.4" iyz="0" izz="0.6"/></inertial></link>
+  <joint name="j_planar" type="planar"><parent link="ground"/><child link="cart"/>
+    <origin xyz="0.1 -0.2 0.05" rpy="0 0 0.3"/><axis xyz="0 0 1"/></joint>
+  <link name="cart"><inertial><origin xyz="0.02 -0.01 0.1" rpy="0.1 0 0.2"/><mass value="5.0"/>
+    <inertia ixx="0.2" ixy="0.01" ixz="-0.02" iyy="0.3" iyz="0.015" izz="0.25"/></inertial></link>
+  <joint name="j_shoulder" type="revolute"><parent link="cart"/><child link="upper"/>
+    <origin xyz="0.1 0 0.3" rpy="0.2 -0.1 0"/><axis xyz="0 1 0"/>
+    <limit lower="-2" upper="2" effort="80" velocity="2"/><dynamics damping="0.5" friction="0.1"/></joint>
+  <link name="upper"><inertial><origin xyz="0 0.01 0.2" rpy="0 0 0"/><mass value="2.0"/>
+    <inertia ixx="0.03" ixy="0.001" ixz="0" iyy="0.03" iyz="0.002" izz="0.004"/></inertial></link>
+  <joint name="j_ball" type="ball"><parent link="upper"/><child link="forearm"/>
+    <origin xyz="0 0 0.4" rpy="0.3 0.2 -0.1"/></joint>
+  <link name="forearm"><inertial><origin xyz="0.01 0 0.15" rpy="0 0.3 0"/><mass value="1.2"/>
+    <inertia ixx="0.012" ixy="0.0004" ixz="0.0008" iyy="0.011" iyz="-0.0003" izz="0.003"/></inertial></link>
+  <joint name="j_wrist" type="spherical"><parent link="forearm"/><child link="hand"/>
+    <origin xyz="0.02 0 0.3" rpy="0 0 0"/></joint>
+  <link name="hand"><inertial><origin xyz="0 0.02 0.05" rpy="0 0 0"/><mass value="0.5"/>
+    <inertia ixx="0.002" ixy="0" ixz="0.0001" iyy="0.0025" iyz="0" izz="0.001"/></inertial></link>
+  <joint name="j_finger" type="prismatic"><parent link="hand"/><child link="finger"/>
+    <origin xyz="0 0.03 0.08" rpy="0 0 0"/><axis xyz="0 0.6 0.8"/>
+    <limit lower="0" upper="0.04" effort="20" velocity="0.1"/></joint>
+  <link name="finger"><inertial><origin xyz="0 0 0.02" rpy="0 0 0"/><mass value="0.1"/>
+    <inertia ixx="0.0001" ixy="0" ixz="0" iyy="0.0001" iyz="0" izz="0.00005"/></inertial></link>
+  <joint name="j_spin" type="continuous"><parent link="cart"/><child link="mast"/>
+    <origin xyz="-0.2 0.1 0.2" rpy="0 0.4 0"/><axis xyz="0.6 0 0.8"/></joint>
+  <link name="mast"><inertial><origin xyz="0 0 0.3" rpy="0 0 0"/><mass value="1.0"/>
+    <inertia ixx="0.04" ixy="0" ixz="0" iyy="0.04" iyz="0" izz="0.002"/></inertial></link>
+  <joint name="j_tray" type="planar"><parent link="mast"/><child link="tray"/>
+    <origin xyz="0 0 0.6" rpy="0 0 0"/><axis xyz="0 0 1"/></joint>
+  <link name="tray"><inertial><origin xyz="0.05 0.02 0.01" rpy="0 0 0"/><mass value="0.4"/>
+    <inertia ixx="0.001" ixy="0.0001" ixz="0" iyy="0.002" iyz="0" izz="0.0025"/></inertial></link>
+  <joint name="j_tip" type="fixed"><parent link="hand"/><child link="tip"/>
+    <origin xyz="0 0 0.12" rpy="0.5 0 0"/></joint>
+  <link name="tip"/>
+</robot>
+"""
+SYNTHETIC_TEXTS = {"synthetic.urdf": SYNTHETIC_URDF, "joints.urdf": JOINTS_URDF}
+
+
 @dataclass(frozen=True)
 class RobotCase:
     id: str
@@ -123,6 +168,8 @@ CASES = [
     RobotCase("g1_29dof_ff", "shared", "g1_29dof.urdf", True),
     RobotCase("synthetic", "synthetic", "synthetic.urdf", False),
     RobotCase("synthetic_ff", "synthetic", "synthetic.urdf", True),
+    RobotCase("joints", "synthetic", "joints.urdf", False),
+    RobotCase("joints_ff", "synthetic", "joints.urdf", True),
 ]
 
 
@@ -154,9 +201,10 @@ def case_path(case, tmp_dir):
     else:
         base = tmp_dir
         target = base / case.relpath
-        if not target.is_file() or target.read_text() != SYNTHETIC_URDF:
+        text = SYNTHETIC_TEXTS[case.relpath]
+        if not target.is_file() or target.read_text() != text:
             tmp = target.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
-            tmp.write_text(SYNTHETIC_URDF)
+            tmp.write_text(text)
             os.replace(tmp, target)  # atomic: a reader in another thread never sees half a file
     path = base / case.relpath
     if not path.is_file():
@@ -165,16 +213,41 @@ def case_path(case, tmp_dir):
 
 
 # ---- Pinocchio side, in grid_rbd's joint order ----
+def pin_model(path, floating_base):
+    """Pinocchio's model of a URDF. Pinocchio's URDF parser has no spherical joints: they are read as
+    continuous placeholders and the model is rebuilt with JointModelSpherical in their place (same placements,
+    inertias and frames)."""
+    import re
+    import pinocchio as pin
+    text = Path(path).read_text()
+    spherical = set(re.findall(r'<joint\s+name="([^"]+)"\s+type="(?:spherical|ball)"', text))
+    text = re.sub(r'type="(?:spherical|ball)"', 'type="continuous"', text)
+    root = [pin.JointModelFreeFlyer()] if floating_base else []
+    model = pin.buildModelFromXML(text, *root)
+    if not spherical:
+        return model
+    new = pin.Model()
+    new.name = model.name
+    new.gravity = model.gravity
+    for jid in range(1, model.njoints):
+        name = model.names[jid]
+        jm = pin.JointModelSpherical() if name in spherical else model.joints[jid]
+        nid = new.addJoint(model.parents[jid], jm, model.jointPlacements[jid], name)
+        new.appendBodyToJoint(nid, model.inertias[jid], pin.SE3.Identity())
+    for f in list(model.frames)[1:]:
+        if f.name == "universe":
+            continue
+        new.addFrame(pin.Frame(f.name, f.parentJoint, f.parentFrame, f.placement, f.type, f.inertia), False)
+    return new
+
+
 class PinMap:
     """Pinocchio model + data of a case and the index maps between its q/v order and grid_rbd's (by joint name)."""
 
     def __init__(self, handle, path, floating_base):
         import pinocchio as pin
         self.pin = pin
-        if floating_base:
-            self.model = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
-        else:
-            self.model = pin.buildModelFromUrdf(str(path))
+        self.model = pin_model(path, floating_base)
         self.data = self.model.createData()
         m = handle._model
         assert self.model.nv == handle.nv, (self.model.nv, handle.nv)
@@ -194,6 +267,8 @@ class PinMap:
             pin_nq = self.model.nqs[jid]
             if kind == "continuous":
                 assert pin_nq == 2
+            elif kind == "planar":
+                assert pin_nq == 4
             else:
                 assert pin_nq == m.joint_nq[i]
             self.q_parts.append((m.joint_idx_q[i], m.joint_nq[i], self.model.idx_qs[jid], kind))
@@ -208,6 +283,10 @@ class PinMap:
             elif kind == "free":
                 out[piq:piq + 7] = q[iq:iq + 7]
                 out[piq + 3:piq + 7] /= np.linalg.norm(q[iq + 3:iq + 7])
+            elif kind == "spherical":
+                out[piq:piq + 4] = q[iq:iq + 4] / np.linalg.norm(q[iq:iq + 4])
+            elif kind == "planar":
+                out[piq:piq + 4] = q[iq], q[iq + 1], np.cos(q[iq + 2]), np.sin(q[iq + 2])
             else:
                 out[piq:piq + nq] = q[iq:iq + nq]
         return out
@@ -333,7 +412,8 @@ BATCH = 8
 
 
 def kinds_for(robot):
-    return [k for k in STATE_KINDS if k != "nonunit_quaternion" or robot.case.floating_base]
+    has_quaternion = any(t in ("free", "spherical") for t in robot.handle._model.joint_types)
+    return [k for k in STATE_KINDS if k != "nonunit_quaternion" or has_quaternion]
 
 
 def make_states(handle, kind, n=BATCH, seed=0):
@@ -350,6 +430,15 @@ def make_states(handle, kind, n=BATCH, seed=0):
             if kind == "nonunit_quaternion":
                 quat *= rng.uniform(0.5, 2.0, (n, 1))
             q[:, iq + 3:iq + 7] = quat
+        elif kind_j == "spherical":
+            quat = rng.normal(size=(n, 4))
+            quat /= np.linalg.norm(quat, axis=1, keepdims=True)
+            if kind == "nonunit_quaternion":
+                quat *= rng.uniform(0.5, 2.0, (n, 1))
+            q[:, iq:iq + 4] = quat
+        elif kind_j == "planar":
+            q[:, iq:iq + 2] = rng.uniform(-1, 1, (n, 2))
+            q[:, iq + 2] = rng.uniform(-np.pi, np.pi, n)
         elif kind_j == "prismatic":
             q[:, iq] = rng.uniform(-0.5, 0.5, n)
         else:
@@ -363,6 +452,8 @@ def make_states(handle, kind, n=BATCH, seed=0):
         for iq, kind_j in zip(m.joint_idx_q, m.joint_types):
             if kind_j == "free":
                 q[:, iq + 6] = 1.0  # identity quaternion (qw last)
+            elif kind_j == "spherical":
+                q[:, iq + 3] = 1.0
         qd[:] = qdd[:] = u[:] = f_ext[:] = 0
     elif kind == "high_velocity":
         qd = rng.uniform(-10, 10, (n, nv))
