@@ -1,11 +1,13 @@
 /* Tests of the URDF parser and model builder: real robots, merged inertias, frames, end effectors, refusals. */
 #include <locale.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "check.h"
+#include "grid/joints.h"
 #include "grid/urdf.h"
 
 /* tests run from the repository root */
@@ -249,6 +251,56 @@ static void test_floating_joint_in_urdf(void)
     expect_file_fails("bad_floating_not_first.urdf", GRID_ERR_UNSUPPORTED, 10, "floating joint is supported only");
 }
 
+/* planar and spherical joints: widths from the joint-model table, the normal kept as the axis */
+static void test_planar_and_spherical(void)
+{
+    grid_model *m = NULL;
+    grid_error err;
+    int rc = grid_urdf_load_file(DATA "planar.urdf", NULL, &m, &err);
+    CHECK_MSG(rc == GRID_OK, "%s", err.message);
+    if (rc) return;
+    CHECK(m->nb == 1 && m->nq == 3 && m->nv == 3);
+    CHECK(m->bodies[0].joint.type == GRID_JOINT_PLANAR && m->bodies[0].joint.axis[2] == 1.0);
+    CHECK(strcmp(grid_joint_model_of(GRID_JOINT_PLANAR)->name, "planar") == 0);
+    grid_model_free(m);
+    static const char *const types[] = {"ball", "spherical"};
+    for (int t = 0; t < 2; t++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "<robot name='r'><link name='a'/><link name='b'/><link name='c'/>"
+                 "<joint name='s' type='%s'><parent link='a'/><child link='b'/><axis xyz='0 0 0'/></joint>"
+                 "<joint name='p' type='planar'><parent link='b'/><child link='c'/><axis xyz='0 3 4'/></joint>"
+                 "</robot>", types[t]);
+        m = NULL;
+        rc = load_str(text, NULL, &m, &err);
+        CHECK_MSG(rc == GRID_OK, "%s", err.message);
+        if (rc) return;
+        CHECK(m->nb == 2 && m->nq == 7 && m->nv == 6);
+        CHECK(m->bodies[0].joint.type == GRID_JOINT_SPHERICAL && m->bodies[0].joint.iq == 0 && m->bodies[1].joint.iq == 4);
+        CHECK(m->bodies[1].joint.type == GRID_JOINT_PLANAR && m->bodies[1].joint.iv == 3);
+        CHECK(fabs(m->bodies[1].joint.axis[1] - 0.6) < 1e-15 && fabs(m->bodies[1].joint.axis[2] - 0.8) < 1e-15);
+        grid_model_free(m);
+    }
+    /* the plane axes: orthonormal, e1 x e2 = n, and x, y for n = z */
+    const double normals[][3] = {{0, 0, 1}, {0, 0, -1}, {0, 0.6, 0.8}, {0.48, -0.6, -0.64}, {1, 0, 0}};
+    for (int k = 0; k < 5; k++) {
+        const double *n = normals[k];
+        double e1[3], e2[3];
+        grid_plane_basis(n, e1, e2);
+        const double c[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
+        double d11 = 0, d22 = 0, d12 = 0, dc = 0;
+        for (int i = 0; i < 3; i++) {
+            d11 += e1[i] * e1[i];
+            d22 += e2[i] * e2[i];
+            d12 += e1[i] * e2[i];
+            dc += fabs(c[i] - n[i]);
+        }
+        CHECK_MSG(fabs(d11 - 1) < 1e-15 && fabs(d22 - 1) < 1e-15 && fabs(d12) < 1e-15 && dc < 1e-15,
+                  "normal %d: |e1|^2 %g |e2|^2 %g e1.e2 %g |e1 x e2 - n| %g", k, d11, d22, d12, dc);
+        if (k == 0) CHECK(e1[0] == 1 && e1[1] == 0 && e2[0] == 0 && e2[1] == 1);
+    }
+}
+
 static void test_end_effector_names(void)
 {
     grid_model_options o = grid_model_options_default();
@@ -381,7 +433,7 @@ static void test_malformed_files(void)
     expect_file_fails("bad_inertia_inf.urdf", GRID_ERR_URDF, 6, "iyy=\"1e999\"");
     expect_file_fails("bad_zero_axis.urdf", GRID_ERR_URDF, 7, "<axis xyz=\"0 0 0\"> is zero");
     expect_file_fails("bad_joint_type.urdf", GRID_ERR_URDF, 5, "unknown joint type \"telescopic\"");
-    expect_file_fails("planar.urdf", GRID_ERR_UNSUPPORTED, 5, "planar joints are not supported yet");
+    expect_file_fails("bad_planar_zero_normal.urdf", GRID_ERR_URDF, 7, "a planar joint needs its plane's normal");
     expect_file_fails("truncated.urdf", GRID_ERR_XML, 6, "malformed XML");
     expect_file_fails("billion_laughs.urdf", GRID_ERR_XML, 2, "DOCTYPE/entities are not allowed");
     expect_file_fails("bad_duplicate_link.urdf", GRID_ERR_URDF, 5, "duplicate link name 'a'");
@@ -756,6 +808,7 @@ int main(void)
     RUN_TEST(test_child_order);
     RUN_TEST(test_floating_base_option);
     RUN_TEST(test_floating_joint_in_urdf);
+    RUN_TEST(test_planar_and_spherical);
     RUN_TEST(test_end_effector_names);
     RUN_TEST(test_shared_robots);
     RUN_TEST(test_malformed_files);

@@ -16,7 +16,7 @@ import pytest
 import grid_rbd
 from grid_rbd import _core
 from grid_rbd import cuda as gcuda
-from robot_cases import BUNDLED_IIWA, SHARED_ROBOTS, SYNTHETIC_URDF, example_robot_data_dir
+from robot_cases import BUNDLED_IIWA, JOINTS_URDF, SHARED_ROBOTS, SYNTHETIC_URDF, example_robot_data_dir
 
 
 
@@ -107,6 +107,26 @@ def synthetic_ff64_rolled_cuda(tmp_path_factory):
                                     codegen_schedule="rolled"))
 
 
+def _joints_ff64(tmp_path_factory, schedule):
+    _need_nvcc()
+    cache = tmp_path_factory.mktemp(f"joints-cuda-{schedule}")
+    return Path(grid_rbd.precompile("joints_ff64", urdf_string=JOINTS_URDF, floating_base=True, dtype="float64",
+                                    device="cuda", cuda_arch="90", cache_dir=cache, verbose=False,
+                                    codegen_schedule=schedule))
+
+
+@pytest.fixture(scope="module")
+def joints_ff64_cuda(tmp_path_factory):
+    """the planar / spherical test robot on a floating base, float64"""
+    return _joints_ff64(tmp_path_factory, "auto")
+
+
+@pytest.fixture(scope="module")
+def joints_ff64_rolled_cuda(tmp_path_factory):
+    """the same, forced rolled"""
+    return _joints_ff64(tmp_path_factory, "rolled")
+
+
 def test_rolled_cuda_compiles_and_states_its_workspace(iiwa64_rolled_cuda):
     """a forced-rolled robot compiles with nvcc: its rows state the per-state workspace, the model tables are in global
     memory (__device__, not the 64 KB constant bank), and the kernels take a workspace"""
@@ -163,8 +183,10 @@ def _emulated_source(cu_text):
     ("iiwa_rolled", []),                                                     # rolled: per-state workspace
     ("synthetic_ff_rolled", ["-DGRID_CUDA_WORK_MAX=1", "-DGRID_CUDA_CHUNK_BYTES=4096", "-DGRID_CUDA_PACK_INPUTS=1",
                              "-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_SMEM_MAX_WIDE=0"]),  # launches in slices of a warp
+    ("joints_ff", []),                                                       # planar and spherical joints
+    ("joints_ff_rolled", []),
 ], ids=["iiwa-default", "synthetic_ff-in-place-chunked", "synthetic_ff-all-staged-packed-zero-copy", "iiwa-rolled",
-        "synthetic_ff-rolled-sliced-chunked"])
+        "synthetic_ff-rolled-sliced-chunked", "joints_ff", "joints_ff-rolled"])
 def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defines):
     """grid_cuda_<algo> (tiles, plan, tails, variants, rolled workspace and slices) and grid_host_<algo> (chunks,
     packing) run on the CPU, one std::thread per CUDA thread, and must equal the C target of the same robot (float64,
@@ -173,10 +195,13 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defin
     if not gxx:
         pytest.skip("no C++ compiler")
     fixture = {"iiwa": "iiwa64_cuda", "synthetic_ff": "synthetic_ff64_cuda", "iiwa_rolled": "iiwa64_rolled_cuda",
-               "synthetic_ff_rolled": "synthetic_ff64_rolled_cuda"}[which]
+               "synthetic_ff_rolled": "synthetic_ff64_rolled_cuda", "joints_ff": "joints_ff64_cuda",
+               "joints_ff_rolled": "joints_ff64_rolled_cuda"}[which]
     entry = request.getfixturevalue(fixture)
     if which.startswith("iiwa"):
         kw = {"urdf_path": BUNDLED_IIWA}
+    elif which.startswith("joints"):
+        kw = {"urdf_string": JOINTS_URDF, "floating_base": True}
     else:
         kw = {"urdf_string": SYNTHETIC_URDF, "floating_base": True}
     if which.endswith("rolled"):

@@ -14,7 +14,7 @@ _ok, _why = gcuda.available()
 pytestmark = [pytest.mark.gpu] + ([] if _ok else [pytest.mark.skip(reason=f"needs an NVIDIA GPU and nvcc: {_why}")])
 
 RTOL64 = 1e-10
-CASES_ROLLED = ("iiwa", "go2_ff", "g1_29dof_ff", "atlas_ff", "synthetic_ff")
+CASES_ROLLED = ("iiwa", "go2_ff", "g1_29dof_ff", "atlas_ff", "synthetic_ff", "joints_ff")
 
 
 def errors(a, b):

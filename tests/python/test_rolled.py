@@ -10,7 +10,8 @@ from robot_cases import CASES, STATE_KINDS, case_path, make_states, synthetic_di
 from test_codegen import FLOAT32_COND_RTOL, FLOAT32_RTOL, RTOL64, all_outputs, errors64, pose_as_matrices, relative
 
 # fixed and floating bases, revolute / continuous / prismatic joints, branching trees, a multi-root robot
-ROLLED_CASES = ("iiwa", "hyq_ff", "go2", "g1_29dof_ff", "atlas_ff", "synthetic", "synthetic_ff", "talos_ff")
+ROLLED_CASES = ("iiwa", "hyq_ff", "go2", "g1_29dof_ff", "atlas_ff", "synthetic", "synthetic_ff", "talos_ff", "joints",
+                "joints_ff")
 N = 6
 
 
