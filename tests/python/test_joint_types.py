@@ -1,0 +1,122 @@
+"""Joint types beyond the real robots' (planar with any normal, spherical/ball): the documented layouts, a planar
+joint with a tilted normal against Pinocchio's model of the same robot with the plane rotated onto z, and the
+joint-model table as the handle reports it."""
+
+import numpy as np
+import pytest
+
+import grid_rbd
+from robot_cases import RTOL, assert_blocks_close
+
+pin = pytest.importorskip("pinocchio")
+
+INERTIA = """<inertial><origin xyz="{c}" rpy="0.1 -0.2 0.3"/><mass value="{m}"/>
+    <inertia ixx="0.02" ixy="0.001" ixz="-0.002" iyy="0.03" iyz="0.0015" izz="0.025"/></inertial>"""
+
+
+def tilted_urdf(normal, pinocchio_form):
+    """base -> planar (normal `normal`) -> plate -> revolute -> arm. pinocchio_form: the planar joint written as
+    fixed (placement . Rb) -> planar about z -> fixed (Rb^T), Rb = [e1 e2 n], which Pinocchio can read"""
+    n = np.asarray(normal, float) / np.linalg.norm(normal)
+    e1, e2 = plane_basis(n)
+    Rb = np.column_stack([e1, e2, n])
+    R0 = pin.rpy.rpyToMatrix(0.2, -0.3, 0.4)
+    fmt = lambda v: " ".join(f"{x:.17g}" for x in v)
+    if pinocchio_form:
+        planar = f"""
+  <joint name="pre" type="fixed"><parent link="base"/><child link="pre_link"/>
+    <origin xyz="0.1 0.2 0.3" rpy="{fmt(pin.rpy.matrixToRpy(R0 @ Rb))}"/></joint>
+  <link name="pre_link"/>
+  <joint name="slide" type="planar"><parent link="pre_link"/><child link="mid_link"/><axis xyz="0 0 1"/></joint>
+  <link name="mid_link"/>
+  <joint name="post" type="fixed"><parent link="mid_link"/><child link="plate"/>
+    <origin xyz="0 0 0" rpy="{fmt(pin.rpy.matrixToRpy(Rb.T))}"/></joint>"""
+    else:
+        planar = f"""
+  <joint name="slide" type="planar"><parent link="base"/><child link="plate"/>
+    <origin xyz="0.1 0.2 0.3" rpy="0.2 -0.3 0.4"/><axis xyz="{fmt(normal)}"/></joint>"""
+    return f"""<?xml version="1.0"?>
+<robot name="tilted">
+  <link name="base">{INERTIA.format(c="0 0 0.1", m=3.0)}</link>{planar}
+  <link name="plate">{INERTIA.format(c="0.05 -0.02 0.03", m=1.5)}</link>
+  <joint name="elbow" type="revolute"><parent link="plate"/><child link="arm"/>
+    <origin xyz="0.2 0 0.1" rpy="0.3 0 0"/><axis xyz="0 0.6 0.8"/>
+    <limit lower="-2" upper="2" effort="10" velocity="3"/></joint>
+  <link name="arm">{INERTIA.format(c="0.1 0.02 0", m=0.7)}</link>
+</robot>
+"""
+
+
+def plane_basis(n):
+    """the documented in-plane axes of a planar joint (include/grid/joints.h): Duff et al.'s basis"""
+    s = np.copysign(1.0, n[2])
+    a = -1.0 / (s + n[2])
+    b = n[0] * n[1] * a
+    return (np.array([1 + s * n[0] ** 2 * a, s * b, -s * n[0]]), np.array([b, s + n[1] ** 2 * a, -n[1]]))
+
+
+@pytest.mark.parametrize("normal", [(0, 0, 1), (0, 0.6, 0.8), (0.48, -0.6, -0.64), (0, 0, -1), (1, 0, 0)],
+                         ids=["z", "tilted", "downward", "minus-z", "x"])
+@pytest.mark.parametrize("floating", [False, True], ids=["fixed", "floating"])
+@pytest.mark.parametrize("codegen", [False, True], ids=["reference", "generated"])
+def test_planar_normal_against_rotated_z_model(normal, floating, codegen):
+    ours = grid_rbd.register_robot("tilted", urdf_string=tilted_urdf(normal, False), floating_base=floating,
+                                   dtype="float64", codegen=codegen, verbose=False)
+    root = [pin.JointModelFreeFlyer()] if floating else []
+    model = pin.buildModelFromXML(tilted_urdf(normal, True), *root)
+    data = model.createData()
+    assert model.nv == ours.nv == (10 if floating else 4) and ours.nq == ours.nv + floating
+    assert ours._model.joint_types[floating] == "planar"
+    rng = np.random.default_rng(7)
+    B = 6
+    q = np.zeros((B, ours.nq))
+    o = 7 if floating else 0
+    if floating:
+        q[:, :3] = rng.uniform(-1, 1, (B, 3))
+        quat = rng.normal(size=(B, 4))
+        q[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    q[:, o:o + 2] = rng.uniform(-1, 1, (B, 2))
+    q[:, o + 2] = rng.uniform(-np.pi, np.pi, B)
+    q[:, o + 3] = rng.uniform(-np.pi, np.pi, B)
+    qd = rng.uniform(-10, 10, (B, ours.nv))
+    qdd = rng.uniform(-50, 50, (B, ours.nv))
+
+    def pq(x):
+        return np.concatenate([x[:o], [x[o], x[o + 1], np.cos(x[o + 2]), np.sin(x[o + 2])], x[o + 3:]])
+
+    ref = {"tau": [], "M": [], "Minv": [], "qdd": [], "plate": [], "arm": []}
+    for x, v, a in zip(q, qd, qdd):
+        ref["tau"].append(pin.rnea(model, data, pq(x), v, a))
+        M = pin.crba(model, data, pq(x))
+        ref["M"].append(np.triu(M) + np.triu(M, 1).T)
+        ref["Minv"].append(np.linalg.inv(ref["M"][-1]))
+        ref["qdd"].append(pin.aba(model, data, pq(x), v, a))
+        pin.framesForwardKinematics(model, data, pq(x))
+        for link in ("plate", "arm"):
+            ref[link].append(data.oMf[model.getFrameId(link, pin.FrameType.BODY)].homogeneous)
+    label = f"normal {normal} floating={floating} codegen={codegen}"
+    assert_blocks_close(ours.inverse_dynamics(q, qd, qdd), np.array(ref["tau"]), "rnea " + label)
+    assert_blocks_close(ours.crba(q), np.array(ref["M"]), "crba " + label)
+    assert_blocks_close(ours.minv(q), np.array(ref["Minv"]), "minv " + label, rtol=1e-8)
+    assert_blocks_close(ours.aba(q, qd, qdd), np.array(ref["qdd"]), "aba " + label)
+    assert_blocks_close(ours.forward_dynamics(q, qd, qdd), np.array(ref["qdd"]), "fd " + label)
+    fk = ours.forward_kinematics(q)
+    names = ours.body_names
+    for link in ("plate", "arm"):
+        assert_blocks_close(fk[:, names.index(link)], np.array(ref[link]), f"fk {link} " + label)
+
+
+def test_layouts_and_table():
+    """q and v widths and offsets follow the joint-model table; a spherical joint's neutral q is the identity
+    quaternion and its q is normalised (any scale gives the same dynamics)"""
+    urdf = tilted_urdf((0, 0, 1), False).replace('type="revolute"', 'type="ball"')
+    h = grid_rbd.register_robot("tilted_ball", urdf_string=urdf, dtype="float64", codegen=False, verbose=False)
+    m = h._model
+    assert m.joint_types == ("planar", "spherical")
+    assert list(m.joint_nq) == [3, 4] and list(m.joint_nv) == [3, 3]
+    assert list(m.joint_idx_q) == [0, 3] and list(m.joint_idx_v) == [0, 3]
+    q = np.array([[0.1, -0.2, 0.3, 0.1, 0.2, -0.3, 0.9]])
+    scaled = q.copy()
+    scaled[:, 3:] *= 7.5
+    assert np.allclose(h.crba(q), h.crba(scaled), rtol=1e-14, atol=1e-15)
+    assert RTOL < 1e-8
