@@ -85,6 +85,19 @@ void grid_model_free(grid_model *m);
 /* index of the frame with this name, -1 if none */
 int grid_model_frame_index(const grid_model *m, const char *name);
 
+/* joint data in q order (LOWER, UPPER: position limits; +-inf where a coordinate is unbounded, e.g. continuous
+   joints, and [-1, 1] for quaternion components) or v order (VELOCITY, EFFORT: +inf when the URDF gives none;
+   DAMPING, FRICTION from <dynamics>, 0 when absent); out holds nq or nv doubles */
+typedef enum {
+    GRID_JOINT_DATA_LOWER, GRID_JOINT_DATA_UPPER, GRID_JOINT_DATA_VELOCITY, GRID_JOINT_DATA_EFFORT,
+    GRID_JOINT_DATA_DAMPING, GRID_JOINT_DATA_FRICTION
+} grid_joint_data_kind;
+void grid_model_joint_data(const grid_model *m, grid_joint_data_kind kind, double *out);
+
+/* the sum of the bodies' masses (links welded to the world on a fixed base are not in a body: Pinocchio's
+   computeTotalMass) */
+double grid_model_total_mass(const grid_model *m);
+
 /* number of moving joints including the free-flyer (== nb) */
 static inline int grid_model_njoints(const grid_model *m) { return m->nb; }
 

@@ -1,5 +1,6 @@
 /* _core.Model: parses URDF bytes into an immutable grid_model and exposes its sizes, joints and frames as Python data. */
 #include "_core.h"
+#include <stdint.h>
 #include "grid/urdf.h"
 
 /* ---- construction ---- */
@@ -177,6 +178,29 @@ static PyObject *get_ee_frames(PyObject *s, void *c)
     return tuple_of(MODEL(s), MODEL(s)->nee, ee_frame);
 }
 
+/* joint data in q or v order (grid_model_joint_data); the closure slot holds kind + 1 */
+static PyObject *get_joint_data(PyObject *s, void *closure)
+{
+    const grid_model *m = MODEL(s);
+    const grid_joint_data_kind kind = (grid_joint_data_kind)((intptr_t)closure - 1);
+    const int n = kind == GRID_JOINT_DATA_LOWER || kind == GRID_JOINT_DATA_UPPER ? m->nq : m->nv;
+    double *x = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof *x);
+    if (!x) return PyErr_NoMemory();
+    grid_model_joint_data(m, kind, x);
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t && i < n; i++) {
+        PyObject *f = PyFloat_FromDouble(x[i]);
+        if (!f) Py_CLEAR(t);
+        else PyTuple_SET_ITEM(t, i, f);
+    }
+    PyMem_Free(x);
+    return t;
+}
+
+static PyObject *get_total_mass(PyObject *s, void *c) { (void)c; return PyFloat_FromDouble(grid_model_total_mass(MODEL(s))); }
+
+#define JD(kind) ((void *)(intptr_t)((kind) + 1))
+
 /* function pointer <-> void* for the closure slot (POSIX guarantees the round trip) */
 #define FN(f) ((void *)(f))
 
@@ -204,6 +228,13 @@ static PyGetSetDef model_getset[] = {
     {"frame_joints", get_frames, NULL, "name of the joint whose child each frame's link is (None for the root)", FN(frame_joint)},
     {"frame_bodies", get_frames, NULL, "body each frame is attached to (-1 = world)", FN(frame_body)},
     {"ee_frames", get_ee_frames, NULL, "frame ids of the end effectors", NULL},
+    {"lower_position_limit", get_joint_data, NULL, "lower position limit per q entry (-inf: none)", JD(GRID_JOINT_DATA_LOWER)},
+    {"upper_position_limit", get_joint_data, NULL, "upper position limit per q entry (inf: none)", JD(GRID_JOINT_DATA_UPPER)},
+    {"velocity_limit", get_joint_data, NULL, "velocity limit per v entry (inf: none)", JD(GRID_JOINT_DATA_VELOCITY)},
+    {"effort_limit", get_joint_data, NULL, "effort limit per v entry (inf: none)", JD(GRID_JOINT_DATA_EFFORT)},
+    {"damping", get_joint_data, NULL, "viscous damping per v entry (<dynamics damping>)", JD(GRID_JOINT_DATA_DAMPING)},
+    {"friction", get_joint_data, NULL, "Coulomb friction per v entry (<dynamics friction>)", JD(GRID_JOINT_DATA_FRICTION)},
+    {"total_mass", get_total_mass, NULL, "sum of the bodies' masses (kg)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -4,6 +4,8 @@ checking every call against the method's row of the signature table)."""
 import inspect
 import numbers
 
+import numpy as np
+
 from . import _core
 from ._signatures import ID as _ID
 
@@ -101,6 +103,49 @@ class RobotHandle:
     def body_names(self):
         """the child link of each moving joint, in joint order (the rows of forward_kinematics)"""
         return self._model.body_names
+
+    # ---- joint data the URDF carries (read-only float64 arrays; q order for positions, v order otherwise) ----
+    def _joint_data(self, name):
+        a = np.array(getattr(self._model, name), dtype=np.float64)
+        a.flags.writeable = False
+        return a
+
+    @property
+    def lower_position_limit(self):
+        """(nq,) lower position limits: <limit lower> of revolute and prismatic joints, -inf where a coordinate is
+        unbounded (continuous joints, translations, planar joints), -1 for quaternion components"""
+        return self._joint_data("lower_position_limit")
+
+    @property
+    def upper_position_limit(self):
+        """(nq,) upper position limits, +inf where unbounded, +1 for quaternion components"""
+        return self._joint_data("upper_position_limit")
+
+    @property
+    def velocity_limit(self):
+        """(nv,) <limit velocity> per tangent coordinate, +inf where the URDF gives none (and on multi-dof joints)"""
+        return self._joint_data("velocity_limit")
+
+    @property
+    def effort_limit(self):
+        """(nv,) <limit effort> per tangent coordinate, +inf where the URDF gives none"""
+        return self._joint_data("effort_limit")
+
+    @property
+    def damping(self):
+        """(nv,) <dynamics damping> per tangent coordinate (0 when absent; not used by the algorithms)"""
+        return self._joint_data("damping")
+
+    @property
+    def friction(self):
+        """(nv,) <dynamics friction> per tangent coordinate (0 when absent; not used by the algorithms)"""
+        return self._joint_data("friction")
+
+    @property
+    def total_mass(self):
+        """the sum of the bodies' masses in kg (as Pinocchio's computeTotalMass: links welded to the world on a
+        fixed base are not part of any body)"""
+        return self._model.total_mass
 
     @property
     def frame_names(self):

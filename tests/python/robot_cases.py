@@ -234,6 +234,18 @@ def pin_model(path, floating_base):
         jm = pin.JointModelSpherical() if name in spherical else model.joints[jid]
         nid = new.addJoint(model.parents[jid], jm, model.jointPlacements[jid], name)
         new.appendBodyToJoint(nid, model.inertias[jid], pin.SE3.Identity())
+    # limits, damping and friction of the joints kept
+    vecs = {k: np.array(getattr(new, k)) for k in ("velocityLimit", "effortLimit", "damping", "friction",
+                                                   "lowerPositionLimit", "upperPositionLimit")}
+    for jid in range(1, model.njoints):
+        if model.names[jid] in spherical:
+            continue
+        for k in vecs:
+            idx, old, n = ((new.idx_qs[jid], model.idx_qs[jid], model.nqs[jid]) if "Position" in k else
+                           (new.idx_vs[jid], model.idx_vs[jid], model.nvs[jid]))
+            vecs[k][idx:idx + n] = np.array(getattr(model, k))[old:old + n]
+    for k, x in vecs.items():
+        setattr(new, k, x)
     for f in list(model.frames)[1:]:
         if f.name == "universe":
             continue

@@ -120,3 +120,49 @@ def test_layouts_and_table():
     scaled[:, 3:] *= 7.5
     assert np.allclose(h.crba(q), h.crba(scaled), rtol=1e-14, atol=1e-15)
     assert RTOL < 1e-8
+
+
+@pytest.mark.parametrize("cid", ["iiwa", "hyq", "g1_29dof_ff", "synthetic", "joints_ff", "talos_ff", "panda"])
+def test_joint_data_against_pinocchio(cid, tmp_path):
+    """limits, damping, friction in q/v order and the total mass equal Pinocchio's model (Pinocchio writes an
+    absent limit as +-DBL_MAX, we write +-inf; quaternion components are bounded by +-1 here)"""
+    from robot_cases import CASES, PinMap, case_path, synthetic_dir
+    case = next(c for c in CASES if c.id == cid)
+    path = case_path(case, synthetic_dir())
+    h = grid_rbd.register_robot(f"{cid}_data", urdf_path=path, floating_base=case.floating_base,
+                                ignore_mimic=case.ignore_mimic, codegen=False, verbose=False)
+    P = PinMap(h, path, case.floating_base)
+    pm = P.model
+    big = np.finfo(np.float64).max
+
+    def as_ours(x):
+        x = np.array(x, dtype=np.float64)
+        x[x >= big] = np.inf
+        x[x <= -big] = -np.inf
+        return x
+
+    m = h._model
+    checked = 0
+    for i, jid in enumerate(P.joint_ids):
+        kind, iq, nq, iv, nv = m.joint_types[i], m.joint_idx_q[i], m.joint_nq[i], m.joint_idx_v[i], m.joint_nv[i]
+        pv = slice(pm.idx_vs[jid], pm.idx_vs[jid] + nv)
+        for ours, theirs in ((h.velocity_limit, pm.velocityLimit), (h.effort_limit, pm.effortLimit),
+                             (h.damping, pm.damping), (h.friction, pm.friction)):
+            np.testing.assert_array_equal(ours[iv:iv + nv], as_ours(theirs[pv]), err_msg=f"{cid} joint {i} ({kind})")
+        lo, hi = h.lower_position_limit[iq:iq + nq], h.upper_position_limit[iq:iq + nq]
+        if kind in ("revolute", "prismatic"):
+            pq = pm.idx_qs[jid]
+            assert lo[0] == as_ours(pm.lowerPositionLimit[pq:pq + 1])[0] and hi[0] == as_ours(pm.upperPositionLimit[pq:pq + 1])[0]
+            checked += np.isfinite(lo[0])
+        elif kind == "free":
+            assert np.all(lo[:3] == -np.inf) and np.all(hi[:3] == np.inf)
+            assert np.all(lo[3:] == -1) and np.all(hi[3:] == 1)
+        elif kind == "spherical":
+            assert np.all(lo == -1) and np.all(hi == 1)
+        else:  # continuous, planar
+            assert np.all(lo == -np.inf) and np.all(hi == np.inf)
+    assert checked > 0 or cid == "joints_ff"
+    assert h.total_mass == pytest.approx(pin.computeTotalMass(pm), rel=1e-14)
+    assert h.lower_position_limit.shape == (h.nq,) and h.velocity_limit.shape == (h.nv,)
+    with pytest.raises(ValueError):
+        h.damping[0] = 1.0
