@@ -32,8 +32,14 @@ typedef struct {
     double axis[3];            /* unit axis in the joint frame: rotation, translation or plane normal (joints.h) */
     grid_transform placement;  /* joint frame in the parent body frame at q = 0 (fixed joints folded in) */
     int parent;                /* parent body index, -1 for the world */
-    int iq, nq;                /* offset and width in q */
-    int iv, nv;                /* offset and width in v */
+    int iq, nq;                /* offset and width in the full q (every joint its own coordinates, body order) */
+    int iv, nv;                /* offset and width in the full v */
+    int uq, uv;                /* offset in the user's q and v (independent coordinates only); a mimic joint's
+                                  are its leader's */
+    int mimic;                 /* 1: a coupled <mimic> joint: q = mimic_multiplier * q[leader] + mimic_offset,
+                                  v and a = mimic_multiplier * those of the leader; no coordinates of its own */
+    int mimic_leader;          /* body of the independent joint it follows (chains resolved), -1 if not a mimic */
+    double mimic_multiplier, mimic_offset;
     int has_limits;            /* <limit> lower/upper were given */
     double lower, upper, effort, velocity;
     double damping, friction;  /* from <dynamics>, 0 when absent (kept, not used by the algorithms) */
@@ -57,7 +63,11 @@ typedef struct {
 /* the whole model; immutable once built, freed with grid_model_free */
 typedef struct {
     char *robot_name;
-    int nq, nv, nb;            /* configuration width, tangent width, bodies (base included on a floating base) */
+    int nq, nv, nb;            /* configuration and tangent widths the user passes (independent coordinates),
+                                  bodies (base included on a floating base) */
+    int nq_full, nv_full;      /* the widths with every joint its own coordinates (== nq, nv without mimic joints):
+                                  what the tree algorithms run on (src/ref/coupling.c maps between the two) */
+    int nmimic;                /* coupled joints */
     int floating_base;
     double gravity;            /* signed acceleration along world z (Pinocchio: -9.81) */
     grid_body *bodies;         /* nb bodies, every parent before its children */
@@ -72,12 +82,12 @@ typedef struct {
     int floating_base;               /* add a free-flyer root joint named "root_joint" */
     double gravity;                  /* default -9.81 */
     int ignore_mimic;                /* 1: treat mimic joints as independent joints (Pinocchio's default);
-                                        0: refuse a robot with <mimic> (GRID_ERR_UNSUPPORTED) */
+                                        0: couple them (Pinocchio's mimic=True layout) */
     const char *const *ee_joint_names; /* NULL = every leaf body; else joint names whose child link frames are the EEs */
     int n_ee_joint_names;
 } grid_model_options;
 
-/* the defaults above: fixed base, gravity -9.81, refuse mimic, leaf end effectors */
+/* the defaults above: fixed base, gravity -9.81, mimic joints coupled, leaf end effectors */
 grid_model_options grid_model_options_default(void);
 
 void grid_model_free(grid_model *m);

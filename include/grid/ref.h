@@ -14,9 +14,10 @@ extern "C" {
 /* Doubles of scratch one state needs; every function below takes `work` of this size. */
 size_t grid_ref_work_size(const grid_model *m);
 
-/* Single-state algorithms. q is nq wide (floating base: quaternion [qx qy qz qw] at q[3..6],
-   normalised internally), v/a/u are nv wide, fext is 6*nb body-local [force; torque] or NULL,
-   a may be NULL (zero). Matrices are nv x nv row-major. */
+/* Single-state algorithms on the FULL coordinates (every joint its own, m->nq_full / m->nv_full wide: the user's
+   own when the model has no coupled mimic joints). q: floating base quaternion [qx qy qz qw] at q[3..6],
+   normalised internally; v/a/u tangent-wide, fext 6*nb body-local [force; torque] or NULL, a may be NULL
+   (zero). Matrices are nv x nv row-major. grid_ref_batch maps the user's coordinates onto them. */
 void grid_ref_rnea(const grid_model *m, const double *q, const double *v, const double *a,
                    const double *fext, double *tau, double *work);
 void grid_ref_nonlinear_effects(const grid_model *m, const double *q, const double *v,
@@ -33,6 +34,16 @@ void grid_ref_frame_placement(const grid_model *m, const double *q, int frame, d
 void grid_ref_end_effector_pose(const grid_model *m, const double *q, double *pose /* 6*nee */, double *work);
 void grid_ref_frame_jacobian(const grid_model *m, const double *q, int frame, int reference_frame,
                              double *J /* 6*nv row-major */, double *work);
+
+/* Mimic couplings: the user's q / v (or a) into the full ones; an output in full coordinates back to the user's
+   (each dimension d with tangent[d] != 0 is a tangent one: G^T x, G^T M G, J G), body_of_v scratch of nv_full
+   ints; and the solve of a symmetric positive-definite n x n A (overwritten by its L D L^T) for nrhs columns of
+   B (n x nrhs, row-major, overwritten by A^-1 B) */
+void grid_ref_expand_q(const grid_model *m, const double *q, double *qf);
+void grid_ref_expand_v(const grid_model *m, const double *v, double *vf);
+void grid_ref_project(const grid_model *m, int rank, const int *shape, const int *tangent, const double *xf,
+                      double *x, int *body_of_v);
+void grid_ref_spd_solve(int n, double *A, double *B, int nrhs);
 
 /* Batched entry point with the grid_call ABI: runs row `algo` of the signature table over call->batch
    states with inputs/outputs in `dtype` (float32 inputs are widened to float64 per state, results

@@ -116,10 +116,24 @@ static PyObject *tuple_of(const grid_model *m, int n, item_fn item)
 static PyObject *joint_name(const grid_model *m, int i) { return str_or_none(m->bodies[i].joint.name); }
 static PyObject *body_name(const grid_model *m, int i) { return str_or_none(m->bodies[i].name); }
 static PyObject *joint_parent(const grid_model *m, int i) { return PyLong_FromLong(m->bodies[i].joint.parent); }
-static PyObject *joint_iq(const grid_model *m, int i) { return PyLong_FromLong(m->bodies[i].joint.iq); }
-static PyObject *joint_nq(const grid_model *m, int i) { return PyLong_FromLong(m->bodies[i].joint.nq); }
-static PyObject *joint_iv(const grid_model *m, int i) { return PyLong_FromLong(m->bodies[i].joint.iv); }
-static PyObject *joint_nv(const grid_model *m, int i) { return PyLong_FromLong(m->bodies[i].joint.nv); }
+/* offsets and widths in the user's q and v (Pinocchio's mimic layout: a mimic joint has its leader's offsets
+   and width 0) */
+static PyObject *joint_iq(const grid_model *m, int i) { return PyLong_FromLong(m->bodies[i].joint.uq); }
+static PyObject *joint_nq(const grid_model *m, int i)
+{
+    return PyLong_FromLong(m->bodies[i].joint.mimic ? 0 : m->bodies[i].joint.nq);
+}
+static PyObject *joint_iv(const grid_model *m, int i) { return PyLong_FromLong(m->bodies[i].joint.uv); }
+static PyObject *joint_nv(const grid_model *m, int i)
+{
+    return PyLong_FromLong(m->bodies[i].joint.mimic ? 0 : m->bodies[i].joint.nv);
+}
+static PyObject *joint_mimic(const grid_model *m, int i)
+{
+    const grid_joint *j = &m->bodies[i].joint;
+    if (!j->mimic) Py_RETURN_NONE;
+    return Py_BuildValue("(idd)", j->mimic_leader, j->mimic_multiplier, j->mimic_offset);
+}
 static PyObject *body_mass(const grid_model *m, int i) { return PyFloat_FromDouble(m->bodies[i].inertia.mass); }
 static PyObject *frame_name(const grid_model *m, int i) { return str_or_none(m->frames[i].name); }
 static PyObject *frame_joint(const grid_model *m, int i) { return str_or_none(m->frames[i].joint); }
@@ -217,11 +231,13 @@ static PyGetSetDef model_getset[] = {
     {"joint_names", get_bodies, NULL, "moving joint names in body (q/v) order", FN(joint_name)},
     {"joint_types", get_bodies, NULL, "'revolute', 'continuous', 'prismatic', 'free', 'planar' or 'spherical' per body", FN(joint_type)},
     {"joint_parents", get_bodies, NULL, "parent body index per body (-1 = world)", FN(joint_parent)},
-    {"joint_idx_q", get_bodies, NULL, "offset of each joint in q", FN(joint_iq)},
-    {"joint_nq", get_bodies, NULL, "width of each joint in q", FN(joint_nq)},
-    {"joint_idx_v", get_bodies, NULL, "offset of each joint in v", FN(joint_iv)},
-    {"joint_nv", get_bodies, NULL, "width of each joint in v", FN(joint_nv)},
+    {"joint_idx_q", get_bodies, NULL, "offset of each joint in q (a mimic joint: its leader's)", FN(joint_iq)},
+    {"joint_nq", get_bodies, NULL, "width of each joint in q (0 for a mimic joint)", FN(joint_nq)},
+    {"joint_idx_v", get_bodies, NULL, "offset of each joint in v (a mimic joint: its leader's)", FN(joint_iv)},
+    {"joint_nv", get_bodies, NULL, "width of each joint in v (0 for a mimic joint)", FN(joint_nv)},
     {"joint_axes", get_bodies, NULL, "joint axis in the joint frame per body", FN(joint_axis)},
+    {"joint_mimic", get_bodies, NULL, "per body: None, or (leader body, multiplier, offset) of a coupled mimic joint "
+     "(chains resolved: the leader is independent)", FN(joint_mimic)},
     {"body_names", get_bodies, NULL, "child link name per body", FN(body_name)},
     {"body_masses", get_bodies, NULL, "merged mass per body (kg)", FN(body_mass)},
     {"frame_names", get_frames, NULL, "frame (URDF link) names in file order", FN(frame_name)},

@@ -32,7 +32,8 @@ class RobotHandle:
     Widths: q is (B, nq); qd, qdd and u are (B, nv) (the tangent width, also on a floating base);
     f_ext is (B, 6*nb), one body-local spatial force [f; tau] per body. Conventions are Pinocchio's."""
 
-    __slots__ = ("_name", "_model", "_runner", "_call", "_options", "_library", "_joint_names", "_frame_names",
+    __slots__ = ("_name", "_model", "_runner", "_call", "_options", "_library", "_joint_names", "_mimic_joints",
+                 "_frame_names",
                  "_ee_frames", "_frame_lookup", "_urdf", "__weakref__")
 
     def __init__(self, name, model, runner, options, library=None, urdf=None):
@@ -43,7 +44,13 @@ class RobotHandle:
         self._options = dict(options)
         self._library = library  # the _core.Library whose robot.so the runner calls (None: the reference)
         self._urdf = urdf        # the URDF bytes (register_robot), for pickling
-        self._joint_names = tuple(model.joint_names)
+        # the joints with coordinates of their own (coupled mimic joints have none), in q / v order
+        self._joint_names = tuple(n for n, mm in zip(model.joint_names, model.joint_mimic) if mm is None)
+        names = model.joint_names
+        self._mimic_joints = tuple(
+            {"name": names[i], "leader": names[mm[0]], "multiplier": mm[1], "offset": mm[2],
+             "index_q": model.joint_idx_q[i], "index_v": model.joint_idx_v[i]}
+            for i, mm in enumerate(model.joint_mimic) if mm is not None)
         self._frame_names = tuple(model.frame_names)
         self._ee_frames = tuple(model.ee_frames)
         # frame lookup: link names first, then the joint whose child link the frame is
@@ -98,6 +105,13 @@ class RobotHandle:
     def joint_names(self):
         """moving joints in q/v order; on a floating base the free-flyer "root_joint" comes first"""
         return self._joint_names
+
+    @property
+    def mimic_joints(self):
+        """the coupled <mimic> joints: one dict each with name, leader (the independent joint it follows, chains
+        of mimics resolved), multiplier and offset (q = multiplier * q[leader] + offset; v and qdd scale by the
+        multiplier) and index_q / index_v (the leader's coordinate). Empty with ignore_mimic=True."""
+        return self._mimic_joints
 
     @property
     def body_names(self):

@@ -57,8 +57,10 @@ def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, 
     Exactly one of urdf_path / urdf_string. floating_base adds a free-flyer "root_joint"
     (q = [x y z qx qy qz qw, joints], v = [v_lin, omega, joints], both local). ee_joint_names picks
     end effectors by joint name (default: every leaf body). dtype is "float32" or "float64".
-    gravity is the signed acceleration along world z. ignore_mimic=True treats <mimic> joints as
-    independent joints (Pinocchio's default); otherwise a robot with mimic joints is refused.
+    gravity is the signed acceleration along world z. <mimic> joints are couplings by default
+    (q_m = multiplier * q_leader + offset, Pinocchio's mimic=True layout: q and v hold the independent
+    coordinates only, handle.mimic_joints lists the coupled ones); ignore_mimic=True treats them as independent
+    joints instead (Pinocchio's default).
 
     codegen=True (the default) generates C source specialised to this robot, compiles it once into
     robot.so in the cache (cache_dir=, else $GRID_RBD_CACHE_DIR, $XDG_CACHE_HOME/grid-rbd or

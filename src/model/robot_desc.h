@@ -94,6 +94,11 @@ int grid_model_pick_end_effectors(grid_model *m, const grid_robot_desc *r, const
                                   const int *body_link, int root_link, const grid_model_options *opts,
                                   grid_error *err);
 
+/* couple every <mimic> joint to its independent leader (unless ignore_mimic), checking the couplings (errors
+   name the <mimic> element's line), and lay out the full and the user's q / v (grid_joint iq/iv, uq/uv) */
+int grid_model_couple_mimics(grid_model *m, const grid_robot_desc *r, const grid_name_index *joints,
+                             int ignore_mimic, grid_error *err);
+
 /* copy s into buf for an error message: control bytes become '?', long names end in "..." */
 const char *grid_name_for_message(const char *s, char *buf, size_t n);
 

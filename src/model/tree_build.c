@@ -27,24 +27,6 @@ static int is_moving(grid_joint_kind k)
     return k != GRID_JD_FIXED;
 }
 
-/* <mimic> is refused unless the caller asked to treat mimic joints as independent */
-static int check_mimic(builder *b)
-{
-    if (b->o->ignore_mimic) return GRID_OK;
-    char n1[80], n2[80];
-    for (int j = 0; j < b->r->njoints; j++) {
-        const grid_joint_desc *jd = &b->r->joints[j];
-        if (!jd->has_mimic) continue;
-        return grid_error_set(b->err, GRID_ERR_UNSUPPORTED, jd->pos.line, jd->pos.column,
-                              "joint '%s' (line %d) mimics '%s': mimic joints are not supported yet; "
-                              "pass ignore_mimic=True to treat them as independent joints as Pinocchio's "
-                              "buildModelFromUrdf does",
-                              grid_name_for_message(jd->name, n1, sizeof n1), jd->pos.line,
-                              grid_name_for_message(jd->mimic_joint, n2, sizeof n2));
-    }
-    return GRID_OK;
-}
-
 /* the joint type of a moving URDF joint kind */
 static grid_joint_type joint_type_of(grid_joint_kind k)
 {
@@ -186,17 +168,9 @@ static int assemble(builder *b, grid_model *m, int *link_body, grid_transform *l
         }
     }
 
-    // q and v offsets in body order
-    int iq = 0, iv = 0;
-    for (int k = 0; k < nb; k++) {
-        grid_joint *gj = &m->bodies[k].joint;
-        gj->iq = iq;
-        gj->iv = iv;
-        iq += gj->nq;
-        iv += gj->nv;
-    }
-    m->nq = iq;
-    m->nv = iv;
+    // q and v layouts, mimic joints coupled to their leaders (mimic.c)
+    int rc = grid_model_couple_mimics(m, r, &b->t.joints, b->o->ignore_mimic, b->err);
+    if (rc != GRID_OK) return rc;
 
     // merged inertias: every link with an <inertial> adds to its body, in preorder
     for (int i = 0; i < b->t.norder; i++) {
@@ -254,7 +228,7 @@ int grid_model_build(const grid_robot_desc *r, const grid_model_options *opts,
     grid_model *m = calloc(1, sizeof *m);
     if (!link_body || !body_link || !link_X || !m)
         rc = nomem(&b);
-    else if ((rc = check_mimic(&b)) == GRID_OK && (rc = assemble(&b, m, link_body, link_X, body_link)) == GRID_OK) {
+    else if ((rc = assemble(&b, m, link_body, link_X, body_link)) == GRID_OK) {
         m->gravity = opts->gravity;
         m->robot_name = dup_str(r->name ? r->name : "");
         if (!m->robot_name) rc = nomem(&b);

@@ -1,4 +1,5 @@
 /* The reference provider's batched entry point: the grid_call ABI over the single-state algorithms, driven by the signature table. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include "grid/ref.h"
@@ -75,6 +76,91 @@ static const ref_state_fn ref_fns[GRID_ALGO_COUNT] = {
     [GRID_ALGO_FK] = ref_fk, [GRID_ALGO_EE_POSE] = ref_ee_pose, [GRID_ALGO_FRAME_JACOBIAN] = ref_frame_jacobian,
 };
 
+/* ---- a model with coupled mimic joints ----
+   M^-1, FD and ABA do not follow from the full model's by projection: they solve the coupled system
+   M_c = G^T M G, c_c = G^T rnea(q, v, 0, fext) densely. The work they get: the coupled scratch below. */
+typedef struct {
+    double *qf, *vf, *af, *uf;  /* full-coordinate inputs */
+    double *outf;               /* a full-coordinate output */
+    double *Mc, *cc;            /* the coupled M and bias */
+    int *body_of_v;
+    double *work;               /* the single-state algorithms' own */
+} coupled_scratch;
+
+static size_t coupled_doubles(const grid_model *m, size_t out_full)
+{
+    const size_t nqf = (size_t)m->nq_full, nvf = (size_t)m->nv_full, nv = (size_t)m->nv;
+    return nqf + 3 * nvf + out_full + nv * nv + nv + (nvf + 1) / 2 + 1;
+}
+
+static void coupled_scratch_at(const grid_model *m, double *at, size_t out_full, coupled_scratch *cs)
+{
+    const size_t nqf = (size_t)m->nq_full, nvf = (size_t)m->nv_full, nv = (size_t)m->nv;
+    cs->qf = at;
+    cs->vf = cs->qf + nqf;
+    cs->af = cs->vf + nvf;
+    cs->uf = cs->af + nvf;
+    cs->outf = cs->uf + nvf;
+    cs->Mc = cs->outf + out_full;
+    cs->cc = cs->Mc + nv * nv;
+    cs->body_of_v = (int *)(cs->cc + nv);
+}
+
+/* M_c (nv x nv) of q_full */
+static void coupled_mass(const grid_model *m, coupled_scratch *cs)
+{
+    const int nvf = m->nv_full, shape[2] = {nvf, nvf}, tangent[2] = {1, 1};
+    grid_ref_crba(m, cs->qf, cs->outf, cs->work);
+    grid_ref_project(m, 2, shape, tangent, cs->outf, cs->Mc, cs->body_of_v);
+}
+
+/* the coupled row of algo for one state: in[] / out[] in the user's coordinates */
+static void coupled_state(const grid_model *m, int algo, const grid_method_info *full, const double *const *in,
+                          double *const *out, const int *attr, coupled_scratch *cs)
+{
+    const int nv = m->nv;
+    const grid_signature_row *row = grid_sig_row(algo);
+    if (algo == GRID_ALGO_MINV || algo == GRID_ALGO_FD || algo == GRID_ALGO_ABA) {
+        grid_ref_expand_q(m, in[0], cs->qf);
+        coupled_mass(m, cs);
+        if (algo == GRID_ALGO_MINV) {
+            for (int r = 0; r < nv; r++)
+                for (int c = 0; c < nv; c++) out[0][r * nv + c] = r == c;
+            grid_ref_spd_solve(nv, cs->Mc, out[0], nv);
+            return;
+        }
+        /* qdd = M_c^-1 (u - G^T rnea(q, v, 0, fext)) */
+        const int shape[1] = {m->nv_full}, tangent[1] = {1};
+        grid_ref_expand_v(m, in[1], cs->vf);
+        grid_ref_rnea(m, cs->qf, cs->vf, NULL, in[3], cs->outf, cs->work);
+        grid_ref_project(m, 1, shape, tangent, cs->outf, cs->cc, cs->body_of_v);
+        for (int r = 0; r < nv; r++) out[0][r] = in[2][r] - cs->cc[r];
+        grid_ref_spd_solve(nv, cs->Mc, out[0], 1);
+        return;
+    }
+    /* every other row: inputs expanded by their symbol, the row on the full model, the output projected */
+    const double *fin[GRID_MAX_IN] = {0};
+    double *const vbuf[2] = {cs->vf, cs->af};
+    int nvec = 0;
+    for (int k = 0; k < row->n_in; k++) {
+        if (!in[k] || row->in[k].dim[0].sym == GRID_SYM_NB) {
+            fin[k] = in[k];
+        } else if (row->in[k].dim[0].sym == GRID_SYM_NQ) {
+            grid_ref_expand_q(m, in[k], cs->qf);
+            fin[k] = cs->qf;
+        } else {
+            assert(row->in[k].dim[0].sym == GRID_SYM_NV && nvec < 2);
+            grid_ref_expand_v(m, in[k], vbuf[nvec]);
+            fin[k] = vbuf[nvec++];
+        }
+    }
+    double *fout[GRID_MAX_OUT] = {cs->outf};
+    ref_fns[algo](m, fin, fout, attr, cs->work);
+    int tangent[GRID_MAX_RANK] = {0};
+    for (int d = 0; d < row->out[0].rank; d++) tangent[d] = row->out[0].dim[d].sym == GRID_SYM_NV;
+    grid_ref_project(m, full->out[0].rank, full->out[0].shape, tangent, cs->outf, out[0], cs->body_of_v);
+}
+
 /* widen n inputs of state b to float64 (or point at them when they already are) */
 static const double *state_input(const void *base, int dtype, long long b, size_t n, double *buf)
 {
@@ -112,14 +198,28 @@ int grid_ref_batch(const grid_model *m, int algo, int dtype, const grid_call *ca
     if (rc != GRID_OK) return rc;
     if (!ref_fns[algo]) return GRID_ERR_UNSUPPORTED; /* a row without a reference function yet */
 
-    /* scratch once per call: work, then float64 copies of one state's inputs and outputs */
-    const size_t nwork = grid_ref_work_size(m);
-    size_t total = nwork + 1;
+    /* a coupled model runs the row on the full coordinates (the row's shapes for them in full) */
+    const int coupled = m->nmimic > 0;
+    grid_method_info full;
+    const grid_sizes fsz = grid_sizes_of(m->nq_full, m->nv_full, m->nb, m->nee, m->nframes);
+    grid_sig_concrete(algo, &fsz, 0, &full);
+    const size_t out_full = (size_t)full.out[0].width > (size_t)m->nv_full * (size_t)m->nv_full
+                                ? (size_t)full.out[0].width : (size_t)m->nv_full * (size_t)m->nv_full;
+
+    /* scratch once per call: work, float64 copies of one state's inputs and outputs, the coupled scratch */
+    const size_t nwork = grid_ref_work_size(m), ncoupled = coupled ? coupled_doubles(m, out_full) : 0;
+    size_t total = nwork + ncoupled + 1;
     for (int k = 0; k < r.n_in; k++) total += (size_t)r.in[k].width;
     for (int k = 0; k < r.n_out; k++) total += (size_t)r.out[k].width;
     double *scratch = malloc(total * sizeof(double));
     if (!scratch) return GRID_ERR_NOMEM;
     double *work = scratch, *at = scratch + nwork, *inb[GRID_MAX_IN], *outb[GRID_MAX_OUT];
+    coupled_scratch cs = {0};
+    if (coupled) {
+        coupled_scratch_at(m, at, out_full, &cs);
+        cs.work = work;
+        at += ncoupled;
+    }
     for (int k = 0; k < r.n_in; k++, at += r.in[k - 1].width) inb[k] = at;
     for (int k = 0; k < r.n_out; k++, at += r.out[k - 1].width) outb[k] = at;
 
@@ -129,7 +229,8 @@ int grid_ref_batch(const grid_model *m, int algo, int dtype, const grid_call *ca
         for (int k = 0; k < r.n_in; k++) in[k] = state_input(call->in[k], dtype, b, (size_t)r.in[k].width, inb[k]);
         for (int k = 0; k < r.n_out; k++)
             out[k] = dtype == GRID_FLOAT64 ? (double *)call->out[k] + (size_t)b * (size_t)r.out[k].width : outb[k];
-        ref_fns[algo](m, in, out, call->attr, work);
+        if (coupled) coupled_state(m, algo, &full, in, out, call->attr, &cs);
+        else ref_fns[algo](m, in, out, call->attr, work);
         if (dtype == GRID_FLOAT32)
             /* narrow the float64 results */
             for (int k = 0; k < r.n_out; k++) {

@@ -12,7 +12,7 @@ size_t grid_sp_work_crba(const grid_model *m)
 void grid_ref_crba(const grid_model *m, const double *q, double *M, double *work)
 {
     const size_t nb = (size_t)m->nb;
-    const int nv = m->nv;
+    const int nv = m->nv_full;
     double *liMi = work, *oMi = liMi + 12 * nb, *Ic = oMi + 12 * nb;
     grid_sp_placements(m, q, liMi, oMi);
     memset(M, 0, (size_t)nv * (size_t)nv * sizeof(double));

@@ -97,7 +97,7 @@ void grid_ref_end_effector_pose(const grid_model *m, const double *q, double *po
 void grid_ref_frame_jacobian(const grid_model *m, const double *q, int frame, int reference_frame,
                              double *J, double *work)
 {
-    const int nv = m->nv;
+    const int nv = m->nv_full;
     memset(J, 0, (size_t)(6 * nv) * sizeof(double));
     if (frame < 0 || frame >= m->nframes) return;
     if (reference_frame != GRID_WORLD && reference_frame != GRID_LOCAL &&

@@ -18,7 +18,7 @@
 
 size_t grid_sp_work_minv(const grid_model *m)
 {
-    const size_t nb = (size_t)m->nb, nv = (size_t)m->nv;
+    const size_t nb = (size_t)m->nb, nv = (size_t)m->nv_full;
     /* placements; IA, U, D^-1 (36 each) per body; one 6 x nv block per body */
     return grid_sp_work_kinematics(m) + 108 * nb + 6 * nv * nb;
 }
@@ -44,7 +44,7 @@ static void set_col(double *B, int nv, int c, const double in[6])
 void grid_ref_minv(const grid_model *m, const double *q, double *Minv, double *work)
 {
     const size_t nb = (size_t)m->nb;
-    const int nv = m->nv;
+    const int nv = m->nv_full;
     double *liMi = work, *oMi = liMi + 12 * nb;
     double *IA = oMi + 12 * nb, *U = IA + 36 * nb, *Dinv = U + 36 * nb, *B = Dinv + 36 * nb;
     memset(Minv, 0, (size_t)nv * (size_t)nv * sizeof(double));
