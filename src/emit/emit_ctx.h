@@ -15,6 +15,7 @@ typedef struct {
     sym_style vst;     /* the same for vector (lane) per-state functions, on targets with lanes */
     ew_writer *w;
     int schedule;      /* the requested grid_schedule (emit options) */
+    int inner;         /* 1: writing a full-coordinate function of a model with mimic couplings (coupling.c) */
 } emit_ctx;
 
 
@@ -67,5 +68,12 @@ long emit_state_size(const emit_ctx *cx, const state_spec *sp);
 /* rolled = 1: the rolled schedule (sp must have a program); vector = 1: the lane form grid_v_<fn>(const grid_vec
    *q, *v, *a, *fext, grid_vec *out) */
 int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats);
+
+/* coupling.c: on a model with coupled mimic joints, every per-state function is a wrapper around full-coordinate
+   functions (grid_s_<fn>_m, written once per translation unit); emit_coupled says whether cx is such a model
+   outside those, emit_coupled_size is emit_state_size for it */
+int emit_coupled(const emit_ctx *cx);
+long emit_coupled_size(const emit_ctx *cx, const state_spec *sp);
+int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats);
 
 #endif

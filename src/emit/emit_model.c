@@ -58,8 +58,11 @@ int em_model_init(em_model *em, const grid_model *m, grid_error *err)
 {
     memset(em, 0, sizeof *em);
     em->m = m;
-    em->nq = m->nq;
-    em->nv = m->nv;
+    em->nq = m->nq_full;
+    em->nv = m->nv_full;
+    em->nq_user = m->nq;
+    em->nv_user = m->nv;
+    em->nmimic = m->nmimic;
     em->nb = m->nb;
     em->nframes = m->nframes;
     em->nee = m->nee;
@@ -88,7 +91,9 @@ int em_model_init(em_model *em, const grid_model *m, grid_error *err)
         }
         const grid_joint_model *jm = grid_joint_model_of(j->type);
         if (j->parent >= i || j->parent < -1 || !jm || j->nv != jm->nv || j->nq != jm->nq ||
-            j->iq < 0 || j->iq + j->nq > m->nq || j->iv < 0 || j->iv + j->nv > m->nv) {
+            j->iq < 0 || j->iq + j->nq > m->nq_full || j->iv < 0 || j->iv + j->nv > m->nv_full ||
+            j->uq < 0 || j->uq + (j->mimic ? 1 : j->nq) > m->nq || j->uv < 0 || j->uv + (j->mimic ? 1 : j->nv) > m->nv ||
+            (j->mimic && (j->nq != 1 || !isfinite(j->mimic_multiplier) || !isfinite(j->mimic_offset)))) {
             em_model_free(em);
             return grid_error_set(err, GRID_ERR_ARG, 0, 0, "body %d: malformed joint (parent order or type)", i);
         }
@@ -98,6 +103,11 @@ int em_model_init(em_model *em, const grid_model *m, grid_error *err)
         b->nq = j->nq;
         b->iv = j->iv;
         b->nv = j->nv;
+        b->uq = j->uq;
+        b->uv = j->uv;
+        b->mimic = j->mimic;
+        b->mimic_multiplier = j->mimic_multiplier;
+        b->mimic_offset = j->mimic_offset;
         snap_transform(&j->placement, b->R, b->p);
         b->place_rot_identity = b->R[0] == 1 && b->R[4] == 1 && b->R[8] == 1 && b->R[1] == 0 && b->R[2] == 0 &&
                                 b->R[3] == 0 && b->R[5] == 0 && b->R[6] == 0 && b->R[7] == 0;

@@ -8,7 +8,10 @@
 typedef struct {
     int type;            /* grid_joint_type */
     int parent;          /* parent body, -1 = world */
-    int iq, nq, iv, nv;
+    int iq, nq, iv, nv;  /* in the full coordinates */
+    int uq, uv;          /* in the user's (a mimic joint: its leader's) */
+    int mimic;           /* coupled: q = mimic_multiplier * q_user[uq] + mimic_offset */
+    double mimic_multiplier, mimic_offset;
     double R[9], p[3];   /* joint placement in the parent frame (snapped) */
     int place_rot_identity;
     double axis[3];      /* unit axis (snapped) */
@@ -27,7 +30,8 @@ typedef struct {
 
 typedef struct {
     const grid_model *m;
-    int nq, nv, nb, nframes, nee;
+    int nq, nv, nb, nframes, nee;  /* nq, nv: the full coordinates the algorithms run on */
+    int nq_user, nv_user, nmimic;  /* the user's widths (== nq, nv without coupled mimic joints) */
     double gravity;      /* signed, along world z */
     em_body *b;
     em_frame *f;

@@ -108,6 +108,7 @@ static int run_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
 
 long emit_state_size(const emit_ctx *cx, const state_spec *sp)
 {
+    if (emit_coupled(cx)) return emit_coupled_size(cx, sp);
     if (!has_program(sp->kind)) return -1;
     /* The frame Jacobian's unrolled form is one function per body (each its own graph, about 165 statements
        per body of its chain: measured on chains of 25 and 50 links), so its size is estimated; the others are
@@ -193,6 +194,7 @@ static int chunked_function(const emit_ctx *cx, const state_spec *sp, const sym_
 
 int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats)
 {
+    if (emit_coupled(cx)) return emit_coupled_function(cx, sp, rolled, vector, stats);
     assert(!rolled || has_program(sp->kind));
     if (rolled) return rolled_function(cx, sp, stats);
     int rc = -1;
@@ -222,7 +224,8 @@ int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, in
         stats->stores += extra.stores;
     }
     ew_puts(cx->w, "}\n\n");
-    if (!vector && cx->t->id == GRID_TARGET_CUDA && chunked_function(cx, sp, g) != 0) goto done;
+    /* (a full-coordinate function of a coupled model writes into its wrapper's array, not a tile) */
+    if (!vector && !cx->inner && cx->t->id == GRID_TARGET_CUDA && chunked_function(cx, sp, g) != 0) goto done;
     rc = 0;
 done:
     sym_free(g);

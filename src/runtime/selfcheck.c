@@ -23,7 +23,8 @@ static void fill_q(const grid_model *m, double *q, unsigned long long *s)
     for (int b = 0; b < m->nb; b++) {
         const grid_joint *j = &m->bodies[b].joint;
         const grid_joint_model *jm = grid_joint_model_of(j->type);
-        double *x = q + j->iq;
+        if (j->mimic) continue; /* no coordinates of its own */
+        double *x = q + j->uq;
         for (int i = 0; i < j->nq; i++)
             x[i] = (i == jm->angle || j->type == GRID_JOINT_REVOLUTE ? 1.5 : 0.3) * next_unit(s);
         if (jm->quat >= 0) {

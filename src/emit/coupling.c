@@ -1,0 +1,300 @@
+/* Mimic couplings in generated code: per-state wrappers that expand the user's coordinates, call the full-coordinate
+   functions and project their outputs (G^T x, G^T M G, J G), or solve the coupled system M_c = G^T M G densely. */
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "emit_ctx.h"
+
+int emit_coupled(const emit_ctx *cx) { return cx->em->nmimic > 0 && !cx->inner; }
+
+/* the inner (full-coordinate) functions a wrapper of kind k calls: the same kind, or for M^-1, FD and ABA the
+   mass matrix and the bias */
+static int inner_specs(const state_spec *sp, state_spec inner[2], char names[2][64])
+{
+    if (sp->kind == ST_MINV || sp->kind == ST_FD || sp->kind == ST_ABA) {
+        snprintf(names[0], sizeof names[0], "crba_m");
+        inner[0] = (state_spec){names[0], ST_CRBA, 0, 0, 0, sp->lanes_ok};
+        if (sp->kind == ST_MINV) return 1;
+        /* rnea(q, v, 0, fext) */
+        snprintf(names[1], sizeof names[1], sp->reads_fext ? "rnea_f_m" : "rnea_0_m");
+        inner[1] = (state_spec){names[1], ST_RNEA, 1, sp->reads_fext, sp->reads_fext, sp->lanes_ok};
+        return 2;
+    }
+    snprintf(names[0], sizeof names[0], "%s_m", sp->fn);
+    inner[0] = *sp;
+    inner[0].fn = names[0];
+    return 1;
+}
+
+long emit_coupled_size(const emit_ctx *cx, const state_spec *sp)
+{
+    emit_ctx ix = *cx;
+    ix.inner = 1;
+    state_spec inner[2];
+    char names[2][64];
+    const int n = inner_specs(sp, inner, names);
+    long size = 0;
+    for (int k = 0; k < n; k++) {
+        const long s = emit_state_size(&ix, &inner[k]);
+        if (s < 0) return s;
+        size += s;
+    }
+    /* the dense solve: about n^3 / 6 multiply-adds, written as loops */
+    return size;
+}
+
+/* ---- writing the wrapper ---- */
+
+typedef struct {
+    const emit_ctx *cx;
+    int vector;
+    char cst[64];
+} wr;
+
+/* a constant in the wrapper's real type */
+static const char *constant(wr *x, double c)
+{
+    if (x->vector) snprintf(x->cst, sizeof x->cst, "grid_splat_(%.17g)", c);
+    else snprintf(x->cst, sizeof x->cst, "(grid_real)%.17g", c);
+    return x->cst;
+}
+
+/* element k of a parameter (the target's stride in the scalar form) */
+static void elem(const wr *x, char *buf, size_t cap, const char *name, long k)
+{
+    char e[32];
+    snprintf(e, sizeof e, "%ld", k);
+    if (x->vector) snprintf(buf, cap, "%s[%s]", name, e);
+    else emit_elem(x->cx, buf, cap, name, e);
+}
+
+/* the coupling tables, once per translation unit: per full q coordinate its user's index, weight and offset;
+   per full v coordinate its user's index and weight */
+static void write_tables(wr *x)
+{
+    const em_model *em = x->cx->em;
+    ew_writer *w = x->cx->w;
+    const char *tq = x->cx->t->table;
+    ew_puts(w, "#ifndef GRID_COUPLING_TABLES_\n#define GRID_COUPLING_TABLES_\n"
+               "/* mimic couplings: full coordinate k = weight[k] * user[index[k]] + offset[k] */\n");
+    ew_printf(w, "%s int grid_cq_[%d] = {", tq, em->nq);
+    for (int b = 0; b < em->nb; b++)
+        for (int k = 0; k < em->b[b].nq; k++) ew_printf(w, "%d, ", em->b[b].uq + (em->b[b].mimic ? 0 : k));
+    ew_printf(w, "};\n%s grid_real grid_cqw_[%d] = {", tq, em->nq);
+    for (int b = 0; b < em->nb; b++)
+        for (int k = 0; k < em->b[b].nq; k++) ew_printf(w, "%.17g, ", em->b[b].mimic ? em->b[b].mimic_multiplier : 1.0);
+    ew_printf(w, "};\n%s grid_real grid_cqo_[%d] = {", tq, em->nq);
+    for (int b = 0; b < em->nb; b++)
+        for (int k = 0; k < em->b[b].nq; k++) ew_printf(w, "%.17g, ", em->b[b].mimic ? em->b[b].mimic_offset : 0.0);
+    ew_printf(w, "};\n%s int grid_cv_[%d] = {", tq, em->nv);
+    for (int b = 0; b < em->nb; b++)
+        for (int k = 0; k < em->b[b].nv; k++) ew_printf(w, "%d, ", em->b[b].uv + (em->b[b].mimic ? 0 : k));
+    ew_printf(w, "};\n%s grid_real grid_cvw_[%d] = {", tq, em->nv);
+    for (int b = 0; b < em->nb; b++)
+        for (int k = 0; k < em->b[b].nv; k++) ew_printf(w, "%.17g, ", em->b[b].mimic ? em->b[b].mimic_multiplier : 1.0);
+    ew_puts(w, "};\n#endif\n\n");
+}
+
+/* a table weight in the wrapper's real type */
+static const char *weight(const wr *x, const char *expr, char *buf, size_t cap)
+{
+    if (x->vector) snprintf(buf, cap, "grid_splat_(%s)", expr);
+    else snprintf(buf, cap, "%s", expr);
+    return buf;
+}
+
+/* the full q (qf) of the user's q, or a full tangent vector (name##f) of the user's one */
+static void write_expand(wr *x, const char *name, int tangent)
+{
+    const em_model *em = x->cx->em;
+    char src[96], wt[96], off[96];
+    elem(x, src, sizeof src, name, -1);
+    /* elem wrote index -1: put the table lookup in its place */
+    char *at = strstr(src, "-1");
+    char idx[64];
+    snprintf(idx, sizeof idx, "%s[k]", tangent ? "grid_cv_" : "grid_cq_");
+    char lookup[160];
+    snprintf(lookup, sizeof lookup, "%.*s%s%s", (int)(at - src), src, idx, at + 2);
+    if (tangent)
+        ew_printf(x->cx->w, "    for (int k = 0; k < %d; k++) %sf[k] = %s * %s;\n", em->nv, name,
+                  weight(x, "grid_cvw_[k]", wt, sizeof wt), lookup);
+    else
+        ew_printf(x->cx->w, "    for (int k = 0; k < %d; k++) %sf[k] = %s * %s + %s;\n", em->nq, name,
+                  weight(x, "grid_cqw_[k]", wt, sizeof wt), lookup, weight(x, "grid_cqo_[k]", off, sizeof off));
+}
+
+/* dst (the user's shape, a local array) = the projection of the full output src (rows x cols, row-major;
+   trow / tcol: the rows / columns are tangent coordinates), as sums over the full elements */
+static void write_project(wr *x, const char *src, const char *dst, int rows, int cols, int trow, int tcol)
+{
+    const em_model *em = x->cx->em;
+    ew_writer *w = x->cx->w;
+    const int nv = em->nv_user, urows = trow ? nv : rows, ucols = tcol ? nv : cols;
+    char wr_[96], wc_[96];
+    ew_printf(w, "    for (int k = 0; k < %d; k++) %s[k] = %s;\n", urows * ucols, dst, constant(x, 0.0));
+    ew_printf(w, "    for (int r = 0; r < %d; r++)\n        for (int c = 0; c < %d; c++)\n"
+                 "            %s[%s * %d + %s] += %s%s%s%s%s[r * %d + c];\n",
+              rows, cols, dst, trow ? "grid_cv_[r]" : "r", ucols, tcol ? "grid_cv_[c]" : "c",
+              trow ? weight(x, "grid_cvw_[r]", wr_, sizeof wr_) : "", trow ? " * " : "",
+              tcol ? weight(x, "grid_cvw_[c]", wc_, sizeof wc_) : "", tcol ? " * " : "", src, cols);
+}
+
+/* the wrapper's output parameter from a local array of n elements */
+static void write_output(wr *x, const char *src, int n)
+{
+    char d[96];
+    elem(x, d, sizeof d, "out", -1);
+    char *at = strstr(d, "-1");
+    ew_printf(x->cx->w, "    for (int k = 0; k < %d; k++) %.*sk%s = %s[k];\n", n, (int)(at - d), d, at + 2, src);
+}
+
+/* the dense solve helper, once per translation unit and form: A (n x n, symmetric positive definite) = L D L^T
+   in place, then B (n x nrhs, row-major) <- A^-1 B */
+static void write_solve_helper(wr *x)
+{
+    ew_writer *w = x->cx->w;
+    const char *T = x->vector ? "grid_vec" : "grid_real", *tag = x->vector ? "V" : "S";
+    ew_printf(w, "#ifndef GRID_SPD_SOLVE_%s_\n#define GRID_SPD_SOLVE_%s_\n"
+                 "/* A = L D L^T in place (no pivoting: A is a mass matrix), then B <- A^-1 B */\n"
+                 "%s void grid_spd_solve_%s_(const int n, %s *A, %s *B, const int nrhs)\n{\n"
+                 "    for (int j = 0; j < n; j++) {\n"
+                 "        for (int k = 0; k < j; k++) A[j * n + j] -= A[j * n + k] * A[j * n + k] * A[k * n + k];\n"
+                 "        for (int i = j + 1; i < n; i++) {\n"
+                 "            %s s = A[i * n + j];\n"
+                 "            for (int k = 0; k < j; k++) s -= A[i * n + k] * A[j * n + k] * A[k * n + k];\n"
+                 "            A[i * n + j] = s / A[j * n + j];\n"
+                 "        }\n"
+                 "    }\n"
+                 "    for (int c = 0; c < nrhs; c++) {\n"
+                 "        for (int i = 0; i < n; i++)\n"
+                 "            for (int k = 0; k < i; k++) B[i * nrhs + c] -= A[i * n + k] * B[k * nrhs + c];\n"
+                 "        for (int i = 0; i < n; i++) B[i * nrhs + c] /= A[i * n + i];\n"
+                 "        for (int i = n - 1; i >= 0; i--)\n"
+                 "            for (int k = i + 1; k < n; k++) B[i * nrhs + c] -= A[k * n + i] * B[k * nrhs + c];\n"
+                 "    }\n"
+                 "}\n#endif\n\n",
+              tag, tag, x->cx->t->state_fn, tag, T, T, T);
+}
+
+/* the call of an inner function on the wrapper's full arrays */
+static void write_inner_call(wr *x, const state_spec *in, const char *out)
+{
+    ew_writer *w = x->cx->w;
+    const char *zero = x->vector ? "qf" : "0";
+    ew_printf(w, "    grid_%s_%s(qf, %s, %s, %s, %s", x->vector ? "v" : "s", in->fn, in->reads_v ? "vf" : zero,
+              in->reads_a ? "af" : zero, in->reads_fext ? "ff" : zero, out);
+    if (!x->vector) ew_printf(w, ", frame, rf, ws%s", x->cx->t->stride_param[0] ? ", 1" : "");
+    ew_puts(w, ");\n");
+}
+
+int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats)
+{
+    const em_model *em = cx->em;
+    state_spec inner[2];
+    char names[2][64];
+    const int n = inner_specs(sp, inner, names);
+    /* the inner functions, once per translation unit */
+    emit_ctx ix = *cx;
+    ix.inner = 1;
+    memset(stats, 0, sizeof *stats);
+    for (int k = 0; k < n; k++) {
+        sym_stats s = {0};
+        ew_printf(cx->w, "#ifndef GRID_INNER_%s_%s\n#define GRID_INNER_%s_%s\n", vector ? "v" : "s", inner[k].fn,
+                  vector ? "v" : "s", inner[k].fn);
+        if (emit_state_function(&ix, &inner[k], rolled, vector, &s) != 0) return -1;
+        ew_puts(cx->w, "#endif\n\n");
+        stats->statements += s.statements;
+        stats->flops += s.flops;
+        stats->transcendental += s.transcendental;
+        stats->loads += s.loads;
+        stats->stores += s.stores;
+        if (s.work > stats->work) stats->work = s.work;
+    }
+    wr x = {cx, vector, ""};
+    const int dense = sp->kind == ST_MINV || sp->kind == ST_FD || sp->kind == ST_ABA;
+    write_tables(&x);
+    if (dense) write_solve_helper(&x);
+
+    /* the wrapper: the per-state function the batch entry calls */
+    ew_writer *w = cx->w;
+    const char *T = vector ? "grid_vec" : "grid_real", *r = cx->t->restrict_kw;
+    const int nqf = em->nq, nvf = em->nv, nv = em->nv_user, nb = em->nb;
+    if (vector)
+        ew_printf(w, "%s void grid_v_%s(const grid_vec *%s q, const grid_vec *%s v, const grid_vec *%s a, "
+                     "const grid_vec *%s fext, grid_vec *%s out)\n{\n",
+                  cx->t->state_fn, sp->fn, r, r, r, r, r);
+    else {
+        ew_printf(w, "%s void grid_s_%s", cx->t->state_fn, sp->fn);
+        emit_state_params(w, cx->t);
+        ew_puts(w, "\n{\n");
+    }
+    ew_printf(w, "    /* mimic couplings: the full coordinates (%d in q, %d in v) of the user's (%d in v) */\n"
+                 "    (void)q; (void)v; (void)a; (void)fext; (void)out;\n", nqf, nvf, nv);
+    ew_printf(w, "    %s qf[%d];\n", T, nqf > 0 ? nqf : 1);
+    write_expand(&x, "q", 0);
+    const int reads_v = sp->reads_v, reads_a = sp->reads_a && !dense, reads_f = sp->reads_fext;
+    if (reads_v) {
+        ew_printf(w, "    %s vf[%d];\n", T, nvf);
+        write_expand(&x, "v", 1);
+    }
+    if (reads_a) {
+        ew_printf(w, "    %s af[%d];\n", T, nvf);
+        write_expand(&x, "a", 1);
+    }
+    if (dense && n == 2 && inner[1].reads_a) {
+        /* the bias reads a = 0 */
+        ew_printf(w, "    %s af[%d];\n    for (int k = 0; k < %d; k++) af[k] = %s;\n", T, nvf, nvf, constant(&x, 0.0));
+    }
+    if (reads_f) {
+        /* contiguous for the inner call */
+        char f[96];
+        elem(&x, f, sizeof f, "fext", -1);
+        char *at = strstr(f, "-1");
+        ew_printf(w, "    %s ff[%d];\n    for (int k = 0; k < %d; k++) ff[k] = %.*sk%s;\n", T, 6 * nb, 6 * nb,
+                  (int)(at - f), f, at + 2);
+    }
+    int rc = 0;
+    if (!dense) {
+        /* one inner function, its output projected along the tangent dimensions */
+        int rows = 1, cols = 1, trow = 0, tcol = 0;
+        switch (sp->kind) {
+        case ST_RNEA: case ST_GRAVITY: cols = nvf; tcol = 1; break;
+        case ST_CRBA: rows = cols = nvf; trow = tcol = 1; break;
+        case ST_JACOBIAN: rows = 6; cols = nvf; tcol = 1; break;
+        case ST_FK: cols = 16 * nb; break;
+        case ST_EE_POSE: cols = 6 * em->nee; break;
+        default: return -1;
+        }
+        const int nout = (trow ? nv : rows) * (tcol ? nv : cols);
+        ew_printf(w, "    %s of[%d], po[%d];\n", T, rows * cols > 0 ? rows * cols : 1, nout > 0 ? nout : 1);
+        write_inner_call(&x, &inner[0], "of");
+        write_project(&x, "of", "po", rows, cols, trow, tcol);
+        write_output(&x, "po", nout);
+    } else {
+        /* M_c = G^T M G; M^-1: M_c^-1 I; FD, ABA: M_c^-1 (u - G^T rnea(q, v, 0, fext)) */
+        ew_printf(w, "    %s Mf[%d], Mc[%d];\n", T, nvf * nvf, nv * nv);
+        write_inner_call(&x, &inner[0], "Mf");
+        write_project(&x, "Mf", "Mc", nvf, nvf, 1, 1);
+        if (sp->kind == ST_MINV) {
+            ew_printf(w, "    %s B[%d];\n    for (int k = 0; k < %d; k++) B[k] = %s;\n", T, nv * nv, nv * nv,
+                      constant(&x, 0.0));
+            ew_printf(w, "    for (int k = 0; k < %d; k++) B[k * %d] = %s;\n", nv, nv + 1, constant(&x, 1.0));
+            ew_printf(w, "    grid_spd_solve_%s_(%d, Mc, B, %d);\n", vector ? "V" : "S", nv, nv);
+        } else {
+            char u[96];
+            ew_printf(w, "    %s cf[%d], B[%d];\n", T, nvf, nv);
+            write_inner_call(&x, &inner[1], "cf");
+            write_project(&x, "cf", "B", 1, nvf, 0, 1);
+            /* u is the row's third input, passed as a */
+            elem(&x, u, sizeof u, "a", -1);
+            char *at = strstr(u, "-1");
+            ew_printf(w, "    for (int k = 0; k < %d; k++) B[k] = %.*sk%s - B[k];\n", nv, (int)(at - u), u, at + 2);
+            ew_printf(w, "    grid_spd_solve_%s_(%d, Mc, B, 1);\n", vector ? "V" : "S", nv);
+        }
+        write_output(&x, "B", nv * (sp->kind == ST_MINV ? nv : 1));
+        stats->flops += (long)nv * nv * nv / 3 + 2L * nv * nv * (sp->kind == ST_MINV ? nv : 1);
+    }
+    ew_puts(w, "}\n\n");
+    return rc;
+}
