@@ -166,6 +166,8 @@ CASES = [
     RobotCase("go2_ff", "shared", "go2.urdf", True),
     RobotCase("g1_29dof", "shared", "g1_29dof.urdf", False),
     RobotCase("g1_29dof_ff", "shared", "g1_29dof.urdf", True),
+    RobotCase("h1_2", "shared", "h1_2.urdf", False),       # 12 coupled mimic joints in the hands
+    RobotCase("h1_2_ff", "shared", "h1_2.urdf", True),
     RobotCase("synthetic", "synthetic", "synthetic.urdf", False),
     RobotCase("synthetic_ff", "synthetic", "synthetic.urdf", True),
     RobotCase("joints", "synthetic", "joints.urdf", False),
@@ -213,7 +215,7 @@ def case_path(case, tmp_dir):
 
 
 # ---- Pinocchio side, in grid_rbd's joint order ----
-def pin_model(path, floating_base):
+def pin_model(path, floating_base, mimic=False):
     """Pinocchio's model of a URDF. Pinocchio's URDF parser has no spherical joints: they are read as
     continuous placeholders and the model is rebuilt with JointModelSpherical in their place (same placements,
     inertias and frames)."""
@@ -223,7 +225,7 @@ def pin_model(path, floating_base):
     spherical = set(re.findall(r'<joint\s+name="([^"]+)"\s+type="(?:spherical|ball)"', text))
     text = re.sub(r'type="(?:spherical|ball)"', 'type="continuous"', text)
     root = [pin.JointModelFreeFlyer()] if floating_base else []
-    model = pin.buildModelFromXML(text, *root)
+    model = pin.buildModelFromXML(text, *root, mimic=mimic) if mimic else pin.buildModelFromXML(text, *root)
     if not spherical:
         return model
     new = pin.Model()
@@ -259,7 +261,9 @@ class PinMap:
     def __init__(self, handle, path, floating_base):
         import pinocchio as pin
         self.pin = pin
-        self.model = pin_model(path, floating_base)
+        # coupled mimic joints: Pinocchio's mimic=True model (nq = nv = 0 for a mimic joint)
+        self.mimic = len(handle.mimic_joints) > 0
+        self.model = pin_model(path, floating_base, self.mimic)
         self.data = self.model.createData()
         m = handle._model
         assert self.model.nv == handle.nv, (self.model.nv, handle.nv)
@@ -268,7 +272,7 @@ class PinMap:
         self.vperm = np.empty(nv, dtype=np.intp)   # ours[i] = pin[vperm[i]]
         self.joint_ids = []                        # pin joint id of each of our bodies
         self.q_parts = []                          # (our iq, our nq, pin iq, kind)
-        for i, name in enumerate(handle.joint_names):
+        for i, name in enumerate(m.joint_names):
             jid = self.model.getJointId(name)
             assert jid < self.model.njoints, f"Pinocchio has no joint {name!r}"
             self.joint_ids.append(jid)

@@ -25,8 +25,22 @@ def pin_rnea(P, q, v, a, f=None):
 
 
 def pin_aba(P, q, v, u, f=None):
+    if P.mimic:
+        # Pinocchio 4.1's ABA refuses mimic joints: the dense solve with its (coupled) M and bias
+        bias = pin_rnea(P, q, v, np.zeros(len(v)), f)
+        return np.linalg.solve(pin_crba(P, q), np.asarray(u) - bias)
     args = (P.model, P.data, P.q(q), P.v(v), P.v(u))
     return P.vec(pin.aba(*args, P.fext(f)) if f is not None else pin.aba(*args))
+
+
+def pin_crba(P, q):
+    return P.mat(_sym(pin.crba(P.model, P.data, P.q(q))))
+
+
+def pin_minv(P, q):
+    if P.mimic:  # computeMinverse refuses mimic joints too
+        return np.linalg.inv(pin_crba(P, q))
+    return P.mat(_sym(pin.computeMinverse(P.model, P.data, P.q(q))))
 
 
 def pin_fk(P, q, handle):
@@ -71,7 +85,7 @@ CHECKS = {
         lambda P, h, s: per_state(lambda q: P.mat(_sym(pin.crba(P.model, P.data, P.q(q)))), s["q"])),
     "minv": (
         lambda h, s: h.minv(s["q"]),
-        lambda P, h, s: per_state(lambda q: P.mat(_sym(pin.computeMinverse(P.model, P.data, P.q(q)))), s["q"])),
+        lambda P, h, s: per_state(lambda q: pin_minv(P, q), s["q"])),
     "forward_dynamics": (
         lambda h, s: h.forward_dynamics(s["q"], s["qd"], s["u"]),
         lambda P, h, s: per_state(lambda q, v, u: pin_aba(P, q, v, u), s["q"], s["qd"], s["u"])),

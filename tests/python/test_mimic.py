@@ -1,0 +1,170 @@
+"""Mimic joints as couplings (q_m = multiplier * q_leader + offset): the coupled model against the independent model
+projected (G^T M G, G^T tau, J G) on a robot with a chain of mimics, a mimic whose leader is not its ancestor,
+prismatic and negative couplings; layouts and handle.mimic_joints; malformed couplings refused with their line;
+ignore_mimic=True. (Pinocchio's mimic=True model is the oracle for the real robot h1_2 in
+test_pinocchio_crosscheck.py.)"""
+
+import numpy as np
+import pytest
+
+import grid_rbd
+from grid_rbd import URDFError
+
+LINK = """<link name="{n}"><inertial><origin xyz="{c}" rpy="0.1 0.2 -0.1"/><mass value="{m}"/>
+    <inertia ixx="0.011" ixy="0.001" ixz="-0.0005" iyy="0.012" iyz="0.0007" izz="0.009"/></inertial></link>"""
+
+
+def joint(name, kind, parent, child, xyz, axis="0 0 1", extra=""):
+    lim = '<limit lower="-1" upper="1" effort="5" velocity="2"/>' if kind in ("revolute", "prismatic") else ""
+    return (f'<joint name="{name}" type="{kind}"><parent link="{parent}"/><child link="{child}"/>'
+            f'<origin xyz="{xyz}" rpy="0.2 -0.1 0.3"/><axis xyz="{axis}"/>{lim}{extra}</joint>')
+
+
+def mimic_urdf(extra_joint=""):
+    links = "".join(LINK.format(n=n, c=c, m=m) for n, c, m in [
+        ("base", "0 0 0.05", 3.0), ("l1", "0.1 0 0", 1.2), ("l2", "0 0.1 0.02", 0.9), ("l3", "0.05 0.05 0", 0.7),
+        ("l4", "0 0 0.1", 0.8), ("l5", "0.02 0 0.05", 0.5), ("l6", "0 0.03 0.1", 0.6)])
+    joints = "".join([
+        joint("j1", "revolute", "base", "l1", "0.1 0 0.2", "0 1 0"),
+        # a chain: j3 mimics j2, which mimics j1
+        joint("j2", "revolute", "l1", "l2", "0.3 0 0", "0 0 1", '<mimic joint="j1" multiplier="1.5" offset="0.1"/>'),
+        joint("j3", "revolute", "l2", "l3", "0.2 0.1 0", "1 0 0", '<mimic joint="j2" multiplier="-0.5" offset="0.2"/>'),
+        joint("j4", "prismatic", "base", "l4", "-0.1 0.2 0", "0 0.6 0.8"),
+        # its leader j4 is on another branch: not an ancestor (Pinocchio 4.1 refuses this)
+        joint("j5", "revolute", "l1", "l5", "0 -0.2 0.1", "0 1 0", '<mimic joint="j4" multiplier="2.0" offset="-0.3"/>'),
+        joint("j6", "continuous", "l4", "l6", "0 0 0.3", "1 0 0"),
+    ])
+    return f'<?xml version="1.0"?>\n<robot name="mimic_tree">{links}{joints}{extra_joint}</robot>\n'
+
+
+# the couplings of mimic_urdf(): mimic joint -> (leader, multiplier, offset), chains resolved
+COUPLED = {"j2": ("j1", 1.5, 0.1), "j3": ("j1", -0.75, -0.05 + 0.2), "j5": ("j4", 2.0, -0.3)}
+
+
+def expand(indep, coupled, q, v, a):
+    """the independent model's q, v, a of the coupled ones, and G (nv_indep x nv)"""
+    names = list(indep.joint_names)
+    G = np.zeros((indep.nv, coupled.nv))
+    B = len(q)
+    qi, vi, ai = np.zeros((B, indep.nq)), np.zeros((B, indep.nv)), np.zeros((B, indep.nv))
+    mi = indep._model
+    off = 7 if indep.floating_base else 0
+    if off:
+        qi[:, :7], vi[:, :6], ai[:, :6] = q[:, :7], v[:, :6], a[:, :6]
+        G[:6, :6] = np.eye(6)
+    for i, n in enumerate(names):
+        if mi.joint_types[i] == "free":
+            continue
+        iq, iv = mi.joint_idx_q[i], mi.joint_idx_v[i]
+        leader, mult, o = COUPLED.get(n, (n, 1.0, 0.0))
+        c = coupled.joint_names.index(leader)
+        cq, cv = coupled._model.joint_idx_q[coupled._model.joint_names.index(leader)], \
+            coupled._model.joint_idx_v[coupled._model.joint_names.index(leader)]
+        assert c >= 0
+        qi[:, iq] = mult * q[:, cq] + o
+        vi[:, iv] = mult * v[:, cv]
+        ai[:, iv] = mult * a[:, cv]
+        G[iv, cv] = mult
+    return qi, vi, ai, G
+
+
+def states(h, B=6, seed=0):
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(-1, 1, (B, h.nq))
+    if h.floating_base:
+        q[:, 3:7] /= np.linalg.norm(q[:, 3:7], axis=1, keepdims=True)
+    return q, rng.uniform(-10, 10, (B, h.nv)), rng.uniform(-50, 50, (B, h.nv)), rng.uniform(-5, 5, (B, 6 * h.nb))
+
+
+def close(a, b, what, rtol=1e-12):
+    a, b = np.asarray(a).reshape(len(a), -1), np.asarray(b).reshape(len(b), -1)
+    err = np.linalg.norm(a - b, axis=1) / np.maximum(np.linalg.norm(b, axis=1), 1e-6)
+    assert np.all(err <= rtol), f"{what}: worst relative error {err.max():.2e}"
+
+
+@pytest.mark.parametrize("floating", [False, True], ids=["fixed", "floating"])
+@pytest.mark.parametrize("provider", ["reference", "unrolled", "rolled"])
+def test_coupled_equals_projected_independent_model(floating, provider):
+    common = dict(urdf_string=mimic_urdf(), floating_base=floating, dtype="float64", verbose=False)
+    kw = {"codegen": False} if provider == "reference" else {"codegen_schedule": provider}
+    h = grid_rbd.register_robot("mimic_c", **common, **kw)
+    indep = grid_rbd.register_robot("mimic_i", ignore_mimic=True, codegen=False, **common)
+    assert h.nv == indep.nv - 3 and h.nq == indep.nq - 3
+    assert [m["name"] for m in h.mimic_joints] == ["j2", "j3", "j5"]
+    for m in h.mimic_joints:
+        leader, mult, off = COUPLED[m["name"]]
+        assert m["leader"] == leader and m["multiplier"] == pytest.approx(mult, rel=1e-15)
+        assert m["offset"] == pytest.approx(off, rel=1e-15, abs=1e-15)
+    assert "j2" not in h.joint_names and "j1" in h.joint_names
+    q, v, a, f = states(h)
+    qi, vi, ai, G = expand(indep, h, q, v, a)
+    tau = indep.inverse_dynamics(qi, vi, ai, f_ext=f)
+    close(h.inverse_dynamics(q, v, a, f_ext=f), tau @ G, "rnea")
+    close(h.inverse_dynamics(q, v, a), indep.inverse_dynamics(qi, vi, ai) @ G, "rnea without f_ext")
+    close(h.nonlinear_effects(q, v), indep.nonlinear_effects(qi, vi) @ G, "nle")
+    close(h.generalized_gravity(q), indep.generalized_gravity(qi) @ G, "gravity")
+    M = np.einsum("ji,bjk,kl->bil", G, indep.crba(qi), G)
+    close(h.crba(q), M, "crba")
+    close(h.minv(q), np.linalg.inv(M), "minv", 1e-10)
+    bias = indep.inverse_dynamics(qi, vi, np.zeros_like(vi), f_ext=f) @ G
+    qdd = np.linalg.solve(M, (a - bias)[..., None])[..., 0]
+    close(h.forward_dynamics(q, v, a, f_ext=f), qdd, "fd", 1e-10)
+    close(h.aba(q, v, a, f_ext=f), qdd, "aba", 1e-10)
+    close(h.forward_kinematics(q), indep.forward_kinematics(qi), "fk")
+    close(h.end_effector_pose(q), indep.end_effector_pose(qi), "ee pose")
+    for frame in ("l3", "l5", "l6"):
+        for rf in ("WORLD", "LOCAL", "LOCAL_WORLD_ALIGNED"):
+            close(h.frame_jacobian(q, frame, rf), indep.frame_jacobian(qi, frame, rf) @ G, f"jacobian {frame} {rf}")
+
+
+def test_float32_against_float64():
+    """float32 within 1e-4 relative of float64 on the coupled model (the tolerance holds at |qd| = 10, |qdd| = 50)"""
+    h64 = grid_rbd.register_robot("mimic64", urdf_string=mimic_urdf(), dtype="float64", verbose=False)
+    h32 = grid_rbd.register_robot("mimic32", urdf_string=mimic_urdf(), dtype="float32", verbose=False)
+    q, v, a, f = states(h64, 16, 3)
+    args = {"q": q, "v": v, "a": a}
+    for name, call in [("rnea", lambda h, x: h.inverse_dynamics(x["q"], x["v"], x["a"])),
+                       ("crba", lambda h, x: h.crba(x["q"])), ("minv", lambda h, x: h.minv(x["q"])),
+                       ("fd", lambda h, x: h.forward_dynamics(x["q"], x["v"], x["a"]))]:
+        close(call(h32, {k: x.astype(np.float32) for k, x in args.items()}), call(h64, args), name, 1e-4)
+
+
+def test_ignore_mimic_keeps_independent_joints():
+    h = grid_rbd.register_robot("mimic_ind", urdf_string=mimic_urdf(), ignore_mimic=True, codegen=False, verbose=False)
+    assert h.mimic_joints == () and h.nv == 6 and "j2" in h.joint_names
+
+
+BAD = [
+    ('<joint name="j7" type="revolute"><parent link="l3"/><child link="l7"/><axis xyz="0 0 1"/>'
+     '<limit lower="-1" upper="1" effort="1" velocity="1"/>\n<mimic joint="nowhere"/></joint><link name="l7"/>',
+     "mimics 'nowhere', which is not a joint of this robot"),
+    ('<joint name="j7" type="planar"><parent link="l3"/><child link="l7"/><axis xyz="0 0 1"/>\n<mimic joint="j1"/>'
+     '</joint><link name="l7"/>', "only revolute, continuous and prismatic joints can mimic"),
+    ('<joint name="j7" type="ball"><parent link="l3"/><child link="l7"/>\n<mimic joint="j1"/></joint><link name="l7"/>',
+     "only revolute, continuous and prismatic joints can mimic"),
+    ('<joint name="j7" type="revolute"><parent link="l3"/><child link="l7"/><axis xyz="0 0 1"/>'
+     '<limit lower="-1" upper="1" effort="1" velocity="1"/>\n<mimic joint="j7"/></joint><link name="l7"/>',
+     "mimics itself"),
+    ('<joint name="j7" type="fixed"><parent link="l3"/><child link="l7"/></joint><link name="l7"/>'
+     '<joint name="j8" type="revolute"><parent link="l7"/><child link="l8"/><axis xyz="0 0 1"/>'
+     '<limit lower="-1" upper="1" effort="1" velocity="1"/>\n<mimic joint="j7"/></joint><link name="l8"/>',
+     "a fixed joint: a leader must be revolute, continuous or prismatic"),
+    ('<joint name="j7" type="revolute"><parent link="l3"/><child link="l7"/><axis xyz="0 0 1"/>'
+     '<limit lower="-1" upper="1" effort="1" velocity="1"/>\n<mimic joint="j8"/></joint><link name="l7"/>'
+     '<joint name="j8" type="revolute"><parent link="l7"/><child link="l8"/><axis xyz="0 0 1"/>'
+     '<limit lower="-1" upper="1" effort="1" velocity="1"/><mimic joint="j7"/></joint><link name="l8"/>',
+     "cycle of mimic joints"),
+]
+
+
+@pytest.mark.parametrize("extra,message", BAD, ids=["missing-leader", "planar", "ball", "self", "fixed-leader",
+                                                    "cycle"])
+def test_malformed_couplings_name_file_line_and_element(extra, message, tmp_path):
+    path = tmp_path / "bad_mimic.urdf"
+    text = mimic_urdf(extra)
+    path.write_text(text)
+    line = text[:text.index(extra)].count("\n") + extra[:extra.index("<mimic")].count("\n") + 1
+    with pytest.raises(URDFError) as e:
+        grid_rbd.register_robot("bad_mimic", urdf_path=path, codegen=False, verbose=False)
+    assert message in str(e.value), str(e.value)
+    assert e.value.line == line and str(path) in str(e.value) and "<mimic" in str(e.value), (line, str(e.value))
