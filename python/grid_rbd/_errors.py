@@ -27,7 +27,7 @@ class URDFError(GridError, ValueError):
 
 
 class UnsupportedURDFError(URDFError):
-    """A valid URDF feature this version does not handle (planar joints, mimic joints unless ignore_mimic=True)."""
+    """A valid URDF feature this version does not handle (e.g. a floating joint below another moving joint)."""
 
 
 class GridIOError(GridError, OSError):

@@ -28,6 +28,8 @@ static void set_joint(grid_body *b, grid_joint_type type, double ax, double ay, 
     j->axis[0] = ax / n; j->axis[1] = ay / n; j->axis[2] = az / n;
     j->parent = parent;
     j->iq = iq; j->iv = iv;
+    j->uq = iq; j->uv = iv;
+    j->mimic_leader = -1;
     j->nq = type == GRID_JOINT_FREE ? 7 : 1;
     j->nv = type == GRID_JOINT_FREE ? 6 : 1;
 }
@@ -73,7 +75,7 @@ static void build_chain(void)
     set_frame(&chain_frames[3], -1, 0.1, 0.2, 0.3, 0.1, 0.2, 0.3);
     set_frame(&chain_frames[4], 1, 0.2, -0.1, 0.05, 0.7, 0.1, -0.4);
     set_frame(&chain_frames[5], 2, 0.1, 0.05, -0.02, 0.2, 0.1, -0.3);
-    chain = (grid_model){.robot_name = "chain", .nq = 3, .nv = 3, .nb = 3, .floating_base = 0,
+    chain = (grid_model){.robot_name = "chain", .nq = 3, .nv = 3, .nq_full = 3, .nv_full = 3, .nb = 3, .floating_base = 0,
                          .gravity = -9.81, .bodies = chain_bodies, .nframes = 6, .frames = chain_frames,
                          .nee = 1, .ee_frames = chain_ee};
 }
@@ -114,7 +116,7 @@ static void build_tree(void)
     set_frame(&tree_frames[7], -1, 0.5, -0.2, 0.1, 0.3, -0.2, 1.0);
     set_frame(&tree_frames[8], 5, 0.1, 0.02, -0.05, 0.4, -0.3, 0.2);
     set_frame(&tree_frames[9], 4, -0.03, 0.04, -0.1, -0.5, 0.2, 2.5);
-    tree = (grid_model){.robot_name = "tree", .nq = 12, .nv = 11, .nb = 6, .floating_base = 1,
+    tree = (grid_model){.robot_name = "tree", .nq = 12, .nv = 11, .nq_full = 12, .nv_full = 11, .nb = 6, .floating_base = 1,
                         .gravity = -9.81, .bodies = tree_bodies, .nframes = 10, .frames = tree_frames,
                         .nee = 2, .ee_frames = tree_ee};
 }
@@ -651,7 +653,7 @@ static void test_rpy_singularity(void)
     set_placement(&b[0].joint.placement, 0, 0, 0, 0, 0, 0);
     set_inertia(&b[0], 1.0, 0, 0, 0, 0.1, 0.1, 0.1, 0, 0, 0);
     set_frame(&f[0], 0, 0, 0, 0, 0, 0, 0);
-    const grid_model m = {.robot_name = "one", .nq = 7, .nv = 6, .nb = 1, .floating_base = 1, .gravity = -9.81,
+    const grid_model m = {.robot_name = "one", .nq = 7, .nv = 6, .nq_full = 7, .nv_full = 6, .nb = 1, .floating_base = 1, .gravity = -9.81,
                           .bodies = b, .nframes = 1, .frames = f, .nee = 1, .ee_frames = ee};
     double *w = new_work(&m), pose[6], F[16];
     /* rotations of +-90 degrees about y, composed with others about z */

@@ -341,12 +341,12 @@ typedef struct {
     const char *file;
     int nv;            /* fixed base; every joint is 1-DoF so nq == nv == nb */
     double total_mass; /* kg, SOURCES.md */
-    int has_mimic;
+    int has_mimic;     /* its <mimic> joints */
 } robot_row;
 
 static const robot_row robots[] = {
     {"iiwa.urdf", 7, 30.610, 0},     {"hyq.urdf", 12, 86.774, 0},       {"atlas.urdf", 30, 175.118, 0},
-    {"go2.urdf", 12, 15.019, 0},     {"g1_29dof.urdf", 29, 35.115, 0}, {"h1_2.urdf", 51, 67.368, 1},
+    {"go2.urdf", 12, 15.019, 0},     {"g1_29dof.urdf", 29, 35.115, 0}, {"h1_2.urdf", 51, 67.368, 12},
 };
 
 static void test_shared_robots(void)
@@ -392,14 +392,14 @@ static void test_shared_robots(void)
             CHECK(m->nee > 0);
             grid_model_free(m);
         }
-        // mimic robots are refused unless asked
-        grid_model *m = (grid_model *)1;
+        // by default mimic joints are couplings: q and v lose one coordinate per mimic joint
+        grid_model *m = NULL;
         grid_error err;
         int rc = grid_urdf_load_file(path, NULL, &m, &err);
-        if (row->has_mimic) {
-            expect_fail(rc, m, &err, GRID_ERR_UNSUPPORTED, -1, "mimic joints are not supported yet");
-        } else {
-            CHECK_MSG(rc == GRID_OK, "%s: %s", row->file, err.message);
+        CHECK_MSG(rc == GRID_OK, "%s: %s", row->file, err.message);
+        if (rc == GRID_OK) {
+            CHECK_MSG(m->nv == row->nv - row->has_mimic && m->nv_full == row->nv && m->nmimic == row->has_mimic,
+                      "%s: nv %d nv_full %d mimic %d", row->file, m->nv, m->nv_full, m->nmimic);
             grid_model_free(m);
         }
     }
@@ -490,7 +490,8 @@ static void test_malformed_strings(void)
         {"   \n  ", GRID_ERR_XML, 0, "malformed XML"},
         {"<robot name='r'><link name='a'/></robot\n", GRID_ERR_XML, -1, "malformed XML"},
         {"<robot name='r'><link name='a'/>\n<link name='b'/><joint name='j' type='revolute'>\n"
-         "<parent link='a'/><child link='b'/><mimic joint='k'/></joint></robot>", GRID_ERR_UNSUPPORTED, 2, "mimics 'k'"},
+         "<parent link='a'/><child link='b'/><mimic joint='k'/></joint></robot>", GRID_ERR_URDF, 3,
+         "mimics 'k', which is not a joint of this robot"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         grid_model *m = (grid_model *)1;
@@ -564,8 +565,20 @@ static void test_mimic(void)
     grid_model *m = (grid_model *)1;
     grid_error err;
     int rc = grid_urdf_load_file(DATA "mimic.urdf", NULL, &m, &err);
-    expect_fail(rc, m, &err, GRID_ERR_UNSUPPORTED, 11, "joint 'finger_right' (line 11) mimics 'finger_left'");
-    CHECK(strstr(err.message, "pass ignore_mimic=True") != NULL);
+    /* coupled (the default): one coordinate, the mimic joint follows its leader */
+    CHECK_MSG(rc == GRID_OK, "%s", err.message);
+    if (rc) return;
+    CHECK(m->nq == 1 && m->nv == 1 && m->nq_full == 2 && m->nv_full == 2 && m->nb == 2 && m->nmimic == 1);
+    const grid_joint *fr = &m->bodies[1].joint;
+    CHECK(strcmp(fr->name, "finger_right") == 0 && fr->mimic && fr->mimic_leader == 0 && fr->uq == 0 && fr->uv == 0);
+    CHECK(fr->iq == 1 && fr->iv == 1 && fr->mimic_multiplier == 1.0 && fr->mimic_offset == 0.0);
+    CHECK(!m->bodies[0].joint.mimic && m->bodies[0].joint.mimic_leader == -1);
+    grid_model_free(m);
+    /* a <mimic> whose leader is missing: the <mimic> element's line */
+    m = (grid_model *)1;
+    rc = load_str("<robot name='r'><link name='a'/><link name='b'/>\n<joint name='j' type='prismatic'>"
+                  "<parent link='a'/><child link='b'/>\n\n<mimic joint='nowhere'/></joint></robot>", NULL, &m, &err);
+    expect_fail(rc, m, &err, GRID_ERR_URDF, 4, "<mimic> line 4: joint 'j' mimics 'nowhere'");
 
     grid_model_options o = grid_model_options_default();
     o.ignore_mimic = 1;
@@ -573,7 +586,7 @@ static void test_mimic(void)
     rc = grid_urdf_load_file(DATA "mimic.urdf", &o, &m, &err);
     CHECK_MSG(rc == GRID_OK, "%s", err.message);
     if (rc) return;
-    CHECK(m->nq == 2 && m->nv == 2 && m->nb == 2);
+    CHECK(m->nq == 2 && m->nv == 2 && m->nb == 2 && m->nmimic == 0 && !m->bodies[1].joint.mimic);
     CHECK(strcmp(m->bodies[1].joint.name, "finger_right") == 0);
     CHECK_NEAR(m->bodies[1].joint.axis[1], -1.0, 0);
     grid_model_free(m);

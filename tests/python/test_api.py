@@ -372,13 +372,14 @@ MIMIC_URDF = """<robot name="gripper">
 """
 
 
-def test_mimic_is_refused_with_a_hint_and_accepted_with_ignore_mimic(tmp_path):
+def test_mimic_is_a_coupling_and_ignore_mimic_makes_it_independent(tmp_path):
     path = _write(tmp_path, "gripper.urdf", MIMIC_URDF)
-    with pytest.raises(grid_rbd.UnsupportedURDFError, match="ignore_mimic=True") as e:
-        grid_rbd.register_robot("api_mimic", urdf_path=path)
-    assert isinstance(e.value, grid_rbd.URDFError) and e.value.line > 0 and str(path) in str(e.value)
+    h = grid_rbd.register_robot("api_mimic", urdf_path=path, codegen=False)
+    assert h.joint_names == ("a",) and h.nq == h.nv == 1
+    assert h.mimic_joints == ({"name": "b", "leader": "a", "multiplier": 1.0, "offset": 0.0, "index_q": 0,
+                               "index_v": 0},)
     h = grid_rbd.register_robot("api_mimic", urdf_path=path, ignore_mimic=True)
-    assert h.joint_names == ("a", "b") and h.nv == 2
+    assert h.joint_names == ("a", "b") and h.nv == 2 and h.mimic_joints == ()
 
 
 def test_status_table_matches_the_c_enum():

@@ -17,6 +17,7 @@ import grid_rbd
 from grid_rbd import _core
 from grid_rbd import cuda as gcuda
 from robot_cases import BUNDLED_IIWA, JOINTS_URDF, SHARED_ROBOTS, SYNTHETIC_URDF, example_robot_data_dir
+from test_mimic import mimic_urdf
 
 
 
@@ -107,12 +108,23 @@ def synthetic_ff64_rolled_cuda(tmp_path_factory):
                                     codegen_schedule="rolled"))
 
 
-def _joints_ff64(tmp_path_factory, schedule):
+def _joints_ff64(tmp_path_factory, schedule, urdf=JOINTS_URDF, name="joints"):
     _need_nvcc()
-    cache = tmp_path_factory.mktemp(f"joints-cuda-{schedule}")
-    return Path(grid_rbd.precompile("joints_ff64", urdf_string=JOINTS_URDF, floating_base=True, dtype="float64",
+    cache = tmp_path_factory.mktemp(f"{name}-cuda-{schedule}")
+    return Path(grid_rbd.precompile(f"{name}_ff64", urdf_string=urdf, floating_base=True, dtype="float64",
                                     device="cuda", cuda_arch="90", cache_dir=cache, verbose=False,
                                     codegen_schedule=schedule))
+
+
+@pytest.fixture(scope="module")
+def mimic_ff64_cuda(tmp_path_factory):
+    """coupled mimic joints (a chain, a leader off the path), float64, floating base"""
+    return _joints_ff64(tmp_path_factory, "auto", mimic_urdf(), "mimic")
+
+
+@pytest.fixture(scope="module")
+def mimic_ff64_rolled_cuda(tmp_path_factory):
+    return _joints_ff64(tmp_path_factory, "rolled", mimic_urdf(), "mimic")
 
 
 @pytest.fixture(scope="module")
@@ -185,8 +197,10 @@ def _emulated_source(cu_text):
                              "-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_SMEM_MAX_WIDE=0"]),  # launches in slices of a warp
     ("joints_ff", []),                                                       # planar and spherical joints
     ("joints_ff_rolled", []),
+    ("mimic_ff", ["-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_SMEM_MAX_WIDE=0"]),  # coupled mimic joints, in place
+    ("mimic_ff_rolled", []),
 ], ids=["iiwa-default", "synthetic_ff-in-place-chunked", "synthetic_ff-all-staged-packed-zero-copy", "iiwa-rolled",
-        "synthetic_ff-rolled-sliced-chunked", "joints_ff", "joints_ff-rolled"])
+        "synthetic_ff-rolled-sliced-chunked", "joints_ff", "joints_ff-rolled", "mimic_ff", "mimic_ff-rolled"])
 def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defines):
     """grid_cuda_<algo> (tiles, plan, tails, variants, rolled workspace and slices) and grid_host_<algo> (chunks,
     packing) run on the CPU, one std::thread per CUDA thread, and must equal the C target of the same robot (float64,
@@ -196,12 +210,15 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defin
         pytest.skip("no C++ compiler")
     fixture = {"iiwa": "iiwa64_cuda", "synthetic_ff": "synthetic_ff64_cuda", "iiwa_rolled": "iiwa64_rolled_cuda",
                "synthetic_ff_rolled": "synthetic_ff64_rolled_cuda", "joints_ff": "joints_ff64_cuda",
-               "joints_ff_rolled": "joints_ff64_rolled_cuda"}[which]
+               "joints_ff_rolled": "joints_ff64_rolled_cuda", "mimic_ff": "mimic_ff64_cuda",
+               "mimic_ff_rolled": "mimic_ff64_rolled_cuda"}[which]
     entry = request.getfixturevalue(fixture)
     if which.startswith("iiwa"):
         kw = {"urdf_path": BUNDLED_IIWA}
     elif which.startswith("joints"):
         kw = {"urdf_string": JOINTS_URDF, "floating_base": True}
+    elif which.startswith("mimic"):
+        kw = {"urdf_string": mimic_urdf(), "floating_base": True}
     else:
         kw = {"urdf_string": SYNTHETIC_URDF, "floating_base": True}
     if which.endswith("rolled"):
