@@ -37,7 +37,7 @@ typedef struct {
 /* a model's convention, from its per-joint data: immutable once built, shared by every call */
 typedef struct {
     int kind;       /* grid_convention_kind */
-    int nq, nv, nb;
+    int nq, nv, nb, nee, nframes; /* the model's sizes (the rows' shapes) */
     int n_blocks;   /* 0: the identity (Pinocchio's, or a robot with only revolute and prismatic joints) */
     int n_free;     /* free-flyer blocks among them (they make Tdot nonzero) */
     grid_conv_block block[GRID_CONV_MAX_BLOCKS];

@@ -1,6 +1,7 @@
 /* Output conventions on the CPU: a model's per-joint basis data, each call's job (which row runs, what its inputs and output are) and the chunked pre/post passes around a provider's batch call. */
 #include <assert.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 #include "grid/convention.h"
 #include "grid/signature.h"
@@ -53,6 +54,8 @@ int grid_convention_init(grid_convention *cv, const grid_model *m, int kind, gri
     cv->nq = m->nq;
     cv->nv = m->nv;
     cv->nb = m->nb;
+    cv->nee = m->nee;
+    cv->nframes = m->nframes;
     if (kind == GRID_CONVENTION_PINOCCHIO) return GRID_OK;
     if (model_couplings(m) > 0)
         return grid_error_set(err, GRID_ERR_ARG, 0, 0, "output_convention='mujoco' does not support coupled (mimic) "
@@ -104,29 +107,44 @@ static int role_of(const char *name)
     return -1;
 }
 
+/* every row's input roles, from the signature table once */
+static signed char row_roles[GRID_ALGO_COUNT][GRID_MAX_IN];
+static pthread_once_t roles_once = PTHREAD_ONCE_INIT;
+
+static void init_roles(void)
+{
+    for (int a = 0; a < GRID_ALGO_COUNT; a++) {
+        const grid_signature_row *r = grid_sig_row(a);
+        for (int k = 0; k < r->n_in; k++) row_roles[a][k] = (signed char)role_of(r->in[k].name);
+    }
+}
+
 int grid_convention_job(const grid_convention *cv, int algo, const void *const *in, grid_conv_job *job)
 {
-    assert(cv && job);
+    assert(cv && job && cv->n_blocks >= 0 && cv->n_blocks <= GRID_CONV_MAX_BLOCKS);
     const grid_signature_row *row = grid_sig_row(algo);
     if (!row) return GRID_ERR_ARG;
     if (!out_kinds[algo]) return GRID_ERR_UNSUPPORTED;
-    memset(job, 0, sizeof *job);
-    job->cv = *cv;
+    pthread_once(&roles_once, init_roles);
+    /* the convention without its unused blocks, then the job's own fields */
+    memcpy(&job->cv, cv, offsetof(grid_convention, block) + (size_t)cv->n_blocks * sizeof cv->block[0]);
     job->algo = algo;
     job->out_kind = out_kinds[algo] - 1;
     job->slot_q = job->slot_v = job->slot_a = job->slot_u = -1;
+    job->a_zero = 0;
 
     /* MuJoCo's bias includes Tdot v: on a free flyer NLE runs as RNEA with the zero acceleration of MuJoCo's basis */
     const int as_rnea = algo == GRID_ALGO_NLE && cv->n_free > 0;
-    const grid_signature_row *run = as_rnea ? grid_sig_row(GRID_ALGO_RNEA) : row;
-    job->run_algo = as_rnea ? GRID_ALGO_RNEA : algo;
+    const int run_algo = as_rnea ? GRID_ALGO_RNEA : algo;
+    const grid_signature_row *run = grid_sig_row(run_algo);
+    job->run_algo = run_algo;
     job->n_in = run->n_in;
+    for (int k = 0; k < GRID_MAX_IN; k++) job->role[k] = 0, job->src[k] = -1;
     for (int k = 0; k < run->n_in; k++) {
-        const int role = role_of(run->in[k].name);
+        const int role = row_roles[run_algo][k];
         if (role < 0) return GRID_ERR_UNSUPPORTED;
         job->role[k] = role;
         /* the caller's input of the same name (the same slot when the row runs itself) */
-        job->src[k] = -1;
         for (int s = 0; s < row->n_in; s++)
             if ((run == row ? s == k : strcmp(row->in[s].name, run->in[k].name) == 0) && in && in[s]) job->src[k] = s;
         switch (role) {
@@ -143,7 +161,7 @@ int grid_convention_job(const grid_convention *cv, int algo, const void *const *
     }
     assert(job->slot_q == 0 && (job->slot_a < 0 || job->slot_v >= 0));
     /* the output: out_rows x nv per state for everything that changes */
-    const grid_sizes sz = grid_sizes_of(cv->nq, cv->nv, 0, 0, 0);
+    const grid_sizes sz = grid_sizes_of(cv->nq, cv->nv, cv->nb, cv->nee, cv->nframes);
     int shape[GRID_MAX_RANK];
     job->out_width = grid_sig_shape(&run->out[0], &sz, shape);
     job->out_rows = run->out[0].rank == 2 ? shape[0] : 1;
@@ -243,7 +261,7 @@ int grid_convention_call(const grid_convention *cv, int algo, int dtype, const g
     if (!c->in[0]) return GRID_ERR_ARG;
 
     /* per-state widths of the run row's inputs, and where the converted ones sit in a chunk's scratch */
-    const grid_sizes sz = grid_sizes_of(cv->nq, cv->nv, cv->nb, 0, 0);
+    const grid_sizes sz = grid_sizes_of(cv->nq, cv->nv, cv->nb, cv->nee, cv->nframes);
     const grid_signature_row *rr = grid_sig_row(job.run_algo);
     long long width[GRID_MAX_IN], at[GRID_MAX_IN], per_state = 0;
     for (int s = 0; s < job.n_in; s++) {
@@ -265,15 +283,14 @@ int grid_convention_call(const grid_convention *cv, int algo, int dtype, const g
     if (chunk > per) chunk = per;
     const size_t scratch_bytes = ((size_t)chunk * state_bytes + 63) / 64 * 64;
     const size_t work_share = c->work ? c->work_bytes / (size_t)threads / 64 * 64 : 0;
+    /* one block: the slices, their threads and whether each started, then the scratch (cache-line aligned) */
+    const size_t head = ((size_t)threads * (sizeof(conv_slice) + sizeof(pthread_t) + 1) + 63) / 64 * 64;
     const grid_ctx_mark_t mark = grid_ctx_mark(ctx);
-    char *scratch = grid_ctx_alloc(ctx, (size_t)threads * scratch_bytes, 0);
-    conv_slice *sl = grid_ctx_alloc(ctx, (size_t)threads * sizeof *sl, 0);
-    pthread_t *tid = grid_ctx_alloc(ctx, (size_t)threads * sizeof *tid, 0);
-    char *started = grid_ctx_alloc(ctx, (size_t)threads, 0);
-    if (!scratch || !sl || !tid || !started) {
-        grid_ctx_release(ctx, mark);
-        return GRID_ERR_NOMEM;
-    }
+    char *mem = grid_ctx_alloc(ctx, head + (size_t)threads * scratch_bytes, 0);
+    if (!mem) return GRID_ERR_NOMEM;
+    conv_slice *sl = (conv_slice *)mem;
+    pthread_t *tid = (pthread_t *)(sl + threads);
+    char *started = (char *)(tid + threads), *scratch = mem + head;
     for (long long t = 0; t < threads; t++) {
         const long long begin = t * per, end = begin + per < c->batch ? begin + per : c->batch;
         sl[t] = (conv_slice){&job, c, dtype, run, user, begin, end, chunk, width, at, scratch + (size_t)t * scratch_bytes,

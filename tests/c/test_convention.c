@@ -74,7 +74,8 @@ static void test_blocks(void)
     CHECK(grid_convention_init(&cv, fixed, GRID_CONVENTION_MUJOCO, &err) == GRID_OK && grid_convention_identity(&cv));
     CHECK(grid_convention_init(&cv, flo, GRID_CONVENTION_MUJOCO, &err) == GRID_OK && !grid_convention_identity(&cv));
     CHECK(cv.n_blocks == 1 && cv.n_free == 1 && cv.block[0].kind == GRID_CONV_FREE && cv.block[0].iq == 0 &&
-          cv.block[0].iv == 0 && cv.nq == flo->nq && cv.nv == flo->nv && cv.nb == flo->nb);
+          cv.block[0].iv == 0 && cv.nq == flo->nq && cv.nv == flo->nv && cv.nb == flo->nb && cv.nee == flo->nee &&
+          cv.nframes == flo->nframes);
     CHECK(grid_convention_init(&cv, flo, 7, &err) == GRID_ERR_ARG && strstr(err.message, "convention"));
     /* NLE on a free flyer runs as RNEA with the zero acceleration of MuJoCo's basis */
     grid_convention_init(&cv, flo, GRID_CONVENTION_MUJOCO, &err);
@@ -85,6 +86,13 @@ static void test_blocks(void)
     CHECK(grid_convention_job(&cv, GRID_ALGO_FRAME_JACOBIAN, in2, &j) == GRID_OK && j.out_kind == GRID_CONV_OUT_JAC &&
           j.out_rows == 6 && j.out_width == 6 * flo->nv);
     CHECK(grid_convention_job(&cv, GRID_ALGO_COUNT, in2, &j) == GRID_ERR_ARG);
+    /* every row's output width is the row's own (fk: nb x 4 x 4, ee_pose: 6 nee) */
+    for (int al = 0; al < GRID_ALGO_COUNT; al++) {
+        const void *all[GRID_MAX_IN] = {&j, &j, &j, &j};
+        CHECK(grid_convention_job(&cv, al, all, &j) == GRID_OK);
+        CHECK_MSG(j.out_width == grid_algo_output_width(al, flo->nq, flo->nv, flo->nb, flo->nee), "%s",
+                  grid_algo_name(al));
+    }
     grid_model_free(fixed);
     grid_model_free(flo);
 }
@@ -269,11 +277,12 @@ static void test_batches_bitwise(void)
     const int nq = m->nq, nv = m->nv;
     const long long B = 9001; /* many chunks of 256 KiB */
     double *q = malloc(sizeof(double) * (size_t)(B * nq)), *v = malloc(sizeof(double) * (size_t)(B * nv)),
-           *a = malloc(sizeof(double) * (size_t)(B * nv)), *o = malloc(sizeof(double) * (size_t)(B * nv * nv)),
-           *one = malloc(sizeof(double) * (size_t)(nv * nv));
+           *a = malloc(sizeof(double) * (size_t)(B * nv)), *o = malloc(sizeof(double) * (size_t)(B * 16 * nv * nv)),
+           *one = malloc(sizeof(double) * (size_t)(16 * nv * nv));
     unsigned seed = 5;
     for (long long b = 0; b < B; b++) random_state(m, &seed, q + b * nq, v + b * nv, a + b * nv, 10);
-    const int algos[] = {GRID_ALGO_RNEA, GRID_ALGO_NLE, GRID_ALGO_CRBA, GRID_ALGO_FD, GRID_ALGO_FRAME_JACOBIAN};
+    const int algos[] = {GRID_ALGO_RNEA, GRID_ALGO_NLE, GRID_ALGO_CRBA, GRID_ALGO_FD, GRID_ALGO_FRAME_JACOBIAN,
+                         GRID_ALGO_FK, GRID_ALGO_EE_POSE};
     for (size_t k = 0; k < sizeof algos / sizeof algos[0]; k++) {
         const int al = algos[k];
         const long long w = grid_algo_output_width(al, nq, nv, m->nb, m->nee);
