@@ -44,7 +44,7 @@ build/asan/%.o: src/%.c $(wildcard include/grid/*.h) $(wildcard src/*/*.h)
 	clang $(CFLAGS_COMMON) $(ASAN_FLAGS) -c $< -o $@
 
 # the CUDA host runtime's sources are embedded (.incbin) in cuda_sources.o
-RUNTIME_EMBEDDED := $(wildcard src/runtime/*.cu) src/runtime/cuda_plan.c
+RUNTIME_EMBEDDED := $(wildcard src/runtime/*.cu) src/runtime/cuda_plan.c src/runtime/conv_state.h include/grid/convention.h
 build/obj/runtime/cuda_sources.o build/asan/runtime/cuda_sources.o: $(RUNTIME_EMBEDDED)
 
 build/libgrid.a: $(OBJ)

@@ -3,6 +3,7 @@
 #define GRID_RUNTIME_H
 
 #include "grid/abi.h"
+#include "grid/convention.h"
 #include "grid/signature.h"
 #include "grid/error.h"
 
@@ -45,6 +46,8 @@ int grid_lib_open_fd(int fd, const char *so_path, const grid_lib_expect *expect,
 grid_batch_fn grid_lib_fn(const grid_lib *lib, int algo);
 /* the device-pointer entry point of algo (CUDA libraries), NULL otherwise */
 grid_batch_fn grid_lib_cuda_fn(const grid_lib *lib, int algo);
+/* a CUDA library's grid_cuda_convention_call (its output-convention passes on the device), NULL otherwise */
+grid_cuda_convention_fn grid_lib_cuda_convention(const grid_lib *lib);
 /* the library's own row for package row algo (its concrete shapes and workspace), NULL when absent */
 const grid_method_info *grid_lib_method(const grid_lib *lib, int algo);
 const grid_robot_meta_t *grid_lib_meta(const grid_lib *lib);

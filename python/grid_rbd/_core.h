@@ -8,6 +8,7 @@
 #include "grid/signature.h"
 #include "grid/error.h"
 #include "grid/model.h"
+#include "grid/convention.h"
 
 /* setup.py defines both at build time: the package version and a SHA-256 over the generator's sources */
 #ifndef GRID_GENERATOR_HASH
@@ -37,6 +38,8 @@ typedef struct {
     int nq, nv, nb, nee;                  /* must equal the model's sizes */
     size_t work_bytes;                    /* workspace one call gets (grid_call.work_bytes; 0 = none) */
     grid_batch_fn fns[GRID_ALGO_COUNT];   /* indexed by row id (grid/signature.h) */
+    grid_cuda_convention_fn cuda_convention; /* a CUDA library's output-convention passes on the device (its host
+                                                round trips convert there); NULL: the CPU converts (convention.c) */
 } grid_py_provider;
 
 /* _threads.c: num_threads is 1..GRID_PY_MAX_THREADS (_core.MAX_THREADS); a call runs on min(num_threads, the CPUs of

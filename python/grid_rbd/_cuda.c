@@ -125,6 +125,8 @@ typedef struct {
     device_fn use_device;
     time_fn time;
     int nframes;
+    grid_convention conv;                  /* the handle's output convention (identity: calls go straight through) */
+    grid_cuda_convention_fn convention_fn; /* the runtime's device passes (grid_cuda_convention_call) */
 } GridPyCudaLibrary;
 
 /* PinnedBuffer: page-locked bytes from grid_cuda_host_alloc, exposed through the buffer protocol */
@@ -163,9 +165,20 @@ static void *need_symbol(void *handle, const char *name, const char *path, int *
 
 static PyObject *cudalib_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"path", NULL};
-    PyObject *path_obj;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&:CudaLibrary", kwlist, PyUnicode_FSConverter, &path_obj)) return NULL;
+    static char *kwlist[] = {"path", "model", "convention", NULL};
+    PyObject *path_obj, *model = Py_None;
+    int convention = GRID_CONVENTION_PINOCCHIO;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|Oi:CudaLibrary", kwlist, PyUnicode_FSConverter, &path_obj, &model,
+                                     &convention))
+        return NULL;
+    if (model != Py_None && !PyObject_TypeCheck(model, &GridPyModel_Type)) {
+        Py_DECREF(path_obj);
+        return PyErr_Format(PyExc_TypeError, "model must be a _core.Model or None");
+    }
+    if (model == Py_None && convention != GRID_CONVENTION_PINOCCHIO) {
+        Py_DECREF(path_obj);
+        return PyErr_Format(PyExc_ValueError, "an output convention needs the model (model=)");
+    }
     const char *path = PyBytes_AS_STRING(path_obj);
     GridPyCudaLibrary *self = (GridPyCudaLibrary *)type->tp_alloc(type, 0);
     if (!self) {
@@ -208,6 +221,19 @@ static PyObject *cudalib_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->last_error = (text_fn)need_symbol(self->handle, "grid_cuda_last_error", path, &missing);
     self->use_device = (device_fn)need_symbol(self->handle, "grid_cuda_use_device", path, &missing);
     self->time = (time_fn)need_symbol(self->handle, "grid_cuda_time", path, &missing);
+    if (model != Py_None && !missing) {
+        grid_error cerr;
+        grid_error_clear(&cerr);
+        const int crc = grid_convention_init(&self->conv, ((GridPyModel *)model)->model, convention, &cerr);
+        if (crc != GRID_OK) {
+            Py_DECREF(path_obj);
+            Py_DECREF(self);
+            return grid_py_raise_error(crc, &cerr, NULL);
+        }
+        if (!grid_convention_identity(&self->conv))
+            self->convention_fn = (grid_cuda_convention_fn)need_symbol(self->handle, "grid_cuda_convention_call", path,
+                                                                       &missing);
+    }
     Py_DECREF(path_obj);
     if (missing) {
         Py_DECREF(self);
@@ -314,9 +340,27 @@ static PyObject *cudalib_call(PyObject *s, PyObject *const *args, Py_ssize_t nar
     call_args ca;
     if (parse_call(args + 1, &ca) < 0) return NULL;
     int status;
-    Py_BEGIN_ALLOW_THREADS
-    status = fn(&ca.c);
-    Py_END_ALLOW_THREADS
+    if (!grid_convention_identity(&self->conv)) {
+        /* in the output convention: the job's run row, converted on the device around its kernels */
+        grid_conv_job job;
+        const grid_signature_row *row = grid_sig_row((int)algo);
+        if (ca.c.n_in != row->n_in) return PyErr_Format(PyExc_ValueError, "%s takes %d inputs", row->name, row->n_in);
+        status = grid_convention_job(&self->conv, (int)algo, ca.c.in, &job);
+        if (status != GRID_OK) return raise_status(self, status, grid_algo_name((int)algo));
+        if (!(fn = algo_fn(self, job.run_algo, 1))) return NULL;
+        const void *in[GRID_MAX_IN] = {0};
+        for (int k = 0; k < job.n_in; k++) in[k] = job.src[k] >= 0 ? ca.c.in[job.src[k]] : NULL;
+        grid_call c = ca.c;
+        c.in = in;
+        c.n_in = job.n_in;
+        Py_BEGIN_ALLOW_THREADS
+        status = self->convention_fn(&job, fn, &c, 0);
+        Py_END_ALLOW_THREADS
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        status = fn(&ca.c);
+        Py_END_ALLOW_THREADS
+    }
     if (status != GRID_OK) return raise_status(self, status, grid_algo_name((int)algo));
     Py_RETURN_NONE;
 }
@@ -488,6 +532,7 @@ static PyMethodDef cudalib_methods[] = {
      "call(algo, inputs, outputs, batch, attrs, stream)\n\n"
      "grid_cuda_<algo> on device pointers: inputs and outputs are tuples of ints (0 = NULL) in the order of the\n"
      "row (_core.signatures()), attrs a tuple of its attributes, stream an int cudaStream_t (0 = default).\n"
+     "In the library's output convention (CudaLibrary(path, model, convention)): converted on the device.\n"
      "Asynchronous: nothing is synchronised. Raises CudaError when the launch fails."},
     {"time", (PyCFunction)(void (*)(void))cudalib_time, METH_FASTCALL,
      "time(algo, mode, inputs, outputs, batch, attrs, stream, reps, warmup, events)\n"
@@ -527,9 +572,10 @@ static PyTypeObject GridPyCudaLibrary_Type = {
     .tp_basicsize = sizeof(GridPyCudaLibrary),
     .tp_dealloc = (destructor)cudalib_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "CudaLibrary(path)\n\n"
+    .tp_doc = "CudaLibrary(path, model=None, convention=0)\n\n"
               "A CUDA robot.so (target 1) opened for device-pointer calls, timing and pinned memory. Opening it\n"
-              "needs no GPU; every method that runs CUDA does.",
+              "needs no GPU; every method that runs CUDA does. convention (with the model): the output convention\n"
+              "call() speaks, CONVENTION_PINOCCHIO (the kernels') or CONVENTION_MUJOCO (converted on the device).",
     .tp_methods = cudalib_methods,
     .tp_getset = cudalib_getset,
     .tp_new = cudalib_new,

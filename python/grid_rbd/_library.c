@@ -98,6 +98,8 @@ static int fill_provider(GridPyLibrary *self)
         p->work_bytes = meta->work_bytes * (size_t)self->work_threads;
     }
     for (int a = 0; a < GRID_ALGO_COUNT; a++) p->fns[a] = grid_lib_fn(self->lib, a);
+    /* a CUDA library converts output conventions on the device, in its host round trips */
+    p->cuda_convention = grid_lib_cuda_convention(self->lib);
     return 0;
 }
 

@@ -262,8 +262,31 @@ static PyObject *model_frame_index(PyObject *s, PyObject *name)
     return PyLong_FromLong(grid_model_frame_index(MODEL(s), n));
 }
 
+/* Model.convention_blocks(kind) -> ((kind, iq, iv), ...): the joints an output convention converts (grid/convention.h);
+   raises when the convention cannot express this model */
+static PyObject *model_convention_blocks(PyObject *s, PyObject *arg)
+{
+    const long kind = PyLong_AsLong(arg);
+    if (kind == -1 && PyErr_Occurred()) return NULL;
+    grid_convention cv;
+    grid_error err;
+    grid_error_clear(&err);
+    const int rc = grid_convention_init(&cv, MODEL(s), (int)kind, &err);
+    if (rc != GRID_OK) return grid_py_raise_error(rc, &err, NULL);
+    PyObject *t = PyTuple_New(cv.n_blocks);
+    for (int b = 0; t && b < cv.n_blocks; b++) {
+        PyObject *x = Py_BuildValue("(iii)", cv.block[b].kind, cv.block[b].iq, cv.block[b].iv);
+        if (!x) Py_CLEAR(t);
+        else PyTuple_SET_ITEM(t, b, x);
+    }
+    return t;
+}
+
 static PyMethodDef model_methods[] = {
     {"frame_index", model_frame_index, METH_O, "frame_index(name) -> frame id, -1 if unknown"},
+    {"convention_blocks", model_convention_blocks, METH_O,
+     "convention_blocks(kind) -> ((block kind, iq, iv), ...): the joints output convention kind converts (1: free\n"
+     "flyer, 2: ball); () when it is the identity. Raises GridArgumentError when it cannot express the model."},
     {NULL, NULL, 0, NULL},
 };
 

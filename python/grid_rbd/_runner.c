@@ -1,10 +1,11 @@
-/* _core.Runner: the per-call path — checks array arguments against the method's signature row (numpy C API, buffer protocol otherwise), allocates the outputs and runs a provider without the GIL. */
+/* _core.Runner: the per-call path — checks array arguments against the method's signature row (numpy C API, buffer protocol otherwise), allocates the outputs and runs a provider without the GIL, in the handle's output convention. */
 #include <stdlib.h>
 #include <string.h>
 #include "_core.h"
 #define NO_IMPORT_ARRAY
 #include "_numpy.h"
 #include "grid/context.h"
+#include "grid/convention.h"
 #include "grid/ref.h"
 
 typedef struct {
@@ -26,17 +27,18 @@ typedef struct {
     int ctx_busy;                    /* ... except while another one uses it (set under the GIL) */
     PyObject *np_ascontiguous;       /* numpy.ascontiguousarray */
     PyObject *np_dtype;              /* numpy.dtype of the handle */
+    grid_convention conv;            /* the output convention (grid/convention.h): identity = no conversion */
 } GridPyRunner;
 
 /* ---- construction ---- */
 
 static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"model", "dtype", "provider", "owner", "num_threads", NULL};
+    static char *kwlist[] = {"model", "dtype", "provider", "owner", "num_threads", "convention", NULL};
     PyObject *model_arg, *provider = Py_None, *owner = Py_None, *numpy = NULL;
-    int dtype, num_threads = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!i|OOi:Runner", kwlist, &GridPyModel_Type,
-                                     &model_arg, &dtype, &provider, &owner, &num_threads))
+    int dtype, num_threads = 0, convention = GRID_CONVENTION_PINOCCHIO;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!i|OOii:Runner", kwlist, &GridPyModel_Type,
+                                     &model_arg, &dtype, &provider, &owner, &num_threads, &convention))
         return NULL;
     if (dtype != GRID_FLOAT32 && dtype != GRID_FLOAT64)
         return PyErr_Format(PyExc_ValueError, "dtype must be %d (float32) or %d (float64); got %d",
@@ -63,8 +65,15 @@ static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->cpus = grid_py_threads_cpus();
     const grid_sizes sizes = grid_sizes_of(self->nq, self->nv, self->nb, self->nee, self->nframes);
     for (int a = 0; a < GRID_ALGO_COUNT; a++) grid_sig_concrete(a, &sizes, 0, &self->rows[a]);
+    grid_error cerr;
+    grid_error_clear(&cerr);
+    const int crc = grid_convention_init(&self->conv, self->model, convention, &cerr);
     Py_INCREF(owner);
     self->owner = owner;
+    if (crc != GRID_OK) {
+        grid_py_raise_error(crc, &cerr, NULL);
+        goto fail;
+    }
 
     /* provider: None = the float64 reference for every algorithm; else a capsule table */
     if (provider == Py_None) {
@@ -413,6 +422,32 @@ static int needs_temporary(const grid_method_info *row, const arg_buf *bin, cons
     return 0;
 }
 
+/* the provider's entry point of row algo, or the reference where it has none: what a convention's passes run */
+static int run_row(void *user, int algo, const grid_call *c)
+{
+    const GridPyRunner *r = user;
+    grid_batch_fn fn = r->has_provider ? r->provider.fns[algo] : NULL;
+    return fn ? fn(c) : grid_ref_batch(r->model, algo, r->dtype, c);
+}
+
+/* A call in the output convention through a CUDA library, whose host round trip converts each chunk on the device:
+   the job's run row with the caller's arrays (an acceleration built from zero gets qd's array to be built in). */
+static int run_cuda_convention(const GridPyRunner *r, int algo, const grid_call *c)
+{
+    grid_conv_job job;
+    int rc = grid_convention_job(&r->conv, algo, c->in, &job);
+    if (rc != GRID_OK) return rc;
+    grid_batch_fn fn = r->provider.fns[job.run_algo];
+    if (!fn) return GRID_ERR_UNSUPPORTED;
+    const void *in[GRID_MAX_IN] = {0};
+    for (int k = 0; k < job.n_in; k++) in[k] = job.src[k] >= 0 ? c->in[job.src[k]] : NULL;
+    if (job.a_zero) in[job.slot_a] = in[job.slot_v];
+    grid_call cc = *c;
+    cc.in = in;
+    cc.n_in = job.n_in;
+    return r->provider.cuda_convention(&job, fn, &cc, 1);
+}
+
 /* Runner.call(algo, inputs, out, attrs) -> out: inputs and attrs in the order of the row */
 static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -511,7 +546,12 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
     /* run the batch without the GIL */
     if (batch > 0) {
         grid_batch_fn fn = r->has_provider ? r->provider.fns[algo] : NULL;
-        if (fn && r->provider.work_bytes > 0) {
+        /* an output convention other than the kernels' own: converted around the call, on the CPU with scratch from
+           the context, or on the GPU by a CUDA library's round trip */
+        const int convert = !grid_convention_identity(&r->conv);
+        const int cuda_convert = convert && r->has_provider && r->provider.cuda_convention;
+        const int needs_work = fn && r->provider.work_bytes > 0;
+        if (needs_work || (convert && !cuda_convert)) {
             /* concurrent calls from other Python threads (the GIL is released below) get a fresh context */
             if (!r->ctx_busy) {
                 ctx = &r->ctx;
@@ -521,7 +561,7 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
                 ctx = &spare;
             }
             mark = grid_ctx_mark(ctx);
-            if (grid_ctx_work(ctx, r->provider.work_bytes, 1, &work, &work_bytes) != GRID_OK) {
+            if (needs_work && grid_ctx_work(ctx, r->provider.work_bytes, 1, &work, &work_bytes) != GRID_OK) {
                 PyErr_NoMemory();
                 goto fail;
             }
@@ -546,7 +586,9 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         const grid_model *m = r->model;
         int dtype = r->dtype;
         Py_BEGIN_ALLOW_THREADS
-        status = fn ? fn(&c) : grid_ref_batch(m, (int)algo, dtype, &c);
+        if (cuda_convert) status = run_cuda_convention(r, (int)algo, &c);
+        else if (convert) status = grid_convention_call(&r->conv, (int)algo, dtype, &c, ctx, run_row, r);
+        else status = fn ? fn(&c) : grid_ref_batch(m, (int)algo, dtype, &c);
         for (int k = 0; status == GRID_OK && k < row->n_out; k++)
             if (tmp[k]) memcpy(bout[k].data, out_ptr[k], (size_t)batch * (size_t)row->out[k].width * (size_t)dtype);
         Py_END_ALLOW_THREADS
@@ -669,7 +711,22 @@ static PyObject *get_algorithms(PyObject *s, void *c)
     return t;
 }
 
+static PyObject *get_convention(PyObject *s, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(((GridPyRunner *)s)->conv.kind);
+}
+
+static PyObject *get_converts(PyObject *s, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(!grid_convention_identity(&((GridPyRunner *)s)->conv));
+}
+
 static PyGetSetDef runner_getset[] = {
+    {"convention", get_convention, NULL, "the output convention: CONVENTION_PINOCCHIO (0) or CONVENTION_MUJOCO (1)", NULL},
+    {"converts", get_converts, NULL,
+     "True when calls are converted (the convention differs from the kernels' for this robot's joints)", NULL},
     {"provider", get_provider, NULL, "name of the compute provider", NULL},
     {"dtype", get_dtype, NULL, "numpy dtype of inputs and outputs", NULL},
     {"model", get_model, NULL, "the _core.Model", NULL},
@@ -687,10 +744,11 @@ PyTypeObject GridPyRunner_Type = {
     .tp_basicsize = sizeof(GridPyRunner),
     .tp_dealloc = (destructor)runner_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Runner(model, dtype, provider=None, owner=None, num_threads=0)\n\n"
+    .tp_doc = "Runner(model, dtype, provider=None, owner=None, num_threads=0, convention=0)\n\n"
               "Runs batched algorithms on a Model. dtype is 4 (float32) or 8 (float64). provider None uses\n"
               "the float64 C reference; otherwise a PyCapsule named grid_rbd._core.provider holding a\n"
-              "grid_py_provider table (owner keeps the code it points into alive).",
+              "grid_py_provider table (owner keeps the code it points into alive). convention: the output\n"
+              "convention of inputs and outputs, CONVENTION_PINOCCHIO (the kernels') or CONVENTION_MUJOCO.",
     .tp_methods = runner_methods,
     .tp_getset = runner_getset,
     .tp_new = runner_new,

@@ -196,6 +196,11 @@ class CudaRunner:
         return self._runner.algorithm_sources
 
     @property
+    def converts(self):
+        """True when calls are converted into the handle's output convention (on the device)"""
+        return self._runner.converts
+
+    @property
     def cuda_library(self):
         return self._cuda
 

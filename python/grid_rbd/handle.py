@@ -30,7 +30,8 @@ class RobotHandle:
     optional ``out`` (a C-contiguous array of the output shape and handle dtype, filled and returned).
 
     Widths: q is (B, nq); qd, qdd and u are (B, nv) (the tangent width, also on a floating base);
-    f_ext is (B, 6*nb), one body-local spatial force [f; tau] per body. Conventions are Pinocchio's."""
+    f_ext is (B, 6*nb), one body-local spatial force [f; tau] per body. Coordinates follow output_convention
+    (Pinocchio's by default, or MuJoCo's: see the output_convention property)."""
 
     __slots__ = ("_name", "_model", "_runner", "_call", "_options", "_library", "_joint_names", "_mimic_joints",
                  "_frame_names",
@@ -70,7 +71,8 @@ class RobotHandle:
 
     @property
     def nq(self):
-        """configuration width: q is (B, nq); floating base: 7 + joints ([x y z qx qy qz qw, joints])"""
+        """configuration width: q is (B, nq); floating base: 7 + joints ([x y z qx qy qz qw, joints]; MuJoCo's
+        convention: [x y z qw qx qy qz, joints])"""
         return self._model.nq
 
     @property
@@ -95,6 +97,14 @@ class RobotHandle:
     @property
     def floating_base(self):
         return self._model.floating_base
+
+    @property
+    def output_convention(self):
+        """the coordinates of every input and output: "pinocchio" (q = [x y z qx qy qz qw, joints], v = [v_lin local,
+        omega local, joints]) or "mujoco" (q = [x y z qw qx qy qz, joints], v = [v_lin world, omega local, joints]:
+        MuJoCo's free joint; tau, M, M^-1, accelerations and Jacobian columns in that basis, placements unchanged,
+        f_ext body-local in both). On a fixed base with revolute and prismatic joints the two coincide."""
+        return self._options.get("output_convention", "pinocchio")
 
     @property
     def gravity(self):
@@ -306,7 +316,12 @@ class RobotHandle:
         return (f"RobotHandle(name={self._name!r}, robot={self._model.robot_name!r}, nq={self.nq}, "
                 f"nv={self.nv}, nb={self.nb}, nee={self.num_ees}, floating_base={self.floating_base}, "
                 f"dtype={self.dtype.name}, device={self.device!r}{self._device_note()}, backend={self.backend!r}, "
-                f"provider={self.provider!r})")
+                f"provider={self.provider!r}{self._convention_note()})")
+
+    def _convention_note(self):
+        """', output_convention=...' when it is not the default"""
+        conv = self.output_convention
+        return "" if conv == "pinocchio" else f", output_convention={conv!r}"
 
     # ---- dynamics ----
     def inverse_dynamics(self, q, qd, qdd=None, f_ext=None, out=None):
@@ -354,7 +369,9 @@ class RobotHandle:
         """Jacobian of a frame, rows [linear; angular], (B, 6, nv), as pinocchio.computeFrameJacobian.
 
         target: a frame (link) name, the name of the joint above that link, or a frame id;
-        default the first end effector. reference_frame: "WORLD", "LOCAL" or "LOCAL_WORLD_ALIGNED"."""
+        default the first end effector. reference_frame: "WORLD", "LOCAL" or "LOCAL_WORLD_ALIGNED": the frame the
+        rows (the frame's velocity) are expressed in. In the MuJoCo convention the columns are MuJoCo's velocity
+        coordinates (J_mj = J_pin T); LOCAL_WORLD_ALIGNED is then mujoco.mj_jacBody's [jacp; jacr] of the frame."""
         if target is None:
             if not self._ee_frames:
                 raise ValueError(f"robot {self._name!r} has no end effectors; pass target=")

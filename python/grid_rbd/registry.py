@@ -22,12 +22,13 @@ _DEVICES = ("auto", "cpu", "cuda")
 # codegen_schedule -> grid_schedule (include/grid/emit.h)
 _SCHEDULES = {"auto": _core.SCHEDULE_AUTO, "unrolled": _core.SCHEDULE_UNROLLED, "rolled": _core.SCHEDULE_ROLLED}
 _BACKENDS = ("numpy", "jax", "torch")
+# output_convention -> grid_convention_kind (include/grid/convention.h): the basis of every input and output
+_CONVENTIONS = {"pinocchio": _core.CONVENTION_PINOCCHIO, "mujoco": _core.CONVENTION_MUJOCO}
 
 # options the spec documents for later increments: default value -> accepted silently;
 # anything else raises NotAvailableError (never ignored)
 _LATER_OPTIONS = {
     "algorithm_list": None,
-    "output_convention": "pinocchio",
     "contact_frames": None,
     "enable_tool": False,
     "allow_fp64": False,
@@ -37,7 +38,9 @@ _LATER_OPTIONS = {
     "multi_target_batch": None,
     "integrator_type": None,
 }
-# options of the compiled path that have no effect on the CPU today; accepted and recorded
+# options of the compiled path that change nothing here; accepted, checked and recorded. enable_mujoco_kernels:
+# output_convention="mujoco" is a basis change at the runtime boundary around the one set of kernels (no MuJoCo
+# twins exist to enable); False asks for no MuJoCo kernels, which contradicts output_convention="mujoco".
 _BUILD_OPTIONS = {"enable_mujoco_kernels": True}
 
 # the options that change the generated source: exactly these go into the canonical options JSON
@@ -51,7 +54,7 @@ _registry_lock = threading.Lock()
 def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, ee_joint_names=None,
                    max_batch_size=256, dtype="float32", device="auto", backend="numpy", gravity=-9.81,
                    ignore_mimic=False, codegen=True, cache_dir=None, force_rebuild=False, num_threads=None,
-                   verbose=True, cuda_arch=None, codegen_schedule="auto", **reserved):
+                   verbose=True, cuda_arch=None, codegen_schedule="auto", output_convention="pinocchio", **reserved):
     """Parse a URDF, prepare its batched algorithms and return a RobotHandle (also kept under `name`).
 
     Exactly one of urdf_path / urdf_string. floating_base adds a free-flyer "root_joint"
@@ -78,13 +81,21 @@ def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, 
     BuildError without nvcc); device="cpu" never touches CUDA. cuda_arch ("sm_90", "90", "9.0") overrides
     the GPU's own. On CUDA, numpy arrays go through a host round trip on the library's stream (device
     buffers sized from max_batch_size, regrown for larger batches) and torch / __cuda_array_interface__
-    arrays straight to the kernels on the caller's stream. Only backend="numpy" exists in this version."""
+    arrays straight to the kernels on the caller's stream. Only backend="numpy" exists in this version.
+
+    output_convention: the coordinates of every input and output. "pinocchio" (the default): q = [x y z qx qy qz
+    qw, joints], v = [v_lin local, omega local, joints]. "mujoco": q = [x y z qw qx qy qz, joints], v = [v_lin world,
+    omega local, joints], as MuJoCo's free joint (torques, M, M^-1, accelerations and Jacobian columns in that basis);
+    a per-state basis change around the same compiled library (the cache entry is shared, nothing is rebuilt).
+    enable_mujoco_kernels (True/False) is accepted: there are no separate MuJoCo kernels, so it changes nothing;
+    False together with output_convention="mujoco" is a ValueError."""
     options = _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, max_batch_size,
                              dtype, device, backend, gravity, ignore_mimic, codegen, cache_dir, force_rebuild,
-                             num_threads, verbose, codegen_schedule, reserved)
+                             num_threads, verbose, codegen_schedule, dict(reserved, output_convention=output_convention))
     _resolve_device(options, cuda_arch)
     urdf_bytes, filename = _read_urdf(urdf_path, urdf_string)
     model = _load_model(urdf_bytes, filename, options)
+    model.convention_blocks(_CONVENTIONS[options["output_convention"]])  # refused here, before any build
     library = _build_library(name, model, urdf_bytes, options, load=True) if options["codegen"] else None
     runner = _make_runner(model, options, library)
     handle = RobotHandle(name, model, runner, options, library, urdf=urdf_bytes)
@@ -143,6 +154,17 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
     if backend != "numpy":
         raise NotAvailableError(f"backend={backend!r} comes in a later version of grid_rbd; "
                                 "this version provides backend='numpy'")
+    reserved = dict(reserved)
+    output_convention = reserved.pop("output_convention", "pinocchio")
+    if not isinstance(output_convention, str) or output_convention not in _CONVENTIONS:
+        raise ValueError(f"output_convention must be one of {', '.join(map(repr, _CONVENTIONS))}; "
+                         f"got {output_convention!r}")
+    mujoco_kernels = reserved.get("enable_mujoco_kernels", True)
+    if not isinstance(mujoco_kernels, (bool, np.bool_)):
+        raise ValueError(f"enable_mujoco_kernels must be True or False; got {mujoco_kernels!r}")
+    if output_convention == "mujoco" and not mujoco_kernels:
+        raise ValueError("enable_mujoco_kernels=False contradicts output_convention='mujoco' (the two are mutually "
+                         "exclusive); drop enable_mujoco_kernels: the MuJoCo convention needs no separate kernels")
 
     try:
         np_dtype = np.dtype(dtype)
@@ -171,7 +193,7 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
     extra = {}
     for key, value in reserved.items():
         if key in _BUILD_OPTIONS:
-            extra[key] = value
+            extra[key] = bool(value)
         elif key in _LATER_OPTIONS:
             if value != _LATER_OPTIONS[key]:
                 raise NotAvailableError(f"register_robot option {key}={value!r} comes in a later version "
@@ -196,6 +218,7 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
         "force_rebuild": bool(force_rebuild),
         "num_threads": num_threads,
         "verbose": bool(verbose),
+        "output_convention": output_convention,
     }
     options.update(extra)
     return options
@@ -225,7 +248,7 @@ def _fs_path(what, path):
 
 # register_robot's options a pickled handle is registered again with (the URDF text is pickled beside them)
 _PICKLED_OPTIONS = ("floating_base", "ee_joint_names", "max_batch_size", "dtype", "device", "backend", "gravity",
-                    "ignore_mimic", "codegen", "cache_dir", "codegen_schedule") + tuple(_BUILD_OPTIONS)
+                    "ignore_mimic", "codegen", "cache_dir", "codegen_schedule", "output_convention") + tuple(_BUILD_OPTIONS)
 
 
 def _pickle_args(handle, urdf):
@@ -346,13 +369,16 @@ def _make_runner(model, options, library):
     else the float64 C reference for every algorithm."""
     dtype = _core.FLOAT32 if options["dtype"] == "float32" else _core.FLOAT64
     threads = options["num_threads"] or min(os.cpu_count() or 1, _core.MAX_THREADS)
+    # the output convention: a basis change around the provider's calls (the library is the same for every one)
+    conv = _CONVENTIONS[options.get("output_convention", "pinocchio")]
     if library is None:
-        return _core.Runner(model, dtype, num_threads=threads)
-    runner = _core.Runner(model, dtype, provider=library.provider, owner=library, num_threads=threads)
+        return _core.Runner(model, dtype, num_threads=threads, convention=conv)
+    runner = _core.Runner(model, dtype, provider=library.provider, owner=library, num_threads=threads,
+                          convention=conv)
     if options.get("device") != "cuda":
         return runner
     # CUDA: numpy arrays through the host round trip (the runner), device arrays to the kernels
-    cuda_library = _core.CudaLibrary(library.path)
+    cuda_library = _core.CudaLibrary(library.path, model, conv)
     cuda_library.reserve(options["max_batch_size"])
     return _cuda_mod.CudaRunner(runner, library, cuda_library, model)
 

@@ -1,4 +1,4 @@
-/* The CUDA host runtime linked into every CUDA robot.so: one context per library (stream, device buffers, pinned staging) behind a mutex, host round trips, reservations, pinned memory, timing and error messages. */
+/* The CUDA host runtime linked into every CUDA robot.so: one context per library (stream, device buffers, pinned staging) behind a mutex, host round trips, reservations, the output conventions' device passes, pinned memory, timing and error messages. */
 /* Compiled once per toolchain (nvcc, arch, flags) into the cache by src/build/cuda_rt.c, never by the plain C
    build. The arithmetic of the round trips is cuda_plan.c, compiled here as part of this translation unit. */
 #include <cuda_runtime.h>
@@ -8,6 +8,8 @@
 #include <time.h>
 #include "cuda_host.h"
 #include "cuda_plan.c"
+#define GRID_CONV_TYPES_ONLY
+#include "grid/convention.h"
 
 /* the last CUDA failure of this thread, for grid_cuda_last_error */
 static thread_local char grid_cuda_msg_[256];
@@ -129,6 +131,84 @@ static int grid_mapped_grow_(size_t need)
     return 0;
 }
 
+/* ---- output conventions (grid/convention.h): the per-state passes of conv_state.h as kernels, one thread per
+   state, before and after a method's kernels; the job (its per-joint blocks) is a kernel argument ---- */
+#define GRID_CV_FN static __device__
+#define GRID_CV_REAL double
+#define GRID_CV_NAME(x) grid_cv_d_##x
+#include "conv_state.h"
+#undef GRID_CV_REAL
+#undef GRID_CV_NAME
+#define GRID_CV_REAL float
+#define GRID_CV_NAME(x) grid_cv_f_##x
+#include "conv_state.h"
+#undef GRID_CV_REAL
+#undef GRID_CV_NAME
+#undef GRID_CV_FN
+
+/* state s of an array of w elements per state, NULL when absent */
+#define GRID_CV_AT(p, s, w) ((p) ? (p) + (s) * (w) : NULL)
+/* the pre and post kernels of one real type */
+#define GRID_CV_KERNELS(sfx, real)                                                                                   \
+    static __global__ void grid_k_conv_pre_##sfx##_(const __grid_constant__ grid_conv_job j, long long n,           \
+                                                    const real *q, const real *v, const real *a, const real *u,    \
+                                                    real *qp, real *vp, real *ap, real *up)                        \
+    {                                                                                                               \
+        const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x, nq = j.cv.nq, nv = j.cv.nv;           \
+        if (s >= n) return;                                                                                         \
+        grid_cv_##sfx##_pre(&j, q + s * nq, GRID_CV_AT(v, s, nv), GRID_CV_AT(a, s, nv), GRID_CV_AT(u, s, nv),       \
+                            qp + s * nq, GRID_CV_AT(vp, s, nv), GRID_CV_AT(ap, s, nv), GRID_CV_AT(up, s, nv));      \
+    }                                                                                                               \
+    static __global__ void grid_k_conv_post_##sfx##_(const __grid_constant__ grid_conv_job j, long long n,          \
+                                                     const real *qp, const real *vp, real *out)                    \
+    {                                                                                                               \
+        const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;                                       \
+        if (s >= n) return;                                                                                         \
+        grid_cv_##sfx##_post(&j, qp + s * j.cv.nq, GRID_CV_AT(vp, s, j.cv.nv), out + s * j.out_width);              \
+    }
+GRID_CV_KERNELS(d, double)
+GRID_CV_KERNELS(f, float)
+
+/* the job of the host round trip running on this thread (grid_cuda_convention_call sets it around the call) */
+static thread_local const grid_conv_job *grid_conv_job_;
+
+/* The input passes over n states on stream s: q, v, a, u (device, NULL where the job has none; a NULL with a_zero)
+   into qp, vp, ap, up (the same arrays: in place). real_bytes is the library's element size. */
+static int grid_conv_pre_(const grid_conv_job *j, int real_bytes, long long n, const void *q, const void *v,
+                          const void *a, const void *u, void *qp, void *vp, void *ap, void *up, cudaStream_t s)
+{
+    if (n <= 0) return 0;
+    const unsigned blocks = (unsigned)((n + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK);
+    if (real_bytes == 8)
+        grid_k_conv_pre_d_<<<blocks, GRID_CUDA_BLOCK, 0, s>>>(*j, n, (const double *)q, (const double *)v,
+                                                              (const double *)a, (const double *)u, (double *)qp,
+                                                              (double *)vp, (double *)ap, (double *)up);
+    else
+        grid_k_conv_pre_f_<<<blocks, GRID_CUDA_BLOCK, 0, s>>>(*j, n, (const float *)q, (const float *)v,
+                                                              (const float *)a, (const float *)u, (float *)qp,
+                                                              (float *)vp, (float *)ap, (float *)up);
+    const cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? 0 : grid_cuda_fail_(e, "launching the output convention's input pass");
+}
+
+/* the output pass over n states on stream s: out in place, from the converted qp and vp */
+static int grid_conv_post_(const grid_conv_job *j, int real_bytes, long long n, const void *qp, const void *vp,
+                           void *out, cudaStream_t s)
+{
+    if (n <= 0 || j->out_kind == GRID_CONV_OUT_NONE) return 0;
+    const unsigned blocks = (unsigned)((n + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK);
+    if (real_bytes == 8)
+        grid_k_conv_post_d_<<<blocks, GRID_CUDA_BLOCK, 0, s>>>(*j, n, (const double *)qp, (const double *)vp,
+                                                               (double *)out);
+    else
+        grid_k_conv_post_f_<<<blocks, GRID_CUDA_BLOCK, 0, s>>>(*j, n, (const float *)qp, (const float *)vp, (float *)out);
+    const cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? 0 : grid_cuda_fail_(e, "launching the output convention's output pass");
+}
+
+/* input slot k of a call, NULL when k < 0 */
+static const void *grid_conv_in_(const void *const *in, int k) { return k >= 0 ? in[k] : NULL; }
+
 /* the launch of one chunk of k states: device inputs d[] (NULL where absent), outputs od[], the workspace */
 static int grid_launch_(const grid_call *c, const grid_io_ *io, const grid_cuda_plan *p, char *const *d,
                         char *const *od, long long k)
@@ -144,7 +224,15 @@ static int grid_launch_(const grid_call *c, const grid_io_ *io, const grid_cuda_
     dc.work = p->work_b ? grid_ctx_.dws : NULL;
     dc.work_bytes = p->work_b ? grid_ctx_.dws_bytes : 0;
     dc.stream = (void *)grid_ctx_.stream;
-    return io->launch(&dc);
+    /* a convention's passes on this chunk's device buffers, in place: the inputs before, the output after */
+    const grid_conv_job *j = grid_conv_job_;
+    if (!j) return io->launch(&dc);
+    void *q = d[j->slot_q], *v = j->slot_v >= 0 ? d[j->slot_v] : NULL, *a = j->slot_a >= 0 ? d[j->slot_a] : NULL,
+         *u = j->slot_u >= 0 ? d[j->slot_u] : NULL;
+    int rc = grid_conv_pre_(j, io->real_bytes, k, q, v, j->a_zero ? NULL : a, u, q, v, a, u, grid_ctx_.stream);
+    if (!rc) rc = io->launch(&dc);
+    if (!rc) rc = grid_conv_post_(j, io->real_bytes, k, q, v, od[0], grid_ctx_.stream);
+    return rc;
 }
 
 /* A small call without copies (GRID_CUDA_ZERO_COPY_MAX): the inputs are gathered into mapped pinned memory,
@@ -263,6 +351,58 @@ extern "C" __attribute__((visibility("default"))) int grid_cuda_reserve(long lon
     if (!rc && p.pack) rc = grid_pinned_grow_(&grid_ctx_.hin, &grid_ctx_.hin_bytes, p.hin_bytes);
     pthread_mutex_unlock(&grid_ctx_.lock);
     return rc;
+}
+
+/* A call of the job's run row in an output convention (grid/convention.h). c is that row's call (inputs in its
+   order; the acceleration's slot carries any array of its width when a_zero) and fn its entry point: host != 0,
+   fn = grid_<row> on host arrays: the round trip converts each chunk's device buffers in place around the
+   kernels; host == 0, fn = grid_cuda_<row> on device arrays: the converted inputs go to stream-ordered scratch on
+   c->stream, the output is converted in place after the kernels, nothing is synchronised. 0 or a status. */
+extern "C" __attribute__((visibility("default"))) int grid_cuda_convention_call(const grid_conv_job *j,
+                                                                                int (*fn)(const grid_call *),
+                                                                                const grid_call *c, int host)
+{
+    if (!j || !fn || !c || !c->in || !c->out || c->n_in != j->n_in || c->n_out != 1 || c->batch < 0 ||
+        j->slot_q != 0 || (j->slot_a >= 0 && j->slot_v < 0))
+        return 7;
+    if (host) {
+        if (j->a_zero && !c->in[j->slot_a]) return 7; /* the round trip needs a buffer to build it in */
+        grid_conv_job_ = j;
+        const int rc = fn(c);
+        grid_conv_job_ = NULL;
+        return rc;
+    }
+    const long long n = c->batch, nq = j->cv.nq, nv = j->cv.nv;
+    if (n == 0) return fn(c);
+    const int rb = grid_robot_meta()->dtype;
+    const cudaStream_t s = (cudaStream_t)c->stream;
+    /* scratch: q, then v, a, u where the job has them, n states each */
+    const int slots[4] = {j->slot_q, j->slot_v, j->slot_a, j->slot_u};
+    size_t at[4], bytes = 0;
+    for (int k = 0; k < 4; k++) {
+        at[k] = bytes;
+        if (slots[k] >= 0) bytes += (size_t)n * (size_t)(k ? nv : nq) * (size_t)rb;
+    }
+    void *buf = NULL;
+    int rc = grid_cuda_scratch_(bytes, c->stream, &buf);
+    if (rc) return rc;
+    void *cv[4];
+    for (int k = 0; k < 4; k++) cv[k] = slots[k] >= 0 ? (char *)buf + at[k] : NULL;
+    rc = grid_conv_pre_(j, rb, n, c->in[0], grid_conv_in_(c->in, j->slot_v),
+                        j->a_zero ? NULL : grid_conv_in_(c->in, j->slot_a), grid_conv_in_(c->in, j->slot_u), cv[0],
+                        cv[1], cv[2], cv[3], s);
+    if (!rc) {
+        const void *in[GRID_MAX_IN];
+        for (int k = 0; k < c->n_in; k++) in[k] = c->in[k];
+        for (int k = 0; k < 4; k++)
+            if (slots[k] >= 0) in[slots[k]] = cv[k];
+        grid_call dc = *c;
+        dc.in = in;
+        rc = fn(&dc);
+    }
+    if (!rc) rc = grid_conv_post_(j, rb, n, cv[0], cv[1], c->out[0], s);
+    const int rf = grid_cuda_scratch_done_(buf, c->stream);
+    return rc ? rc : rf;
 }
 
 /* workspace for launches on device arrays the caller gave none for: stream-ordered, so concurrent calls on other

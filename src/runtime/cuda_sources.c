@@ -14,11 +14,14 @@
     extern const char name##_end[] __attribute__((visibility("hidden")))
 
 GRID_INCBIN(grid_rt_abi_h, "include/grid/abi.h");
+GRID_INCBIN(grid_rt_conv_h, "include/grid/convention.h");
 GRID_INCBIN(grid_rt_host_h, "src/runtime/cuda_host.h");
+GRID_INCBIN(grid_rt_conv_state_h, "src/runtime/conv_state.h");
 GRID_INCBIN(grid_rt_plan_c, "src/runtime/cuda_plan.c");
 GRID_INCBIN(grid_rt_runtime_cu, "src/runtime/cuda_runtime.cu");
 
-static grid_source_file files[4];
+#define N_FILES 6
+static grid_source_file files[N_FILES];
 static char hash_hex[65];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -33,13 +36,16 @@ static void hash_field(grid_sha256_ctx *c, const void *data, size_t len)
 
 static void init(void)
 {
-    const char *const path[4] = {"grid/abi.h", "cuda_host.h", "cuda_plan.c", "cuda_runtime.cu"};
-    const char *const start[4] = {grid_rt_abi_h_start, grid_rt_host_h_start, grid_rt_plan_c_start, grid_rt_runtime_cu_start};
-    const char *const end[4] = {grid_rt_abi_h_end, grid_rt_host_h_end, grid_rt_plan_c_end, grid_rt_runtime_cu_end};
+    const char *const path[N_FILES] = {"grid/abi.h", "grid/convention.h", "cuda_host.h", "conv_state.h", "cuda_plan.c",
+                                       "cuda_runtime.cu"};
+    const char *const start[N_FILES] = {grid_rt_abi_h_start, grid_rt_conv_h_start, grid_rt_host_h_start,
+                                        grid_rt_conv_state_h_start, grid_rt_plan_c_start, grid_rt_runtime_cu_start};
+    const char *const end[N_FILES] = {grid_rt_abi_h_end, grid_rt_conv_h_end, grid_rt_host_h_end, grid_rt_conv_state_h_end,
+                                      grid_rt_plan_c_end, grid_rt_runtime_cu_end};
     grid_sha256_ctx c;
     grid_sha256_init(&c);
     hash_field(&c, "grid-rbd cuda runtime v1", 24);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < N_FILES; i++) {
         files[i] = (grid_source_file){path[i], start[i], (size_t)(end[i] - start[i])};
         hash_field(&c, path[i], strlen(path[i]));
         hash_field(&c, start[i], files[i].len);

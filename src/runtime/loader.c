@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include "grid/emit.h"
 #include "grid/runtime.h"
 
 struct grid_lib {
@@ -218,6 +219,15 @@ grid_batch_fn grid_lib_fn(const grid_lib *lib, int algo)
 grid_batch_fn grid_lib_cuda_fn(const grid_lib *lib, int algo)
 {
     return lib && algo >= 0 && algo < GRID_ALGO_COUNT ? lib->device[algo] : NULL;
+}
+
+grid_cuda_convention_fn grid_lib_cuda_convention(const grid_lib *lib)
+{
+    if (!lib || lib->meta->target != GRID_TARGET_CUDA) return NULL;
+    void *sym = dlsym(lib->handle, "grid_cuda_convention_call");
+    grid_cuda_convention_fn fn = NULL;
+    if (sym) memcpy(&fn, &sym, sizeof fn);
+    return fn;
 }
 
 const grid_method_info *grid_lib_method(const grid_lib *lib, int algo)

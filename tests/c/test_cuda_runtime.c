@@ -126,12 +126,12 @@ static void test_reserve_plan(void)
 /* the embedded sources are the repository's files (the library was rebuilt after an edit) and hash stably */
 static void test_embedded_sources(void)
 {
-    static const char *const repo[] = {"include/grid/abi.h", "src/runtime/cuda_host.h", "src/runtime/cuda_plan.c",
-                                       "src/runtime/cuda_runtime.cu"};
+    static const char *const repo[] = {"include/grid/abi.h", "include/grid/convention.h", "src/runtime/cuda_host.h",
+                                       "src/runtime/conv_state.h", "src/runtime/cuda_plan.c", "src/runtime/cuda_runtime.cu"};
     const grid_source_file *f;
     const int n = grid_cuda_runtime_sources(&f);
-    CHECK(n == 4);
-    for (int i = 0; i < n && i < 4; i++) {
+    CHECK(n == 6);
+    for (int i = 0; i < n && i < 6; i++) {
         char *text = NULL;
         size_t len = 0;
         if (grid_fs_read(repo[i], &text, &len) != 0) {
@@ -142,7 +142,8 @@ static void test_embedded_sources(void)
                   "%s differs from the embedded %s (rebuild the library)", repo[i], f[i].path);
         free(text);
     }
-    CHECK(strstr(f[3].text, "grid_cuda_round_trip_") && strcmp(f[3].path, "cuda_runtime.cu") == 0);
+    CHECK(strstr(f[5].text, "grid_cuda_round_trip_") && strcmp(f[5].path, "cuda_runtime.cu") == 0);
+    CHECK(strcmp(f[1].path, "grid/convention.h") == 0 && strcmp(f[3].path, "conv_state.h") == 0);
     const char *h = grid_cuda_runtime_hash();
     CHECK(strlen(h) == 64 && strcmp(h, grid_cuda_runtime_hash()) == 0);
 }
@@ -180,7 +181,8 @@ static void test_build_with_nvcc(void)
     int rc = grid_cuda_runtime_ensure(&d, &tc, dir, sizeof dir, &compiled, NULL, NULL, &err);
     CHECK_MSG(rc == GRID_OK && compiled == 1, "%s", err.message);
     static const char *const files[] = {"cuda_runtime.o", "cuda_runtime.cu", "cuda_plan.c", "cuda_host.h",
-                                        "grid/abi.h", "object.sha256", "build.log"};
+                                        "conv_state.h", "grid/abi.h", "grid/convention.h", "object.sha256",
+                                        "build.log"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         struct stat st;
@@ -191,7 +193,8 @@ static void test_build_with_nvcc(void)
     size_t len = 0;
     snprintf(path, sizeof path, "%s/cuda_runtime.o", dir);
     CHECK(grid_fs_read(path, &obj, &len) == 0 && len > 1000);
-    CHECK(obj && memmem(obj, len, "grid_cuda_reserve", 17) && memmem(obj, len, "grid_cuda_round_trip_", 21));
+    CHECK(obj && memmem(obj, len, "grid_cuda_reserve", 17) && memmem(obj, len, "grid_cuda_round_trip_", 21) &&
+          memmem(obj, len, "grid_cuda_convention_call", 25));
     free(obj);
     /* the same toolchain again: nothing compiled */
     CHECK(grid_cuda_runtime_ensure(&d, &tc, dir2, sizeof dir2, &compiled, NULL, NULL, &err) == GRID_OK &&

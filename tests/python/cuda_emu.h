@@ -20,6 +20,7 @@
 #define __constant__
 #define __align__(x)
 #define __launch_bounds__(...)
+#define __grid_constant__
 
 struct emu_dim {
     unsigned x, y, z;

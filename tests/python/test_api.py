@@ -292,7 +292,7 @@ def test_concurrent_calls_from_threads(iiwa):
     ({"backend": "torch"}, grid_rbd.NotAvailableError, "later version"),
     ({"max_batch_size": 0}, ValueError, "max_batch_size"),
     ({"gravity": float("nan")}, ValueError, "gravity"),
-    ({"output_convention": "mujoco"}, grid_rbd.NotAvailableError, "output_convention"),
+    ({"output_convention": "ros"}, ValueError, "output_convention must be one of"),
     ({"contact_frames": ["x"]}, grid_rbd.NotAvailableError, "contact_frames"),
     ({"no_such_option": 1}, TypeError, "no_such_option"),
     ({"urdf_string": "<robot/>"}, ValueError, "exactly one of urdf_path= or urdf_string="),

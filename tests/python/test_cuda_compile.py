@@ -173,9 +173,9 @@ REPO = HERE.parents[1]
 RUNTIME = REPO / "src" / "runtime"
 
 
-def _emulated_source(cu_text):
-    """robot.cu and the host runtime it links (src/runtime/cuda_runtime.cu) rewritten for cuda_emu.h, with
-    cuda_emu_harness.cpp appended; compiled with -I src/runtime -I include (cuda_host.h, grid/abi.h)"""
+def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
+    """robot.cu and the host runtime it links (src/runtime/cuda_runtime.cu) rewritten for cuda_emu.h, with the harness
+    appended; compiled with -I src/runtime -I include (cuda_host.h, conv_state.h, grid/abi.h, grid/convention.h)"""
     src = cu_text + "\n" + (RUNTIME / "cuda_runtime.cu").read_text()
     src = src.replace("#include <cuda_runtime.h>\n", '#include "cuda_emu.h"\n')
     src = src.replace("extern __shared__ __align__(16) unsigned char grid_smem_[];",
@@ -183,7 +183,7 @@ def _emulated_source(cu_text):
     src = re.sub(r"(\w+)<<<([^,]+), ([^,]+), ([^,]+), ([^>]+)>>>\(([^;]*)\);",
                  lambda m: f"emu_launch({m[1]}, {m[2]}, {m[3]}, {m[4]}, {m[5]}{', ' if m[6] else ''}{m[6]});", src)
     assert "<<<" not in src and "__shared__" not in src
-    return src + (HERE / "cuda_emu_harness.cpp").read_text()
+    return src + (HERE / harness).read_text()
 
 
 @pytest.mark.parametrize("which,defines", [
@@ -236,6 +236,57 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defin
     r = subprocess.run([str(exe), cpu.library_path, "1", "7", "33", "300"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "0 mismatches" in r.stdout
+
+
+@pytest.mark.parametrize("which,defines", [
+    ("synthetic_ff", []),                                                     # one chunk
+    ("synthetic_ff", ["-DGRID_CUDA_CHUNK_BYTES=4096", "-DGRID_CUDA_PACK_INPUTS=1",
+                      "-DGRID_CUDA_ZERO_COPY_MAX=30000"]),       # many chunks, packed, zero-copy up to B=46
+    ("synthetic_ff_rolled", ["-DGRID_CUDA_WORK_MAX=1", "-DGRID_CUDA_CHUNK_BYTES=4096"]),  # workspace in slices
+], ids=["synthetic_ff", "synthetic_ff-chunked-packed-zero-copy", "synthetic_ff-rolled-sliced"])
+def test_mujoco_convention_on_the_device_in_emulation(tmp_path, request, which, defines):
+    """output_convention="mujoco" on CUDA: the runtime's device passes (grid_cuda_convention_call) on device arrays and
+    in the host round trip's chunk buffers equal the CPU passes (convention.c) around the C target, every row and
+    variant, B = 1, 7, 33, 300 (float64, 1e-10), and leave the caller's inputs untouched"""
+    gxx = shutil.which("g++") or shutil.which("c++")
+    if not gxx:
+        pytest.skip("no C++ compiler")
+    entry = request.getfixturevalue({"synthetic_ff": "synthetic_ff64_cuda",
+                                     "synthetic_ff_rolled": "synthetic_ff64_rolled_cuda"}[which])
+    urdf = tmp_path / "synthetic.urdf"
+    urdf.write_text(SYNTHETIC_URDF)
+    cpu = grid_rbd.register_robot(f"{which}_conv_emu_cpu", urdf_path=urdf, floating_base=True, dtype="float64",
+                                  device="cpu", cache_dir=entry.parents[1], verbose=False)
+    lib = REPO / "build" / "libgrid.a"
+    if subprocess.run(["make", "-s", "build/libgrid.a"], cwd=REPO, capture_output=True).returncode or not lib.is_file():
+        pytest.skip("build/libgrid.a could not be made")
+    src = tmp_path / "emulated.cpp"
+    src.write_text(_emulated_source((entry / "robot.cu").read_text(), "cuda_emu_convention.cpp"))
+    exe = tmp_path / "emulated"
+    p = subprocess.run([gxx, "-std=c++20", "-O0", "-w", f"-I{HERE}", f"-I{RUNTIME}", f"-I{REPO / 'include'}", *defines,
+                        str(src), str(lib), "-o", str(exe), "-lexpat", "-lm", "-ldl", "-lpthread"],
+                       capture_output=True, text=True)
+    if p.returncode and "barrier" in p.stderr:
+        pytest.skip(f"{gxx} has no C++20 <barrier>")
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = subprocess.run([str(exe), cpu.library_path, str(urdf), "1", "7", "33", "300"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert " 0 mismatches" in r.stdout
+
+
+def test_cuda_library_takes_the_convention(synthetic_ff64_cuda):
+    """a CUDA library opened for device-array calls in MuJoCo's convention (no GPU needed to open it): the runtime's
+    grid_cuda_convention_call is there; a convention needs the model"""
+    so = synthetic_ff64_cuda / "robot.so"
+    model = _core.Model(SYNTHETIC_URDF.encode(), "<synthetic>", floating_base=True)
+    _core.CudaLibrary(so, model, _core.CONVENTION_MUJOCO)
+    _core.CudaLibrary(so, model, _core.CONVENTION_PINOCCHIO)
+    ctypes.CDLL(str(so)).grid_cuda_convention_call
+    with pytest.raises(ValueError, match="needs the model"):
+        _core.CudaLibrary(so, None, _core.CONVENTION_MUJOCO)
+    with pytest.raises(grid_rbd.GridArgumentError, match="unknown output convention"):
+        _core.CudaLibrary(so, model, 9)
 
 
 def test_auto_without_gpu_runs_on_cpu(tmp_path):

@@ -1,0 +1,315 @@
+/* Output conventions on the CPU: a model's per-joint basis data, each call's job (which row runs, what its inputs and output are) and the chunked pre/post passes around a provider's batch call. */
+#include <assert.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <string.h>
+#include "grid/convention.h"
+#include "grid/signature.h"
+
+/* the per-state passes, once per real type, and their public names */
+#define GRID_CV_FN static
+#define GRID_CV_REAL double
+#define GRID_CV_NAME(x) cv_d_##x
+#include "conv_state.h"
+#undef GRID_CV_REAL
+#undef GRID_CV_NAME
+#define GRID_CV_REAL float
+#define GRID_CV_NAME(x) cv_f_##x
+#include "conv_state.h"
+#undef GRID_CV_REAL
+#undef GRID_CV_NAME
+#undef GRID_CV_FN
+
+void grid_conv_pre_d(const grid_conv_job *j, const double *q, const double *v, const double *a, const double *u,
+                     double *qp, double *vp, double *ap, double *up)
+{
+    cv_d_pre(j, q, v, a, u, qp, vp, ap, up);
+}
+
+void grid_conv_post_d(const grid_conv_job *j, const double *qp, const double *vp, double *out) { cv_d_post(j, qp, vp, out); }
+
+void grid_conv_pre_f(const grid_conv_job *j, const float *q, const float *v, const float *a, const float *u,
+                     float *qp, float *vp, float *ap, float *up)
+{
+    cv_f_pre(j, q, v, a, u, qp, vp, ap, up);
+}
+
+void grid_conv_post_f(const grid_conv_job *j, const float *qp, const float *vp, float *out) { cv_f_post(j, qp, vp, out); }
+
+/* Coupled joints (mimic) have no MuJoCo coordinates (MuJoCo couples joints by equality constraints, not in its
+   coordinates): a model with couplings is refused in the MuJoCo convention */
+static int model_couplings(const grid_model *m) { return m->nmimic; }
+
+int grid_convention_init(grid_convention *cv, const grid_model *m, int kind, grid_error *err)
+{
+    assert(cv && m);
+    memset(cv, 0, sizeof *cv);
+    if (kind != GRID_CONVENTION_PINOCCHIO && kind != GRID_CONVENTION_MUJOCO)
+        return grid_error_set(err, GRID_ERR_ARG, 0, 0, "unknown output convention %d", kind);
+    cv->kind = kind;
+    cv->nq = m->nq;
+    cv->nv = m->nv;
+    cv->nb = m->nb;
+    cv->nee = m->nee;
+    cv->nframes = m->nframes;
+    if (kind == GRID_CONVENTION_PINOCCHIO) return GRID_OK;
+    if (model_couplings(m) > 0)
+        return grid_error_set(err, GRID_ERR_ARG, 0, 0, "output_convention='mujoco' does not support coupled (mimic) "
+                              "joints yet; pass ignore_mimic=True or output_convention='pinocchio'");
+    for (int b = 0; b < m->nb; b++) {
+        const grid_joint *jt = &m->bodies[b].joint;
+        int block = 0;
+        /* every joint type states its MuJoCo coordinates (no default: a new type is a compile error here) */
+        switch (jt->type) {
+        case GRID_JOINT_REVOLUTE:
+        case GRID_JOINT_PRISMATIC:
+            break; /* one coordinate, the same in both */
+        case GRID_JOINT_FREE:
+            block = GRID_CONV_FREE;
+            break;
+        case GRID_JOINT_SPHERICAL:
+            block = GRID_CONV_BALL; /* q xyzw -> wxyz; v is the local angular velocity in both */
+            break;
+        case GRID_JOINT_PLANAR:
+            /* MuJoCo has no planar joint: it composes slide, slide, hinge, whose rates are the parent-frame ones */
+            return grid_error_set(err, GRID_ERR_ARG, 0, 0, "output_convention='mujoco': the joint of body %d is planar, "
+                                  "which has no MuJoCo joint of its own (MuJoCo writes it as two slides and a hinge); "
+                                  "use output_convention='pinocchio'", b);
+        case GRID_JOINT_NTYPES:
+            assert(0);
+            break;
+        }
+        if (!block) continue;
+        if (cv->n_blocks == GRID_CONV_MAX_BLOCKS)
+            return grid_error_set(err, GRID_ERR_ARG, 0, 0, "output_convention='mujoco' handles at most %d free and "
+                                  "spherical joints; this robot has more", GRID_CONV_MAX_BLOCKS);
+        assert(jt->uq >= 0 && jt->uv >= 0 && jt->uq + jt->nq <= m->nq && jt->uv + jt->nv <= m->nv);
+        cv->block[cv->n_blocks++] = (grid_conv_block){block, jt->uq, jt->uv};
+        cv->n_free += block == GRID_CONV_FREE;
+    }
+    return GRID_OK;
+}
+
+/* what each row's output is; 0: not stated (a new row must say, or the MuJoCo convention refuses it) */
+#define OUT(kind) ((kind) + 1)
+static const signed char out_kinds[GRID_ALGO_COUNT] = {
+    [GRID_ALGO_RNEA] = OUT(GRID_CONV_OUT_TAU),     [GRID_ALGO_NLE] = OUT(GRID_CONV_OUT_TAU),
+    [GRID_ALGO_GRAVITY] = OUT(GRID_CONV_OUT_TAU),  [GRID_ALGO_CRBA] = OUT(GRID_CONV_OUT_MAT),
+    [GRID_ALGO_MINV] = OUT(GRID_CONV_OUT_MAT),     [GRID_ALGO_FD] = OUT(GRID_CONV_OUT_QDD),
+    [GRID_ALGO_ABA] = OUT(GRID_CONV_OUT_QDD),      [GRID_ALGO_FK] = OUT(GRID_CONV_OUT_NONE),
+    [GRID_ALGO_EE_POSE] = OUT(GRID_CONV_OUT_NONE), [GRID_ALGO_FRAME_JACOBIAN] = OUT(GRID_CONV_OUT_JAC),
+};
+
+/* what an input is, by its name in the row; -1: unknown */
+static int role_of(const char *name)
+{
+    static const struct {
+        const char *name;
+        int role;
+    } roles[] = {{"q", GRID_CONV_IN_Q},  {"qd", GRID_CONV_IN_V},        {"qdd", GRID_CONV_IN_A},
+                 {"u", GRID_CONV_IN_U},  {"f_ext", GRID_CONV_IN_PASS}};
+    for (size_t k = 0; k < sizeof roles / sizeof roles[0]; k++)
+        if (strcmp(name, roles[k].name) == 0) return roles[k].role;
+    return -1;
+}
+
+/* every row's input roles, from the signature table once */
+static signed char row_roles[GRID_ALGO_COUNT][GRID_MAX_IN];
+static pthread_once_t roles_once = PTHREAD_ONCE_INIT;
+
+static void init_roles(void)
+{
+    for (int a = 0; a < GRID_ALGO_COUNT; a++) {
+        const grid_signature_row *r = grid_sig_row(a);
+        for (int k = 0; k < r->n_in; k++) row_roles[a][k] = (signed char)role_of(r->in[k].name);
+    }
+}
+
+int grid_convention_job(const grid_convention *cv, int algo, const void *const *in, grid_conv_job *job)
+{
+    assert(cv && job && cv->n_blocks >= 0 && cv->n_blocks <= GRID_CONV_MAX_BLOCKS);
+    const grid_signature_row *row = grid_sig_row(algo);
+    if (!row) return GRID_ERR_ARG;
+    if (!out_kinds[algo]) return GRID_ERR_UNSUPPORTED;
+    pthread_once(&roles_once, init_roles);
+    /* the convention without its unused blocks, then the job's own fields */
+    memcpy(&job->cv, cv, offsetof(grid_convention, block) + (size_t)cv->n_blocks * sizeof cv->block[0]);
+    job->algo = algo;
+    job->out_kind = out_kinds[algo] - 1;
+    job->slot_q = job->slot_v = job->slot_a = job->slot_u = -1;
+    job->a_zero = 0;
+
+    /* MuJoCo's bias includes Tdot v: on a free flyer NLE runs as RNEA with the zero acceleration of MuJoCo's basis */
+    const int as_rnea = algo == GRID_ALGO_NLE && cv->n_free > 0;
+    const int run_algo = as_rnea ? GRID_ALGO_RNEA : algo;
+    const grid_signature_row *run = grid_sig_row(run_algo);
+    job->run_algo = run_algo;
+    job->n_in = run->n_in;
+    for (int k = 0; k < GRID_MAX_IN; k++) job->role[k] = 0, job->src[k] = -1;
+    for (int k = 0; k < run->n_in; k++) {
+        const int role = row_roles[run_algo][k];
+        if (role < 0) return GRID_ERR_UNSUPPORTED;
+        job->role[k] = role;
+        /* the caller's input of the same name (the same slot when the row runs itself) */
+        for (int s = 0; s < row->n_in; s++)
+            if ((run == row ? s == k : strcmp(row->in[s].name, run->in[k].name) == 0) && in && in[s]) job->src[k] = s;
+        switch (role) {
+        case GRID_CONV_IN_Q: job->slot_q = k; break;
+        case GRID_CONV_IN_V: job->slot_v = k; break;
+        case GRID_CONV_IN_U: job->slot_u = k; break;
+        case GRID_CONV_IN_A:
+            /* an absent acceleration is zero in MuJoCo's basis: Tdot v in Pinocchio's (zero without a free flyer) */
+            if (job->src[k] >= 0 || cv->n_free > 0) job->slot_a = k;
+            job->a_zero = job->src[k] < 0 && cv->n_free > 0;
+            break;
+        default: break;
+        }
+    }
+    assert(job->slot_q == 0 && (job->slot_a < 0 || job->slot_v >= 0));
+    /* the output: out_rows x nv per state for everything that changes */
+    const grid_sizes sz = grid_sizes_of(cv->nq, cv->nv, cv->nb, cv->nee, cv->nframes);
+    int shape[GRID_MAX_RANK];
+    job->out_width = grid_sig_shape(&run->out[0], &sz, shape);
+    job->out_rows = run->out[0].rank == 2 ? shape[0] : 1;
+    if (job->out_kind != GRID_CONV_OUT_NONE)
+        assert(run->out[0].rank >= 1 && shape[run->out[0].rank - 1] == cv->nv && job->out_width == job->out_rows * cv->nv);
+    return GRID_OK;
+}
+
+/* A call runs on up to c->num_threads threads, each over a contiguous slice of at least GRID_CONV_SLICE_MIN states,
+   in chunks whose converted inputs and output take about GRID_CONV_CHUNK_BYTES (they stay in cache between the
+   passes and the run, which gets one chunk on one thread) and at least GRID_CONV_CHUNK_MIN states. */
+#define GRID_CONV_SLICE_MIN 256
+#define GRID_CONV_CHUNK_BYTES (256 << 10)
+#define GRID_CONV_CHUNK_MIN 32
+#define GRID_CONV_MAX_THREADS 1024
+
+/* one thread's share of a call */
+typedef struct {
+    const grid_conv_job *job;
+    const grid_call *c;
+    int dtype;
+    grid_conv_run_fn run;
+    void *user;
+    long long begin, end, chunk;      /* its states, and states per chunk */
+    const long long *width, *at;      /* per-state widths of the run row's inputs; offsets of the converted ones */
+    char *scratch;                    /* chunk states of converted inputs */
+    void *work;                       /* its part of c->work */
+    size_t work_bytes;
+    int status;
+} conv_slice;
+
+static void *conv_slice_run(void *arg)
+{
+    conv_slice *sl = arg;
+    const grid_conv_job *job = sl->job;
+    const grid_call *c = sl->c;
+    const size_t es = (size_t)sl->dtype;
+    const long long *width = sl->width, *at = sl->at;
+    sl->status = GRID_OK;
+    for (long long off = sl->begin; off < sl->end && sl->status == GRID_OK; off += sl->chunk) {
+        const long long k = sl->end - off < sl->chunk ? sl->end - off : sl->chunk;
+        const void *in[GRID_MAX_IN] = {0};
+        const char *from[GRID_MAX_IN] = {0}; /* the caller's array of each input at this chunk's first state */
+        for (int s = 0; s < job->n_in; s++) {
+            if (job->src[s] >= 0) from[s] = (const char *)c->in[job->src[s]] + (size_t)(off * width[s]) * es;
+            in[s] = at[s] >= 0 ? sl->scratch + (size_t)(at[s] * k) * es : from[s];
+        }
+        char *out = (char *)c->out[0] + (size_t)(off * job->out_width) * es;
+        void *outs[GRID_MAX_OUT] = {out};
+        /* state b of input s: the caller's (NULL when absent) and the converted one (NULL when not converted) */
+#define SRC(s, b) ((s) >= 0 && from[s] ? from[s] + (size_t)((b) * width[s]) * es : NULL)
+#define CNV(s, b) ((s) >= 0 && at[s] >= 0 ? (char *)in[s] + (size_t)((b) * width[s]) * es : NULL)
+        const int q = job->slot_q, v = job->slot_v, a = job->slot_a, u = job->slot_u;
+        for (long long b = 0; b < k; b++) {
+            if (sl->dtype == GRID_FLOAT64)
+                cv_d_pre(job, (const double *)SRC(q, b), (const double *)SRC(v, b), (const double *)SRC(a, b),
+                         (const double *)SRC(u, b), (double *)CNV(q, b), (double *)CNV(v, b), (double *)CNV(a, b),
+                         (double *)CNV(u, b));
+            else
+                cv_f_pre(job, (const float *)SRC(q, b), (const float *)SRC(v, b), (const float *)SRC(a, b),
+                         (const float *)SRC(u, b), (float *)CNV(q, b), (float *)CNV(v, b), (float *)CNV(a, b),
+                         (float *)CNV(u, b));
+        }
+        grid_call cc = *c;
+        cc.in = in;
+        cc.out = outs;
+        cc.n_in = job->n_in;
+        cc.batch = k;
+        cc.num_threads = 1;
+        cc.work = sl->work;
+        cc.work_bytes = sl->work_bytes;
+        sl->status = sl->run(sl->user, job->run_algo, &cc);
+        for (long long b = 0; sl->status == GRID_OK && job->out_kind != GRID_CONV_OUT_NONE && b < k; b++) {
+            char *o = out + (size_t)(b * job->out_width) * es;
+            if (sl->dtype == GRID_FLOAT64)
+                cv_d_post(job, (const double *)CNV(q, b), (const double *)CNV(v, b), (double *)o);
+            else
+                cv_f_post(job, (const float *)CNV(q, b), (const float *)CNV(v, b), (float *)o);
+        }
+#undef SRC
+#undef CNV
+    }
+    return NULL;
+}
+
+int grid_convention_call(const grid_convention *cv, int algo, int dtype, const grid_call *c, grid_context *ctx,
+                         grid_conv_run_fn run, void *user)
+{
+    if (!cv || !c || !ctx || !run || (dtype != GRID_FLOAT32 && dtype != GRID_FLOAT64) || c->batch < 0 || !c->in ||
+        !c->out || c->n_out != 1 || !c->out[0])
+        return GRID_ERR_ARG;
+    const grid_signature_row *row = grid_sig_row(algo);
+    if (!row || c->n_in != row->n_in) return GRID_ERR_ARG;
+    grid_conv_job job;
+    int rc = grid_convention_job(cv, algo, c->in, &job);
+    if (rc != GRID_OK || c->batch == 0) return rc;
+    if (!c->in[0]) return GRID_ERR_ARG;
+
+    /* per-state widths of the run row's inputs, and where the converted ones sit in a chunk's scratch */
+    const grid_sizes sz = grid_sizes_of(cv->nq, cv->nv, cv->nb, cv->nee, cv->nframes);
+    const grid_signature_row *rr = grid_sig_row(job.run_algo);
+    long long width[GRID_MAX_IN], at[GRID_MAX_IN], per_state = 0;
+    for (int s = 0; s < job.n_in; s++) {
+        width[s] = grid_sig_shape(&rr->in[s], &sz, NULL);
+        const int converted = s == job.slot_q || s == job.slot_v || s == job.slot_a || s == job.slot_u;
+        at[s] = converted ? per_state : -1;
+        if (converted) per_state += width[s];
+    }
+    const size_t es = (size_t)dtype, state_bytes = (size_t)per_state * es;
+    long long chunk = (long long)(GRID_CONV_CHUNK_BYTES / (state_bytes + (size_t)job.out_width * es));
+    if (chunk < GRID_CONV_CHUNK_MIN) chunk = GRID_CONV_CHUNK_MIN;
+
+    /* the slices: threads as asked, each with enough states, each its own scratch and part of the workspace */
+    long long threads = c->num_threads > 0 ? c->num_threads : 1;
+    if (threads > GRID_CONV_MAX_THREADS) threads = GRID_CONV_MAX_THREADS;
+    if (threads > c->batch / GRID_CONV_SLICE_MIN) threads = c->batch / GRID_CONV_SLICE_MIN;
+    if (threads < 1) threads = 1;
+    const long long per = (c->batch + threads - 1) / threads;
+    if (chunk > per) chunk = per;
+    const size_t scratch_bytes = ((size_t)chunk * state_bytes + 63) / 64 * 64;
+    const size_t work_share = c->work ? c->work_bytes / (size_t)threads / 64 * 64 : 0;
+    /* one block: the slices, their threads and whether each started, then the scratch (cache-line aligned) */
+    const size_t head = ((size_t)threads * (sizeof(conv_slice) + sizeof(pthread_t) + 1) + 63) / 64 * 64;
+    const grid_ctx_mark_t mark = grid_ctx_mark(ctx);
+    char *mem = grid_ctx_alloc(ctx, head + (size_t)threads * scratch_bytes, 0);
+    if (!mem) return GRID_ERR_NOMEM;
+    conv_slice *sl = (conv_slice *)mem;
+    pthread_t *tid = (pthread_t *)(sl + threads);
+    char *started = (char *)(tid + threads), *scratch = mem + head;
+    for (long long t = 0; t < threads; t++) {
+        const long long begin = t * per, end = begin + per < c->batch ? begin + per : c->batch;
+        sl[t] = (conv_slice){&job, c, dtype, run, user, begin, end, chunk, width, at, scratch + (size_t)t * scratch_bytes,
+                             c->work ? (char *)c->work + (size_t)t * work_share : NULL, work_share, GRID_OK};
+        /* the calling thread takes slice 0; a thread that cannot be started has its slice run here afterwards */
+        started[t] = t > 0 && pthread_create(&tid[t], NULL, conv_slice_run, &sl[t]) == 0;
+    }
+    conv_slice_run(&sl[0]);
+    for (long long t = 1; t < threads; t++) {
+        if (started[t]) pthread_join(tid[t], NULL);
+        else conv_slice_run(&sl[t]);
+    }
+    for (long long t = 0; t < threads && rc == GRID_OK; t++) rc = sl[t].status;
+    grid_ctx_release(ctx, mark);
+    return rc;
+}
