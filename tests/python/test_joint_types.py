@@ -166,3 +166,29 @@ def test_joint_data_against_pinocchio(cid, tmp_path):
     assert h.lower_position_limit.shape == (h.nq,) and h.velocity_limit.shape == (h.nv,)
     with pytest.raises(ValueError):
         h.damping[0] = 1.0
+
+
+def test_mujoco_convention_of_spherical_planar_and_mimic():
+    """a spherical joint is MuJoCo's ball joint (q wxyz, the same local angular velocity); planar joints (MuJoCo
+    composes slides and a hinge) and coupled mimic joints are refused in that convention, with the reason"""
+    ball = tilted_urdf((0, 0, 1), False).replace('type="planar"', 'type="ball"')
+    pin_h = grid_rbd.register_robot("ball_pin", urdf_string=ball, dtype="float64", codegen=False, verbose=False)
+    mj_h = grid_rbd.register_robot("ball_mj", urdf_string=ball, dtype="float64", codegen=False, verbose=False,
+                                   output_convention="mujoco")
+    assert pin_h._model.joint_types[0] == "spherical"
+    rng = np.random.default_rng(2)
+    q = rng.normal(size=(5, 5))
+    q[:, :4] /= np.linalg.norm(q[:, :4], axis=1, keepdims=True)
+    q_mj = q.copy()
+    q_mj[:, 0], q_mj[:, 1:4] = q[:, 3], q[:, :3]
+    v, a = rng.uniform(-10, 10, (5, 4)), rng.uniform(-50, 50, (5, 4))
+    np.testing.assert_allclose(mj_h.crba(q_mj), pin_h.crba(q), rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(mj_h.inverse_dynamics(q_mj, v, a), pin_h.inverse_dynamics(q, v, a), rtol=1e-13, atol=1e-12)
+    np.testing.assert_allclose(mj_h.forward_kinematics(q_mj), pin_h.forward_kinematics(q), rtol=1e-13, atol=1e-14)
+    with pytest.raises(ValueError, match="planar"):
+        grid_rbd.register_robot("planar_mj", urdf_string=tilted_urdf((0, 0, 1), False), codegen=False, verbose=False,
+                                output_convention="mujoco")
+    from test_mimic import mimic_urdf
+    with pytest.raises(ValueError, match="mimic"):
+        grid_rbd.register_robot("mimic_mj", urdf_string=mimic_urdf(), codegen=False, verbose=False,
+                                output_convention="mujoco")
