@@ -6,6 +6,7 @@
 #   bench/gpu_session.sh prepare     # HERE, before the device call: fills .gpu-deps/{robots,erd} (git-ignored)
 #   bench/gpu_session.sh             # THERE, with carry [".gpu-deps"]; about 9 minutes, budgeted below
 #   bench/gpu_session.sh wide        # THERE: only bench/gpu_wide.py (g1 CRBA/Minv wide-output variants)
+#   bench/gpu_session.sh features    # THERE: only the GPU tests matching GPU_TEST_FILTER (pytest -k)
 #
 # $OUT receives: session.log, pytest_gpu.log, gpu_accuracy.md, gpu_bench.md, gpu_bench.json, gpu_bench.log,
 # sanitizer.log.
@@ -82,6 +83,17 @@ import grid_rbd
 from grid_rbd import cuda
 print('grid_rbd', grid_rbd.__version__, grid_rbd.__file__)
 print('probe', cuda.probe()); print('nvcc', cuda.nvcc_status())" || exit 1
+
+if [ "${1:-run}" = features ]; then   # only the GPU tests whose ids match $GPU_TEST_FILTER (new features)
+    TEST_SECONDS=$(( $(left) - 20 ))
+    ts "pytest -m gpu -k '${GPU_TEST_FILTER:-joints}' (deadline in $TEST_SECONDS s)"
+    export GRID_RBD_GPU_TEST_DEADLINE=$(( $(date +%s) + TEST_SECONDS - 10 ))
+    GRID_RBD_GPU_REPORT=$OUT/gpu_accuracy.md timeout $((TEST_SECONDS + 10)) \
+        python3 -m pytest -m gpu -q -rs -p no:cacheprovider -k "${GPU_TEST_FILTER:-joints}" \
+        tests/python/test_cuda.py tests/python/test_cuda_rolled.py 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
+    ts "done"
+    exit 0
+fi
 
 if [ "${1:-run}" = wide ]; then   # only the wide-output variants (bench/gpu_wide.py)
     ts "gpu_wide.py"
