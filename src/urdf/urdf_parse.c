@@ -325,16 +325,17 @@ int urdf_end_joint(urdf_reader *rd)
     if (!(rd->seen & URDF_SEEN_PARENT)) return urdf_fail(rd, GRID_ERR_URDF, "<joint> has no <parent link=...>");
     if (!(rd->seen & URDF_SEEN_CHILD)) return urdf_fail(rd, GRID_ERR_URDF, "<joint> has no <child link=...>");
 
-    // joints with an axis (a direction, or a planar joint's normal) need a nonzero one; fixed, floating
-    // and spherical joints ignore it
+    // joints with an axis (a direction, or a planar joint's normal) need a nonzero one; fixed and floating
+    // joints ignore it; a spherical joint ignores it too, but an explicit zero axis there is malformed
     if (j->kind == GRID_JD_REVOLUTE || j->kind == GRID_JD_CONTINUOUS || j->kind == GRID_JD_PRISMATIC ||
-        j->kind == GRID_JD_PLANAR) {
+        j->kind == GRID_JD_PLANAR || j->kind == GRID_JD_SPHERICAL) {
         double big = fmax(fabs(j->axis[0]), fmax(fabs(j->axis[1]), fabs(j->axis[2])));
         if (big == 0.0) {
             rd->pos = rd->axis_pos;
             const char *type = j->kind == GRID_JD_PRISMATIC    ? "prismatic joint needs a direction"
                              : j->kind == GRID_JD_CONTINUOUS ? "continuous joint needs a direction"
                              : j->kind == GRID_JD_PLANAR     ? "planar joint needs its plane's normal"
+                             : j->kind == GRID_JD_SPHERICAL  ? "spherical joint ignores its axis, but not a zero one"
                                                              : "revolute joint needs a direction";
             return urdf_fail(rd, GRID_ERR_URDF, "<axis xyz=\"0 0 0\"> is zero; a %s", type);
         }

@@ -268,7 +268,7 @@ static void test_planar_and_spherical(void)
         char text[512];
         snprintf(text, sizeof text,
                  "<robot name='r'><link name='a'/><link name='b'/><link name='c'/>"
-                 "<joint name='s' type='%s'><parent link='a'/><child link='b'/><axis xyz='0 0 0'/></joint>"
+                 "<joint name='s' type='%s'><parent link='a'/><child link='b'/><axis xyz='0 1 0'/></joint>"
                  "<joint name='p' type='planar'><parent link='b'/><child link='c'/><axis xyz='0 3 4'/></joint>"
                  "</robot>", types[t]);
         m = NULL;
@@ -281,6 +281,11 @@ static void test_planar_and_spherical(void)
         CHECK(fabs(m->bodies[1].joint.axis[1] - 0.6) < 1e-15 && fabs(m->bodies[1].joint.axis[2] - 0.8) < 1e-15);
         grid_model_free(m);
     }
+    /* a zero axis on a ball joint: its line and joint */
+    m = (grid_model *)1;
+    rc = load_str("<robot name='r'><link name='a'/><link name='b'/>\n<joint name='wrist' type='ball'>"
+                  "<parent link='a'/><child link='b'/>\n<axis xyz='0 0 0'/></joint></robot>", NULL, &m, &err);
+    expect_fail(rc, m, &err, GRID_ERR_URDF, 3, "<joint name=\"wrist\"> line 3: <axis xyz=\"0 0 0\"> is zero");
     /* the plane axes: orthonormal, e1 x e2 = n, and x, y for n = z */
     const double normals[][3] = {{0, 0, 1}, {0, 0, -1}, {0, 0.6, 0.8}, {0.48, -0.6, -0.64}, {1, 0, 0}};
     for (int k = 0; k < 5; k++) {

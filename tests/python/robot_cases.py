@@ -151,11 +151,11 @@ class RobotCase:
 
 CASES = [
     RobotCase("ur5", "erd", "ur_description/urdf/ur5_robot.urdf", False),
-    RobotCase("panda", "erd", "panda_description/urdf/panda.urdf", False, ignore_mimic=True),
+    RobotCase("panda", "erd", "panda_description/urdf/panda.urdf", False),    # its second finger mimics the first
     RobotCase("hyq_erd", "erd", "hyq_description/robots/hyq_no_sensors.urdf", False),
     RobotCase("hyq_erd_ff", "erd", "hyq_description/robots/hyq_no_sensors.urdf", True),
     RobotCase("solo12_ff", "erd", "solo_description/robots/solo12.urdf", True),
-    RobotCase("talos_ff", "erd", "talos_data/robots/talos_reduced.urdf", True, ignore_mimic=True),
+    RobotCase("talos_ff", "erd", "talos_data/robots/talos_reduced.urdf", True),  # mimics only on fixed joints
     RobotCase("iiwa", "shared", "iiwa.urdf", False),
     RobotCase("iiwa_ff", "shared", "iiwa.urdf", True),
     RobotCase("hyq", "shared", "hyq.urdf", False),
