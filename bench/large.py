@@ -12,6 +12,7 @@ build runs at most two compilers at once on this machine, so the tree's peak is 
 import argparse
 import json
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -59,6 +60,29 @@ def humanoid_urdf(dof_per_limb=(7, 7, 8, 8), torso=3, head=2, fingers=(4, 4)):
                  '<limit lower="-3" upper="3" effort="1" velocity="1"/></joint>')
     s.append("</robot>")
     return "\n".join(s), len(joints)
+
+
+# pinocchio::Data of the 1000-link chain grew past the 24 GB of the 2-core machine and the kernel's global OOM killer
+# stopped it (a shared machine: that can take other processes down too): Pinocchio runs under an address-space cap
+PIN_MEMORY_CAP = 8 << 30
+
+
+def bench_pinocchio_capped(urdf, floating, quick):
+    """run.bench_pinocchio under PIN_MEMORY_CAP (a bad_alloc then reads as a failed run, not an OOM kill)"""
+    cmd = [str(run.PIN_BENCH), str(urdf), *run.timing_args(quick)] + (["--floating-base"] if floating else [])
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (PIN_MEMORY_CAP, PIN_MEMORY_CAP))
+
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, preexec_fn=cap)
+    except subprocess.TimeoutExpired:
+        return None, "timed out after 300 s"
+    try:
+        return json.loads(r.stdout), None
+    except json.JSONDecodeError:
+        cap_gb = PIN_MEMORY_CAP >> 30
+        return None, f"exit {r.returncode} under a {cap_gb} GB address-space cap: {r.stderr.strip()[-200:]}"
 
 
 def cold_register(name, urdf, floating):
@@ -122,7 +146,7 @@ def main():
             continue
         peak_mb = (cold["self_kb"] + 2 * cold["child_kb"]) / 1024
         grid, why = run.bench_grid(cold["so"], None, args.quick)
-        pin, pwhy = run.bench_pinocchio(urdf, floating, args.quick)
+        pin, pwhy = bench_pinocchio_capped(urdf, floating, args.quick)
         L += [f"## {name}: nv = {cold['nv']}", "",
               f"- cold register: **{cold['wall_s']:.1f} s** (limit {limit} s: {'met' if cold['wall_s'] <= limit else '**missed**'}; "
               f"generate {cold['generate_s']:.2f} s, compile {cold['compile_s']:.1f} s), peak memory at most "

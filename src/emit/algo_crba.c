@@ -1,4 +1,4 @@
-/* Composite-rigid-body mass matrix (local frames, rigid-inertia composites) as one program for both schedules. */
+/* Composite-rigid-body mass matrix: local frames and rigid-inertia composites (unrolled), the world frame (rolled). */
 #include <stdlib.h>
 #include "algos.h"
 
@@ -17,8 +17,87 @@ static void set_sci(ep_prog *p, int buf, int var, int rel, const sci *Y)
     for (int e = 0; e < 9; e++) ep_set(p, buf, var, rel, 4 + e, Y->I[e]);
 }
 
+static void get_xf(ep_prog *p, int buf, int var, int rel, sxf *X)
+{
+    for (int e = 0; e < 9; e++) X->R[e] = ep_get(p, buf, var, rel, e);
+    for (int e = 0; e < 3; e++) X->p[e] = ep_get(p, buf, var, rel, 9 + e);
+}
+
+/* The rolled form, in the world frame (Pinocchio's WORLD convention): composites add without a transform, body i
+   leaves F = Yc_i Jw_i in its own columns of one 6 x nv matrix, and row i of M over the descendants' columns is
+   Jw_i^T F, a loop over contiguous columns (vectorized) with Jw_i in registers; both triangles are written. */
+static int crba_world_program(ep_prog *p, int nv)
+{
+    const int OM = ep_buffer(p, "oM", 12, 1), JW = ep_buffer(p, "Jw", 36, 1), YC = ep_buffer(p, "Yc", 13, 1);
+    const int F = ep_buffer(p, "F", 6 * nv, 0);
+    ep_zero_output(p, (long)nv * nv);
+    /* world placements, motion subspaces and inertias (this pass also stores every liMi) */
+    for (ep_bodies(p, 0); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        const ek_body *b = ep_body(p, EP_I);
+        const sxf *X = ep_X(p, EP_I);
+        sxf oM = *X;
+        sci Y, Yw;
+        if (!ep_is_root(p, EP_I)) {
+            sxf P;
+            get_xf(p, OM, EP_I, EP_PARENT, &P);
+            sp_xf_compose(g, &P, X, &oM);
+        }
+        for (int e = 0; e < 9; e++) ep_set(p, OM, EP_I, EP_SELF, e, oM.R[e]);
+        for (int e = 0; e < 3; e++) ep_set(p, OM, EP_I, EP_SELF, 9 + e, oM.p[e]);
+        for (int c = 0; c < b->nv; c++) {
+            sv s[6], jw[6];
+            for (int r = 0; r < 6; r++) s[r] = b->S[b->nv * r + c];
+            sp_motion_act(g, &oM, s, jw);
+            for (int r = 0; r < 6; r++) ep_set(p, JW, EP_I, EP_SELF, 6 * c + r, jw[r]);
+        }
+        sp_body_inertia_sci(g, b, &Y);
+        sp_sci_to_parent(g, &oM, &Y, &Yw);
+        set_sci(p, YC, EP_I, EP_SELF, &Yw);
+    }
+    for (ep_bodies(p, 1); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        const int n = ep_nv(p, EP_I);
+        sci Y;
+        sv J[36], Fc[36];
+        ep_comment(p, "composite inertia (world frame), F = Yc Jw in the body's columns, the diagonal block");
+        get_sci(p, YC, EP_I, EP_SELF, &Y);
+        if (!ep_is_root(p, EP_I)) {
+            sci Yp;
+            get_sci(p, YC, EP_I, EP_PARENT, &Yp);
+            sp_sci_add(g, &Yp, &Y);
+            set_sci(p, YC, EP_I, EP_PARENT, &Yp);
+        }
+        for (int e = 0; e < 6 * n; e++) J[e] = ep_get(p, JW, EP_I, EP_SELF, e);
+        for (int c = 0; c < n; c++) {
+            sp_sci_apply(g, &Y, J + 6 * c, Fc + 6 * c);
+            for (int r = 0; r < 6; r++) ep_set_col(p, F, EP_I, c, r, Fc[6 * c + r]);
+        }
+        for (int c = 0; c < n; c++)
+            for (int r = 0; r <= c; r++) {
+                const sv x = sym_dot(g, J + 6 * r, Fc + 6 * c, 6);
+                ep_out_mat(p, EP_I, EP_SELF, r, EP_I, c, x);
+                if (r != c) ep_out_mat(p, EP_I, EP_SELF, c, EP_I, r, x);
+            }
+        /* M[i, k] = M[k, i] = Jw_i^T F[:, k] over the descendants' columns */
+        for (ep_columns(p, EP_COLS_BELOW); ep_next(p);) {
+            sym_graph *gk = ep_graph(p);
+            sv f[6], ja[6];
+            for (int e = 0; e < 6; e++) f[e] = ep_getk(p, F, EP_I, EP_SELF, e);
+            for (int r = 0; r < n; r++) {
+                for (int e = 0; e < 6; e++) ja[e] = ep_get(p, JW, EP_I, EP_SELF, 6 * r + e);
+                const sv x = sym_dot(gk, ja, f, 6);
+                ep_out_setk(p, EP_I, r, x);
+                ep_out_setk_t(p, EP_I, r, x);
+            }
+        }
+    }
+    return 0;
+}
+
 int ea_crba_program(ep_prog *p, int nv)
 {
+    if (ep_rolled(p)) return crba_world_program(p, nv);
     const int YC = ep_buffer(p, "Yc", 13, 1), F = ep_buffer(p, "F", 36, 0);
     ep_zero_output(p, (long)nv * nv);
     /* composites start as the bodies' own inertias (rolled: this pass also stores every liMi) */

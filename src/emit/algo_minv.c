@@ -1,4 +1,4 @@
-/* Carpentier's direct inverse of the mass matrix, with the U vectors carried to every ancestor. */
+/* Carpentier's direct inverse of the mass matrix: U carried to every ancestor (unrolled), world-frame unit-torque columns (rolled). */
 #include <stdlib.h>
 #include <string.h>
 #include "algos.h"
@@ -145,108 +145,140 @@ done:
     return rc;
 }
 
-/* The rolled form: the reference's formulation (src/ref/minv.c), ABA on every unit torque at once, with
-   per-body 6 x nv column blocks B_i in the workspace; O(n * nv) work and code independent of n. Column k
-   of B_i belongs to the unit torque on coordinate k. */
+/* a placement in a 12-wide buffer slot: R (9), p (3) */
+static void get_xf(ep_prog *p, int buf, int var, int rel, sxf *X)
+{
+    for (int e = 0; e < 9; e++) X->R[e] = ep_get(p, buf, var, rel, e);
+    for (int e = 0; e < 3; e++) X->p[e] = ep_get(p, buf, var, rel, 9 + e);
+}
+
+static void set_xf(ep_prog *p, int buf, int var, const sxf *X)
+{
+    for (int e = 0; e < 9; e++) ep_set(p, buf, var, EP_SELF, e, X->R[e]);
+    for (int e = 0; e < 3; e++) ep_set(p, buf, var, EP_SELF, 9 + e, X->p[e]);
+}
+
+/* pass 3 of the rolled form on column k: Minv[i, k] -= UDw^T A_parent[:, k]; A_i[:, k] = A_parent[:, k] + Jw Minv[i, k];
+   transposed: Minv[k, i] too */
+static void forward_column(ep_prog *p, int UDW, int JW, int A, int root, int n, int transposed)
+{
+    sym_graph *g = ep_graph(p);
+    sv a[6], m[6];
+    for (int e = 0; e < n; e++) m[e] = ep_out_getk(p, EP_I, e);
+    for (int r = 0; r < 6; r++) a[r] = root ? sym_const(g, 0.0) : ep_getk(p, A, EP_I, EP_PARENT, r);
+    for (int e = 0; e < n && !root; e++) {
+        sv s = sym_const(g, 0.0);
+        for (int r = 0; r < 6; r++) s = sym_add(g, s, sym_mul(g, ep_get(p, UDW, EP_I, EP_SELF, 6 * e + r), a[r]));
+        m[e] = sym_sub(g, m[e], s);
+        ep_out_setk(p, EP_I, e, m[e]);
+    }
+    for (int e = 0; e < n && transposed; e++) ep_out_setk_t(p, EP_I, e, m[e]);
+    for (int r = 0; r < 6; r++) {
+        sv x = a[r];
+        for (int e = 0; e < n; e++) x = sym_add(g, x, sym_mul(g, ep_get(p, JW, EP_I, EP_SELF, 6 * e + r), m[e]));
+        ep_setk(p, A, EP_I, EP_SELF, r, x);
+    }
+}
+
+/* The rolled form: Carpentier's algorithm as Pinocchio's computeMinverse writes it, ABA on every unit torque at
+   once (column k: the unit torque on coordinate k) with the column blocks in the world frame, so that a column
+   costs two 6-dots and two 6-axpys per pass and no transform. The articulated inertias stay in the local frames
+   (in the world frame, D = S^T IA S of a light distal body cancels large lever-arm terms: 1e-13 errors on g1).
+   O(n * nv) work, code independent of n. F (6 x nv, one slot) holds the backward pass's force columns in place
+   (the subtrees of siblings own disjoint columns), A (6 x nv, shared along chains) the bodies' accelerations. */
 int ea_minv_program(ep_prog *p, int nv)
 {
-    const int IA = ep_buffer(p, "IA", 36, 1), U = ep_buffer(p, "U", 36, 1), DINV = ep_buffer(p, "Dinv", 36, 1);
-    const int B = ep_buffer(p, "B", 6 * nv, 1);
+    const int IA = ep_buffer(p, "IA", 36, 1), OM = ep_buffer(p, "oM", 12, 1), JW = ep_buffer(p, "Jw", 36, 1);
+    const int UW = ep_buffer(p, "Uw", 36, 1), SDW = ep_buffer(p, "SDw", 36, 1), UDW = ep_buffer(p, "UDw", 36, 1);
+    const int F = ep_buffer(p, "F", 6 * nv, 0), A = ep_buffer(p, "A", 6 * nv, EP_PER_CHAIN);
     ep_zero_output(p, (long)nv * nv);
-    /* pass 1: placements; articulated inertias start as body inertias; B_i's own columns start at zero */
+    /* pass 1: world placements; articulated inertias start as body inertias */
     for (ep_bodies(p, 0); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
         sv M[36];
-        sp_body_inertia_matrix(ep_graph(p), ep_body(p, EP_I), M);
+        sp_body_inertia_matrix(g, ep_body(p, EP_I), M);
         for (int e = 0; e < 36; e++) ep_set(p, IA, EP_I, EP_SELF, e, M[e]);
-        for (ep_columns(p, EP_COLS_OWN); ep_next(p);)
-            for (int r = 0; r < 6; r++) ep_setk(p, B, EP_I, EP_SELF, r, sym_const(ep_graph(p), 0.0));
+        const sxf *X = ep_X(p, EP_I);
+        sxf oM = *X;
+        if (!ep_is_root(p, EP_I)) {
+            sxf P;
+            get_xf(p, OM, EP_I, EP_PARENT, &P);
+            sp_xf_compose(g, &P, X, &oM);
+        }
+        set_xf(p, OM, EP_I, &oM);
     }
     /* pass 2: children first */
     for (ep_bodies(p, 1); ep_next(p);) {
         sym_graph *g = ep_graph(p);
         const ek_body *b = ep_body(p, EP_I);
-        const int n = b->nv;
-        sv IAi[36], U_[36] = {0}, Dinv[36] = {0};
-        ep_comment(p, "articulated inertia and the diagonal block");
+        const int n = b->nv, root = ep_is_root(p, EP_I);
+        sv IAi[36], U[36] = {0}, Dinv[36] = {0}, UD[36] = {0}, Ia[36], t[36];
+        sxf oM;
+        ep_comment(p, "articulated inertia, the diagonal block, the joint's columns in the world frame");
         for (int e = 0; e < 36; e++) IAi[e] = ep_get(p, IA, EP_I, EP_SELF, e);
-        ea_joint_pieces(g, b, IAi, U_, Dinv);
-        for (int e = 0; e < 6 * n; e++) ep_set(p, U, EP_I, EP_SELF, e, U_[e]);
-        for (int e = 0; e < n * n; e++) ep_set(p, DINV, EP_I, EP_SELF, e, Dinv[e]);
+        ea_joint_pieces(g, b, IAi, U, Dinv);
+        ea_articulated_minus_joint(g, b, IAi, U, Dinv, Ia, UD);
         for (int r = 0; r < n; r++)
             for (int c = 0; c < n; c++) ep_out_mat(p, EP_I, EP_SELF, r, EP_I, c, Dinv[n * r + c]);
-        const int root = ep_is_root(p, EP_I);
-        /* Minv[i, k] = -D_i^-1 S_i^T B_i[:, k] for the descendants' columns */
+        if (!root) {
+            ep_mat6_to_parent(p, EP_I, Ia, t);
+            for (int e = 0; e < 36; e++) ep_set(p, IA, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, IA, EP_I, EP_PARENT, e), t[e]));
+        }
+        /* Jw = oM S, SDw = oM S D^-1 (D^-1 is symmetric), UDw = oM U D^-1, Uw = oM U, by columns */
+        get_xf(p, OM, EP_I, EP_SELF, &oM);
+        for (int c = 0; c < n; c++) {
+            sv s[6], sd[6], x[6];
+            for (int r = 0; r < 6; r++) {
+                s[r] = b->S[n * r + c];
+                sd[r] = sym_const(g, 0.0);
+                for (int m = 0; m < n; m++) sd[r] = sym_add(g, sd[r], sym_mul(g, b->S[n * r + m], Dinv[n * m + c]));
+            }
+            sp_motion_act(g, &oM, s, x);
+            for (int r = 0; r < 6; r++) ep_set(p, JW, EP_I, EP_SELF, 6 * c + r, x[r]);
+            sp_motion_act(g, &oM, sd, x);
+            for (int r = 0; r < 6; r++) ep_set(p, SDW, EP_I, EP_SELF, 6 * c + r, x[r]);
+            sp_force_act(g, &oM, UD + 6 * c, x);
+            for (int r = 0; r < 6; r++) ep_set(p, UDW, EP_I, EP_SELF, 6 * c + r, x[r]);
+            if (root) continue;
+            sp_force_act(g, &oM, U + 6 * c, x);
+            for (int r = 0; r < 6; r++) ep_set(p, UW, EP_I, EP_SELF, 6 * c + r, x[r]);
+        }
+        /* the descendants' columns: Minv[i, k] = -SDw^T F[:, k]; the parent's F[:, k] = F[:, k] + Uw Minv[i, k] */
         for (ep_columns(p, EP_COLS_BELOW); ep_next(p);) {
             sym_graph *gk = ep_graph(p);
-            const ek_body *bk = ep_body(p, EP_I);
-            sv col[6], stb[6];
-            for (int r = 0; r < 6; r++) col[r] = ep_getk(p, B, EP_I, EP_SELF, r);
-            ek_joint_project(gk, bk, col, stb);
+            sv f[6], m[6];
+            for (int r = 0; r < 6; r++) f[r] = ep_getk(p, F, EP_I, EP_SELF, r);
             for (int a = 0; a < n; a++) {
                 sv s = sym_const(gk, 0.0);
-                for (int e = 0; e < n; e++) s = sym_add(gk, s, sym_mul(gk, ep_get(p, DINV, EP_I, EP_SELF, n * a + e), stb[e]));
-                ep_out_setk(p, EP_I, a, sym_neg(gk, s));
+                for (int r = 0; r < 6; r++) s = sym_add(gk, s, sym_mul(gk, ep_get(p, SDW, EP_I, EP_SELF, 6 * a + r), f[r]));
+                m[a] = sym_neg(gk, s);
+                ep_out_setk(p, EP_I, a, m[a]);
+            }
+            if (root) continue;
+            for (int r = 0; r < 6; r++) {
+                sv x = f[r];
+                for (int a = 0; a < n; a++) x = sym_add(gk, x, sym_mul(gk, ep_get(p, UW, EP_I, EP_SELF, 6 * a + r), m[a]));
+                ep_setk(p, F, EP_I, EP_SELF, r, x);
             }
         }
         if (root) continue;
-        /* B_parent[:, k] = X_i (B_i[:, k] + U_i Minv[i, k]) over the subtree's columns */
-        for (ep_columns(p, EP_COLS_SUBTREE); ep_next(p);) {
+        /* the joint's own columns: F[:, k] = Uw Minv[i, k] (D^-1's columns) */
+        for (ep_columns(p, EP_COLS_OWN); ep_next(p);) {
             sym_graph *gk = ep_graph(p);
-            sv col[6], mi[6];
-            for (int a = 0; a < n; a++) mi[a] = ep_out_getk(p, EP_I, a);
+            sv m[6];
+            for (int a = 0; a < n; a++) m[a] = ep_out_getk(p, EP_I, a);
             for (int r = 0; r < 6; r++) {
-                sv x = ep_getk(p, B, EP_I, EP_SELF, r);
-                for (int a = 0; a < n; a++) x = sym_add(gk, x, sym_mul(gk, ep_get(p, U, EP_I, EP_SELF, 6 * a + r), mi[a]));
-                col[r] = x;
+                sv x = sym_const(gk, 0.0);
+                for (int a = 0; a < n; a++) x = sym_add(gk, x, sym_mul(gk, ep_get(p, UW, EP_I, EP_SELF, 6 * a + r), m[a]));
+                ep_setk(p, F, EP_I, EP_SELF, r, x);
             }
-            sp_force_act(gk, ep_X(p, EP_I), col, col);
-            for (int r = 0; r < 6; r++) ep_setk(p, B, EP_I, EP_PARENT, r, col[r]);
         }
-        /* the articulated inertia handed to the parent */
-        sym_graph *gp = ep_graph(p);
-        const ek_body *bp = ep_body(p, EP_I);
-        sv Ia[36], t[36];
-        for (int e = 0; e < 36; e++) IAi[e] = ep_get(p, IA, EP_I, EP_SELF, e);
-        for (int e = 0; e < 6 * n; e++) U_[e] = ep_get(p, U, EP_I, EP_SELF, e);
-        for (int e = 0; e < n * n; e++) Dinv[e] = ep_get(p, DINV, EP_I, EP_SELF, e);
-        ea_articulated_minus_joint(gp, bp, IAi, U_, Dinv, Ia, NULL);
-        ep_mat6_to_parent(p, EP_I, Ia, t);
-        for (int e = 0; e < 36; e++) ep_set(p, IA, EP_I, EP_PARENT, e, sym_add(gp, ep_get(p, IA, EP_I, EP_PARENT, e), t[e]));
     }
-    /* pass 3: parents first, over the columns of this and every later body */
+    /* pass 3: parents first, over the joint's own columns, then every later body's (writing the lower triangle too) */
     for (ep_bodies(p, 0); ep_next(p);) {
-        const int root = ep_is_root(p, EP_I);
-        for (ep_columns(p, EP_COLS_FROM); ep_next(p);) {
-            sym_graph *g = ep_graph(p);
-            const ek_body *b = ep_body(p, EP_I);
-            const int n = b->nv;
-            sv a[6], mi[6];
-            for (int e = 0; e < n; e++) mi[e] = ep_out_getk(p, EP_I, e);
-            if (!root) {
-                /* the parent's acceleration under this unit torque; Minv[i, k] -= D_i^-1 U_i^T a */
-                sv ap[6], uta[6];
-                for (int r = 0; r < 6; r++) ap[r] = ep_getk(p, B, EP_I, EP_PARENT, r);
-                sp_motion_act_inv(g, ep_X(p, EP_I), ap, a);
-                for (int e = 0; e < n; e++) {
-                    sv s = sym_const(g, 0.0);
-                    for (int r = 0; r < 6; r++) s = sym_add(g, s, sym_mul(g, ep_get(p, U, EP_I, EP_SELF, 6 * e + r), a[r]));
-                    uta[e] = s;
-                }
-                for (int e = 0; e < n; e++) {
-                    sv s = sym_const(g, 0.0);
-                    for (int f = 0; f < n; f++) s = sym_add(g, s, sym_mul(g, ep_get(p, DINV, EP_I, EP_SELF, n * e + f), uta[f]));
-                    mi[e] = sym_sub(g, mi[e], s);
-                    ep_out_setk(p, EP_I, e, mi[e]);
-                }
-            } else {
-                for (int r = 0; r < 6; r++) a[r] = sym_const(g, 0.0);
-            }
-            /* B_i[:, k] = a + S_i Minv[i, k], body i's acceleration */
-            sv sq[6];
-            ek_joint_motion(g, b, mi, sq);
-            for (int r = 0; r < 6; r++) ep_setk(p, B, EP_I, EP_SELF, r, sym_add(g, a[r], sq[r]));
-        }
+        const int root = ep_is_root(p, EP_I), n = ep_nv(p, EP_I);
+        for (ep_columns(p, EP_COLS_OWN); ep_next(p);) forward_column(p, UDW, JW, A, root, n, 0);
+        for (ep_columns(p, EP_COLS_LATER); ep_next(p);) forward_column(p, UDW, JW, A, root, n, 1);
     }
-    ep_mirror_upper(p);
     return 0;
 }

@@ -17,7 +17,7 @@ int ea_rnea_program(ep_prog *p, int has_v, int has_a, int has_fext, int tau_buf)
 /* tau (nv) = M(q) a + C(q, v) v + g(q) - J^T fext; v, a, fext may be NULL (the unrolled program) */
 int ea_rnea(ek_kin *k, const sv *v, const sv *a, const sv *fext, sv *tau);
 
-/* M (nv x nv row-major, full symmetric) by composite rigid bodies */
+/* M (nv x nv row-major, full symmetric) by composite rigid bodies (rolled: in the world frame) */
 int ea_crba_program(ep_prog *p, int nv);
 int ea_crba(ek_kin *k, sv *M);
 
@@ -37,7 +37,7 @@ void ea_articulated_minus_joint(sym_graph *g, const ek_body *b, const sv IA[36],
 void ea_factor_free(ea_factor *fa);
 
 /* M^-1 (nv x nv row-major, full symmetric) by Carpentier's direct algorithm: the unrolled builder (couplings
-   to every ancestor, fast on small trees) and the rolled program (the reference's column blocks) */
+   to every ancestor, fast on small trees) and the rolled program (unit-torque columns in the world frame) */
 int ea_minv_program(ep_prog *p, int nv);
 int ea_minv(ek_kin *k, sv *Minv);
 

@@ -15,7 +15,7 @@ typedef struct {
 
 /* what a rolled step's array is: a workspace buffer slot, an input, the output, the body table */
 enum { ACC_BUF, ACC_IN, ACC_OUT_VEC, ACC_OUT_MAT, ACC_TABLE, ACC_BUFK, ACC_OUTK, ACC_BUF_AT, ACC_FRAME, ACC_OUT_FLAT,
-       ACC_OUT_JAC, ACC_OUT_BODY };
+       ACC_OUT_JAC, ACC_OUT_BODY, ACC_OUTKT, ACC_BUF_COL };
 
 typedef struct {
     int what, id, var, rel, cvar;  /* id: buffer or input array; cvar: the column variable of ACC_OUT_MAT */
@@ -56,6 +56,11 @@ struct ep_prog {
     int have_X[3];            /* i, j, the child of j */
     ew_writer skel;           /* rolled: the per-state body */
     int nsteps, fail;
+    int inner;                /* rolled: the current step runs inside a columns or ancestors loop */
+    int nslots;               /* rolled: slots of an EP_PER_CHAIN buffer (grid_slot_), 0 until one is declared */
+    unsigned char used[EP_MAX_BUFFERS];  /* rolled: the buffers an inner step addresses (its parameters) */
+    char outT[24];            /* rolled: "" or the body (C text) whose transposed output elements the step writes
+                                 through its parameter outT = out + iv(body) */
     sym_stats stats;          /* rolled: all steps together */
 };
 
@@ -102,6 +107,46 @@ int ep_over(const ep_prog *p, long nodes)
     return !p->rolled && sym_node_count(p->k->g) > nodes;
 }
 
+/* The slots of an EP_PER_CHAIN buffer (slot[b] for every body; returns how many): a body that is its parent's last
+   child takes over its parent's slot, any other body the lowest slot free at its index, where a slot is busy from
+   the body that took it to the end of that body's subtree (bodies are parents-first and depth-first, so a subtree
+   is contiguous). A chain of n bodies has one slot. */
+static int chain_slots(const em_model *em, int *slot)
+{
+    const size_t n = (size_t)(em->nb > 0 ? em->nb : 1);
+    int *end = malloc(n * sizeof *end), *last = malloc(n * sizeof *last), *busy = malloc(n * sizeof *busy);
+    int nslots = 0;
+    if (end && last && busy) {
+        /* each body's last child and the last body of its subtree, children first */
+        for (int b = 0; b < em->nb; b++) end[b] = b, last[b] = -1;
+        for (int b = em->nb - 1; b >= 0; b--) {
+            const int par = em->b[b].parent;
+            assert(par < b);
+            if (par < 0) continue;
+            if (last[par] < 0) last[par] = b;
+            if (end[b] > end[par]) end[par] = end[b];
+        }
+        for (int b = 0; b < em->nb; b++) {
+            const int par = em->b[b].parent;
+            if (par >= 0 && last[par] == b) {
+                slot[b] = slot[par];
+                continue;
+            }
+            int s = 0;
+            while (s < nslots && busy[s] >= b) s++;
+            if (s == nslots) nslots++;
+            slot[b] = s;
+            busy[s] = end[b];
+        }
+    } else {
+        nslots = -1;
+    }
+    free(end);
+    free(last);
+    free(busy);
+    return nslots;
+}
+
 int ep_buffer(ep_prog *p, const char *name, int width, int per_body)
 {
     assert(p->nbuf < EP_MAX_BUFFERS && width > 0);
@@ -113,7 +158,16 @@ int ep_buffer(ep_prog *p, const char *name, int width, int per_body)
     snprintf(b->name, sizeof b->name, "%s", name);
     b->width = width;
     b->per_body = per_body;
-    const long slots = per_body ? p->em->nb : 1;
+    long slots = per_body ? p->em->nb : 1;
+    if (per_body == EP_PER_CHAIN && p->rolled) {
+        if (!p->nslots) {
+            int *slot = malloc((size_t)(p->em->nb > 0 ? p->em->nb : 1) * sizeof *slot);
+            p->nslots = slot ? chain_slots(p->em, slot) : -1;
+            free(slot);
+        }
+        if (p->nslots < 0) p->fail = 1;
+        slots = p->nslots > 0 ? p->nslots : 1;
+    }
     if (p->rolled) {
         b->offset = p->ws;
         p->ws += slots * width;
@@ -138,6 +192,9 @@ static sym_graph *step_graph(ep_prog *p)
         p->sg = sym_new();
         if (!p->sg) p->fail = 1;
         p->nacc = 0;
+        p->inner = p->depth == 2;
+        memset(p->used, 0, sizeof p->used);
+        p->outT[0] = 0;
         p->have_view[0] = p->have_view[1] = 0;
         p->have_X[0] = p->have_X[1] = p->have_X[2] = 0;
     }
@@ -149,6 +206,25 @@ static const char *body_expr(int var, int rel)
 {
     static const char *const e[2][3] = {{"i", "grid_parent_[i]", "i"}, {"j", "grid_parent_[j]", "c"}};
     return e[var][rel];
+}
+
+/* the step array of buffer id's elements at rel (C text, "" for the buffer's start): an inner step gets one
+   restrict pointer per buffer (ws<id>_<name>, a parameter), so the compiler may keep the loop-invariant loads of one
+   buffer in registers across stores to another; other steps address every buffer through ws */
+static int buf_array(ep_prog *p, int id, const char *tag, const char *rel)
+{
+    const ep_buf *b = &p->buf[id];
+    char ptr[24], base[64];
+    if (p->inner) {
+        snprintf(ptr, sizeof ptr, "ws%d_%s", id, b->name);
+        snprintf(base, sizeof base, "%s", rel);
+        p->used[id] = 1;
+    } else {
+        snprintf(ptr, sizeof ptr, "ws");
+        if (rel[0]) snprintf(base, sizeof base, "%ld + %s", b->offset, rel);
+        else snprintf(base, sizeof base, "%ld", b->offset);
+    }
+    return sym_array_at(p->sg, tag, ptr, base, 0);
 }
 
 /* the step array of an access, declared on first use */
@@ -179,9 +255,10 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
     case ACC_BUF: {
         const ep_buf *b = &p->buf[id];
         snprintf(tag, sizeof tag, "%.8s_%s", b->name, b->per_body ? vs : "s");
-        if (b->per_body) snprintf(base, sizeof base, "%ld + %d * %s", b->offset, b->width, be);
-        else snprintf(base, sizeof base, "%ld", b->offset);
-        x->arr = sym_array_at(g, tag, "ws", base, 0);
+        if (b->per_body == EP_PER_CHAIN) snprintf(base, sizeof base, "%d * grid_slot_[%s]", b->width, be);
+        else if (b->per_body) snprintf(base, sizeof base, "%d * %s", b->width, be);
+        else base[0] = 0;
+        x->arr = buf_array(p, id, tag, base);
         x->cache = calloc((size_t)b->width, sizeof *x->cache);
         x->set = calloc((size_t)b->width, 1);
         if (!x->cache || !x->set) p->fail = 1;
@@ -209,8 +286,11 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
     case ACC_BUFK: {
         const ep_buf *b = &p->buf[id];
         snprintf(tag, sizeof tag, "%.8s_%sk", b->name, vs);
-        snprintf(base, sizeof base, "%ld + %d * %s + 6 * k", b->offset, b->width, be);
-        x->arr = sym_array_at(g, tag, "ws", base, 0);
+        /* element r of column k at r * nv + k: consecutive columns are contiguous (the loop over k vectorizes) */
+        if (b->per_body == EP_PER_CHAIN) snprintf(base, sizeof base, "%d * grid_slot_[%s] + k", b->width, be);
+        else if (b->per_body) snprintf(base, sizeof base, "%d * %s + k", b->width, be);
+        else snprintf(base, sizeof base, "k");
+        x->arr = buf_array(p, id, tag, base);
         x->cache = calloc(6, sizeof *x->cache);
         x->set = calloc(6, 1);
         if (!x->cache || !x->set) p->fail = 1;
@@ -221,14 +301,37 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
         snprintf(base, sizeof base, "grid_iv_[%s] * %d + k", be, p->em->nv);
         x->arr = sym_array_at(g, tag, "out", base, 1);
         break;
+    case ACC_OUTKT:
+        /* through a second restrict pointer, outT = out + iv: the transposed elements (k, iv + r), k >= iv + nv_i,
+           are never the row's (iv + r, k), and the compiler then needs no dependence check between them */
+        assert(!p->outT[0] || strcmp(p->outT, be) == 0);
+        snprintf(p->outT, sizeof p->outT, "%s", be);
+        snprintf(tag, sizeof tag, "out_k%s", vs);
+        snprintf(base, sizeof base, "k * %d", p->em->nv);
+        x->arr = sym_array_at(g, tag, "outT", base, 1);
+        break;
+    case ACC_BUF_COL: {
+        /* the columns of var's coordinates in a one-slot 6 x nv buffer: element (r, c) at r nv + c */
+        const ep_buf *b = &p->buf[id];
+        assert(!b->per_body && b->width == 6 * p->em->nv);
+        snprintf(tag, sizeof tag, "%.8s_%sc", b->name, vs);
+        snprintf(base, sizeof base, "grid_iv_[%s]", be);
+        x->arr = buf_array(p, id, tag, base);
+        x->cache = calloc((size_t)b->width, sizeof *x->cache);
+        x->set = calloc((size_t)b->width, 1);
+        if (!x->cache || !x->set) p->fail = 1;
+        break;
+    }
     case ACC_BUF_AT: {
         /* var holds the body (>= 0) or EP_BODY_FRAME */
         const ep_buf *b = &p->buf[id];
+        assert(b->per_body != EP_PER_CHAIN);
         if (var == EP_BODY_FRAME) snprintf(tag, sizeof tag, "%.8s_f", b->name);
         else snprintf(tag, sizeof tag, "%.8s_b%d", b->name, var);
-        if (var == EP_BODY_FRAME) snprintf(base, sizeof base, "%ld + %d * grid_frame_body_[frame]", b->offset, b->width);
-        else snprintf(base, sizeof base, "%ld", b->offset + (long)b->width * var);
-        x->arr = sym_array_at(g, tag, "ws", base, 0);
+        if (var == EP_BODY_FRAME) snprintf(base, sizeof base, "%d * grid_frame_body_[frame]", b->width);
+        else if (var > 0) snprintf(base, sizeof base, "%ld", (long)b->width * var);
+        else base[0] = 0;
+        x->arr = buf_array(p, id, tag, base);
         x->cache = calloc((size_t)b->width, sizeof *x->cache);
         x->set = calloc((size_t)b->width, 1);
         if (!x->cache || !x->set) p->fail = 1;
@@ -270,17 +373,21 @@ static void step_end(ep_prog *p)
     /* the last value written to each buffer element, stored once */
     for (int a = 0; a < p->nacc; a++) {
         ep_acc *x = &p->acc[a];
-        if (x->what != ACC_BUF && x->what != ACC_BUFK && x->what != ACC_BUF_AT) continue;
+        if (x->what != ACC_BUF && x->what != ACC_BUFK && x->what != ACC_BUF_AT && x->what != ACC_BUF_COL) continue;
         for (int e = 0; e < (x->what == ACC_BUFK ? 6 : p->buf[x->id].width); e++)
-            if (x->set[e]) sym_store(g, x->arr, e, x->cache[e]);
+            if (x->set[e]) sym_store(g, x->arr, x->what == ACC_BUFK ? e * p->em->nv : e, x->cache[e]);
     }
     const char *r = p->t->restrict_kw;
     ew_printf(p->steps,
               "%s void grid_r_%s_%d(const int i, const int j, const int c, const int k, const int frame, const grid_real *%s q, const grid_real *%s v, "
-              "const grid_real *%s a, const grid_real *%s fext, grid_real *%s out, grid_real *%s ws%s)\n{\n"
-              "    (void)i; (void)j; (void)c; (void)k; (void)frame; (void)q; (void)v; (void)a; (void)fext; (void)out; (void)ws;%s\n",
-              p->t->state_fn, p->fn, p->nsteps, r, r, r, r, r, r, p->t->stride_param,
-              p->t->stride_param[0] ? " (void)st;" : "");
+              "const grid_real *%s a, const grid_real *%s fext, grid_real *%s out",
+              p->inner ? p->t->inner_fn : p->t->state_fn, p->fn, p->nsteps, r, r, r, r, r);
+    if (!p->inner) ew_printf(p->steps, ", grid_real *%s ws", r);
+    for (int b = 0; b < p->nbuf; b++)
+        if (p->used[b]) ew_printf(p->steps, ", grid_real *%s ws%d_%s", r, b, p->buf[b].name);
+    if (p->outT[0]) ew_printf(p->steps, ", grid_real *%s outT", r);
+    ew_printf(p->steps, "%s)\n{\n    (void)i; (void)j; (void)c; (void)k; (void)frame; (void)q; (void)v; (void)a; (void)fext; (void)out;%s%s\n",
+              p->t->stride_param, p->inner ? "" : " (void)ws;", p->t->stride_param[0] ? " (void)st;" : "");
     sym_stats s;
     memset(&s, 0, sizeof s);
     if (sym_failed(g) || sym_emit(g, p->st, p->steps, &s) != 0) p->fail = 1;
@@ -290,8 +397,11 @@ static void step_end(ep_prog *p)
     p->stats.transcendental += s.transcendental;
     p->stats.loads += s.loads;
     p->stats.stores += s.stores;
-    ew_printf(&p->skel, "grid_r_%s_%d(i, j, c, k, frame, q, v, a, fext, out, ws%s);\n", p->fn, p->nsteps,
-              p->t->stride_param[0] ? ", st" : "");
+    ew_printf(&p->skel, "grid_r_%s_%d(i, j, c, k, frame, q, v, a, fext, out%s", p->fn, p->nsteps, p->inner ? "" : ", ws");
+    for (int b = 0; b < p->nbuf; b++)
+        if (p->used[b]) ew_printf(&p->skel, ", ws + %ld", p->buf[b].offset);
+    if (p->outT[0]) ew_printf(&p->skel, ", out + grid_iv_[%s]%s", p->outT, p->st->elem_scale);
+    ew_printf(&p->skel, "%s);\n", p->t->stride_param[0] ? ", st" : "");
     p->nsteps++;
     for (int a = 0; a < p->nacc; a++) {
         free(p->acc[a].cache);
@@ -346,7 +456,7 @@ void ep_ancestors(ep_prog *p, int from_self)
 
 void ep_columns(ep_prog *p, int range)
 {
-    assert(p->depth == 1 && range >= EP_COLS_OWN && range <= EP_COLS_FROM);
+    assert(p->depth == 1 && range >= EP_COLS_OWN && range <= EP_COLS_LATER);
     p->depth = 2;
     p->L[1].started = 0;
     p->L[1].pos = 0;
@@ -361,6 +471,7 @@ static void column_bounds(const ep_prog *p, int range, char *lo, char *hi, size_
     case EP_COLS_OWN: snprintf(lo, cap, "grid_iv_[i]"); snprintf(hi, cap, "grid_iv_[i] + %d", ni); break;
     case EP_COLS_BELOW: snprintf(lo, cap, "grid_iv_[i] + %d", ni); snprintf(hi, cap, "grid_iv_[i] + grid_nvsub_[i]"); break;
     case EP_COLS_SUBTREE: snprintf(lo, cap, "grid_iv_[i]"); snprintf(hi, cap, "grid_iv_[i] + grid_nvsub_[i]"); break;
+    case EP_COLS_LATER: snprintf(lo, cap, "grid_iv_[i] + %d", ni); snprintf(hi, cap, "%d", p->em->nv); break;
     default: snprintf(lo, cap, "grid_iv_[i]"); snprintf(hi, cap, "%d", p->em->nv); break;
     }
 }
@@ -380,8 +491,8 @@ static void column_range(const em_model *em, int b, int range, int *lo, int *hi)
 {
     const int nvsub = subtree_nv(em, b);
     const int iv = em->b[b].iv, ni = em->b[b].nv;
-    *lo = range == EP_COLS_BELOW ? iv + ni : iv;
-    *hi = range == EP_COLS_OWN ? iv + ni : range == EP_COLS_FROM ? em->nv : iv + nvsub;
+    *lo = range == EP_COLS_BELOW || range == EP_COLS_LATER ? iv + ni : iv;
+    *hi = range == EP_COLS_OWN ? iv + ni : range == EP_COLS_FROM || range == EP_COLS_LATER ? em->nv : iv + nvsub;
 }
 
 static int next_rolled(ep_prog *p)
@@ -393,7 +504,8 @@ static int next_rolled(ep_prog *p)
         if (!p->L[1].started) {
             char lo[64], hi[64];
             column_bounds(p, p->L[1].cols, lo, hi, sizeof lo);
-            ew_printf(&p->skel, "for (k = %s; k < %s; k++) {\n", lo, hi);
+            /* columns are independent (a step reads and writes column k only): the loop may be vectorized */
+            ew_printf(&p->skel, "%sfor (k = %s; k < %s; k++) {\n", p->t->simd_loop, lo, hi);
             p->L[1].started = 1;
             return 1;
         }
@@ -616,8 +728,12 @@ sv ep_get(ep_prog *p, int buf, int var, int rel, int k)
     return x->set[k] ? x->cache[k] : sym_input(p->sg, x->arr, k);
 }
 
+/* 1 inside a columns loop, whose iterations write column k only (they may run as SIMD lanes) */
+static inline int in_columns(const ep_prog *p) { return p->depth == 2 && p->L[1].cols >= 0; }
+
 void ep_set(ep_prog *p, int buf, int var, int rel, int k, sv val)
 {
+    assert(!in_columns(p));
     if (p->fail) return;
     if (!p->rolled) {
         *slot(p, buf, var, rel, k) = val;
@@ -633,10 +749,10 @@ sv ep_getk(ep_prog *p, int buf, int var, int rel, int r)
 {
     assert(p->depth == 2 && p->L[1].cols >= 0 && r >= 0 && r < 6);
     if (p->fail) return 0;
-    if (!p->rolled) return *slot(p, buf, var, rel, 6 * p->cur_col + r);
+    if (!p->rolled) return *slot(p, buf, var, rel, r * p->em->nv + p->cur_col);
     ep_acc *x = access(p, ACC_BUFK, buf, var, rel, 0);
     if (!x) return 0;
-    return x->set[r] ? x->cache[r] : sym_input(p->sg, x->arr, r);
+    return x->set[r] ? x->cache[r] : sym_input(p->sg, x->arr, r * p->em->nv);
 }
 
 void ep_setk(ep_prog *p, int buf, int var, int rel, int r, sv val)
@@ -644,7 +760,7 @@ void ep_setk(ep_prog *p, int buf, int var, int rel, int r, sv val)
     assert(p->depth == 2 && p->L[1].cols >= 0 && r >= 0 && r < 6);
     if (p->fail) return;
     if (!p->rolled) {
-        *slot(p, buf, var, rel, 6 * p->cur_col + r) = val;
+        *slot(p, buf, var, rel, r * p->em->nv + p->cur_col) = val;
         return;
     }
     ep_acc *x = access(p, ACC_BUFK, buf, var, rel, 0);
@@ -670,6 +786,32 @@ void ep_out_setk(ep_prog *p, int var, int r, sv val)
     }
     ep_acc *x = access(p, ACC_OUTK, 0, var, EP_SELF, 0);
     if (x) sym_store(p->sg, x->arr, r * p->em->nv, val);
+}
+
+void ep_out_setk_t(ep_prog *p, int var, int r, sv val)
+{
+    assert(p->depth == 2 && (p->L[1].cols == EP_COLS_BELOW || p->L[1].cols == EP_COLS_LATER));
+    if (!p->rolled) {
+        p->res[(long)p->cur_col * p->em->nv + p->em->b[body_of(p, var, EP_SELF)].iv + r] = val;
+        return;
+    }
+    ep_acc *x = access(p, ACC_OUTKT, 0, var, EP_SELF, 0);
+    if (x) sym_store(p->sg, x->arr, r, val);
+}
+
+void ep_set_col(ep_prog *p, int buf, int var, int c, int r, sv val)
+{
+    const int nv = p->em->nv;
+    assert(r >= 0 && r < 6 && c >= 0 && c < 6 && !in_columns(p));
+    if (p->fail) return;
+    if (!p->rolled) {
+        *slot(p, buf, var, EP_SELF, r * nv + p->em->b[body_of(p, var, EP_SELF)].iv + c) = val;
+        return;
+    }
+    ep_acc *x = access(p, ACC_BUF_COL, buf, var, EP_SELF, 0);
+    if (!x) return;
+    x->cache[r * nv + c] = val;
+    x->set[r * nv + c] = 1;
 }
 
 static sv *slot_at(ep_prog *p, int buf, int body, int k)
@@ -766,6 +908,7 @@ void ep_out_vec(ep_prog *p, int var, int k, sv val)
 void ep_out_mat(ep_prog *p, int rv, int rrel, int r, int cv, int c, sv val)
 {
     const int nv = p->em->nv;
+    assert(!in_columns(p));
     if (!p->rolled) {
         int rb = body_of(p, rv, rrel), cb = body_of(p, cv, EP_SELF);
         p->res[(p->em->b[rb].iv + r) * nv + p->em->b[cb].iv + c] = val;
@@ -837,8 +980,10 @@ void ep_write_tables(const em_model *em, ew_writer *w, const sym_style *st, cons
 {
     const int nb = em->nb > 0 ? em->nb : 1;
     /* subtree coordinates, children first: O(nb) */
-    int *nvsub = calloc((size_t)nb, sizeof *nvsub);
-    if (!nvsub) {
+    int *nvsub = calloc((size_t)nb, sizeof *nvsub), *slot = calloc((size_t)nb, sizeof *slot);
+    if (!nvsub || !slot) {
+        free(nvsub);
+        free(slot);
         w->oom = 1;
         return;
     }
@@ -848,15 +993,23 @@ void ep_write_tables(const em_model *em, ew_writer *w, const sym_style *st, cons
     }
     ew_printf(w, "#ifndef GRID_MODEL_TABLES_\n#define GRID_MODEL_TABLES_\n"
                  "/* the model tables of the rolled schedule, bodies parents-first (nb = %d) */\n", em->nb);
-    const char *names[5] = {"grid_parent_", "grid_kind_", "grid_iq_", "grid_iv_", "grid_nvsub_"};
-    const char *what[5] = {"parent body, -1 = the world", "2 x joint type + 1 when the parent is the world",
-                           "first coordinate in q", "first coordinate in v", "coordinates of the subtree (the body's own included)"};
-    for (int t = 0; t < 5; t++) {
+    const char *names[6] = {"grid_parent_", "grid_kind_", "grid_iq_", "grid_iv_", "grid_nvsub_", "grid_slot_"};
+    const char *what[6] = {"parent body, -1 = the world", "2 x joint type + 1 when the parent is the world",
+                           "first coordinate in q", "first coordinate in v", "coordinates of the subtree (the body's own included)",
+                           "slot in a buffer shared along chains (EP_PER_CHAIN)"};
+    if (chain_slots(em, slot) < 0) {
+        free(nvsub);
+        free(slot);
+        w->oom = 1;
+        return;
+    }
+    for (int t = 0; t < 6; t++) {
         ew_printf(w, "%s int %s[%d] = { /* %s (nb) */\n   ", qual, names[t], nb, what[t]);
         for (int i = 0; i < em->nb; i++) {
             const em_body *b = &em->b[i];
             int x = t == 0 ? b->parent : t == 1 ? kind_of(b) : t == 2 ? b->iq : b->iv;
             if (t == 4) x = nvsub[i];
+            if (t == 5) x = slot[i];
             ew_printf(w, " %d,%s", x, i % 16 == 15 ? "\n   " : "");
         }
         ew_puts(w, em->nb ? "\n};\n" : " 0\n};\n");
@@ -877,4 +1030,5 @@ void ep_write_tables(const em_model *em, ew_writer *w, const sym_style *st, cons
     }
     ew_puts(w, em->nb ? "};\n#endif\n\n" : "    0\n};\n#endif\n\n");
     free(nvsub);
+    free(slot);
 }

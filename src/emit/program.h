@@ -49,7 +49,11 @@ int ep_rolled(const ep_prog *p);
 /* 1 once the unrolled graph has more than `nodes` nodes (the budget check of the AUTO schedule) */
 int ep_over(const ep_prog *p, long nodes);
 
-/* a buffer of width reals per body (per_body) or one slot per state; returns its id */
+/* a buffer of width reals per body (per_body = 1) or one slot per state (0); returns its id. EP_PER_CHAIN: a slot
+   per body that a parent's last child takes over (grid_slot_, one slot for a chain), for a buffer written in a
+   parents-first pass and read only by the children, so that the parent's value is dead once its last child
+   has read it in the step that writes its own (rolled only; unrolled it is per body) */
+enum { EP_PER_CHAIN = 2 };
 int ep_buffer(ep_prog *p, const char *name, int width, int per_body);
 
 /* unrolled: the symbolic values of a per-body buffer (slots x width), e.g. to hand a factor to a builder */
@@ -62,7 +66,8 @@ enum {
     EP_COLS_OWN,        /* i's own coordinates: [iv_i, iv_i + nv_i) */
     EP_COLS_BELOW,      /* the coordinates of i's descendants: [iv_i + nv_i, iv_i + nvsub_i) */
     EP_COLS_SUBTREE,    /* i's and its descendants': [iv_i, iv_i + nvsub_i) */
-    EP_COLS_FROM        /* i's and every later body's: [iv_i, nv) */
+    EP_COLS_FROM,       /* i's and every later body's: [iv_i, nv) */
+    EP_COLS_LATER       /* every later body's: [iv_i + nv_i, nv) */
 };
 void ep_columns(ep_prog *p, int range);
 /* rolled only: a loop of i over the chain from the body `start` (C text, e.g. a table lookup) to the root */
@@ -89,12 +94,17 @@ void ep_kinematics(ep_prog *p);
 void ep_mat6_to_parent(ep_prog *p, int var, const sv M[36], sv out[36]);
 void ep_sci_to_parent(ep_prog *p, int var, const sci *Y, sci *out);
 
-/* inside a columns loop: element r of column k of a buffer whose slots are 6 x nv column blocks
-   (width 6 nv, column k at 6 k), and the output element (iv(var) + r, k) */
+/* inside a columns loop: element r of column k of a buffer whose slots are 6 x nv blocks (width 6 nv, row-major:
+   element (r, k) at r nv + k, so consecutive columns are contiguous), and the output element (iv(var) + r, k) */
 sv ep_getk(ep_prog *p, int buf, int var, int rel, int r);
 void ep_setk(ep_prog *p, int buf, int var, int rel, int r, sv x);
 sv ep_out_getk(ep_prog *p, int var, int r);
 void ep_out_setk(ep_prog *p, int var, int r, sv x);
+/* the transposed output element (k, iv(var) + r), inside a columns loop whose k never reaches var's own columns
+   (the loop's iterations must stay independent) */
+void ep_out_setk_t(ep_prog *p, int var, int r, sv x);
+/* element (r, iv(var) + c) of a one-slot 6 x nv buffer (row-major, as ep_getk reads it) */
+void ep_set_col(ep_prog *p, int buf, int var, int c, int r, sv x);
 
 /* element k of body `body`'s slot (a body fixed at emit time, or EP_BODY_FRAME: the body of the runtime
    frame attribute, grid_frame_body_[frame]) */

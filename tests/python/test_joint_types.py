@@ -150,7 +150,9 @@ def test_joint_data_against_pinocchio(cid, tmp_path):
                              (h.damping, pm.damping), (h.friction, pm.friction)):
             np.testing.assert_array_equal(ours[iv:iv + nv], as_ours(theirs[pv]), err_msg=f"{cid} joint {i} ({kind})")
         lo, hi = h.lower_position_limit[iq:iq + nq], h.upper_position_limit[iq:iq + nq]
-        if kind in ("revolute", "prismatic"):
+        if nq == 0:
+            assert m.joint_mimic[i] is not None  # a coupled joint: no coordinates, no entries
+        elif kind in ("revolute", "prismatic"):
             pq = pm.idx_qs[jid]
             assert lo[0] == as_ours(pm.lowerPositionLimit[pq:pq + 1])[0] and hi[0] == as_ours(pm.upperPositionLimit[pq:pq + 1])[0]
             checked += np.isfinite(lo[0])
