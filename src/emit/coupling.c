@@ -40,7 +40,7 @@ long emit_coupled_size(const emit_ctx *cx, const state_spec *sp)
         if (s < 0) return s;
         size += s;
     }
-    /* the dense solve: about n^3 / 6 multiply-adds, written as loops */
+    /* (the dense solve of M^-1, FD and ABA is a loop helper: it adds no graph nodes) */
     return size;
 }
 
@@ -61,12 +61,10 @@ static const char *constant(wr *x, double c)
 }
 
 /* element k of a parameter (the target's stride in the scalar form) */
-static void elem(const wr *x, char *buf, size_t cap, const char *name, long k)
+static void elem(const wr *x, char *buf, size_t cap, const char *name, const char *expr)
 {
-    char e[32];
-    snprintf(e, sizeof e, "%ld", k);
-    if (x->vector) snprintf(buf, cap, "%s[%s]", name, e);
-    else emit_elem(x->cx, buf, cap, name, e);
+    if (x->vector) snprintf(buf, cap, "%s[%s]", name, expr);
+    else emit_elem(x->cx, buf, cap, name, expr);
 }
 
 /* the coupling tables, once per translation unit: per full q coordinate its user's index, weight and offset;
@@ -78,21 +76,21 @@ static void write_tables(wr *x)
     const char *tq = x->cx->t->table;
     ew_puts(w, "#ifndef GRID_COUPLING_TABLES_\n#define GRID_COUPLING_TABLES_\n"
                "/* mimic couplings: full coordinate k = weight[k] * user[index[k]] + offset[k] */\n");
-    ew_printf(w, "%s int grid_cq_[%d] = {", tq, em->nq);
-    for (int b = 0; b < em->nb; b++)
-        for (int k = 0; k < em->b[b].nq; k++) ew_printf(w, "%d, ", em->b[b].uq + (em->b[b].mimic ? 0 : k));
-    ew_printf(w, "};\n%s grid_real grid_cqw_[%d] = {", tq, em->nq);
-    for (int b = 0; b < em->nb; b++)
-        for (int k = 0; k < em->b[b].nq; k++) ew_printf(w, "%.17g, ", em->b[b].mimic ? em->b[b].mimic_multiplier : 1.0);
-    ew_printf(w, "};\n%s grid_real grid_cqo_[%d] = {", tq, em->nq);
-    for (int b = 0; b < em->nb; b++)
-        for (int k = 0; k < em->b[b].nq; k++) ew_printf(w, "%.17g, ", em->b[b].mimic ? em->b[b].mimic_offset : 0.0);
-    ew_printf(w, "};\n%s int grid_cv_[%d] = {", tq, em->nv);
-    for (int b = 0; b < em->nb; b++)
-        for (int k = 0; k < em->b[b].nv; k++) ew_printf(w, "%d, ", em->b[b].uv + (em->b[b].mimic ? 0 : k));
-    ew_printf(w, "};\n%s grid_real grid_cvw_[%d] = {", tq, em->nv);
-    for (int b = 0; b < em->nb; b++)
-        for (int k = 0; k < em->b[b].nv; k++) ew_printf(w, "%.17g, ", em->b[b].mimic ? em->b[b].mimic_multiplier : 1.0);
+    /* what: 0 user index, 1 weight, 2 offset; per full q (tangent = 0) or v (1) coordinate */
+    static const struct { const char *decl; int tangent, what; } tables[] = {
+        {"int grid_cq_", 0, 0}, {"grid_real grid_cqw_", 0, 1}, {"grid_real grid_cqo_", 0, 2},
+        {"int grid_cv_", 1, 0}, {"grid_real grid_cvw_", 1, 1}};
+    for (size_t t = 0; t < sizeof tables / sizeof *tables; t++) {
+        ew_printf(w, "%s%s %s[%d] = {", t ? "};\n" : "", tq, tables[t].decl, tables[t].tangent ? em->nv : em->nq);
+        for (int b = 0; b < em->nb; b++) {
+            const em_body *bd = &em->b[b];
+            for (int k = 0; k < (tables[t].tangent ? bd->nv : bd->nq); k++) {
+                if (tables[t].what == 0) ew_printf(w, "%d, ", (tables[t].tangent ? bd->uv : bd->uq) + (bd->mimic ? 0 : k));
+                else ew_printf(w, "%.17g, ", !bd->mimic ? (tables[t].what == 1 ? 1.0 : 0.0)
+                                             : tables[t].what == 1 ? bd->mimic_multiplier : bd->mimic_offset);
+            }
+        }
+    }
     ew_puts(w, "};\n#endif\n\n");
 }
 
@@ -108,14 +106,9 @@ static const char *weight(const wr *x, const char *expr, char *buf, size_t cap)
 static void write_expand(wr *x, const char *name, int tangent)
 {
     const em_model *em = x->cx->em;
-    char src[96], wt[96], off[96];
-    elem(x, src, sizeof src, name, -1);
-    /* elem wrote index -1: put the table lookup in its place */
-    char *at = strstr(src, "-1");
-    char idx[64];
-    snprintf(idx, sizeof idx, "%s[k]", tangent ? "grid_cv_" : "grid_cq_");
+    char wt[96], off[96];
     char lookup[160];
-    snprintf(lookup, sizeof lookup, "%.*s%s%s", (int)(at - src), src, idx, at + 2);
+    elem(x, lookup, sizeof lookup, name, tangent ? "grid_cv_[k]" : "grid_cq_[k]");
     if (tangent)
         ew_printf(x->cx->w, "    for (int k = 0; k < %d; k++) %sf[k] = %s * %s;\n", em->nv, name,
                   weight(x, "grid_cvw_[k]", wt, sizeof wt), lookup);
@@ -144,9 +137,8 @@ static void write_project(wr *x, const char *src, const char *dst, int rows, int
 static void write_output(wr *x, const char *src, int n)
 {
     char d[96];
-    elem(x, d, sizeof d, "out", -1);
-    char *at = strstr(d, "-1");
-    ew_printf(x->cx->w, "    for (int k = 0; k < %d; k++) %.*sk%s = %s[k];\n", n, (int)(at - d), d, at + 2, src);
+    elem(x, d, sizeof d, "out", "k");
+    ew_printf(x->cx->w, "    for (int k = 0; k < %d; k++) %s = %s[k];\n", n, d, src);
 }
 
 /* the dense solve helper, once per translation unit and form: A (n x n, symmetric positive definite) = L D L^T
@@ -249,10 +241,8 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
     if (reads_f) {
         /* contiguous for the inner call */
         char f[96];
-        elem(&x, f, sizeof f, "fext", -1);
-        char *at = strstr(f, "-1");
-        ew_printf(w, "    %s ff[%d];\n    for (int k = 0; k < %d; k++) ff[k] = %.*sk%s;\n", T, 6 * nb, 6 * nb,
-                  (int)(at - f), f, at + 2);
+        elem(&x, f, sizeof f, "fext", "k");
+        ew_printf(w, "    %s ff[%d];\n    for (int k = 0; k < %d; k++) ff[k] = %s;\n", T, 6 * nb, 6 * nb, f);
     }
     int rc = 0;
     if (!dense) {
@@ -287,9 +277,8 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
             write_inner_call(&x, &inner[1], "cf");
             write_project(&x, "cf", "B", 1, nvf, 0, 1);
             /* u is the row's third input, passed as a */
-            elem(&x, u, sizeof u, "a", -1);
-            char *at = strstr(u, "-1");
-            ew_printf(w, "    for (int k = 0; k < %d; k++) B[k] = %.*sk%s - B[k];\n", nv, (int)(at - u), u, at + 2);
+            elem(&x, u, sizeof u, "a", "k");
+            ew_printf(w, "    for (int k = 0; k < %d; k++) B[k] = %s - B[k];\n", nv, u);
             ew_printf(w, "    grid_spd_solve_%s_(%d, Mc, B, 1);\n", vector ? "V" : "S", nv);
         }
         write_output(&x, "B", nv * (sp->kind == ST_MINV ? nv : 1));
