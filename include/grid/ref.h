@@ -36,13 +36,14 @@ void grid_ref_frame_jacobian(const grid_model *m, const double *q, int frame, in
                              double *J /* 6*nv row-major */, double *work);
 
 /* Mimic couplings: the user's q / v (or a) into the full ones; an output in full coordinates back to the user's
-   (each dimension d with tangent[d] != 0 is a tangent one: G^T x, G^T M G, J G), body_of_v scratch of nv_full
-   ints; and the solve of a symmetric positive-definite n x n A (overwritten by its L D L^T) for nrhs columns of
+   (each dimension d with tangent[d] != 0 is a tangent one: G^T x, G^T M G, J G), body_of_v the body of each full
+   tangent coordinate (nv_full ints, filled once by grid_ref_body_of_v); and the solve of a symmetric positive-definite n x n A (overwritten by its L D L^T) for nrhs columns of
    B (n x nrhs, row-major, overwritten by A^-1 B) */
 void grid_ref_expand_q(const grid_model *m, const double *q, double *qf);
 void grid_ref_expand_v(const grid_model *m, const double *v, double *vf);
+void grid_ref_body_of_v(const grid_model *m, int *body_of_v);
 void grid_ref_project(const grid_model *m, int rank, const int *shape, const int *tangent, const double *xf,
-                      double *x, int *body_of_v);
+                      double *x, const int *body_of_v);
 void grid_ref_spd_solve(int n, double *A, double *B, int nrhs);
 
 /* Batched entry point with the grid_call ABI: runs row `algo` of the signature table over call->batch

@@ -104,6 +104,7 @@ static void coupled_scratch_at(const grid_model *m, double *at, size_t out_full,
     cs->Mc = cs->outf + out_full;
     cs->cc = cs->Mc + nv * nv;
     cs->body_of_v = (int *)(cs->cc + nv);
+    grid_ref_body_of_v(m, cs->body_of_v); /* once per call, not per state */
 }
 
 /* M_c (nv x nv) of q_full */

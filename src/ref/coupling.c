@@ -29,11 +29,15 @@ static void coupled_index(const grid_model *m, const int *body_of_v, int i, int 
     *w = j->mimic ? j->mimic_multiplier : 1.0;
 }
 
-void grid_ref_project(const grid_model *m, int rank, const int *shape, const int *tangent, const double *xf,
-                      double *x, int *body_of_v)
+void grid_ref_body_of_v(const grid_model *m, int *body_of_v)
 {
     for (int b = 0; b < m->nb; b++)
         for (int k = 0; k < m->bodies[b].joint.nv; k++) body_of_v[m->bodies[b].joint.iv + k] = b;
+}
+
+void grid_ref_project(const grid_model *m, int rank, const int *shape, const int *tangent, const double *xf,
+                      double *x, const int *body_of_v)
+{
     /* the user's shape: every tangent dimension nv wide */
     long long nu = 1, nf = 1;
     int ushape[GRID_MAX_RANK];
