@@ -37,6 +37,10 @@ static int crba_world_program(ep_prog *p, int nv)
         const ek_body *b = ep_body(p, EP_I);
         const sxf *X = ep_X(p, EP_I);
         sxf oM = *X;
+        /* a root's origin is the frame's origin (world axes): M is the same in any such frame, and its
+           entries then do not lose digits with the base's distance from the world origin */
+        if (ep_is_root(p, EP_I))
+            for (int e = 0; e < 3; e++) oM.p[e] = sym_const(g, 0.0);
         sci Y, Yw;
         if (!ep_is_root(p, EP_I)) {
             sxf P;

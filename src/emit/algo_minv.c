@@ -200,6 +200,10 @@ int ea_minv_program(ep_prog *p, int nv)
         for (int e = 0; e < 36; e++) ep_set(p, IA, EP_I, EP_SELF, e, M[e]);
         const sxf *X = ep_X(p, EP_I);
         sxf oM = *X;
+        /* a root's origin is the frame's origin (world axes): M is the same in any such frame, and its
+           entries then do not lose digits with the base's distance from the world origin */
+        if (ep_is_root(p, EP_I))
+            for (int e = 0; e < 3; e++) oM.p[e] = sym_const(g, 0.0);
         if (!ep_is_root(p, EP_I)) {
             sxf P;
             get_xf(p, OM, EP_I, EP_PARENT, &P);

@@ -195,3 +195,34 @@ def test_generated_float32_accuracy(handles):
     print(f"\n{case.id}: cond(M) {row['cond'][0]:.1e}..{row['cond'][1]:.1e}; worst float32 errors: " +
           ", ".join(f"{k} {v:.1e}" for k, v in row.items() if k not in ("cond", "ratio")))
     assert not failures, f"{case.id} float32 generated vs float64 reference:\n" + "\n".join(failures)
+
+
+# ---- where the floating base is ----
+# every dynamics output (Pinocchio's local free-flyer convention, uniform gravity) is the same wherever the base
+# stands; kinematics are not (they are world placements)
+DYNAMICS = [m for m in METHODS if m not in ("forward_kinematics", "end_effector_pose")]
+FAR = np.array([1000.0, -700.0, 300.0])
+
+
+def assert_independent_of_base_position(h, ref, seed):
+    """h's dynamics at the base moved 1.3 km from the origin equal those at the base near it, to RTOL64: a
+    world-frame algorithm that lets the lever arm of the base's distance into its sums fails this"""
+    s = make_states(ref, "random", N, seed=seed)
+    far = dict(s, q=s["q"].copy())
+    far["q"][:, :3] += FAR
+    failures = []
+    for name in DYNAMICS:
+        a, b = METHODS[name](h, far), METHODS[name](h, s)
+        err = errors64(a, b)
+        if not np.all(err <= RTOL64):
+            worst = int(np.argmax(err))
+            failures.append(f"{name}: state {worst} relative change {err[worst]:.2e}")
+    return failures
+
+
+def test_dynamics_do_not_depend_on_the_base_position(handles):
+    case, gen, ref, _ = handles
+    if not case.floating_base:
+        pytest.skip("a fixed base does not move")
+    failures = assert_independent_of_base_position(gen, ref, seed=13)
+    assert not failures, f"{case.id}: the base's position changes the dynamics:\n" + "\n".join(failures)
