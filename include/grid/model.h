@@ -108,6 +108,12 @@ void grid_model_joint_data(const grid_model *m, grid_joint_data_kind kind, doubl
    computeTotalMass) */
 double grid_model_total_mass(const grid_model *m);
 
+/* the elimination tree of the coupled mass matrix G^T M G over the user's nv velocity coordinates: lambda[k] < k
+   (-1: none) such that every nonzero of row k below the diagonal, and the fill L^T D L adds, lies on k's
+   ancestors; without mimic joints it is the tree's own (the previous coordinate of the joint, or the parent's
+   last). GRID_ERR_NOMEM, else 0 */
+int grid_model_coupled_tree(const grid_model *m, int *lambda);
+
 /* number of moving joints including the free-flyer (== nb) */
 static inline int grid_model_njoints(const grid_model *m) { return m->nb; }
 

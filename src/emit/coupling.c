@@ -1,5 +1,6 @@
 /* Mimic couplings in generated code: per-state wrappers that expand the user's coordinates, call the full-coordinate
-   functions and project their outputs (G^T x, G^T M G, J G), or solve the coupled system M_c = G^T M G densely. */
+   functions and project their outputs (G^T x, G^T M G, J G), or solve the coupled system M_c = G^T M G by
+   Featherstone's L^T D L on its elimination tree (grid_model_coupled_tree). */
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,7 @@ long emit_coupled_size(const emit_ctx *cx, const state_spec *sp)
         if (s < 0) return s;
         size += s;
     }
-    /* (the dense solve of M^-1, FD and ABA is a loop helper: it adds no graph nodes) */
+    /* (the sparse solve of M^-1, FD and ABA is a loop helper: it adds no graph nodes) */
     return size;
 }
 
@@ -91,6 +92,10 @@ static void write_tables(wr *x)
             }
         }
     }
+    ew_printf(w, "};\n/* the elimination tree of G^T M G: the parent of each user velocity coordinate, -1 = none */\n"
+                 "%s int grid_clam_[%d] = {", tq, em->nv_user > 0 ? em->nv_user : 1);
+    for (int k = 0; k < em->nv_user; k++) ew_printf(w, "%d, ", em->coupled_tree[k]);
+    if (em->nv_user == 0) ew_puts(w, "-1");
     ew_puts(w, "};\n#endif\n\n");
 }
 
@@ -141,32 +146,45 @@ static void write_output(wr *x, const char *src, int n)
     ew_printf(x->cx->w, "    for (int k = 0; k < %d; k++) %s = %s[k];\n", n, d, src);
 }
 
-/* the dense solve helper, once per translation unit and form: A (n x n, symmetric positive definite) = L D L^T
-   in place, then B (n x nrhs, row-major) <- A^-1 B */
+/* the solve helper, once per translation unit and form: A (n x n, symmetric positive definite, row-major) =
+   L^T D L in place on the elimination tree grid_clam_ (Featherstone's LTDL: row k's nonzeros and fill lie on k's
+   ancestors), then B (n x nrhs, row-major) <- A^-1 B; work follows the tree's depth, not n^3 */
 static void write_solve_helper(wr *x)
 {
     ew_writer *w = x->cx->w;
     const char *T = x->vector ? "grid_vec" : "grid_real", *tag = x->vector ? "V" : "S";
-    ew_printf(w, "#ifndef GRID_SPD_SOLVE_%s_\n#define GRID_SPD_SOLVE_%s_\n"
-                 "/* A = L D L^T in place (no pivoting: A is a mass matrix), then B <- A^-1 B */\n"
-                 "%s void grid_spd_solve_%s_(const int n, %s *A, %s *B, const int nrhs)\n{\n"
-                 "    for (int j = 0; j < n; j++) {\n"
-                 "        for (int k = 0; k < j; k++) A[j * n + j] -= A[j * n + k] * A[j * n + k] * A[k * n + k];\n"
-                 "        for (int i = j + 1; i < n; i++) {\n"
-                 "            %s s = A[i * n + j];\n"
-                 "            for (int k = 0; k < j; k++) s -= A[i * n + k] * A[j * n + k] * A[k * n + k];\n"
-                 "            A[i * n + j] = s / A[j * n + j];\n"
+    ew_printf(w, "#ifndef GRID_LTL_SOLVE_%s_\n#define GRID_LTL_SOLVE_%s_\n"
+                 "%s void grid_ltl_solve_%s_(const int n, %s *A, %s *B, const int nrhs)\n{\n"
+                 "    for (int k = n - 1; k >= 0; k--)\n"
+                 "        for (int i = grid_clam_[k]; i >= 0; i = grid_clam_[i]) {\n"
+                 "            const %s f = A[k * n + i] / A[k * n + k];\n"
+                 "            for (int j = i; j >= 0; j = grid_clam_[j]) A[i * n + j] -= f * A[k * n + j];\n"
+                 "            A[k * n + i] = f;\n"
                  "        }\n"
-                 "    }\n"
                  "    for (int c = 0; c < nrhs; c++) {\n"
-                 "        for (int i = 0; i < n; i++)\n"
-                 "            for (int k = 0; k < i; k++) B[i * nrhs + c] -= A[i * n + k] * B[k * nrhs + c];\n"
-                 "        for (int i = 0; i < n; i++) B[i * nrhs + c] /= A[i * n + i];\n"
-                 "        for (int i = n - 1; i >= 0; i--)\n"
-                 "            for (int k = i + 1; k < n; k++) B[i * nrhs + c] -= A[k * n + i] * B[k * nrhs + c];\n"
+                 "        for (int k = n - 1; k >= 0; k--)\n"
+                 "            for (int i = grid_clam_[k]; i >= 0; i = grid_clam_[i]) B[i * nrhs + c] -= A[k * n + i] * B[k * nrhs + c];\n"
+                 "        for (int k = 0; k < n; k++) B[k * nrhs + c] /= A[k * n + k];\n"
+                 "        for (int k = 0; k < n; k++)\n"
+                 "            for (int i = grid_clam_[k]; i >= 0; i = grid_clam_[i]) B[k * nrhs + c] -= A[k * n + i] * B[i * nrhs + c];\n"
                  "    }\n"
                  "}\n#endif\n\n",
               tag, tag, x->cx->t->state_fn, tag, T, T, T);
+}
+
+/* multiply-adds of the helper: the factorisation (per ancestor i of k, i's own depth) and per right-hand side
+   the two substitutions (per ancestor) and the diagonal */
+static long solve_flops(const em_model *em, int nrhs)
+{
+    const int *lam = em->coupled_tree;
+    long factor = 0, subst = 0;
+    for (int k = 0; k < em->nv_user; k++)
+        for (int i = lam[k]; i >= 0; i = lam[i]) {
+            subst += 2;
+            factor += 2;
+            for (int j = i; j >= 0; j = lam[j]) factor += 2;
+        }
+    return factor + (long)nrhs * (2 * subst + em->nv_user);
 }
 
 /* the call of an inner function on the wrapper's full arrays */
@@ -204,9 +222,9 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
         if (s.work > stats->work) stats->work = s.work;
     }
     wr x = {cx, vector, ""};
-    const int dense = sp->kind == ST_MINV || sp->kind == ST_FD || sp->kind == ST_ABA;
+    const int solves = sp->kind == ST_MINV || sp->kind == ST_FD || sp->kind == ST_ABA;
     write_tables(&x);
-    if (dense) write_solve_helper(&x);
+    if (solves) write_solve_helper(&x);
 
     /* the wrapper: the per-state function the batch entry calls */
     ew_writer *w = cx->w;
@@ -225,7 +243,7 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
                  "    (void)q; (void)v; (void)a; (void)fext; (void)out;\n", nqf, nvf, nv);
     ew_printf(w, "    %s qf[%d];\n", T, nqf > 0 ? nqf : 1);
     write_expand(&x, "q", 0);
-    const int reads_v = sp->reads_v, reads_a = sp->reads_a && !dense, reads_f = sp->reads_fext;
+    const int reads_v = sp->reads_v, reads_a = sp->reads_a && !solves, reads_f = sp->reads_fext;
     if (reads_v) {
         ew_printf(w, "    %s vf[%d];\n", T, nvf);
         write_expand(&x, "v", 1);
@@ -234,7 +252,7 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
         ew_printf(w, "    %s af[%d];\n", T, nvf);
         write_expand(&x, "a", 1);
     }
-    if (dense && n == 2 && inner[1].reads_a) {
+    if (solves && n == 2 && inner[1].reads_a) {
         /* the bias reads a = 0 */
         ew_printf(w, "    %s af[%d];\n    for (int k = 0; k < %d; k++) af[k] = %s;\n", T, nvf, nvf, constant(&x, 0.0));
     }
@@ -245,7 +263,7 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
         ew_printf(w, "    %s ff[%d];\n    for (int k = 0; k < %d; k++) ff[k] = %s;\n", T, 6 * nb, 6 * nb, f);
     }
     int rc = 0;
-    if (!dense) {
+    if (!solves) {
         /* one inner function, its output projected along the tangent dimensions */
         int rows = 1, cols = 1, trow = 0, tcol = 0;
         switch (sp->kind) {
@@ -262,7 +280,7 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
         write_project(&x, "of", "po", rows, cols, trow, tcol);
         write_output(&x, "po", nout);
     } else {
-        /* M_c = G^T M G; M^-1: M_c^-1 I; FD, ABA: M_c^-1 (u - G^T rnea(q, v, 0, fext)) */
+        /* M_c = G^T M G; M^-1: M_c^-1 I; FD, ABA: M_c^-1 (u - G^T rnea(q, v, 0, fext)), by the L^T D L helper */
         ew_printf(w, "    %s Mf[%d], Mc[%d];\n", T, nvf * nvf, nv * nv);
         write_inner_call(&x, &inner[0], "Mf");
         write_project(&x, "Mf", "Mc", nvf, nvf, 1, 1);
@@ -270,7 +288,7 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
             ew_printf(w, "    %s B[%d];\n    for (int k = 0; k < %d; k++) B[k] = %s;\n", T, nv * nv, nv * nv,
                       constant(&x, 0.0));
             ew_printf(w, "    for (int k = 0; k < %d; k++) B[k * %d] = %s;\n", nv, nv + 1, constant(&x, 1.0));
-            ew_printf(w, "    grid_spd_solve_%s_(%d, Mc, B, %d);\n", vector ? "V" : "S", nv, nv);
+            ew_printf(w, "    grid_ltl_solve_%s_(%d, Mc, B, %d);\n", vector ? "V" : "S", nv, nv);
         } else {
             char u[96];
             ew_printf(w, "    %s cf[%d], B[%d];\n", T, nvf, nv);
@@ -279,10 +297,10 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
             /* u is the row's third input, passed as a */
             elem(&x, u, sizeof u, "a", "k");
             ew_printf(w, "    for (int k = 0; k < %d; k++) B[k] = %s - B[k];\n", nv, u);
-            ew_printf(w, "    grid_spd_solve_%s_(%d, Mc, B, 1);\n", vector ? "V" : "S", nv);
+            ew_printf(w, "    grid_ltl_solve_%s_(%d, Mc, B, 1);\n", vector ? "V" : "S", nv);
         }
         write_output(&x, "B", nv * (sp->kind == ST_MINV ? nv : 1));
-        stats->flops += (long)nv * nv * nv / 3 + 2L * nv * nv * (sp->kind == ST_MINV ? nv : 1);
+        stats->flops += solve_flops(em, sp->kind == ST_MINV ? nv : 1);
     }
     ew_puts(w, "}\n\n");
     return rc;

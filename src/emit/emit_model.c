@@ -73,7 +73,8 @@ int em_model_init(em_model *em, const grid_model *m, grid_error *err)
     em->b = calloc((size_t)(m->nb > 0 ? m->nb : 1), sizeof *em->b);
     em->f = calloc((size_t)(m->nframes > 0 ? m->nframes : 1), sizeof *em->f);
     em->ee = calloc((size_t)(m->nee > 0 ? m->nee : 1), sizeof *em->ee);
-    if (!em->b || !em->f || !em->ee) {
+    em->coupled_tree = calloc((size_t)(m->nv > 0 ? m->nv : 1), sizeof *em->coupled_tree);
+    if (!em->b || !em->f || !em->ee || !em->coupled_tree || grid_model_coupled_tree(m, em->coupled_tree) != 0) {
         em_model_free(em);
         return grid_error_set(err, GRID_ERR_NOMEM, 0, 0, "out of memory preparing the model for emission");
     }
@@ -164,6 +165,8 @@ void em_model_free(em_model *em)
     free(em->b);
     free(em->f);
     free(em->ee);
+    free(em->coupled_tree);
+    em->coupled_tree = NULL;
     em->b = NULL;
     em->f = NULL;
     em->ee = NULL;

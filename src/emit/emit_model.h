@@ -36,6 +36,7 @@ typedef struct {
     em_body *b;
     em_frame *f;
     int *ee;             /* nee frame ids */
+    int *coupled_tree;   /* nv_user parents: the elimination tree of G^T M G (grid_model_coupled_tree) */
     char robot[96];      /* sanitized robot name */
 } em_model;
 

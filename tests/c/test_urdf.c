@@ -354,6 +354,45 @@ static const robot_row robots[] = {
     {"go2.urdf", 12, 15.019, 0},     {"g1_29dof.urdf", 29, 35.115, 0}, {"h1_2.urdf", 51, 67.368, 12},
 };
 
+/* k's ancestors in the coupled elimination tree include a */
+static int tree_above(const int *lambda, int a, int k)
+{
+    for (; k >= 0; k = lambda[k])
+        if (k == a) return 1;
+    return 0;
+}
+
+/* grid_model_coupled_tree: without couplings the tree's own parents (the joint's previous coordinate, else the
+   parent body's last); with them, every pair of user coordinates that move bodies on one branch (a nonzero of
+   G^T M G) is ancestor-related in it */
+static void check_coupled_tree(const grid_model *m, const char *file)
+{
+    int *lambda = malloc(sizeof(int) * (size_t)(m->nv > 0 ? m->nv : 1));
+    CHECK(lambda && grid_model_coupled_tree(m, lambda) == GRID_OK);
+    if (!lambda) return;
+    for (int k = 0; k < m->nv; k++) CHECK_MSG(lambda[k] < k, "%s: lambda[%d] = %d", file, k, lambda[k]);
+    for (int i = 0; i < m->nb; i++) {
+        const grid_joint *ji = &m->bodies[i].joint;
+        if (m->nmimic == 0)
+            for (int c = 0; c < ji->nv; c++) {
+                const grid_joint *pj = ji->parent >= 0 ? &m->bodies[ji->parent].joint : NULL;
+                const int want = c > 0 ? ji->uv + c - 1 : pj ? pj->uv + pj->nv - 1 : -1;
+                CHECK_MSG(lambda[ji->uv + c] == want, "%s: lambda[%d] = %d, not %d", file, ji->uv + c,
+                          lambda[ji->uv + c], want);
+            }
+        for (int j = 0; j < m->nb; j++) {
+            int on_branch = 0;
+            for (int b = i; b >= 0 && !on_branch; b = m->bodies[b].joint.parent) on_branch = b == j;
+            for (int b = j; b >= 0 && !on_branch; b = m->bodies[b].joint.parent) on_branch = b == i;
+            const grid_joint *jj = &m->bodies[j].joint;
+            if (!on_branch || ji->nv != 1 || jj->nv != 1 || ji->uv == jj->uv) continue;
+            const int hi = ji->uv > jj->uv ? ji->uv : jj->uv, lo = ji->uv + jj->uv - hi;
+            CHECK_MSG(tree_above(lambda, lo, hi), "%s: coordinates %d and %d couple off the tree", file, lo, hi);
+        }
+    }
+    free(lambda);
+}
+
 static void test_shared_robots(void)
 {
     struct stat st;
@@ -395,6 +434,7 @@ static void test_shared_robots(void)
             // every frame is on a real body or the world
             for (int f = 0; f < m->nframes; f++) CHECK(m->frames[f].body >= -1 && m->frames[f].body < m->nb);
             CHECK(m->nee > 0);
+            check_coupled_tree(m, row->file);
             grid_model_free(m);
         }
         // by default mimic joints are couplings: q and v lose one coordinate per mimic joint
@@ -405,6 +445,7 @@ static void test_shared_robots(void)
         if (rc == GRID_OK) {
             CHECK_MSG(m->nv == row->nv - row->has_mimic && m->nv_full == row->nv && m->nmimic == row->has_mimic,
                       "%s: nv %d nv_full %d mimic %d", row->file, m->nv, m->nv_full, m->nmimic);
+            check_coupled_tree(m, row->file);
             grid_model_free(m);
         }
     }
