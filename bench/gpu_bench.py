@@ -95,7 +95,7 @@ def urdf_path(robots_dir, file):
     raise FileNotFoundError(f"{file}: pass --robots-dir (a copy of ../shared/robots)")
 
 
-def register(robots_dir, robot, dtype, variant=None, device="cuda", precompile=False, cuda_arch=None):
+def register(robots_dir, robot, dtype, variant=None, device="cuda", precompile=False, cuda_arch=None, schedule="auto"):
     file, floating = next((f, fb) for r, f, fb in ROBOTS if r == robot)
     flags = VARIANTS[variant][0] if variant else None
     old = os.environ.get("GRID_RBD_NVCC_FLAGS")
@@ -103,7 +103,7 @@ def register(robots_dir, robot, dtype, variant=None, device="cuda", precompile=F
         os.environ["GRID_RBD_NVCC_FLAGS"] = flags
     try:
         kw = dict(urdf_path=urdf_path(robots_dir, file), floating_base=floating, dtype=dtype, device=device,
-                  verbose=False)
+                  verbose=False, codegen_schedule=schedule)
         name = f"bench_{robot}_{dtype}_{device}" + (f"_{variant}" if variant else "")
         if precompile:
             return grid_rbd.precompile(name, cuda_arch=cuda_arch, **kw)

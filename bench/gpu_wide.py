@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Wide outputs on the GPU (issue 7, item 5): g1_29dof floating CRBA and Minv (35x35 per state) at B = 65536 and
-1M, float32 and float64, under compile-time variants of the chunked output path, each checked against the CPU
-float64 reference first. Markdown to --out/gpu_wide.md.
+1M, float32 and float64: the unrolled chunked output path against the rolled schedule with 1..32 lanes per state
+(GRID_CUDA_GROUP), each checked against the CPU float64 reference first. Markdown to --out/gpu_wide.md.
 
     python bench/gpu_wide.py --out DIR [--robots-dir .gpu-deps/robots] [--jobs 16]
 """
@@ -17,16 +17,16 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gpu_bench as gb  # noqa: E402
 
+# variant -> (nvcc flags, what, codegen schedule)
 WIDE = {
-    "chunked": ("-O3", "default: 32-element chunks through a 32x33 tile per warp"),
-    "inplace": ("-O3 -DGRID_CUDA_OUT_CHUNKED=0", "each thread writes its own 35x35 in place (before)"),
-    "stream": ("-O3 -DGRID_CUDA_OUT_STREAM=1", "chunk stores evict-first (__stcs)"),
-    "block64": ("-O3 -DGRID_CUDA_BLOCK=64", "64 threads per block"),
-    "block256": ("-O3 -DGRID_CUDA_BLOCK=256", "256 threads per block"),
-    "regs170": ("-O3 -DGRID_CUDA_MIN_BLOCKS=3", "__launch_bounds__(128, 3): at most 168 registers"),
-    "regs128": ("-O3 -DGRID_CUDA_MIN_BLOCKS=4", "__launch_bounds__(128, 4): at most 128 registers"),
+    "chunked": ("-O3", "default: unrolled, 32-element chunks through a 32x33 tile per warp", "auto"),
+    "rolled": ("-O3", "rolled, one thread per state", "rolled"),
+    "group4": ("-O3 -DGRID_CUDA_GROUP=4", "rolled, 4 lanes per state (columns loops split)", "rolled"),
+    "group8": ("-O3 -DGRID_CUDA_GROUP=8", "rolled, 8 lanes per state", "rolled"),
+    "group16": ("-O3 -DGRID_CUDA_GROUP=16", "rolled, 16 lanes per state", "rolled"),
+    "group32": ("-O3 -DGRID_CUDA_GROUP=32", "rolled, a warp per state", "rolled"),
 }
-for k, (flags, what) in WIDE.items():
+for k, (flags, what, _) in WIDE.items():
     gb.VARIANTS["wide_" + k] = (flags, what, "resident")
 DTYPES = ("float32", "float64")
 
@@ -35,7 +35,8 @@ def job(spec):
     robots_dir, dtype, k, arch = spec
     t0 = time.perf_counter()
     try:
-        gb.register(robots_dir, "g1_29dof", dtype, variant="wide_" + k, precompile=True, cuda_arch=arch)
+        gb.register(robots_dir, "g1_29dof", dtype, variant="wide_" + k, precompile=True, cuda_arch=arch,
+                    schedule=WIDE[k][2])
         return spec, time.perf_counter() - t0, None
     except Exception as e:
         return spec, time.perf_counter() - t0, f"{type(e).__name__}: {str(e)[:300]}"
@@ -67,7 +68,7 @@ def main():
                 rows.append((dtype, k, None, "out of time"))
                 continue
             try:
-                h = gb.register(args.robots_dir, "g1_29dof", dtype, variant="wide_" + k)
+                h = gb.register(args.robots_dir, "g1_29dof", dtype, variant="wide_" + k, schedule=WIDE[k][2])
             except Exception as e:
                 rows.append((dtype, k, None, f"{type(e).__name__}: {e}"))
                 continue
@@ -98,17 +99,17 @@ def main():
          "Minv 1M µs | CRBA 1M % bound | Minv 1M % bound |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for dtype, k, res, note in rows:
         if res is None:
-            L.append(f"| {dtype} | {k} | `{WIDE[k][0]}` | {note} |||||||| ")
+            L.append(f"| {dtype} | {k} | `{WIDE[k][0]}` {WIDE[k][2]} | {note} |||||||| ")
             continue
         err, times = res
         bound = 1.8e9 * (0.5 if dtype == "float64" else 1.0)
         pct = {a: 100 * 1048576 / (times[(a, 1048576)][0] * 1e-6) / bound for a in ("crba", "minv")}
         fin = all(f for _, f in times.values())
-        L.append(f"| {dtype} | {k} | `{WIDE[k][0]}` | {err['crba']:.2e} | {err['minv']:.2e} | "
+        L.append(f"| {dtype} | {k} | `{WIDE[k][0]}` {WIDE[k][2]} | {err['crba']:.2e} | {err['minv']:.2e} | "
                  f"{times[('crba', 65536)][0]:.1f} | {times[('minv', 65536)][0]:.1f} | "
                  f"{times[('crba', 1048576)][0]:.1f} | {times[('minv', 1048576)][0]:.1f} | {pct['crba']:.1f} | "
                  f"{pct['minv']:.1f} |" + ("" if fin else " (non-finite output!)"))
-    L += ["", "Variants: " + "; ".join(f"{k}: {w}" for k, (_, w) in WIDE.items()), ""]
+    L += ["", "Variants: " + "; ".join(f"{k}: {w}" for k, (_, w, _) in WIDE.items()), ""]
     Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / "gpu_wide.md").write_text("\n".join(L))
     print("\n".join(L))

@@ -225,7 +225,8 @@ static long long min_parallel(long flops)
 #define MAX_PARTS 8
 
 /* the batch entry of row a */
-static void write_entry(const emit_ctx *cx, int a, const grid_method_info *row, const sym_stats *fstats, const int *vec)
+static void write_entry(const emit_ctx *cx, int a, const grid_method_info *row, const sym_stats *fstats, const int *vec,
+                        const int *rolled)
 {
     const method_layout *L = &layouts[a];
     emit_entry e;
@@ -241,6 +242,7 @@ static void write_entry(const emit_ctx *cx, int a, const grid_method_info *row, 
         if (L->slot[s] < 0) continue;
         e.variant[s].fn = specs[L->slot[s]].fn;
         e.variant[s].work = fstats[L->slot[s]].work;
+        e.variant[s].rolled = rolled[L->slot[s]] && !emit_coupled(cx);
         spec_reads(L->slot[s], e.variant[s].reads);
     }
     e.vector = vec[L->slot[0]];
@@ -473,7 +475,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
         for (int f = 0; f < F_COUNT; f++)
             if (fn_in_part[f]) ew_putn(&w, fw[f].buf, fw[f].len);
         for (int a = 0; a < GRID_ALGO_COUNT; a++)
-            if (part[a] == p) write_entry(&cx, a, &rows[a], fstats, vec);
+            if (part[a] == p) write_entry(&cx, a, &rows[a], fstats, vec, rolled);
         if (nparts > 1) ew_printf(&w, "#endif /* GRID_PART %d */\n\n", p + 1);
     }
     if (stats && rc == GRID_OK) {

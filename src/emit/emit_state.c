@@ -146,10 +146,10 @@ static int rolled_function(const emit_ctx *cx, const state_spec *sp, sym_stats *
     ep_prog *p = ep_new(cx->em, NULL, 1, sp->fn, NULL, NULL, &cx->st, cx->t, cx->w);
     if (p && run_program(p, cx, sp) == 0 && ep_finish(p, &body, &work, stats) == 0 && !body.oom) {
         ew_printf(cx->w, "/* %s, rolled schedule: loops over the body tables, %ld reals of workspace */\n", sp->fn, work);
-        ew_printf(cx->w, "%s void grid_s_%s", cx->t->state_fn, sp->fn);
-        emit_state_params(cx->w, cx->t);
-        ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out; (void)frame; (void)rf; (void)ws;%s\n",
-                  cx->t->stride_param[0] ? " (void)st;" : "");
+        ew_printf(cx->w, "%s%s void grid_s_%s", cx->t->group_fn, cx->t->state_fn, sp->fn);
+        emit_rolled_state_params(cx->w, cx->t);
+        ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out; (void)frame; (void)rf; (void)ws;%s%s\n",
+                  cx->t->stride_param[0] ? " (void)st;" : "", cx->t->group_fn[0] ? " (void)gl; (void)gm;" : "");
         ew_putn(cx->w, body.buf, body.len);
         ew_puts(cx->w, "}\n\n");
         if (stats) {
@@ -210,10 +210,10 @@ int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, in
                   "const grid_vec *%s fext, grid_vec *%s out)\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out;\n",
                   cx->t->state_fn, sp->fn, r, r, r, r, r);
     } else {
-        ew_printf(cx->w, "%s void grid_s_%s", cx->t->state_fn, sp->fn);
-        emit_state_params(cx->w, cx->t);
-        ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out; (void)frame; (void)rf; (void)ws;%s\n",
-                  cx->t->stride_param[0] ? " (void)st;" : "");
+        ew_printf(cx->w, "%s%s void grid_s_%s", cx->t->group_fn, cx->t->state_fn, sp->fn);
+        emit_rolled_state_params(cx->w, cx->t);
+        ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out; (void)frame; (void)rf; (void)ws;%s%s\n",
+                  cx->t->stride_param[0] ? " (void)st;" : "", cx->t->group_fn[0] ? " (void)gl; (void)gm;" : "");
     }
     if (sym_emit(g, vector ? &cx->vst : &cx->st, cx->w, stats) != 0) goto done;
     if (stats) {

@@ -102,6 +102,9 @@ ep_prog *ep_new(const em_model *em, ek_kin *k, int rolled, const char *fn, const
 
 int ep_rolled(const ep_prog *p) { return p->rolled; }
 
+/* the rolled loop nest of a target whose per-state functions may share a state between lanes (CUDA) */
+static int grouped(const ep_prog *p) { return p->rolled && p->t->group_fn[0]; }
+
 int ep_over(const ep_prog *p, long nodes)
 {
     return !p->rolled && sym_node_count(p->k->g) > nodes;
@@ -397,7 +400,11 @@ static void step_end(ep_prog *p)
     p->stats.transcendental += s.transcendental;
     p->stats.loads += s.loads;
     p->stats.stores += s.stores;
-    ew_printf(&p->skel, "grid_r_%s_%d(i, j, c, k, frame, q, v, a, fext, out%s", p->fn, p->nsteps, p->inner ? "" : ", ws");
+    /* grouped: a columns loop's step runs on every lane (its own columns), any other step on the group's first
+       lane only (steps accumulate into their buffers, so they must run once); the syncs publish its stores */
+    const int column_step = p->depth == 2 && p->L[1].cols >= 0 && p->L[1].started;
+    ew_printf(&p->skel, "%sgrid_r_%s_%d(i, j, c, k, frame, q, v, a, fext, out%s", grouped(p) && !column_step ? "if (gl == 0) " : "",
+              p->fn, p->nsteps, p->inner ? "" : ", ws");
     for (int b = 0; b < p->nbuf; b++)
         if (p->used[b]) ew_printf(&p->skel, ", ws + %ld", p->buf[b].offset);
     if (p->outT[0]) ew_printf(&p->skel, ", out + grid_iv_[%s]%s", p->outT, p->st->elem_scale);
@@ -504,26 +511,33 @@ static int next_rolled(ep_prog *p)
         if (!p->L[1].started) {
             char lo[64], hi[64];
             column_bounds(p, p->L[1].cols, lo, hi, sizeof lo);
-            /* columns are independent (a step reads and writes column k only): the loop may be vectorized */
-            ew_printf(&p->skel, "%sfor (k = %s; k < %s; k++) {\n", p->t->simd_loop, lo, hi);
+            /* columns are independent (a step reads and writes column k only): the loop may be vectorized, or
+               split over a group's lanes (lane k mod GRID_G_ always owns column k) */
+            if (grouped(p))
+                ew_printf(&p->skel, "GRID_GROUP_SYNC_();\nfor (k = %s + ((gl - (%s)) & (GRID_G_ - 1)); k < %s; k += GRID_G_) {\n",
+                          lo, lo, hi);
+            else
+                ew_printf(&p->skel, "%sfor (k = %s; k < %s; k++) {\n", p->t->simd_loop, lo, hi);
             p->L[1].started = 1;
             return 1;
         }
-        ew_puts(&p->skel, "}\n");
+        ew_puts(&p->skel, grouped(p) ? "}\nGRID_GROUP_SYNC_();\n" : "}\n");
         p->depth = 1;
         return 0;
     }
     if (!p->L[lv].started) {
         step_end(p);
+        /* grouped: each iteration ends at a sync, so that no lane overwrites a slot another still reads */
+        const char *open = grouped(p) ? "{ switch" : "switch";
         if (lv == 0 && p->chain_start[0])
-            ew_printf(&p->skel, "for (i = %s; i >= 0; i = grid_parent_[i]) switch (grid_kind_[i]) {\n", p->chain_start);
+            ew_printf(&p->skel, "for (i = %s; i >= 0; i = grid_parent_[i]) %s (grid_kind_[i]) {\n", p->chain_start, open);
         else if (lv == 0)
-            ew_printf(&p->skel, p->L[0].backward ? "for (i = %d; i >= 0; i--) switch (grid_kind_[i]) {\n"
-                                                 : "for (i = 0; i < %d; i++) switch (grid_kind_[i]) {\n",
-                      p->L[0].backward ? p->em->nb - 1 : p->em->nb);
+            ew_printf(&p->skel, p->L[0].backward ? "for (i = %d; i >= 0; i--) %s (grid_kind_[i]) {\n"
+                                                 : "for (i = 0; i < %d; i++) %s (grid_kind_[i]) {\n",
+                      p->L[0].backward ? p->em->nb - 1 : p->em->nb, open);
         else
-            ew_printf(&p->skel, "for (c = i, j = %s; j >= 0; c = j, j = grid_parent_[j]) switch (grid_kind_[j]) {\n",
-                      p->L[1].from_self ? "i" : "grid_parent_[i]");
+            ew_printf(&p->skel, "for (c = i, j = %s; j >= 0; c = j, j = grid_parent_[j]) %s (grid_kind_[j]) {\n",
+                      p->L[1].from_self ? "i" : "grid_parent_[i]", open);
         p->L[lv].started = 1;
         p->L[lv].pos = 0;
     } else {
@@ -537,7 +551,7 @@ static int next_rolled(ep_prog *p)
         ew_printf(&p->skel, "case %d:\n", p->cur_kind[lv]);
         return 1;
     }
-    ew_puts(&p->skel, "}\n");
+    ew_puts(&p->skel, grouped(p) ? "}\nGRID_GROUP_SYNC_();\n}\n" : "}\n");
     p->depth--;
     if (lv == 0 && p->kin_loop) {
         p->kin_done = 1;
@@ -686,7 +700,11 @@ void ep_zero_output(ep_prog *p, long nout)
     if (!p->rolled) return;
     assert(p->depth == 0);
     step_end(p);
-    ew_printf(&p->skel, "for (i = 0; i < %ld; i++) out[i%s] = 0;\n", nout, p->st->elem_scale);
+    if (grouped(p))
+        ew_printf(&p->skel, "for (i = gl; i < %ld; i += GRID_G_) out[i%s] = 0;\nGRID_GROUP_SYNC_();\n", nout,
+                  p->st->elem_scale);
+    else
+        ew_printf(&p->skel, "for (i = 0; i < %ld; i++) out[i%s] = 0;\n", nout, p->st->elem_scale);
 }
 
 void ep_kinematics(ep_prog *p)
@@ -928,8 +946,13 @@ void ep_mirror_upper(ep_prog *p)
     }
     assert(p->depth == 0);
     step_end(p);
-    ew_printf(&p->skel, "for (i = 1; i < %d; i++) for (j = 0; j < i; j++) out[(i * %d + j)%s] = out[(j * %d + i)%s];\n", nv, nv,
-              p->st->elem_scale, nv, p->st->elem_scale);
+    if (grouped(p))
+        ew_printf(&p->skel, "GRID_GROUP_SYNC_();\nfor (k = gl; k < %d; k += GRID_G_) {\n    i = k / %d;\n    j = k %% %d;\n"
+                            "    if (j < i) out[(i * %d + j)%s] = out[(j * %d + i)%s];\n}\nGRID_GROUP_SYNC_();\n",
+                  nv * nv, nv, nv, nv, p->st->elem_scale, nv, p->st->elem_scale);
+    else
+        ew_printf(&p->skel, "for (i = 1; i < %d; i++) for (j = 0; j < i; j++) out[(i * %d + j)%s] = out[(j * %d + i)%s];\n", nv, nv,
+                  p->st->elem_scale, nv, p->st->elem_scale);
 }
 
 void ep_comment(ep_prog *p, const char *what)

@@ -19,13 +19,17 @@ const emit_real *emit_real_get(int dtype)
     return NULL;
 }
 
-void emit_state_params(ew_writer *w, const emit_target *t)
+static void state_params(ew_writer *w, const emit_target *t, const char *extra)
 {
     const char *r = t->restrict_kw;
     ew_printf(w, "(const grid_real *%s q, const grid_real *%s v, const grid_real *%s a, "
-                 "const grid_real *%s fext, grid_real *%s out, const int frame, const int rf, grid_real *%s ws%s)",
-              r, r, r, r, r, r, t->stride_param);
+                 "const grid_real *%s fext, grid_real *%s out, const int frame, const int rf, grid_real *%s ws%s%s)",
+              r, r, r, r, r, r, t->stride_param, extra);
 }
+
+void emit_state_params(ew_writer *w, const emit_target *t) { state_params(w, t, ""); }
+
+void emit_rolled_state_params(ew_writer *w, const emit_target *t) { state_params(w, t, t->group_params); }
 
 /* ---- pieces shared by both wrappers ---- */
 
@@ -265,14 +269,15 @@ static const emit_target targets[] = {
     {GRID_TARGET_C, "c", "static inline", "static inline __attribute__((always_inline))",
      "#ifdef _OPENMP\n#pragma omp simd\n#endif\n", "static inline __attribute__((unused))", "restrict", "static const", "static const", "", "",
      "#include <math.h>\n#include <stddef.h>\n#ifdef _OPENMP\n#include <omp.h>\n#endif\n",
-     "__attribute__((visibility(\"default\")))", 1, batch_c},
+     "__attribute__((visibility(\"default\")))", 1, "", "", batch_c},
     {GRID_TARGET_CUDA, "cuda", "static __device__ __forceinline__", "static __device__ __forceinline__", "",
      "static __device__ __forceinline__ __attribute__((unused))", "__restrict__", "static __constant__ const",
      "static __device__ const",
      ", const int st", " * st",
      "#include <math.h>\n#include <stddef.h>\n#include <cuda_runtime.h>\n"
      "#include \"cuda_host.h\" /* the knobs and the host runtime's interface (src/runtime; -I at build time) */\n",
-     "extern \"C\" __attribute__((visibility(\"default\")))", 0, emit_cuda_batch},
+     "extern \"C\" __attribute__((visibility(\"default\")))", 0, "template <int GRID_G_ = 1> ",
+     ", const int gl = 0, const unsigned gm = 0xffffffffu", emit_cuda_batch},
 };
 
 const emit_target *emit_target_get(int target)

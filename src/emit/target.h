@@ -21,6 +21,7 @@ typedef struct {
     const char *fn;           /* per-state function name (NULL: unused slot) */
     int reads[EP_COUNT];      /* 1: the function reads that parameter (q always) */
     long long work;           /* reals of workspace the function needs per state (0: none; rolled functions) */
+    int rolled;               /* 1: a rolled loop nest itself (not a wrapper around one): the group form exists */
 } emit_variant;
 
 /* optional inputs one row may have: its variant slots are the 2^n_opt combinations of them */
@@ -73,6 +74,9 @@ typedef struct emit_target {
     const char *includes;      /* the #include lines */
     const char *export_fn;     /* qualifiers of exported functions */
     int lanes;                 /* 1: per-state dynamics as lane-vector functions (grid_vec, GRID_LANES states) */
+    const char *group_fn;      /* rolled per-state functions as templates on GRID_G_, the lanes that share one
+                                  state (columns loops split over them); "" = one thread per state only */
+    const char *group_params;  /* their trailing parameters: the lane within the group and the warp's live lanes */
     /* the batch entry point of one method (and any kernels it launches) */
     void (*batch)(ew_writer *w, const struct emit_target *t, const emit_entry *e);
 } emit_target;
@@ -82,6 +86,8 @@ const emit_real *emit_real_get(int dtype);        /* NULL when unknown */
 
 /* the parameter list shared by every per-state function, e.g. "(const grid_real *restrict q, ...)" */
 void emit_state_params(ew_writer *w, const emit_target *t);
+/* the same for a rolled function, with the target's group parameters (CUDA: the lane in the group, live lanes) */
+void emit_rolled_state_params(ew_writer *w, const emit_target *t);
 
 /* the helpers every batch wrapper uses (thread count), written once after the tables */
 void emit_batch_helpers(ew_writer *w, const emit_target *t);

@@ -19,6 +19,10 @@ static const char cuda_config[] =
     "#define GRID_TILE_(w) (GRID_CUDA_WARPS * 32 * ((w) | 1) * (int)sizeof(grid_real))\n"
     "#define GRID_FITS_(used, w) ((used) + GRID_TILE_(w) <= GRID_CUDA_SMEM_MAX)\n"
     "#define GRID_FITS_WIDE_(used, w) ((used) + GRID_TILE_(w) <= GRID_CUDA_SMEM_MAX_WIDE)\n\n"
+    "/* rolled functions: GRID_G_ lanes share one state (1: a thread per state); the group's lanes meet here */\n"
+    "#define GRID_GROUP_SYNC_() do { if (GRID_G_ > 1) __syncwarp(gm); } while (0)\n"
+    "static_assert(GRID_CUDA_GROUP >= 1 && GRID_CUDA_GROUP <= 32 && (GRID_CUDA_GROUP & (GRID_CUDA_GROUP - 1)) == 0,\n"
+    "              \"GRID_CUDA_GROUP must be a power of two up to 32\");\n\n"
     "/* the rows of a warp's m states (consecutive in global memory) into its tile, coalesced */\n"
     "template <int W>\n"
     "static __device__ __forceinline__ void grid_tile_in_(grid_real *__restrict__ t, const grid_real *__restrict__ g,\n"
@@ -208,6 +212,40 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
     ew_printf(w, "}\n#endif /* GRID_KERNEL_%s */\n\n", fn);
 }
 
+/* a rolled function with a wide output (more than a warp's 32 elements) also has a group kernel */
+static int group_form(const emit_entry *e, const emit_variant *vr) { return vr->rolled && vr->work > 0 && e->row->out[0].width > 32; }
+
+/* a rolled function's group kernel: GRID_CUDA_GROUP lanes per state, reading and writing global memory in place
+   (the lanes of a group read the same inputs; a columns loop's lanes write consecutive elements), the group's
+   workspace is the state's; lanes past the batch exit, and the live lanes' mask is what the groups sync on */
+static void write_group_kernel(ew_writer *w, const emit_entry *e, const emit_variant *vr)
+{
+    const char *fn = vr->fn;
+    ew_printf(w, "#ifndef GRID_GKERNEL_%s\n#define GRID_GKERNEL_%s\n", fn, fn);
+    ew_printf(w, "static __global__ void __launch_bounds__(GRID_CUDA_BLOCK, GRID_CUDA_MIN_BLOCKS)\n"
+                 "grid_kg_%s(const grid_real *__restrict__ q, const grid_real *__restrict__ v, const grid_real *__restrict__ a,\n"
+                 "    const grid_real *__restrict__ f, grid_real *__restrict__ o, const long long n, const int fr, const int rf,\n"
+                 "    grid_real *__restrict__ ws, const long long wst)\n{\n",
+              fn);
+    ew_puts(w, "    const long long t = (long long)blockIdx.x * GRID_CUDA_BLOCK + threadIdx.x, b = t / GRID_CUDA_GROUP;\n"
+               "    /* the warp's live lanes: those whose state is in the batch */\n"
+               "    const long long live = n * GRID_CUDA_GROUP - (t & ~31LL);\n"
+               "    const unsigned gm = live >= 32 ? 0xffffffffu : (1u << (live > 0 ? live : 0)) - 1u;\n"
+               "    if (b >= n) return;\n"
+               "    (void)v; (void)a; (void)f;\n");
+    ew_printf(w, "    grid_s_%s<GRID_CUDA_GROUP>(", fn);
+    for (int p = 0; p < EP_COUNT; p++) {
+        const char *nm = emit_param_name(p);
+        const long long wd = emit_param_width(e, p);
+        if (!vr->reads[p]) ew_puts(w, "0, ");
+        else if (emit_param_optional(e, p)) ew_printf(w, "%s ? %s + b * %lld : grid_zeros_, ", nm, nm, wd);
+        else ew_printf(w, "%s + b * %lld, ", nm, wd);
+    }
+    ew_printf(w, "o + b * %lld, fr, rf, ws + b * wst, 1, (int)(t & (GRID_CUDA_GROUP - 1)), gm);\n}\n"
+                 "#endif /* GRID_GKERNEL_%s */\n\n",
+              e->row->out[0].width, fn);
+}
+
 /* the launch of one kernel on s, with the shared-memory opt-in when its plan needs more than 48 KB; a function
    with workspace is launched in slices over c->work (device memory, whole warps of states) or, when the caller
    passed none, over stream-ordered scratch of at most GRID_CUDA_WORK_MAX bytes */
@@ -237,25 +275,37 @@ static void write_launch(ew_writer *w, const emit_entry *e, const emit_variant *
                  "%s    }\n"
                  "%s    for (long long off = 0; off < n; off += slice) {\n"
                  "%s        const long long k = n - off < slice ? n - off : slice;\n"
-                 "%s        const unsigned kb = (unsigned)((k + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK);\n"
-                 "%s        grid_k_%s<<<kb, GRID_CUDA_BLOCK, grid_p_%s_smem, s>>>(",
-              ind, ind, vr->work, ind, vr->work, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, fn, fn);
+                 "%s        const unsigned kb = (unsigned)((k + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK);\n",
+              ind, ind, vr->work, ind, vr->work, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind);
+    /* the slice's arguments, shared by the thread and the group kernel */
+    ew_writer args;
+    ew_init(&args);
     for (int p = 0; p < EP_COUNT; p++) {
         const char *nm = emit_param_name(p);
         const long long wd = emit_param_width(e, p);
-        if (wd == 0) ew_printf(w, "%s, ", nm);
-        else if (emit_param_optional(e, p)) ew_printf(w, "%s ? %s + off * %lld : %s, ", nm, nm, wd, nm);
-        else ew_printf(w, "%s + off * %lld, ", nm, wd);
+        if (wd == 0) ew_printf(&args, "%s, ", nm);
+        else if (emit_param_optional(e, p)) ew_printf(&args, "%s ? %s + off * %lld : %s, ", nm, nm, wd, nm);
+        else ew_printf(&args, "%s + off * %lld, ", nm, wd);
     }
-    ew_printf(w, "o + off * %lld, k, fr, rf,\n"
-                 "%s                                                               (grid_real *)ws, %lldLL);\n"
-                 "%s    }\n"
+    ew_printf(&args, "o + off * %lld, k, fr, rf, (grid_real *)ws, %lldLL", e->row->out[0].width, vr->work);
+    const char *av = args.buf && !args.oom ? args.buf : "";
+    /* a wide output: GRID_CUDA_GROUP lanes per state (grid_kg_<fn>) */
+    if (group_form(e, vr)) ew_printf(w, "%s        if (GRID_CUDA_GROUP > 1 && %lldLL >= GRID_CUDA_GROUP_MIN_OUT)\n"
+                 "%s            grid_kg_%s<<<(unsigned)((k * GRID_CUDA_GROUP + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK), "
+                 "GRID_CUDA_BLOCK, 0, s>>>(%s);\n"
+                 "%s        else\n"
+                 "%s            grid_k_%s<<<kb, GRID_CUDA_BLOCK, grid_p_%s_smem, s>>>(%s);\n",
+              ind, e->row->out[0].width, ind, fn, av, ind, ind, fn, fn, av);
+    else ew_printf(w, "%s        grid_k_%s<<<kb, GRID_CUDA_BLOCK, grid_p_%s_smem, s>>>(%s);\n", ind, fn, fn, av);
+    if (args.oom) w->oom = 1;
+    ew_free(&args);
+    ew_printf(w, "%s    }\n"
                  "%s    if (!c->work) {\n"
                  "%s        const int rc = grid_cuda_scratch_done_(ws, c->stream);\n"
                  "%s        if (rc) return rc;\n"
                  "%s    }\n"
                  "%s}\n",
-              e->row->out[0].width, ind, vr->work, ind, ind, ind, ind, ind, ind);
+              ind, ind, ind, ind, ind, ind);
 }
 
 void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e)
@@ -270,6 +320,7 @@ void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e)
         int dup = 0;
         for (int j = 0; j < k; j++) dup |= strcmp(emit_variant_at(e, j)->fn, vr->fn) == 0;
         if (!dup) write_kernel(w, e, vr);
+        if (!dup && group_form(e, vr)) write_group_kernel(w, e, vr);
     }
 
     /* device pointers, the caller's stream, no synchronisation */

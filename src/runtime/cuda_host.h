@@ -42,6 +42,13 @@
 #ifndef GRID_CUDA_CHUNK_BYTES
 #define GRID_CUDA_CHUNK_BYTES (64LL << 20) /* host round trip: input (or output) bytes per chunk */
 #endif
+#ifndef GRID_CUDA_GROUP
+#define GRID_CUDA_GROUP 1 /* rolled functions with a wide output: lanes that share one state (a power of two up to
+   32; the columns loops are split over them); 1: one thread per state */
+#endif
+#ifndef GRID_CUDA_GROUP_MIN_OUT
+#define GRID_CUDA_GROUP_MIN_OUT 256 /* the output width (elements per state) from which GRID_CUDA_GROUP applies */
+#endif
 #ifndef GRID_CUDA_WORK_MAX
 #define GRID_CUDA_WORK_MAX (512LL << 20) /* rolled functions: device workspace bytes one launch may use; a larger
    batch is launched in slices that reuse it */

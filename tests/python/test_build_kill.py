@@ -105,7 +105,9 @@ def alive(pid, start, table):
 def test_killed_registration_leaves_no_process_and_the_next_one_recovers(tmp_path, sig, monkeypatch):
     monkeypatch.delenv("GRID_RBD_VERBOSE", raising=False)
     urdf = tmp_path / "chain.urdf"
-    urdf.write_text(chain_urdf(7))
+    # 12 links: a build of about 12 s here, so the signal (a second after the first compiler is seen, the /proc
+    # scans slow on a loaded machine) still finds it running (7 links, 4 s, once finished first)
+    urdf.write_text(chain_urdf(12))
     cache = tmp_path / "cache"
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(urdf), str(cache)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
