@@ -97,7 +97,8 @@ fi
 
 if [ "${1:-run}" = wide ]; then   # only the wide-output variants (bench/gpu_wide.py)
     ts "gpu_wide.py"
-    timeout $(( $(left) - 10 )) python3 bench/gpu_wide.py --out "$OUT" --robots-dir "$DEPS/robots" --jobs "$JOBS" \
+    timeout $(( $(left) - 10 )) python3 bench/gpu_wide.py --out "$OUT" --robots-dir "$DEPS/robots" --jobs "${WIDE_JOBS:-$JOBS}" \
+        --variants "${WIDE_VARIANTS:-}" --dtypes "${WIDE_DTYPES:-float32,float64}" \
         --budget-s $(( $(left) - 60 )) 2>&1 | tee "$OUT/gpu_wide.log" | tail -30
     ts "done"
     exit 0

@@ -48,22 +48,27 @@ def main():
     ap.add_argument("--robots-dir", default=None)
     ap.add_argument("--jobs", type=int, default=16)
     ap.add_argument("--budget-s", type=float, default=400)
+    ap.add_argument("--variants", default="", help="comma-separated keys of WIDE (default: all)")
+    ap.add_argument("--dtypes", default=",".join(DTYPES))
     args = ap.parse_args()
     deadline = time.time() + args.budget_s
     from grid_rbd import cuda
     p = cuda.probe()
     arch = cuda._arch_of(p["devices"][0][1])
-    specs = [(args.robots_dir, d, k, arch) for d in DTYPES for k in WIDE]
+    variants = args.variants.split(",") if args.variants else list(WIDE)
+    dtypes = args.dtypes.split(",")
+    specs = [(args.robots_dir, d, k, arch) for d in dtypes for k in variants]
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx) as pool:
-        for spec, secs, err in pool.map(job, specs):
+        for fut in concurrent.futures.as_completed([pool.submit(job, sp) for sp in specs]):
+            spec, secs, err = fut.result()
             gb.log(f"built {spec[1]} {spec[2]} in {secs:.1f} s {err or ''}")
     bench = gb.Bench(args)
     ref = gb.grid_rbd.register_robot("wide_ref", urdf_path=gb.urdf_path(args.robots_dir, "g1_29dof.urdf"),
                                      floating_base=True, dtype="float64", codegen=False, device="cpu", verbose=False)
     rows = []
-    for dtype in DTYPES:
-        for k in WIDE:
+    for dtype in dtypes:
+        for k in variants:
             if time.time() > deadline:
                 rows.append((dtype, k, None, "out of time"))
                 continue

@@ -200,16 +200,15 @@ def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
     ("mimic_ff", ["-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_SMEM_MAX_WIDE=0"]),  # coupled mimic joints, in place
     ("mimic_ff_rolled", []),
     # rolled functions with lanes sharing a state (grid_kg_<fn>): the columns loops split over 4 lanes, over a warp
-    # in slices of a warp's states (ragged tails: B = 7, 33), and 8 lanes on the mimic and joints robots
+    # in slices of a warp's states (ragged tails: B = 7, 33), 2 on iiwa and 8 on the joints robot
     ("synthetic_ff_rolled", ["-DGRID_CUDA_GROUP=4", "-DGRID_CUDA_GROUP_MIN_OUT=1"]),
     ("synthetic_ff_rolled", ["-DGRID_CUDA_GROUP=32", "-DGRID_CUDA_GROUP_MIN_OUT=1", "-DGRID_CUDA_WORK_MAX=1"]),
     ("iiwa_rolled", ["-DGRID_CUDA_GROUP=2", "-DGRID_CUDA_GROUP_MIN_OUT=1"]),
     ("joints_ff_rolled", ["-DGRID_CUDA_GROUP=8", "-DGRID_CUDA_GROUP_MIN_OUT=1"]),
-    ("mimic_ff_rolled", ["-DGRID_CUDA_GROUP=16", "-DGRID_CUDA_GROUP_MIN_OUT=1"]),
 ], ids=["iiwa-default", "synthetic_ff-in-place-chunked", "synthetic_ff-all-staged-packed-zero-copy", "iiwa-rolled",
         "synthetic_ff-rolled-sliced-chunked", "joints_ff", "joints_ff-rolled", "mimic_ff", "mimic_ff-rolled",
         "synthetic_ff-rolled-group4", "synthetic_ff-rolled-group32-sliced", "iiwa-rolled-group2",
-        "joints_ff-rolled-group8", "mimic_ff-rolled-group16"])
+        "joints_ff-rolled-group8"])
 def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defines):
     """grid_cuda_<algo> (tiles, plan, tails, variants, rolled workspace and slices) and grid_host_<algo> (chunks,
     packing) run on the CPU, one std::thread per CUDA thread, and must equal the C target of the same robot (float64,
