@@ -210,10 +210,12 @@ int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, in
                   "const grid_vec *%s fext, grid_vec *%s out)\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out;\n",
                   cx->t->state_fn, sp->fn, r, r, r, r, r);
     } else {
-        ew_printf(cx->w, "%s%s void grid_s_%s", cx->t->group_fn, cx->t->state_fn, sp->fn);
-        emit_rolled_state_params(cx->w, cx->t);
-        ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out; (void)frame; (void)rf; (void)ws;%s%s\n",
-                  cx->t->stride_param[0] ? " (void)st;" : "", cx->t->group_fn[0] ? " (void)gl; (void)gm;" : "");
+        /* (not a template on the group size, unlike the rolled form: nvcc's front end takes minutes on a large
+           unrolled function template) */
+        ew_printf(cx->w, "%s void grid_s_%s", cx->t->state_fn, sp->fn);
+        emit_state_params(cx->w, cx->t);
+        ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out; (void)frame; (void)rf; (void)ws;%s\n",
+                  cx->t->stride_param[0] ? " (void)st;" : "");
     }
     if (sym_emit(g, vector ? &cx->vst : &cx->st, cx->w, stats) != 0) goto done;
     if (stats) {
