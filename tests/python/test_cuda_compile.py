@@ -139,6 +139,19 @@ def joints_ff64_rolled_cuda(tmp_path_factory):
     return _joints_ff64(tmp_path_factory, "rolled")
 
 
+def test_only_rolled_functions_are_group_templates(iiwa64_cuda, iiwa64_rolled_cuda):
+    """the group-size template (lanes sharing a state) is on rolled functions only: on an unrolled function nvcc's
+    front end ran for minutes (g1); the unrolled library has none, the rolled one a group kernel per wide output"""
+    unrolled = (iiwa64_cuda / "robot.cu").read_text()
+    rolled = (iiwa64_rolled_cuda / "robot.cu").read_text()
+    assert "template <int GRID_G_" not in unrolled and "grid_kg_" not in unrolled
+    templates = re.findall(r"template <int GRID_G_ = 1> static __device__ __forceinline__ void grid_s_(\w+)\(", rolled)
+    assert "crba" in templates and "minv" in templates and "rnea_a" in templates, templates
+    kernels = set(re.findall(r"static __global__ void __launch_bounds__\(GRID_CUDA_BLOCK, GRID_CUDA_MIN_BLOCKS\)\n"
+                             r"grid_kg_(\w+)\(", rolled))
+    assert {"crba", "minv", "fk", "frame_jacobian"} <= kernels and "rnea_a" not in kernels, kernels
+
+
 def test_rolled_cuda_compiles_and_states_its_workspace(iiwa64_rolled_cuda):
     """a forced-rolled robot compiles with nvcc: its rows state the per-state workspace, the model tables are in global
     memory (__device__, not the 64 KB constant bank), and the kernels take a workspace"""
