@@ -17,12 +17,6 @@ static void set_sci(ep_prog *p, int buf, int var, int rel, const sci *Y)
     for (int e = 0; e < 9; e++) ep_set(p, buf, var, rel, 4 + e, Y->I[e]);
 }
 
-static void get_xf(ep_prog *p, int buf, int var, int rel, sxf *X)
-{
-    for (int e = 0; e < 9; e++) X->R[e] = ep_get(p, buf, var, rel, e);
-    for (int e = 0; e < 3; e++) X->p[e] = ep_get(p, buf, var, rel, 9 + e);
-}
-
 /* The rolled form, in the world frame (Pinocchio's WORLD convention): composites add without a transform, body i
    leaves F = Yc_i Jw_i in its own columns of one 6 x nv matrix, and row i of M over the descendants' columns is
    Jw_i^T F, a loop over contiguous columns (vectorized) with Jw_i in registers; both triangles are written. */
@@ -35,20 +29,9 @@ static int crba_world_program(ep_prog *p, int nv)
     for (ep_bodies(p, 0); ep_next(p);) {
         sym_graph *g = ep_graph(p);
         const ek_body *b = ep_body(p, EP_I);
-        const sxf *X = ep_X(p, EP_I);
-        sxf oM = *X;
-        /* a root's origin is the frame's origin (world axes): M is the same in any such frame, and its
-           entries then do not lose digits with the base's distance from the world origin */
-        if (ep_is_root(p, EP_I))
-            for (int e = 0; e < 3; e++) oM.p[e] = sym_const(g, 0.0);
+        /* world axes, origin at the root: M's entries do not lose digits with the base's distance */
+        const sxf oM = ep_world_placement(p, OM, 1);
         sci Y, Yw;
-        if (!ep_is_root(p, EP_I)) {
-            sxf P;
-            get_xf(p, OM, EP_I, EP_PARENT, &P);
-            sp_xf_compose(g, &P, X, &oM);
-        }
-        for (int e = 0; e < 9; e++) ep_set(p, OM, EP_I, EP_SELF, e, oM.R[e]);
-        for (int e = 0; e < 3; e++) ep_set(p, OM, EP_I, EP_SELF, 9 + e, oM.p[e]);
         for (int c = 0; c < b->nv; c++) {
             sv s[6], jw[6];
             for (int r = 0; r < 6; r++) s[r] = b->S[b->nv * r + c];

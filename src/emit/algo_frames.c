@@ -137,19 +137,9 @@ static void world_pass(ep_prog *p, int OM, int write_out)
 {
     for (ep_bodies(p, 0); ep_next(p);) {
         sym_graph *g = ep_graph(p);
-        const sxf *X = ep_X(p, EP_I);
-        sxf o;
+        (void)ep_X(p, EP_I); /* (liMi first, then the comment: the source stays as it was) */
         ep_comment(p, "oMi");
-        if (ep_is_root(p, EP_I)) {
-            o = *X;
-        } else {
-            sxf op;
-            for (int e = 0; e < 9; e++) op.R[e] = ep_get(p, OM, EP_I, EP_PARENT, e);
-            for (int e = 0; e < 3; e++) op.p[e] = ep_get(p, OM, EP_I, EP_PARENT, 9 + e);
-            sp_xf_compose(g, &op, X, &o);
-        }
-        for (int e = 0; e < 9; e++) ep_set(p, OM, EP_I, EP_SELF, e, o.R[e]);
-        for (int e = 0; e < 3; e++) ep_set(p, OM, EP_I, EP_SELF, 9 + e, o.p[e]);
+        const sxf o = ep_world_placement(p, OM, 0);
         if (!write_out) continue;
         for (int r = 0; r < 3; r++) {
             for (int c = 0; c < 3; c++) ep_out_body(p, EP_I, 16, 4 * r + c, o.R[3 * r + c]);

@@ -145,19 +145,6 @@ done:
     return rc;
 }
 
-/* a placement in a 12-wide buffer slot: R (9), p (3) */
-static void get_xf(ep_prog *p, int buf, int var, int rel, sxf *X)
-{
-    for (int e = 0; e < 9; e++) X->R[e] = ep_get(p, buf, var, rel, e);
-    for (int e = 0; e < 3; e++) X->p[e] = ep_get(p, buf, var, rel, 9 + e);
-}
-
-static void set_xf(ep_prog *p, int buf, int var, const sxf *X)
-{
-    for (int e = 0; e < 9; e++) ep_set(p, buf, var, EP_SELF, e, X->R[e]);
-    for (int e = 0; e < 3; e++) ep_set(p, buf, var, EP_SELF, 9 + e, X->p[e]);
-}
-
 /* pass 3 of the rolled form on column k: Minv[i, k] -= UDw^T A_parent[:, k]; A_i[:, k] = A_parent[:, k] + Jw Minv[i, k];
    transposed: Minv[k, i] too */
 static void forward_column(ep_prog *p, int UDW, int JW, int A, int root, int n, int transposed)
@@ -198,18 +185,8 @@ int ea_minv_program(ep_prog *p, int nv)
         sv M[36];
         sp_body_inertia_matrix(g, ep_body(p, EP_I), M);
         for (int e = 0; e < 36; e++) ep_set(p, IA, EP_I, EP_SELF, e, M[e]);
-        const sxf *X = ep_X(p, EP_I);
-        sxf oM = *X;
-        /* a root's origin is the frame's origin (world axes): M is the same in any such frame, and its
-           entries then do not lose digits with the base's distance from the world origin */
-        if (ep_is_root(p, EP_I))
-            for (int e = 0; e < 3; e++) oM.p[e] = sym_const(g, 0.0);
-        if (!ep_is_root(p, EP_I)) {
-            sxf P;
-            get_xf(p, OM, EP_I, EP_PARENT, &P);
-            sp_xf_compose(g, &P, X, &oM);
-        }
-        set_xf(p, OM, EP_I, &oM);
+        /* world axes, origin at the root: M^-1's entries do not lose digits with the base's distance */
+        (void)ep_world_placement(p, OM, 1);
     }
     /* pass 2: children first */
     for (ep_bodies(p, 1); ep_next(p);) {
@@ -229,7 +206,7 @@ int ea_minv_program(ep_prog *p, int nv)
             for (int e = 0; e < 36; e++) ep_set(p, IA, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, IA, EP_I, EP_PARENT, e), t[e]));
         }
         /* Jw = oM S, SDw = oM S D^-1 (D^-1 is symmetric), UDw = oM U D^-1, Uw = oM U, by columns */
-        get_xf(p, OM, EP_I, EP_SELF, &oM);
+        ep_get_xf(p, OM, EP_I, EP_SELF, &oM);
         for (int c = 0; c < n; c++) {
             sv s[6], sd[6], x[6];
             for (int r = 0; r < 6; r++) {

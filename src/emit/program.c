@@ -695,6 +695,34 @@ const sxf *ep_X_child(ep_prog *p)
     return &p->X[2];
 }
 
+void ep_get_xf(ep_prog *p, int buf, int var, int rel, sxf *X)
+{
+    for (int e = 0; e < 9; e++) X->R[e] = ep_get(p, buf, var, rel, e);
+    for (int e = 0; e < 3; e++) X->p[e] = ep_get(p, buf, var, rel, 9 + e);
+}
+
+void ep_set_xf(ep_prog *p, int buf, int var, const sxf *X)
+{
+    for (int e = 0; e < 9; e++) ep_set(p, buf, var, EP_SELF, e, X->R[e]);
+    for (int e = 0; e < 3; e++) ep_set(p, buf, var, EP_SELF, 9 + e, X->p[e]);
+}
+
+sxf ep_world_placement(ep_prog *p, int OM, int root_origin)
+{
+    sym_graph *g = ep_graph(p);
+    const sxf *X = ep_X(p, EP_I);
+    sxf o = *X;
+    if (!ep_is_root(p, EP_I)) {
+        sxf P;
+        ep_get_xf(p, OM, EP_I, EP_PARENT, &P);
+        sp_xf_compose(g, &P, X, &o);
+    } else if (root_origin) {
+        for (int e = 0; e < 3; e++) o.p[e] = sym_const(g, 0.0);
+    }
+    ep_set_xf(p, OM, EP_I, &o);
+    return o;
+}
+
 void ep_zero_output(ep_prog *p, long nout)
 {
     if (!p->rolled) return;

@@ -85,6 +85,13 @@ int ep_nv(ep_prog *p, int var);
 const sxf *ep_X(ep_prog *p, int var);
 /* liMi of the child of j on the path from i (an ancestors loop started at parent(i)) */
 const sxf *ep_X_child(ep_prog *p);
+/* a placement in a 12-wide buffer slot ([R row-major, p]) */
+void ep_get_xf(ep_prog *p, int buf, int var, int rel, sxf *X);
+void ep_set_xf(ep_prog *p, int buf, int var, const sxf *X);
+/* in a forward bodies loop: oMi of body i (the parent's slot of OM composed with liMi), stored in i's slot of OM
+   and returned; root_origin: a root's translation is dropped, so the frame has world axes and its origin at the
+   root (what M and M^-1 are the same in, without lever arms as long as the base's distance) */
+sxf ep_world_placement(ep_prog *p, int OM, int root_origin);
 /* the nout outputs set to zero before the program writes the ones it computes (rolled; unrolled outputs
    start as zeros) */
 void ep_zero_output(ep_prog *p, long nout);

@@ -111,8 +111,7 @@ void emit_write_checks(ew_writer *w, const emit_entry *e)
                   r->attr_hi[k], r->attr_name[k]);
 }
 
-/* the argument of parameter p in a per-state call on state b (zeros for an absent optional input) */
-static void write_arg(ew_writer *w, const emit_entry *e, const emit_variant *vr, int p)
+void emit_write_state_arg(ew_writer *w, const emit_entry *e, const emit_variant *vr, int p)
 {
     const char *n = emit_param_name(p);
     const long long wd = emit_param_width(e, p);
@@ -125,7 +124,7 @@ static void write_arg(ew_writer *w, const emit_entry *e, const emit_variant *vr,
 static void write_call(ew_writer *w, const emit_entry *e, const emit_variant *vr, const char *stride_arg)
 {
     ew_printf(w, "grid_s_%s(", vr->fn);
-    for (int p = 0; p < EP_COUNT; p++) write_arg(w, e, vr, p);
+    for (int p = 0; p < EP_COUNT; p++) emit_write_state_arg(w, e, vr, p);
     ew_printf(w, "o + b * %lld, fr, rf, %s%s)", e->row->out[0].width, e->work > 0 ? "wsb + (size_t)grid_thread_() * W" : "0",
               stride_arg);
 }

@@ -54,6 +54,9 @@ const emit_variant *emit_variant_at(const emit_entry *e, int k);
 void emit_write_selector(ew_writer *w, const emit_entry *e);
 /* the pointer declarations of the inputs (const grid_real *q = ..., in the row's mapping) and the output o */
 void emit_write_pointers(ew_writer *w, const emit_entry *e);
+/* the argument of parameter p in a per-state call on state b ("q + b * 7, "; "0, " when the function does not
+   read it; zeros for an absent optional input) */
+void emit_write_state_arg(ew_writer *w, const emit_entry *e, const emit_variant *vr, int p);
 /* "const int fr = c->attr[0], rf = c->attr[1];" (0 for an attribute the row does not have) */
 void emit_write_attrs(ew_writer *w, const emit_entry *e);
 

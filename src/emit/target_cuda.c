@@ -234,13 +234,7 @@ static void write_group_kernel(ew_writer *w, const emit_entry *e, const emit_var
                "    if (b >= n) return;\n"
                "    (void)v; (void)a; (void)f;\n");
     ew_printf(w, "    grid_s_%s<GRID_CUDA_GROUP>(", fn);
-    for (int p = 0; p < EP_COUNT; p++) {
-        const char *nm = emit_param_name(p);
-        const long long wd = emit_param_width(e, p);
-        if (!vr->reads[p]) ew_puts(w, "0, ");
-        else if (emit_param_optional(e, p)) ew_printf(w, "%s ? %s + b * %lld : grid_zeros_, ", nm, nm, wd);
-        else ew_printf(w, "%s + b * %lld, ", nm, wd);
-    }
+    for (int p = 0; p < EP_COUNT; p++) emit_write_state_arg(w, e, vr, p);
     ew_printf(w, "o + b * %lld, fr, rf, ws + b * wst, 1, (int)(t & (GRID_CUDA_GROUP - 1)), gm);\n}\n"
                  "#endif /* GRID_GKERNEL_%s */\n\n",
               e->row->out[0].width, fn);

@@ -4,14 +4,6 @@
 #include <stdlib.h>
 #include "grid/model.h"
 
-/* 1 when body a is body b or one of its ancestors */
-static int body_above(const grid_model *m, int a, int b)
-{
-    for (; b >= 0; b = m->bodies[b].joint.parent)
-        if (b == a) return 1;
-    return 0;
-}
-
 int grid_model_coupled_tree(const grid_model *m, int *lambda)
 {
     const int n = m->nv, nb = m->nb;
@@ -19,12 +11,12 @@ int grid_model_coupled_tree(const grid_model *m, int *lambda)
     unsigned char *P = calloc((size_t)n * n, 1);
     if (!P) return GRID_ERR_NOMEM;
     /* the pattern: user coordinates a, b couple when a body that a moves and a body that b moves lie on one
-       branch (M's entry of two full coordinates is structurally zero only off the branch) */
+       branch (M's entry of two full coordinates is structurally zero only off the branch): every body with each
+       of its ancestors and itself, O(nb * depth) pairs */
     for (int i = 0; i < nb; i++) {
         const grid_joint *ji = &m->bodies[i].joint;
-        for (int j = 0; j <= i; j++) {
+        for (int j = i; j >= 0 && ji->nv > 0; j = m->bodies[j].joint.parent) {
             const grid_joint *jj = &m->bodies[j].joint;
-            if (ji->nv == 0 || jj->nv == 0 || !(body_above(m, j, i) || body_above(m, i, j))) continue;
             /* a coupled joint moves its leader's coordinate; the others their own */
             for (int a = 0; a < ji->nv; a++)
                 for (int b = 0; b < jj->nv; b++) {
