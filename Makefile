@@ -67,6 +67,10 @@ build/tests-asan/%: tests/c/%.c $(wildcard tests/c/*.h) build/libgrid-asan.a
 	@mkdir -p build/tests-asan
 	clang $(CFLAGS_COMMON) $(ASAN_FLAGS) -Itests/c $< build/libgrid-asan.a $(LIBS) -o $@
 
+# the tile stores' streamed path needs AVX (the test skips itself on a CPU without it)
+build/tests/test_lane_store build/tests-asan/test_lane_store: CFLAGS_COMMON += -mavx
+build/tests/test_lane_store build/tests-asan/test_lane_store: src/emit/lane_store.h
+
 test-c: $(addprefix build/tests/,$(CTESTS))
 	@set -e; for t in $^; do echo "== $$t"; $$t; done
 

@@ -2,12 +2,15 @@
 
 Parts:
   pinocchio  C++ timings of Pinocchio (bench/pinocchio_bench.cpp) per robot and algorithm
-  grid       C timings of the generated robot.so (bench/grid_bench.c), when grid_rbd provides one
+  grid       C timings of the generated robot.so (bench/grid_bench.c), when grid_rbd provides one; the wide-output
+             methods (CRBA, M^-1: nv x nv per state) also at B = 1, 256 and 4096
+  store      the store path of wide outputs (bench/store_bench.c): g1's nv x 2nv rows at B = 4096 against the
+             core's store bandwidth, measured in the same run
   python     the numpy handle's call at B = 1, 16, 256, 4096 vs a Python loop over pinocchio
   register   cold / warm grid_rbd.register_robot time and peak RSS
 Parts whose features are missing print "n/a" with the reason; no number is ever made up.
 
-usage: .venv/bin/python bench/run.py [--robots iiwa,go2,..] [--quick] [--only pinocchio,grid,python,register]
+usage: .venv/bin/python bench/run.py [--robots iiwa,go2,..] [--quick] [--only pinocchio,grid,store,python,register]
                                      [--out bench/RESULTS.md] [--no-write]
 """
 import argparse
@@ -32,7 +35,8 @@ SHARED = ROOT.parent / "shared"
 BUILD = ROOT / "build" / "bench"
 PIN_BENCH = BUILD / "pinocchio_bench"
 GRID_BENCH = BUILD / "grid_bench"
-PARTS = ("pinocchio", "grid", "python", "register")
+PARTS = ("pinocchio", "grid", "store", "python", "register")
+STORE_BENCH = BUILD / "store_bench"
 
 # algorithms compared, in table order: (grid ABI name, Pinocchio bench key, label)
 ALGOS = [
@@ -95,14 +99,17 @@ def robot_table():
         "talos": (e("talos_data/robots/talos_reduced.urdf"), True, "talos ff"),
         "ur5": (e("ur_description/urdf/ur5_robot.urdf"), False, "ur5"),
         "panda": (e("panda_description/urdf/panda.urdf"), False, "panda"),
-        # not in the default set
         "g1": (s("g1_29dof.urdf"), True, None),
+        # not in the default set
         "h1_2": (s("h1_2.urdf"), True, None),
         "solo12": (e("solo_description/robots/solo12.urdf"), True, None),
     }
 
 
-DEFAULT_ROBOTS = ["iiwa", "hyq", "atlas", "go2", "talos", "ur5", "panda"]
+DEFAULT_ROBOTS = ["iiwa", "hyq", "atlas", "go2", "talos", "g1", "ur5", "panda"]
+# the wide-output methods timed at several batch sizes (issue 11: their stores dominate), and those sizes
+WIDE_ALGOS = ["crba", "minv"]
+WIDE_BATCHES = [1, 256, 4096]
 
 
 # ---------------------------------------------------------------- anchors
@@ -148,10 +155,30 @@ def newer(target, *sources):
     return target.exists() and all(target.stat().st_mtime >= s.stat().st_mtime for s in sources)
 
 
-def build_programs(need_pin, need_grid):
-    """Builds the two timing programs when missing or out of date; returns {name: error or None}."""
+def cpu_build_flags():
+    """The tuning flags of grid_rbd's CPU builds (`python -m grid_rbd cache env`), or the documented default."""
+    r = subprocess.run([sys.executable, "-m", "grid_rbd", "cache", "env"], capture_output=True, text=True)
+    for l in r.stdout.splitlines():
+        if l.startswith("CPU build command:"):
+            words = l.split(":", 1)[1].split()[1:]
+            return [w for w in words if w not in ("-shared", "-fPIC", "-o", "robot.so", "robot.c", "-lm")
+                    and not w.startswith("-std=")]
+    return ["-O2", "-march=native"]
+
+
+def build_programs(need_pin, need_grid, need_store=False):
+    """Builds the timing programs when missing or out of date; returns {name: error or None}."""
     BUILD.mkdir(parents=True, exist_ok=True)
     errors = {}
+    if need_store:
+        # the store path as the generated code has it: src/emit/lane_store.h, the library's own tuning flags
+        src = [ROOT / "bench" / "store_bench.c", ROOT / "src" / "emit" / "lane_store.h"]
+        cc = os.environ.get("CC", "cc")
+        cmd = [cc, "-std=gnu11", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror",
+               *[f for f in cpu_build_flags() if f != "-fopenmp"], str(src[0]), "-o", str(STORE_BENCH)]
+        print("building store_bench:", " ".join(cmd), flush=True)
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        errors["store_bench"] = None if r.returncode == 0 else r.stderr.strip()[-2000:]
     if need_grid:
         src = [ROOT / "bench" / "grid_bench.c"]  # self-contained: the methods come from the library's own rows
         if not newer(GRID_BENCH, *src, ROOT / "include" / "grid" / "abi.h"):
@@ -239,6 +266,26 @@ def grid_library(grid_rbd, name, urdf, floating):
     if not so or not Path(so).is_file():
         return h, None, "handle has no library_path"
     return h, so, None
+
+
+def bench_wide(so, quick):
+    """Per-state times of the wide-output methods at each of WIDE_BATCHES: {algo: {B: us}}, reason."""
+    out = {}
+    for B in WIDE_BATCHES:
+        cmd = [str(GRID_BENCH), str(so), "--algos", ",".join(WIDE_ALGOS), "--pool", "256", "--batch", str(max(B, 4)),
+               *timing_args(quick)]
+        r, why = run_json(cmd, timeout=300)
+        if r is None:
+            return out, why
+        for a, x in r.get("results", {}).items():
+            out.setdefault(a, {})[B] = x["per_call_us"] if B == 1 else x["batch_per_state_us"]
+    return out, None
+
+
+def bench_store(quick):
+    """store_bench on g1_29dof's gradient rows (35 x 70 doubles) at B = 4096: dict or None, reason."""
+    cmd = [str(STORE_BENCH), "--n", "2450", "--batch", "4096", "--runs", "5" if quick else "15"]
+    return run_json(cmd, timeout=300)
 
 
 def bench_grid(so, frame, quick):
@@ -415,6 +462,43 @@ def machine_info():
     return f"{model}, {cores} cores" + (f", {float(mhz):.0f} MHz" if mhz else "")
 
 
+def cpu_identity():
+    """What the generated code is tuned for: the CPU model, what -march=native resolves to, its vector ISA."""
+    model, flags = "unknown", set()
+    try:
+        for l in Path("/proc/cpuinfo").read_text().splitlines():
+            if l.startswith("model name") and model == "unknown":
+                model = l.split(":", 1)[1].strip()
+            elif l.startswith("flags") and not flags:
+                flags = set(l.split(":", 1)[1].split())
+    except OSError:
+        pass
+    march = "unknown"
+    r = subprocess.run([os.environ.get("CC", "cc"), "-march=native", "-Q", "--help=target"], capture_output=True,
+                       text=True)
+    for l in r.stdout.splitlines():
+        if l.strip().startswith("-march="):
+            march = l.split()[-1]
+            break
+    isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "AVX" if "avx" in flags else "SSE"
+    caches = []
+    for idx in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            lvl, typ, size = ((idx / f).read_text().strip() for f in ("level", "type", "size"))
+        except OSError:
+            continue
+        if typ != "Instruction":
+            caches.append(f"L{lvl} {size}")
+    return {"model": model, "march": march, "isa": isa, "caches": ", ".join(caches)}
+
+
+def lanes_line(cpu, flags):
+    """The line printed beside every table: CPU, lane width, store strategy and flags of the generated code."""
+    return (f"- CPU: {cpu['model']} (-march=native: {cpu['march']}, {cpu['isa']}; {cpu['caches']}); generated code: "
+            f"4 float64 lanes per vector (GRID_LANES), outputs of a batch call streamed past the caches "
+            f"(non-temporal stores) from 8 MiB (GRID_STREAM_MIN_BYTES), flags `{' '.join(flags)}`")
+
+
 def tool_version(cmd):
     exe = shutil.which(cmd[0])
     if not exe:
@@ -438,6 +522,8 @@ def robot_section(name, info):
     if pj.get("fd_vs_aba_max_abs_diff") is not None:
         L.append(f"- Pinocchio check: FD (crba + nle + Cholesky) vs ABA, max |difference| over the pool = "
                  f"{pj['fd_vs_aba_max_abs_diff']:.1e}")
+    if info.get("lanes_line"):
+        L.append(info["lanes_line"])
     for k in ("pinocchio_error", "grid_error"):
         if info.get(k):
             L.append(f"- {'Pinocchio' if k.startswith('pin') else 'grid'}: n/a ({info[k]})")
@@ -470,6 +556,27 @@ def robot_section(name, info):
         a = anchor.get(pkey)
         L.append(f"| {label} (Pinocchio only) | — | — | {with_min(p, p_min)} | — | — | {fa(a)} | {ratio(p, a)} "
                  f"| — | — |")
+    wide = info.get("wide") or {}
+    if wide:
+        L.append("")
+        L.append("Wide outputs (nv x nv per state): grid at B = " + ", ".join(map(str, WIDE_BATCHES)) +
+                 " (B=1: one call; else per state of one call), against Pinocchio's C++ time above; "
+                 "target: <= 1/3 at B = 256 and 4096.")
+        L.append("")
+        L.append("| algorithm | " + " | ".join(f"grid B={b} µs" for b in WIDE_BATCHES) + " | Pinocchio µs | " +
+                 " | ".join(f"ratio B={b}" for b in WIDE_BATCHES) + " | target met (256, 4096) |")
+        L.append("|---|" + "---|" * (2 * len(WIDE_BATCHES) + 2))
+        labels = {g: l for g, _, l in ALGOS}
+        for a in WIDE_ALGOS:
+            t = wide.get(a, {})
+            p = pin_res.get(a, {}).get("median_us")
+            met = "n/a" if p is None or 256 not in t or 4096 not in t else \
+                ("yes" if max(t[256], t[4096]) <= p / 3 else "no")
+            L.append(f"| {labels[a]} | " + " | ".join(fmt(t.get(b)) for b in WIDE_BATCHES) + f" | {fmt(p)} | " +
+                     " | ".join(ratio(t.get(b), p) for b in WIDE_BATCHES) + f" | {met} |")
+    if info.get("wide_error"):
+        L.append("")
+        L.append(f"Wide outputs: n/a ({info['wide_error']})")
     bad = [n for n, g in grid_res.items() if g.get("nonfinite_outputs")]
     if bad:
         L.append("")
@@ -503,6 +610,34 @@ def python_section(rows, robot, why, provider, pin_cpp, threads):
         c = pin_cpp.get(r["algo"], {}).get("median_us")
         L.append(f"| {r['algo']} | {b} | {gs} | {per(r.get('grid_default_threads_us'), b)} | {per(p, b)} "
                  f"| {ratio(g, p)} | {fmt(c * b if c else None)} |")
+    L.append("")
+    return L
+
+
+def store_section(r, why, lanes):
+    L = ["## Store path of wide outputs", "", lanes, ""]
+    if r is None:
+        return L + [f"n/a ({why})", ""]
+    L.append(f"`{STORE_BENCH.relative_to(ROOT)} --n {r['n']} --batch {r['batch']}`: the rows a gradient will write, "
+             f"g1_29dof's nv x 2nv = {r['n']} doubles per state, {r['batch']} states ({r['bytes'] / 2**20:.0f} MiB), "
+             "from one tile of lane vectors kept in cache (the lane function's output) to memory, one core, best of "
+             "runs; the ceilings are one core writing the same buffer front to back. Target: the streamed "
+             "scatter (what the generated code takes at this size) >= 50% of the store bandwidth.")
+    L.append("")
+    L.append("| path | GB/s | of streamed bandwidth | of plain bandwidth |")
+    L.append("|---|---|---|---|")
+    bs, bp = r["bandwidth_stream_gbs"], r["bandwidth_plain_gbs"]
+    for key, label in (("bandwidth_plain_gbs", "plain 32-byte stores, front to back (ceiling)"),
+                       ("bandwidth_stream_gbs", "streaming 32-byte stores, front to back (ceiling)"),
+                       ("scatter_plain_gbs", "tile scatter, cached stores (grid_scatter_)"),
+                       ("scatter_stream_gbs", "tile scatter, streamed (grid_stream_scatter_)")):
+        x = r[key]
+        L.append(f"| {label} | {x:.2f} | {x / bs:.0%} | {x / bp:.0%} |")
+    best = max(bs, bp)
+    L.append("")
+    L.append(f"Streamed scatter / best store bandwidth of the core = {r['scatter_stream_gbs'] / best:.0%} "
+             f"(target >= 50%: {'met' if r['scatter_stream_gbs'] >= 0.5 * best else 'MISSED'}); "
+             f"wrong elements: {r['wrong_elements']}.")
     L.append("")
     return L
 
@@ -565,7 +700,10 @@ def main():
     anchors = parse_anchors()
 
     # build the two programs (the Pinocchio one takes minutes the first time)
-    errors = build_programs("pinocchio" in parts, "grid" in parts)
+    errors = build_programs("pinocchio" in parts, "grid" in parts, "store" in parts)
+    cpu = cpu_identity()
+    flags = cpu_build_flags()
+    print(lanes_line(cpu, flags), flush=True)
     for k, v in errors.items():
         if v:
             print(f"warning: building {k} failed:\n{v}", file=sys.stderr)
@@ -579,7 +717,7 @@ def main():
     handles = {}
     for name in names:
         urdf, floating, col = table[name]
-        info = {"floating": floating, "urdf": str(urdf) if urdf else None}
+        info = {"floating": floating, "urdf": str(urdf) if urdf else None, "lanes_line": lanes_line(cpu, flags)}
         robots[name] = info
         if urdf is None:
             info["urdf_display"] = "absent"
@@ -623,9 +761,17 @@ def main():
                     except Exception:
                         frame = urdf_link_index(urdf, frame_name)
                 info["grid"], info["grid_error"] = bench_grid(so, frame, args.quick)
+                info["wide"], info["wide_error"] = bench_wide(so, args.quick)
         for line in robot_section(name, info):
             print(line)
         sys.stdout.flush()
+
+    # the store path of wide outputs
+    store, store_why = (None, "not requested")
+    if "store" in parts:
+        store, store_why = (None, "store_bench did not build") if errors.get("store_bench") else bench_store(args.quick)
+    store_lines = store_section(store, store_why, lanes_line(cpu, flags))
+    print("\n".join(store_lines))
 
     # python overhead on iiwa (fixed base)
     py_rows, py_why, py_robot, py_handle, py_threads = [], None, "iiwa", None, None
@@ -661,13 +807,14 @@ def main():
     print("\n".join(reg_lines))
 
     elapsed = time.perf_counter() - t_start
-    raw = {"robots": robots, "python_overhead": py_rows, "register": reg, "elapsed_s": elapsed}
+    raw = {"robots": robots, "store": store, "python_overhead": py_rows, "register": reg, "elapsed_s": elapsed,
+           "cpu": cpu, "flags": flags}
     BUILD.mkdir(parents=True, exist_ok=True)
     (BUILD / "results.json").write_text(json.dumps(raw, indent=1, default=str))
 
     load = (load_start, os.getloadavg())
     if not args.no_write:
-        write_report(Path(args.out), args, robots, py_lines, reg_lines, elapsed, load)
+        write_report(Path(args.out), args, robots, store_lines + py_lines, reg_lines, elapsed, load)
         print(f"wrote {args.out} ({elapsed:.0f} s)")
     return 0
 

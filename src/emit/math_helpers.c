@@ -1,5 +1,6 @@
 /* Math helpers written into generated files: an inlinable sincos, the lane vector type and its helpers. */
 #include "emit_ctx.h"
+#include "../common/incbin.h"
 
 /* double: Cody-Waite reduction by pi/2 (fdlibm's 33+33+53-bit split) and fdlibm's kernels, < 1 ulp
    on |x| < 1e5; beyond that, and for inf/NaN, the C library */
@@ -126,31 +127,11 @@ static const char lanes_float[] =
     "        }\n"
     "}\n\n";
 
+/* the stores of a tile into its lanes' rows (src/emit/lane_store.h, written verbatim) */
+GRID_INCBIN(grid_lane_store_h, "src/emit/lane_store.h");
+
 /* one-lane-at-a-time fallbacks for the operations the dynamics rarely need */
 static const char lanes_common[] =
-    "/* output elements 0..n-1 of a tile to each lane's row: blocks of lanes x lanes transposed in registers\n"
-    "   and stored as vectors where the compiler offers shuffles, one element at a time otherwise */\n"
-    "static inline __attribute__((unused)) void grid_scatter_(const grid_vec *to, const int n, grid_real *const *rows)\n{\n"
-    "    int k = 0;\n"
-    "#if GRID_LANES == 4 && (defined(__clang__) || __GNUC__ >= 12)\n"
-    "    for (; k + 4 <= n; k += 4) {\n"
-    "        const grid_vec t0 = __builtin_shufflevector(to[k], to[k + 1], 0, 4, 2, 6);\n"
-    "        const grid_vec t1 = __builtin_shufflevector(to[k], to[k + 1], 1, 5, 3, 7);\n"
-    "        const grid_vec t2 = __builtin_shufflevector(to[k + 2], to[k + 3], 0, 4, 2, 6);\n"
-    "        const grid_vec t3 = __builtin_shufflevector(to[k + 2], to[k + 3], 1, 5, 3, 7);\n"
-    "        const grid_vec r0 = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);\n"
-    "        const grid_vec r1 = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);\n"
-    "        const grid_vec r2 = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);\n"
-    "        const grid_vec r3 = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);\n"
-    "        __builtin_memcpy(rows[0] + k, &r0, sizeof r0);\n"
-    "        __builtin_memcpy(rows[1] + k, &r1, sizeof r1);\n"
-    "        __builtin_memcpy(rows[2] + k, &r2, sizeof r2);\n"
-    "        __builtin_memcpy(rows[3] + k, &r3, sizeof r3);\n"
-    "    }\n"
-    "#endif\n"
-    "    for (; k < n; k++)\n"
-    "        for (int l = 0; l < GRID_LANES; l++) rows[l][k] = to[k][l];\n"
-    "}\n\n"
     "static inline __attribute__((unused)) grid_vec grid_vsin_(const grid_vec x)\n{\n    grid_vec s, c;\n    grid_vsincos_(x, &s, &c);\n    return s;\n}\n\n"
     "static inline __attribute__((unused)) grid_vec grid_vcos_(const grid_vec x)\n{\n    grid_vec s, c;\n    grid_vsincos_(x, &s, &c);\n    return c;\n}\n\n"
     "static inline __attribute__((unused)) grid_vec grid_vsqrt_(const grid_vec x)\n{\n    grid_vec r;\n"
@@ -163,5 +144,8 @@ static const char lanes_common[] =
 void emit_lane_helpers(const emit_ctx *cx)
 {
     ew_puts(cx->w, cx->re->is_float ? lanes_float : lanes_double);
+    ew_printf(cx->w, "#define GRID_REAL_BYTES_ %d\n", cx->re->is_float ? 4 : 8);
+    ew_puts(cx->w, grid_lane_store_h_start);
+    ew_puts(cx->w, "\n");
     ew_printf(cx->w, lanes_common, cx->re->fn_sqrt, cx->re->fn_atan2, cx->re->is_float ? "fabsf" : "fabs");
 }

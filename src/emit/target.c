@@ -140,10 +140,11 @@ static void write_tile(ew_writer *w, const emit_target *t, const emit_entry *e, 
     const char *r = t->restrict_kw;
     const long long nout = e->row->out[0].width;
     ew_printf(w, "%s void grid_tile_%s_%s(const grid_real *%s q, const grid_real *%s v, const grid_real *%s a, "
-                 "const grid_real *%s f, grid_real *%s o, const long long b, const long long n)\n{\n",
+                 "const grid_real *%s f, grid_real *%s o, const long long b, const long long n, const int stream)\n{\n",
               t->state_fn, e->row->name, vr->fn, r, r, r, r, r);
     assert(vr->reads[EP_Q]);
-    ew_printf(w, "    grid_vec to[%lld];\n", at_least_1(nout));
+    /* padded for the streamed stores, which read whole blocks of four past the last element */
+    ew_printf(w, "    grid_vec to[GRID_STREAM_PAD_(%lld)];\n", at_least_1(nout));
     for (int p = 0; p < EP_COUNT; p++)
         if (vr->reads[p]) ew_printf(w, "    grid_vec t%s[%lld];\n", emit_param_name(p), at_least_1(emit_param_width(e, p)));
     ew_puts(w, "    (void)v; (void)a; (void)f;\n"
@@ -174,7 +175,10 @@ static void write_tile(ew_writer *w, const emit_target *t, const emit_entry *e, 
     }
     ew_printf(w, "        }\n    }\n    grid_v_%s(tq, %s, %s, %s, to);\n", vr->fn, vr->reads[EP_V] ? "tv" : "tq",
               vr->reads[EP_A] ? "ta" : "tq", vr->reads[EP_F] ? "tf" : "tq");
-    ew_printf(w, "    if (b + GRID_LANES <= n) {\n"
+    ew_printf(w, "    if (b + GRID_LANES <= n && stream) {\n"
+                 "        for (int k = %lld; k < GRID_STREAM_PAD_(%lld); k++) to[k] = grid_splat_(0);\n"
+                 "        grid_stream_scatter_(to, %lld, o + b * %lld);\n"
+                 "    } else if (b + GRID_LANES <= n) {\n"
                  "        grid_real *rows[GRID_LANES];\n"
                  "        for (int l = 0; l < GRID_LANES; l++) rows[l] = o + (b + l) * %lld;\n"
                  "        grid_scatter_(to, %lld, rows);\n"
@@ -182,7 +186,7 @@ static void write_tile(ew_writer *w, const emit_target *t, const emit_entry *e, 
                  "        for (int l = 0; b + l < n; l++)\n"
                  "            for (int k = 0; k < %lld; k++) o[(b + l) * %lld + k] = to[k][l];\n"
                  "    }\n}\n\n",
-              nout, nout, nout, nout);
+              nout, at_least_1(nout), nout, nout, nout, nout, nout, nout);
 }
 
 static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
@@ -202,8 +206,10 @@ static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
     emit_write_pointers(w, e);
     if (e->vector) {
         ew_printf(w, "    const long long n = c->batch, tiles = (n + GRID_LANES - 1) / GRID_LANES;\n"
-                     "    const int nt = grid_threads_(c->num_threads, tiles, (%lldLL + GRID_LANES - 1) / GRID_LANES);\n",
-                  e->min_parallel);
+                     "    const int nt = grid_threads_(c->num_threads, tiles, (%lldLL + GRID_LANES - 1) / GRID_LANES);\n"
+                     "    /* outputs past the caches are streamed (src/emit/lane_store.h) */\n"
+                     "    const int stream = n * %lldLL * (long long)sizeof(grid_real) >= GRID_STREAM_MIN_BYTES;\n",
+                  e->min_parallel, e->row->out[0].width);
     } else {
         emit_write_attrs(w, e);
         ew_printf(w, "    const long long n = c->batch;\n"
@@ -225,15 +231,22 @@ static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
         if (nvar > 1) ew_printf(w, "    case %d:\n", k);
         for (int team = 0; team < 2; team++) {
             if (team == 0) ew_printf(w, "%sif (nt <= 1) {\n", ind);
+            else if (e->vector)
+                /* each thread of the team fences its own streamed stores before the team joins */
+                ew_printf(w, "%s} else {\n#ifdef _OPENMP\n#pragma omp parallel num_threads(nt)\n#endif\n%s    {\n"
+                             "#ifdef _OPENMP\n#pragma omp for schedule(static)\n#endif\n", ind, ind);
             else ew_printf(w, "%s} else {\n#ifdef _OPENMP\n#pragma omp parallel for schedule(static) num_threads(nt)\n#endif\n", ind);
-            if (e->vector)
-                ew_printf(w, "%s    for (long long i = 0; i < tiles; i++) grid_tile_%s_%s(q, v, a, f, o, i * GRID_LANES, n)",
-                          ind, e->row->name, vr->fn);
-            else {
+            if (e->vector) {
+                const char *in2 = team ? "    " : "";
+                ew_printf(w, "%s%s    for (long long i = 0; i < tiles; i++) grid_tile_%s_%s(q, v, a, f, o, i * GRID_LANES, n, stream);\n"
+                             "%s%s    if (stream) grid_stream_fence_();\n",
+                          ind, in2, e->row->name, vr->fn, ind, in2);
+                if (team) ew_printf(w, "%s    }\n", ind);
+            } else {
                 ew_printf(w, "%s    for (long long b = 0; b < n; b++) ", ind);
                 write_call(w, e, vr, "");
+                ew_puts(w, ";\n");
             }
-            ew_puts(w, ";\n");
         }
         ew_printf(w, "%s}\n", ind);
         if (nvar > 1) ew_puts(w, "        break;\n");

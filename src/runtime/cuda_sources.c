@@ -4,14 +4,7 @@
 #include <string.h>
 #include "grid/build.h"
 #include "grid/runtime.h"
-
-/* name##_start .. name##_end: the bytes of file, NUL-terminated, hidden (never exported from a shared object) */
-#define GRID_INCBIN(name, file)                                                                             \
-    __asm__(".pushsection .rodata\n.balign 16\n.globl " #name "_start\n.hidden " #name "_start\n" #name    \
-            "_start:\n.incbin \"" file "\"\n.globl " #name "_end\n.hidden " #name "_end\n" #name "_end:\n"  \
-            ".byte 0\n.popsection\n");                                                                      \
-    extern const char name##_start[] __attribute__((visibility("hidden")));                                 \
-    extern const char name##_end[] __attribute__((visibility("hidden")))
+#include "../common/incbin.h"
 
 GRID_INCBIN(grid_rt_abi_h, "include/grid/abi.h");
 GRID_INCBIN(grid_rt_conv_h, "include/grid/convention.h");
