@@ -28,20 +28,28 @@ static int inner_specs(const state_spec *sp, state_spec inner[2], char names[2][
     return 1;
 }
 
-long emit_coupled_size(const emit_ctx *cx, const state_spec *sp)
+int emit_coupled_inners(const emit_ctx *cx, const state_spec *sp, char names[2][64], long sizes[2])
 {
     emit_ctx ix = *cx;
     ix.inner = 1;
     state_spec inner[2];
-    char names[2][64];
     const int n = inner_specs(sp, inner, names);
-    long size = 0;
     for (int k = 0; k < n; k++) {
-        const long s = emit_state_size(&ix, &inner[k]);
-        if (s < 0) return s;
-        size += s;
+        sizes[k] = emit_state_size(&ix, &inner[k]);
+        if (sizes[k] < 0) return -1;
     }
     /* (the sparse solve of M^-1, FD and ABA is a loop helper: it adds no graph nodes) */
+    return n;
+}
+
+long emit_coupled_size(const emit_ctx *cx, const state_spec *sp)
+{
+    char names[2][64];
+    long sizes[2];
+    const int n = emit_coupled_inners(cx, sp, names, sizes);
+    if (n < 0) return -1;
+    long size = 0;
+    for (int k = 0; k < n; k++) size += sizes[k];
     return size;
 }
 

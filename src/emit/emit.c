@@ -259,13 +259,27 @@ static void write_entry(const emit_ctx *cx, int a, const grid_method_info *row, 
 static void choose_schedules(const emit_ctx *cx, const int *need, int *rolled)
 {
     long size[F_COUNT], total = 0;
+    /* on a coupled model the wrappers' full-coordinate functions, which wrappers share by name */
+    char inner[F_COUNT][2][64];
+    long inner_size[F_COUNT][2];
+    int n_inner[F_COUNT];
+    const int coupled = emit_coupled(cx);
     for (int f = 0; f < F_COUNT; f++) {
         rolled[f] = 0;
-        size[f] = need[f] ? emit_state_size(cx, &specs[f]) : -1;
+        n_inner[f] = 0;
+        if (coupled && need[f]) {
+            n_inner[f] = emit_coupled_inners(cx, &specs[f], inner[f], inner_size[f]);
+            size[f] = n_inner[f] < 0 ? -1 : 0;
+            for (int k = 0; k < n_inner[f]; k++) size[f] += inner_size[f][k];
+        } else size[f] = need[f] ? emit_state_size(cx, &specs[f]) : -1;
         if (size[f] < 0) continue; /* not needed, or no program: unrolled */
         if (cx->schedule == GRID_SCHEDULE_ROLLED) rolled[f] = 1;
-        else if (cx->schedule == GRID_SCHEDULE_AUTO)
-            rolled[f] = size[f] > (specs[f].kind == ST_JACOBIAN ? GRID_EMIT_JACOBIAN_BUDGET : GRID_EMIT_UNROLL_BUDGET);
+        else if (cx->schedule == GRID_SCHEDULE_AUTO) {
+            /* a function's own budget; a wrapper's inner functions are each a function of their own */
+            const long budget = specs[f].kind == ST_JACOBIAN ? GRID_EMIT_JACOBIAN_BUDGET : GRID_EMIT_UNROLL_BUDGET;
+            rolled[f] = !coupled && size[f] > budget;
+            for (int k = 0; k < n_inner[f]; k++) rolled[f] |= inner_size[f][k] > budget;
+        }
     }
     for (;;) {
         /* the variants of one method share its schedule (one batch wrapper serves them all) */
@@ -280,7 +294,15 @@ static void choose_schedules(const emit_ctx *cx, const int *need, int *rolled)
         int big = -1;
         for (int f = 0; f < F_COUNT; f++) {
             if (size[f] < 0 || rolled[f]) continue;
-            total += size[f];
+            if (!coupled) total += size[f];
+            /* a full-coordinate function counts once, however many unrolled wrappers call it */
+            for (int k = 0; k < n_inner[f]; k++) {
+                int seen = 0;
+                for (int g = 0; g < f && !seen; g++)
+                    for (int j = 0; j < n_inner[g] && !seen; j++)
+                        seen = size[g] >= 0 && !rolled[g] && strcmp(inner[g][j], inner[f][k]) == 0;
+                if (!seen) total += inner_size[f][k];
+            }
             if (big < 0 || size[f] > size[big]) big = f;
         }
         if (cx->schedule != GRID_SCHEDULE_AUTO || total <= GRID_EMIT_LIBRARY_BUDGET || big < 0) break;

@@ -74,6 +74,9 @@ int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, in
    outside those, emit_coupled_size is emit_state_size for it */
 int emit_coupled(const emit_ctx *cx);
 long emit_coupled_size(const emit_ctx *cx, const state_spec *sp);
+/* the full-coordinate functions a wrapper calls (names, unrolled sizes): their count, -1 without a program;
+   wrappers share them by name (grid_s_crba_m serves CRBA, M^-1, FD and ABA) */
+int emit_coupled_inners(const emit_ctx *cx, const state_spec *sp, char names[2][64], long sizes[2]);
 int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats);
 
 #endif
