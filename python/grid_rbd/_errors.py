@@ -71,6 +71,14 @@ class NotAvailableError(GridError, NotImplementedError):
     """A documented option or backend that this version does not provide yet."""
 
 
+class RobotNotRegisteredError(GridError, KeyError):
+    """get_robot of a name no register_robot call used (a KeyError, as a dict lookup raises)."""
+
+    def __str__(self):
+        # KeyError's str() quotes its argument; this one is a sentence
+        return str(self.args[0]) if self.args else ""
+
+
 # grid_status (include/grid/error.h) -> class; keep in step with the enum (tests check it)
 STATUS_CLASSES = {
     1: GridIOError,           # GRID_ERR_IO

@@ -215,6 +215,13 @@ static int refuse_kind(PyArrayObject *arr, const char *name, const char *tname)
 /* "(B, 7)", "(4, 7, 7)": a batch (or "B" when batch < 0) and a per-state shape */
 static void format_arg_shape(char *s, size_t cap, Py_ssize_t batch, const grid_arg_info *a)
 {
+    if (batch == 0) {
+        /* the per-state shape alone: "(7,)", "(7, 7)" */
+        size_t n = (size_t)snprintf(s, cap, "(");
+        for (int k = 0; k < a->rank && n < cap; k++) n += (size_t)snprintf(s + n, cap - n, "%s%d", k ? ", " : "", a->shape[k]);
+        if (n < cap) snprintf(s + n, cap - n, a->rank == 1 ? ",)" : ")");
+        return;
+    }
     size_t n = batch < 0 ? (size_t)snprintf(s, cap, "(B") : (size_t)snprintf(s, cap, "(%zd", batch);
     for (int k = 0; k < a->rank && n < cap; k++) n += (size_t)snprintf(s + n, cap - n, ", %d", a->shape[k]);
     if (n < cap) snprintf(s + n, cap - n, ")");
@@ -235,16 +242,17 @@ static void describe_arg(char *s, size_t cap, const grid_sig_arg *sa, const grid
    numpy.ascontiguousarray when obj is not already that. *batch < 0 means obj sets it (the first input,
    named first). sa is the row's symbolic argument (for the messages). */
 static int get_input(GridPyRunner *r, PyObject *obj, const grid_sig_arg *sa, const grid_arg_info *ai,
-                     const char *first, Py_ssize_t *batch, arg_buf *a)
+                     const char *first, Py_ssize_t *batch, arg_buf *a, const int one)
 {
     char got[96], want[96], what[128], hint[128];
-    const int ndim = ai->rank + 1;
+    /* one: a single state without the batch axis (the first input has the per-state rank) */
+    const int off = one ? 0 : 1, ndim = ai->rank + off;
     if (fast_array(obj, r->type_num, ndim)) {
         const npy_intp *dims = PyArray_DIMS((PyArrayObject *)obj);
-        int same = *batch < 0 || dims[0] == *batch;
-        for (int k = 0; same && k < ai->rank; k++) same = dims[k + 1] == ai->shape[k];
+        int same = one || *batch < 0 || dims[0] == *batch;
+        for (int k = 0; same && k < ai->rank; k++) same = dims[k + off] == ai->shape[k];
         if (same) {
-            *batch = dims[0];
+            *batch = one ? 1 : dims[0];
             Py_INCREF(obj);
             a->converted = obj;
             a->data = PyArray_DATA((PyArrayObject *)obj);
@@ -278,7 +286,23 @@ static int get_input(GridPyRunner *r, PyObject *obj, const grid_sig_arg *sa, con
     Py_buffer *v = &a->view;
     a->data = v->buf;
     int same = v->ndim == ndim;
-    for (int k = 0; same && k < ai->rank; k++) same = v->shape[k + 1] == ai->shape[k];
+    for (int k = 0; same && k < ai->rank; k++) same = v->shape[k + off] == ai->shape[k];
+    if (!same && one) {
+        format_shape(got, sizeof got, v);
+        format_arg_shape(want, sizeof want, 0, ai);
+        describe_arg(what, sizeof what, sa, ai);
+        if (strcmp(ai->name, first) == 0) {
+            /* the first input decides: name both forms */
+            char batched[96];
+            format_arg_shape(batched, sizeof batched, -1, ai);
+            PyErr_Format(PyExc_ValueError, "%s must have shape %s (B states x %s) or %s (one state); got %s", ai->name,
+                         batched, what, want, got);
+        } else {
+            PyErr_Format(PyExc_ValueError, "%s must have shape %s (one state: %s, as %s has no batch axis); got %s",
+                         ai->name, want, what, first, got);
+        }
+        return -1;
+    }
     if (!same) {
         format_shape(got, sizeof got, v);
         format_arg_shape(want, sizeof want, -1, ai);
@@ -293,7 +317,9 @@ static int get_input(GridPyRunner *r, PyObject *obj, const grid_sig_arg *sa, con
                      hint);
         return -1;
     }
-    if (*batch < 0) {
+    if (one) {
+        *batch = 1;
+    } else if (*batch < 0) {
         *batch = v->shape[0];
     } else if (v->shape[0] != *batch) {
         format_shape(got, sizeof got, v);
@@ -306,8 +332,13 @@ static int get_input(GridPyRunner *r, PyObject *obj, const grid_sig_arg *sa, con
 }
 
 /* output shape of row output a for a batch; returns the rank */
-static int output_shape(const grid_arg_info *a, Py_ssize_t batch, Py_ssize_t shape[GRID_MAX_RANK + 1])
+static int output_shape(const grid_arg_info *a, Py_ssize_t batch, Py_ssize_t shape[GRID_MAX_RANK + 1], const int one)
 {
+    if (one) {
+        /* a single state without the batch axis */
+        for (int k = 0; k < a->rank; k++) shape[k] = a->shape[k];
+        return a->rank;
+    }
     shape[0] = batch;
     for (int k = 0; k < a->rank; k++) shape[k + 1] = a->shape[k];
     return a->rank + 1;
@@ -448,6 +479,20 @@ static int run_cuda_convention(const GridPyRunner *r, int algo, const grid_call 
     return r->provider.cuda_convention(&job, fn, &cc, 1);
 }
 
+/* the number of axes numpy sees in obj (-1 when it sees none: the shape check then reports it) */
+static int input_rank(PyObject *obj)
+{
+    if (PyArray_Check(obj)) return PyArray_NDIM((PyArrayObject *)obj);
+    PyObject *arr = PyArray_FromAny(obj, NULL, 0, 0, 0, NULL);
+    if (!arr) {
+        PyErr_Clear();
+        return -1;
+    }
+    const int nd = PyArray_NDIM((PyArrayObject *)arr);
+    Py_DECREF(arr);
+    return nd;
+}
+
 /* Runner.call(algo, inputs, out, attrs) -> out: inputs and attrs in the order of the row */
 static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -513,15 +558,17 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         return PyErr_Format(PyExc_TypeError, "out must be None or a tuple of %d arrays for %s", row->n_out, row->name);
     }
 
-    /* inputs: views of (B, per-state shape) arrays in the handle dtype */
+    /* inputs: views of (B, per-state shape) arrays in the handle dtype, or of per-state arrays when the first input
+       has no batch axis (one state; the outputs then have none either) */
     Py_ssize_t batch = -1;
+    const int one = input_rank(in[0]) == row->in[0].rank;
     for (; n_in < row->n_in; n_in++) {
         arg_buf *b = &bin[n_in];
         b->data = NULL;
         b->held = 0;
         b->converted = NULL;
         if (in[n_in] != Py_None &&
-            get_input(r, in[n_in], &sig->in[n_in], &row->in[n_in], row->in[0].name, &batch, b) < 0) {
+            get_input(r, in[n_in], &sig->in[n_in], &row->in[n_in], row->in[0].name, &batch, b, one) < 0) {
             n_in++;
             goto fail;
         }
@@ -536,7 +583,7 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         bout[k].data = NULL;
         bout[k].held = 0;
         bout[k].converted = NULL;
-        int ndim = output_shape(&row->out[k], batch, shape);
+        int ndim = output_shape(&row->out[k], batch, shape, one);
         if (get_output(r, &outs[k], name, ndim, shape, &bout[k]) < 0) {
             n_out++;
             goto fail;
@@ -574,7 +621,7 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
             if (!needs_temporary(row, bin, bout, k, (size_t)batch, (size_t)r->dtype)) continue;
             Py_ssize_t shape[GRID_MAX_RANK + 1];
             npy_intp dims[GRID_MAX_RANK + 1];
-            const int ndim = output_shape(&row->out[k], batch, shape);
+            const int ndim = output_shape(&row->out[k], batch, shape, one);
             for (int i = 0; i < ndim; i++) dims[i] = (npy_intp)shape[i];
             if (!(tmp[k] = PyArray_SimpleNew(ndim, dims, r->type_num))) goto fail;
             out_ptr[k] = PyArray_DATA((PyArrayObject *)tmp[k]);

@@ -241,19 +241,21 @@ class CudaRunner:
                 raise ValueError(_signatures.range_message(range_error, x, hi))
         first, shape0, _, desc0, dims0 = specs[0]
         dq = _DeviceArray(inputs[0], first)
-        batch = self._check(dq, first, shape0, None, _signatures.describe(shape0, desc0, dims0), first)
+        # one state without the batch axis: every input and the output have none
+        one = len(dq.shape) == len(shape0)
+        batch = self._check(dq, first, shape0, None, _signatures.describe(shape0, desc0, dims0), first, one)
         ptrs = [dq.ptr]
         for x, (name, shape, _, desc, dims) in zip(inputs[1:], specs[1:]):
             if x is None:
                 ptrs.append(0)
                 continue
             d = _DeviceArray(x, name)
-            self._check(d, name, shape, batch, _signatures.describe(shape, desc, dims), first)
+            self._check(d, name, shape, batch, _signatures.describe(shape, desc, dims), first, one)
             if d.device is not None and dq.device is not None and d.device != dq.device:
                 raise ValueError(f"{name} is on cuda:{d.device} and q on cuda:{dq.device}; pass all arrays on one device")
             ptrs.append(d.ptr)
         q = inputs[0]
-        shape = (batch,) + row["outputs"][0][1]
+        shape = (() if one else (batch,)) + row["outputs"][0][1]
         if out is None:
             if not dq.torch:
                 out = _allocate_like(q, shape, self._dtype)
@@ -277,11 +279,16 @@ class CudaRunner:
         self._cuda.call(algo, tuple(ptrs), (do.ptr,), batch, tuple(int(x) for x in attrs), stream)
         return out
 
-    def _check(self, d, name, shape, batch, what, first):
+    def _check(self, d, name, shape, batch, what, first, one=False):
         want = ", ".join(str(n) for n in shape)
         if d.typestr != self._typestr:
             raise ValueError(f"{name} must be {self._dtype.name} (the handle dtype) on the device; got "
                              f"{_type_name(d.typestr)} (device arrays are not converted)")
+        if one:
+            if d.shape != shape:
+                raise ValueError(f"{name} must have shape {shape} (one state: {what}, as {first} has no batch axis); "
+                                 f"got {d.shape}")
+            return 1
         if len(d.shape) != len(shape) + 1 or d.shape[1:] != shape:
             raise ValueError(f"{name} must have shape (B, {want}) (B states x {what}); got {d.shape}")
         if batch is not None and d.shape[0] != batch:

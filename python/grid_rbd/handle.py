@@ -195,6 +195,11 @@ class RobotHandle:
         return self._options["max_batch_size"]
 
     @property
+    def max_batch(self):
+        """max_batch_size (the specification's other name for it)"""
+        return self._options["max_batch_size"]
+
+    @property
     def device(self):
         """where the calls run: "cuda" or "cpu" (register_robot's device="auto" picks one: see device_reason)"""
         return self._options["device"]

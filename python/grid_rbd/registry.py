@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _core
 from . import cuda as _cuda_mod
-from ._errors import GridIOError, NotAvailableError, UnsupportedURDFError, URDFError
+from ._errors import GridIOError, NotAvailableError, RobotNotRegisteredError, UnsupportedURDFError, URDFError
 from .handle import RobotHandle
 
 __all__ = ["register_robot", "get_robot", "precompile"]
@@ -124,13 +124,21 @@ def precompile(name, urdf_path=None, urdf_string=None, floating_base=False, ee_j
 
 
 def get_robot(name):
-    """The handle registered under `name` (KeyError naming the registered robots otherwise)."""
+    """The handle registered under `name` (RobotNotRegisteredError, a KeyError, naming the registered robots
+    otherwise)."""
     with _registry_lock:
         try:
             return _registry[name]
-        except KeyError:
+        except (KeyError, TypeError):
             known = ", ".join(repr(n) for n in sorted(_registry)) or "none"
-            raise KeyError(f"no robot registered as {name!r}; registered robots: {known}") from None
+            raise RobotNotRegisteredError(f"no robot registered as {name!r}; registered robots: {known} "
+                                          "(register_robot(name=...) registers one)") from None
+
+
+def list_registered():
+    """The names register_robot registered in this process, sorted."""
+    with _registry_lock:
+        return sorted(_registry)
 
 
 def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, max_batch_size, dtype,

@@ -169,8 +169,9 @@ def test_nq_wide_velocity_on_floating_base_names_the_tangent_width(iiwa_ff):
             call(np.zeros((4, 14)))
 
 
-@pytest.mark.parametrize("q", [np.zeros(7), np.zeros((2, 3, 7)), np.float32(1.0)], ids=["1d", "3d", "scalar"])
+@pytest.mark.parametrize("q", [np.zeros((2, 3, 7)), np.float32(1.0), np.zeros(6)], ids=["3d", "scalar", "1d-short"])
 def test_wrong_rank(iiwa, q):
+    """(a 1-D q of the state's width is one state: test_one_state_without_the_batch_axis)"""
     with pytest.raises(ValueError, match=r"q must have shape \(B, 7\)"):
         iiwa.generalized_gravity(q)
 
@@ -394,3 +395,53 @@ def test_status_table_matches_the_c_enum():
     assert _errors.STATUS_CLASSES[_core.ERR_BUILD] is grid_rbd.BuildError
     assert _errors.STATUS_CLASSES[_core.ERR_CACHE] is grid_rbd.CacheError
     assert _errors.STATUS_CLASSES[_core.ERR_LOAD] is grid_rbd.LoadError
+
+
+# ---- the specification's own Python surface ----
+def test_max_batch_alias(iiwa):
+    assert iiwa.max_batch == iiwa.max_batch_size == 256
+
+
+def test_get_robot_of_an_unknown_name_raises_robot_not_registered(iiwa):
+    with pytest.raises(grid_rbd.RobotNotRegisteredError, match="no robot registered as 'nope'.*'api_iiwa'") as e:
+        grid_rbd.get_robot("nope")
+    assert isinstance(e.value, KeyError) and isinstance(e.value, grid_rbd.GridError)
+    with pytest.raises(KeyError):  # what code written against a dict-like registry catches
+        grid_rbd.get_robot("nope")
+    assert grid_rbd.get_robot("api_iiwa") is iiwa
+
+
+def test_list_registered(iiwa, iiwa_ff):
+    names = grid_rbd.list_registered()
+    assert "api_iiwa" in names and "api_iiwa_ff" in names
+    assert names == sorted(names) and all(isinstance(n, str) for n in names)
+
+
+@pytest.mark.parametrize("floating", [False, True])
+def test_one_state_without_the_batch_axis(iiwa, iiwa_ff, floating):
+    """q of shape (nq,) (and every input per state): outputs without the batch axis, equal to the batched row"""
+    h = iiwa_ff if floating else iiwa
+    s = make_states(h, "random", n=3, seed=5)
+    batched = call_all(h, s)
+    one = {n: v[1] for n, v in s.items()}
+    single = call_all(h, one)
+    for name, (got, shape) in single.items():
+        want = batched[name][0][1]
+        assert got.shape == shape[1:], name
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    # out= of the per-state shape is written and returned
+    out = np.full((h.nv, h.nv), np.nan, dtype=h.dtype)
+    assert h.crba(one["q"], out=out) is out
+    np.testing.assert_array_equal(out, batched["crba"][0][1])
+    # lists work as arrays do
+    np.testing.assert_array_equal(h.generalized_gravity(list(map(float, one["q"]))), batched["generalized_gravity"][0][1])
+
+
+def test_one_state_shapes_must_agree(iiwa):
+    s = make_states(iiwa, "random", n=2)
+    with pytest.raises(ValueError, match=r"qd must have shape \(7,\) \(one state.*q has no batch axis\); got \(2, 7\)"):
+        iiwa.inverse_dynamics(s["q"][0], s["qd"])
+    with pytest.raises(ValueError, match=r"out must be a writable C-contiguous float32 array of shape \(7, 7\)"):
+        iiwa.crba(s["q"][0], out=np.zeros((1, 7, 7), dtype=iiwa.dtype))
+    with pytest.raises(ValueError, match=r"q must have shape \(B, 7\) \(B states x .*\) or \(7,\) \(one state\); got \(6,\)"):
+        iiwa.crba(np.zeros(6))

@@ -302,6 +302,35 @@ def test_mujoco_convention_on_cuda(case):
         assert np.array_equal(ts["q"].cpu().numpy(), s["q"]) and np.array_equal(ts["qd"].cpu().numpy(), s["qd"])
 
 
+@pytest.mark.parametrize("case", [c for c in CASES if c.id in ("iiwa", "go2_ff")], ids=lambda c: c.id)
+def test_one_state_without_the_batch_axis(case):
+    """one state of shape (nq,): host arrays and torch device tensors, outputs without the batch axis, bitwise the
+    batched call's row"""
+    h = handle(case, "cuda64")
+    s = states(h, 3, 99, np.float64)
+    one = {k: np.ascontiguousarray(v[1]) for k, v in s.items()}
+    for name, call in METHODS.items():
+        if name.startswith("end_effector") and h.num_ees == 0:
+            continue
+        want = call(h, s, None)[1]
+        got = call(h, one, None)
+        assert got.shape == want.shape and np.array_equal(got, want), f"{case.id} {name}: host one state"
+    try:
+        torch = _torch()
+    except pytest.skip.Exception:
+        return
+    ts = {k: torch.from_numpy(v).cuda() for k, v in one.items()}
+    for name, call in METHODS.items():
+        if name.startswith("end_effector") and h.num_ees == 0:
+            continue
+        want = call(h, s, None)[1]
+        got = call(h, ts, None)
+        torch.cuda.synchronize()
+        assert tuple(got.shape) == want.shape and np.array_equal(got.cpu().numpy(), want), f"{case.id} {name}: device"
+    with pytest.raises(ValueError, match="one state"):
+        h.inverse_dynamics(ts["q"], torch.zeros((1, h.nv), dtype=torch.float64, device="cuda"))
+
+
 def test_device_array_errors():
     torch = _torch()
     case = next(c for c in CASES if c.id == "iiwa")

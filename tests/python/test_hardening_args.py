@@ -344,7 +344,9 @@ def test_already_refused_cases(gen):
     with pytest.raises(ValueError, match=r"qd must have shape \(4, 7\) to match the batch of q"):
         gen.inverse_dynamics(q, np.zeros((3, 7)))
     with pytest.raises(ValueError, match=r"q must have shape"):
-        gen.inverse_dynamics(np.zeros(7), np.zeros(7))
+        gen.inverse_dynamics(np.zeros(8), np.zeros(7))
+    with pytest.raises(ValueError, match=r"qd must have shape \(7,\) \(one state"):
+        gen.inverse_dynamics(np.zeros(7), np.zeros((1, 7)))
     with pytest.raises(ValueError, match=r"out must be a writable C-contiguous float64 array of shape \(4, 7\)"):
         gen.inverse_dynamics(q, q, out=np.zeros((4, 8)))
     with pytest.raises(ValueError, match="out must be a writable"):
