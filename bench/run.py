@@ -33,7 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 BUILD = ROOT / "build" / "bench"
-PIN_BENCH = BUILD / "pinocchio_bench"
+# GRID_BENCH_PINOCCHIO: a pinocchio_bench built elsewhere (bench/cpu_host.sh carries one to a machine without the wheel)
+PIN_BENCH = Path(os.environ.get("GRID_BENCH_PINOCCHIO") or BUILD / "pinocchio_bench")
 GRID_BENCH = BUILD / "grid_bench"
 PARTS = ("pinocchio", "grid", "store", "python", "register")
 STORE_BENCH = BUILD / "store_bench"
@@ -69,7 +70,9 @@ ANCHOR_ROWS = {
 
 
 def erd_robots_dir():
-    """example-robot-data's robots folder, found through the installed package."""
+    """example-robot-data's robots folder, found through the installed package (or GRID_RBD_ERD_DIR)."""
+    if os.environ.get("GRID_RBD_ERD_DIR"):
+        return Path(os.environ["GRID_RBD_ERD_DIR"])
     try:
         dist = importlib.metadata.distribution("example-robot-data")
     except importlib.metadata.PackageNotFoundError:
@@ -81,7 +84,7 @@ def erd_robots_dir():
 def robot_table():
     """name -> (urdf path or None, floating base, anchors.md column key or None)."""
     erd = erd_robots_dir()
-    shared = SHARED / "robots"
+    shared = Path(os.environ["GRID_RBD_ROBOTS_DIR"]) if os.environ.get("GRID_RBD_ROBOTS_DIR") else SHARED / "robots"
 
     def s(f):
         p = shared / f
@@ -188,7 +191,7 @@ def build_programs(need_pin, need_grid, need_store=False):
             print("building grid_bench:", " ".join(cmd), flush=True)
             r = subprocess.run(cmd, capture_output=True, text=True)
             errors["grid_bench"] = None if r.returncode == 0 else r.stderr.strip()[-2000:]
-    if need_pin:
+    if need_pin and not os.environ.get("GRID_BENCH_PINOCCHIO"):
         src = [ROOT / "bench" / "pinocchio_bench.cpp", ROOT / "bench" / "build_pinocchio_bench.sh"]
         if not newer(PIN_BENCH, *src):
             print("building pinocchio_bench (a few minutes, once)...", flush=True)
