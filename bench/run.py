@@ -254,7 +254,9 @@ def register(grid_rbd, name, urdf, floating, **kw):
     """register_robot in float64; mimic joints stay independent joints, as Pinocchio's default."""
     if has_mimic(urdf):
         kw["ignore_mimic"] = True
-    return grid_rbd.register_robot(name=name, urdf_path=str(urdf), floating_base=floating, dtype="float64", **kw)
+    # device="cpu": on a machine with a GPU, "auto" would give a CUDA library, which grid_bench does not time
+    return grid_rbd.register_robot(name=name, urdf_path=str(urdf), floating_base=floating, dtype="float64",
+                                   device="cpu", **kw)
 
 
 def grid_library(grid_rbd, name, urdf, floating):
