@@ -6,6 +6,7 @@
 #   bench/cpu_host.sh prepare    # HERE: bench/gpu_session.sh prepare, plus pinocchio_bench and its libraries
 #                                #       into .gpu-deps/pin (the device has no pin wheel and no network)
 #   bench/cpu_host.sh            # THERE, with carry [".gpu-deps"]; $OUT receives RESULTS-host*.md and the logs
+#   bench/cpu_host.sh stream     # THERE: only bench/stream_ab.py (streamed against cached stores), $OUT/stream_ab.md
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -40,6 +41,13 @@ if ! python3 -m pip install --no-build-isolation --no-deps -e . > /tmp/install.l
     tail -20 /tmp/install.log
     python3 setup.py build_ext --inplace -j "$(nproc)" > /tmp/install2.log 2>&1 || { tail -30 /tmp/install2.log; exit 1; }
     export PYTHONPATH=$ROOT/python${PYTHONPATH:+:$PYTHONPATH}
+fi
+if [ "${1:-run}" = stream ]; then   # only bench/stream_ab.py: streamed against cached stores on this CPU
+    ts "bench/stream_ab.py"
+    timeout ${CPU_HOST_SECONDS:-400} python3 bench/stream_ab.py ${STREAM_AB_ARGS:-} > "$OUT/stream_ab.md" 2> "$OUT/stream_ab.log"
+    cat "$OUT/stream_ab.md"; tail -3 "$OUT/stream_ab.log"
+    ts "done"
+    exit 0
 fi
 ROBOTS=${CPU_HOST_ROBOTS:-iiwa,hyq,atlas,go2,talos,g1}
 ts "bench/run.py --robots $ROBOTS --only pinocchio,grid,store"
