@@ -497,11 +497,22 @@ def cpu_identity():
     return {"model": model, "march": march, "isa": isa, "caches": ", ".join(caches)}
 
 
+def stream_threshold(flags):
+    """GRID_STREAM_MIN_BYTES of the flags (the build driver's per-CPU choice), else the header's 8 MiB"""
+    for f in flags:
+        if f.startswith("-DGRID_STREAM_MIN_BYTES="):
+            return int(f.split("=", 1)[1])
+    return 8 << 20
+
+
 def lanes_line(cpu, flags):
     """The line printed beside every table: CPU, lane width, store strategy and flags of the generated code."""
+    t = stream_threshold(flags)
+    size = f"{t >> 20} MiB" if t >= 1 << 20 else f"{t >> 10} KiB"
+    lanes = next((f.split("=", 1)[1] for f in flags if f.startswith("-DGRID_LANES=")), "4")
     return (f"- CPU: {cpu['model']} (-march=native: {cpu['march']}, {cpu['isa']}; {cpu['caches']}); generated code: "
-            f"4 float64 lanes per vector (GRID_LANES), outputs of a batch call streamed past the caches "
-            f"(non-temporal stores) from 8 MiB (GRID_STREAM_MIN_BYTES), flags `{' '.join(flags)}`")
+            f"{lanes} float64 lanes per vector (GRID_LANES), outputs of a batch call streamed past the caches "
+            f"(non-temporal stores) from {size} (GRID_STREAM_MIN_BYTES), flags `{' '.join(flags)}`")
 
 
 def tool_version(cmd):

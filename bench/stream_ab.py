@@ -25,7 +25,7 @@ def main():
     if grid_rbd is None:
         sys.exit(why)
     R.build_programs(False, True)
-    flags = " ".join(R.cpu_build_flags())
+    flags = " ".join(f for f in R.cpu_build_flags() if not f.startswith("-DGRID_STREAM_MIN_BYTES="))
     table = R.robot_table()
     batches = [int(b) for b in a.batches.split(",")]
     print(R.lanes_line(R.cpu_identity(), R.cpu_build_flags()))

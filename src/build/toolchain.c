@@ -21,6 +21,14 @@ static const char *const c_tuning_default[] = {"-O2", "-march=native", "-ffp-con
 static const char *const c_tuning_gcc_extra[] = {"-fno-schedule-insns2", "--param=max-combine-insns=2",
                                                  "-fno-tree-pre", "-fno-dse", "-fno-tree-dse", NULL};
 static const char *const c_required[] = {"-std=gnu11", "-fPIC", "-shared", NULL};
+/* the output size from which a batch call streams its outputs past the caches (src/emit/lane_store.h), per CPU
+   vendor, from bench/stream_ab.py: on Intel (Sapphire Rapids, 2 MiB L2) streaming wins from about 0.5 MiB (B = 256
+   of go2's M: 0.80x the cached time; 0.4 MiB of atlas: 1.46x), on AMD (Zen 3) only past 8 MiB (2.5 MiB of g1: 1.2x,
+   10 MiB: 0.7x), the header's default; added to the default tuning flags only */
+static const struct {
+    const char *vendor;
+    const char *flag;
+} c_stream_threshold[] = {{"GenuineIntel", "-DGRID_STREAM_MIN_BYTES=524288"}, {NULL, NULL}};
 static const char *const c_libs[] = {"-lm", NULL};
 /* CUDA: nvcc -ccbin <cc> -arch=sm_XX <tuning> <required> -o robot.so robot.cu; GRID_RBD_NVCC_FLAGS replaces
    the tuning part (no --use_fast_math: accuracy first) */
@@ -466,6 +474,17 @@ static char *generation_env_json(void)
     return grid_json_obj_finish(&o);
 }
 
+/* the streaming threshold of this CPU's vendor, when the table has one (the CPU is in the build identity) */
+static int add_stream_threshold(grid_toolchain *tc)
+{
+    char cpu[256], flags[65];
+    cpu_identity(tc->compiler, cpu, flags);
+    for (int k = 0; c_stream_threshold[k].vendor; k++)
+        if (strstr(cpu, c_stream_threshold[k].vendor))
+            return argv_add(&tc->argv, &tc->argc, c_stream_threshold[k].flag);
+    return 0;
+}
+
 int grid_toolchain_resolve(int target, const char *cuda_arch, grid_toolchain *tc, grid_error *err)
 {
     memset(tc, 0, sizeof *tc);
@@ -487,6 +506,7 @@ int grid_toolchain_resolve(int target, const char *cuda_arch, grid_toolchain *tc
                   argv_add_flags(&tc->argv, &tc->argc, c_tuning_default, grid_env("GRID_RBD_CFLAGS")) ||
                   (!grid_env("GRID_RBD_CFLAGS") && !strstr(tc->compiler_version, "clang") &&
                    argv_add_flags(&tc->argv, &tc->argc, c_tuning_gcc_extra, NULL)) ||
+                  (!grid_env("GRID_RBD_CFLAGS") && add_stream_threshold(tc)) ||
                   argv_add_flags(&tc->argv, &tc->argc, c_required, NULL) ||
                   argv_add(&tc->argv, &tc->argc, "-o") || argv_add(&tc->argv, &tc->argc, "robot.so") ||
                   argv_add(&tc->argv, &tc->argc, tc->source_name) ||

@@ -19,7 +19,7 @@ def default_cflags():
     line = next(l for l in r.stdout.splitlines() if l.startswith("CPU build command:"))
     words = line.split(":", 1)[1].split()[1:]
     return [w for w in words if w not in ("-shared", "-fPIC", "-o", "robot.so", "robot.c", "-lm")
-            and not w.startswith("-std=")]
+            and not w.startswith("-std=") and not w.startswith("-DGRID_STREAM_MIN_BYTES=")]
 
 
 def cpu_has_avx():
