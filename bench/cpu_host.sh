@@ -54,7 +54,7 @@ ts "bench/run.py --robots $ROBOTS --only pinocchio,grid,store"
 timeout ${CPU_HOST_SECONDS:-330} python3 bench/run.py --robots "$ROBOTS" --only pinocchio,grid,store \
     --out "$OUT/RESULTS-host.md" > "$OUT/run.log" 2>&1 || ts "run.py: exit $?"
 tail -5 "$OUT/run.log"
-if grep -q avx512f /proc/cpuinfo; then
+if [ -z "${CPU_HOST_NO_LANES8:-}" ] && grep -q avx512f /proc/cpuinfo; then
     F=$(python3 -m grid_rbd cache env | sed -n 's/^CPU build command: [^ ]* \(.*\) -std=gnu11.*/\1/p')
     ts "AVX-512: 8 float64 lanes (GRID_RBD_CFLAGS=$F -DGRID_LANES=8)"
     GRID_RBD_CFLAGS="$F -DGRID_LANES=8" timeout ${CPU_HOST_LANES_SECONDS:-150} python3 bench/run.py --quick \
