@@ -856,6 +856,8 @@ def write_report(path, args, robots, py_lines, reg_lines, elapsed, load):
         f"- command: `{cmd}` ({elapsed:.0f} s)",
         f"- load average (1 min) at start / end: {load[0][0]:.2f} / {load[1][0]:.2f} (the machine has "
         f"{os.cpu_count()} cores; other work on it slows these single-thread timings)",
+        "- the wide-output cells on an Intel Xeon with AVX-512 (the GPU host's CPU, bench/cpu_host.sh): "
+        "bench/RESULTS-cpu-intel.md",
         "",
         "One thread, float64, µs. *Pinocchio µs*: one call, median of runs (fastest run in brackets; a large gap "
         "means the machine was busy), random states from a pool of 256 cycled. *grid B=1*: one `grid_<algo>()` call at batch 1 (same pool); *grid B=256*: one call at batch "
