@@ -41,7 +41,10 @@ def chain_urdf(n):
 
 
 CHILD = textwrap.dedent("""
-    import sys, grid_rbd
+    import signal, sys, grid_rbd
+    # Ctrl-C as an interactive process gets it: a shell starts background jobs with SIGINT ignored, and Python then
+    # installs no handler (seen when the suite itself ran as one: the signal was lost and the build completed)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         grid_rbd.register_robot("kill_chain", urdf_path=sys.argv[1], dtype="float64", cache_dir=sys.argv[2],
                                 device="cpu", verbose=False)
