@@ -1,30 +1,40 @@
 /* Stores of a tile's outputs (one lane vector per output element) into its lanes' rows of the batch output: cached, or streamed past the caches for large batches; written verbatim into generated C. */
 /*
  * The emitter copies this file (embedded with .incbin, src/emit/math_helpers.c) after the lane vector type, so it
- * needs grid_real, grid_vec (GRID_LANES reals), GRID_LANES and GRID_REAL_BYTES_ (sizeof(grid_real)); tests/c/test_lane_store.c and bench/store_bench.c
- * include it directly. Both stores write the same values: only the store instruction differs, so a batch's
+ * needs grid_real, grid_vec (GRID_LANES reals), GRID_LANES and GRID_REAL_BYTES_ (sizeof(grid_real));
+ * tests/c/test_lane_store.c and bench/store_bench.c include it directly. Both stores write the same values: only the store instruction differs, so a batch's
  * results stay bitwise identical whichever is taken.
  */
+
+#if GRID_LANES == 4 && (defined(__clang__) || __GNUC__ >= 12)
+#define GRID_CAN_SHUFFLE_ 1
+/* block m of the tile transposed: x[l] = elements 4m .. 4m+3 of lane l */
+static inline __attribute__((always_inline, unused)) void grid_block_(const grid_vec *to, const int m, grid_vec *x)
+{
+    const grid_vec *b = to + 4 * m;
+    const grid_vec t0 = __builtin_shufflevector(b[0], b[1], 0, 4, 2, 6);
+    const grid_vec t1 = __builtin_shufflevector(b[0], b[1], 1, 5, 3, 7);
+    const grid_vec t2 = __builtin_shufflevector(b[2], b[3], 0, 4, 2, 6);
+    const grid_vec t3 = __builtin_shufflevector(b[2], b[3], 1, 5, 3, 7);
+    x[0] = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
+    x[1] = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
+    x[2] = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
+    x[3] = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+}
+#else
+#define GRID_CAN_SHUFFLE_ 0
+#endif
 
 /* output elements 0..n-1 of a tile to each lane's row: blocks of lanes x lanes transposed in registers
    and stored as vectors where the compiler offers shuffles, one element at a time otherwise */
 static inline __attribute__((unused)) void grid_scatter_(const grid_vec *to, const int n, grid_real *const *rows)
 {
     int k = 0;
-#if GRID_LANES == 4 && (defined(__clang__) || __GNUC__ >= 12)
+#if GRID_CAN_SHUFFLE_
     for (; k + 4 <= n; k += 4) {
-        const grid_vec t0 = __builtin_shufflevector(to[k], to[k + 1], 0, 4, 2, 6);
-        const grid_vec t1 = __builtin_shufflevector(to[k], to[k + 1], 1, 5, 3, 7);
-        const grid_vec t2 = __builtin_shufflevector(to[k + 2], to[k + 3], 0, 4, 2, 6);
-        const grid_vec t3 = __builtin_shufflevector(to[k + 2], to[k + 3], 1, 5, 3, 7);
-        const grid_vec r0 = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
-        const grid_vec r1 = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
-        const grid_vec r2 = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
-        const grid_vec r3 = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
-        __builtin_memcpy(rows[0] + k, &r0, sizeof r0);
-        __builtin_memcpy(rows[1] + k, &r1, sizeof r1);
-        __builtin_memcpy(rows[2] + k, &r2, sizeof r2);
-        __builtin_memcpy(rows[3] + k, &r3, sizeof r3);
+        grid_vec x[4];
+        grid_block_(to, k / 4, x);
+        for (int l = 0; l < 4; l++) __builtin_memcpy(rows[l] + k, &x[l], sizeof x[l]);
     }
 #endif
     for (; k < n; k++)
@@ -33,7 +43,7 @@ static inline __attribute__((unused)) void grid_scatter_(const grid_vec *to, con
 
 /* Streaming stores (x86 non-temporal: no read for ownership, no cache pollution) need 32-byte aligned
    4-double vectors: four lanes of doubles with AVX. Elsewhere the streamed scatter is the cached one. */
-#if GRID_LANES == 4 && GRID_REAL_BYTES_ == 8 && defined(__AVX__) && (defined(__clang__) || __GNUC__ >= 12)
+#if GRID_CAN_SHUFFLE_ && GRID_REAL_BYTES_ == 8 && defined(__AVX__)
 #define GRID_CAN_STREAM_ 1
 #if defined(__clang__)
 #define GRID_STREAM_STORE_(p, v) __builtin_nontemporal_store((v), (grid_vec *)(p))
@@ -56,20 +66,6 @@ static inline __attribute__((always_inline, unused)) grid_vec grid_shift_(const 
     case 3: return __builtin_shufflevector(a, b, 3, 4, 5, 6);
     default: return a;
     }
-}
-
-/* block m of the tile transposed: x[l] = elements 4m .. 4m+3 of lane l */
-static inline __attribute__((always_inline, unused)) void grid_block_(const grid_vec *to, const int m, grid_vec *x)
-{
-    const grid_vec *b = to + 4 * m;
-    const grid_vec t0 = __builtin_shufflevector(b[0], b[1], 0, 4, 2, 6);
-    const grid_vec t1 = __builtin_shufflevector(b[0], b[1], 1, 5, 3, 7);
-    const grid_vec t2 = __builtin_shufflevector(b[2], b[3], 0, 4, 2, 6);
-    const grid_vec t3 = __builtin_shufflevector(b[2], b[3], 1, 5, 3, 7);
-    x[0] = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
-    x[1] = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
-    x[2] = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
-    x[3] = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
 }
 
 /* The four rows of a full tile, row l at o + l * n, row 0 d0 elements before a 64-byte boundary (row l is
