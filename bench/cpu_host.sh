@@ -55,7 +55,7 @@ timeout ${CPU_HOST_SECONDS:-330} python3 bench/run.py --robots "$ROBOTS" --only 
     --out "$OUT/RESULTS-host.md" > "$OUT/run.log" 2>&1 || ts "run.py: exit $?"
 tail -5 "$OUT/run.log"
 if [ -z "${CPU_HOST_NO_LANES8:-}" ] && grep -q avx512f /proc/cpuinfo; then
-    F=$(python3 -m grid_rbd cache env | sed -n 's/^CPU build command: [^ ]* \(.*\) -std=gnu11.*/\1/p')
+    F=$(python3 -c "import sys; sys.path.insert(0, 'bench'); import run; print(' '.join(run.cpu_build_flags()))")
     ts "AVX-512: 8 float64 lanes (GRID_RBD_CFLAGS=$F -DGRID_LANES=8)"
     GRID_RBD_CFLAGS="$F -DGRID_LANES=8" timeout ${CPU_HOST_LANES_SECONDS:-150} python3 bench/run.py --quick \
         --robots "${CPU_HOST_LANES_ROBOTS:-go2,talos,g1}" --only pinocchio,grid --out "$OUT/RESULTS-host-lanes8.md" \

@@ -159,14 +159,15 @@ def newer(target, *sources):
 
 
 def cpu_build_flags():
-    """The tuning flags of grid_rbd's CPU builds (`python -m grid_rbd cache env`), or the documented default."""
-    r = subprocess.run([sys.executable, "-m", "grid_rbd", "cache", "env"], capture_output=True, text=True)
-    for l in r.stdout.splitlines():
-        if l.startswith("CPU build command:"):
-            words = l.split(":", 1)[1].split()[1:]
-            return [w for w in words if w not in ("-shared", "-fPIC", "-o", "robot.so", "robot.c", "-lm")
-                    and not w.startswith("-std=")]
-    return ["-O2", "-march=native"]
+    """The tuning flags of grid_rbd's CPU builds (grid_rbd.cache.build_command(), the build driver's own argv),
+    or the documented default."""
+    try:
+        from grid_rbd import cache
+        argv = cache.build_command()
+    except Exception:  # grid_rbd not built yet: the bench still reports what it can
+        return ["-O2", "-march=native"]
+    return [w for w in argv[1:] if w not in ("-shared", "-fPIC", "-o", "robot.so", "robot.c", "-lm")
+            and not w.startswith("-std=")]
 
 
 def build_programs(need_pin, need_grid, need_store=False):

@@ -36,36 +36,38 @@ static int rows_ok(const double *buf, int off, int n)
     return 1;
 }
 
-static void test_streamed_rows_every_length_and_alignment(void)
+/* the two stores of a tile of n elements into rows at o, o + n, o + 2n, o + 3n */
+static void store_streamed(const grid_vec *to, int n, double *o)
+{
+    grid_stream_scatter_(to, n, o);
+    grid_stream_fence_();
+}
+
+static void store_cached(const grid_vec *to, int n, double *o)
+{
+    double *rows[4] = {o, o + n, o + 2 * n, o + 3 * n};
+    grid_scatter_(to, n, rows);
+}
+
+/* every length up to MAXN, every offset from a 64-byte boundary: the rows hold the tile, the guards are untouched */
+static void check_every_length_and_alignment(void (*store)(const grid_vec *, int, double *), const char *what)
 {
     static grid_vec to[GRID_STREAM_PAD_(MAXN)];
-    double *buf = aligned_alloc(64, sizeof(double) * (4 * MAXN + 3 * GUARD + 16));
+    const int len = 4 * MAXN + 3 * GUARD + 16;
+    double *buf = aligned_alloc(64, sizeof(double) * len);
     for (int n = 1; n <= MAXN; n++)
         for (int off = 0; off < 8; off++) {
-            for (int i = 0; i < 4 * MAXN + 3 * GUARD + 16; i++) buf[i] = POISON;
+            for (int i = 0; i < len; i++) buf[i] = POISON;
             fill_tile(to, n);
-            grid_stream_scatter_(to, n, buf + GUARD + off);
-            grid_stream_fence_();
-            CHECK_MSG(rows_ok(buf, off, n), "n = %d, offset %d doubles from 64-byte alignment", n, off);
+            store(to, n, buf + GUARD + off);
+            CHECK_MSG(rows_ok(buf, off, n), "%s: n = %d, offset %d doubles from 64-byte alignment", what, n, off);
         }
     free(buf);
 }
 
-static void test_cached_rows_every_length(void)
-{
-    static grid_vec to[GRID_STREAM_PAD_(MAXN)];
-    double *buf = aligned_alloc(64, sizeof(double) * (4 * MAXN + 3 * GUARD + 16));
-    for (int n = 1; n <= MAXN; n++)
-        for (int off = 0; off < 8; off++) {
-            for (int i = 0; i < 4 * MAXN + 3 * GUARD + 16; i++) buf[i] = POISON;
-            fill_tile(to, n);
-            double *o = buf + GUARD + off;
-            double *rows[4] = {o, o + n, o + 2 * n, o + 3 * n};
-            grid_scatter_(to, n, rows);
-            CHECK_MSG(rows_ok(buf, off, n), "n = %d, offset %d", n, off);
-        }
-    free(buf);
-}
+static void test_streamed_rows_every_length_and_alignment(void) { check_every_length_and_alignment(store_streamed, "streamed"); }
+
+static void test_cached_rows_every_length(void) { check_every_length_and_alignment(store_cached, "cached"); }
 
 /* this file is compiled with AVX (Makefile): the streamed path, not its fallback, is what ran */
 static void test_streaming_is_compiled_in(void)

@@ -4,7 +4,6 @@ gives bitwise the results of the default one, for every batch size and every ali
 import os
 import shutil
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,11 +13,9 @@ from robot_cases import BUNDLED_IIWA
 
 
 def default_cflags():
-    """the tuning flags of CPU builds, as `python -m grid_rbd cache env` prints them"""
-    r = subprocess.run([sys.executable, "-m", "grid_rbd", "cache", "env"], capture_output=True, text=True, check=True)
-    line = next(l for l in r.stdout.splitlines() if l.startswith("CPU build command:"))
-    words = line.split(":", 1)[1].split()[1:]
-    return [w for w in words if w not in ("-shared", "-fPIC", "-o", "robot.so", "robot.c", "-lm")
+    """the tuning flags of CPU builds (the build driver's argv), without the per-CPU streaming threshold"""
+    argv = grid_rbd.cache.build_command()
+    return [w for w in argv[1:] if w not in ("-shared", "-fPIC", "-o", "robot.so", "robot.c", "-lm")
             and not w.startswith("-std=") and not w.startswith("-DGRID_STREAM_MIN_BYTES=")]
 
 
