@@ -34,6 +34,13 @@ void grid_ref_frame_placement(const grid_model *m, const double *q, int frame, d
 void grid_ref_end_effector_pose(const grid_model *m, const double *q, double *pose /* 6*nee */, double *work);
 void grid_ref_frame_jacobian(const grid_model *m, const double *q, int frame, int reference_frame,
                              double *J /* 6*nv row-major */, double *work);
+/* First-order derivatives, out nv x 2nv row-major [d/dq | d/dqd] with the q columns along each joint's local
+   tangent (q (+) dq as pinocchio.integrate): of RNEA at (q, v, a, fext) (computeRNEADerivatives; a may be NULL),
+   and of forward dynamics qdd(q, v, u, fext) (computeABADerivatives: -M^-1 [dtau/dq | dtau/dqd] at qdd) */
+void grid_ref_rnea_derivatives(const grid_model *m, const double *q, const double *v, const double *a,
+                               const double *fext, double *out, double *work);
+void grid_ref_fd_derivatives(const grid_model *m, const double *q, const double *v, const double *u,
+                             const double *fext, double *out, double *work);
 
 /* Mimic couplings: the user's q / v (or a) into the full ones; an output in full coordinates back to the user's
    (each dimension d with tangent[d] != 0 is a tangent one: G^T x, G^T M G, J G), body_of_v the body of each full

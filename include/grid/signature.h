@@ -22,7 +22,9 @@ typedef enum {
     GRID_ALGO_FK = 7,
     GRID_ALGO_EE_POSE = 8,
     GRID_ALGO_FRAME_JACOBIAN = 9,
-    GRID_ALGO_COUNT = 10
+    GRID_ALGO_RNEA_GRAD = 10,
+    GRID_ALGO_FD_GRAD = 11,
+    GRID_ALGO_COUNT = 12
 } grid_algo;
 
 /* the sizes a dimension may be written in */

@@ -15,11 +15,12 @@
 #define OUT_NV(name, desc) ARG(name, desc, GRID_REQUIRED, DIM(NV, 1))
 #define OUT_NVxNV(name, desc) ARG(name, desc, GRID_REQUIRED, DIM(NV, 1), DIM(NV, 1))
 #define NO_LINKS -1, -1
+#define OUT_NVx2NV(name, desc) ARG(name, desc, GRID_REQUIRED, DIM(NV, 1), DIM(NV, 2))
 
 static const grid_signature_row rows[GRID_ALGO_COUNT] = {
     [GRID_ALGO_RNEA] = {"rnea", "inverse_dynamics", "rnea", "tau = M(q) qdd + c(q, qd) - J^T f_ext (RNEA)",
                         4, {IN_Q, IN_QD, IN_QDD_OPT, IN_FEXT_OPT}, 1, {OUT_NV("tau", "joint torques")},
-                        0, {{0}}, GRID_GPU_THREAD, NO_LINKS},
+                        0, {{0}}, GRID_GPU_THREAD, GRID_ALGO_RNEA_GRAD, -1},
     [GRID_ALGO_NLE] = {"nle", "nonlinear_effects", "", "c(q, qd) = rnea(q, qd, 0)",
                        2, {IN_Q, IN_QD}, 1, {OUT_NV("c", "bias torques")}, 0, {{0}}, GRID_GPU_THREAD, NO_LINKS},
     [GRID_ALGO_GRAVITY] = {"gravity", "generalized_gravity", "", "g(q) = rnea(q, 0, 0)",
@@ -30,10 +31,10 @@ static const grid_signature_row rows[GRID_ALGO_COUNT] = {
                         1, {IN_Q}, 1, {OUT_NVxNV("Minv", "inverse mass matrix")}, 0, {{0}}, GRID_GPU_THREAD, NO_LINKS},
     [GRID_ALGO_FD] = {"fd", "forward_dynamics", "fd", "qdd = M^-1 (u - c(q, qd) + J^T f_ext)",
                       4, {IN_Q, IN_QD, IN_U, IN_FEXT_OPT}, 1, {OUT_NV("qdd", "joint accelerations")},
-                      0, {{0}}, GRID_GPU_THREAD, NO_LINKS},
+                      0, {{0}}, GRID_GPU_THREAD, GRID_ALGO_FD_GRAD, -1},
     [GRID_ALGO_ABA] = {"aba", "aba", "", "qdd by the articulated-body algorithm",
                        4, {IN_Q, IN_QD, IN_U, IN_FEXT_OPT}, 1, {OUT_NV("qdd", "joint accelerations")},
-                       0, {{0}}, GRID_GPU_THREAD, NO_LINKS},
+                       0, {{0}}, GRID_GPU_THREAD, GRID_ALGO_FD_GRAD, -1},
     [GRID_ALGO_FK] = {"fk", "forward_kinematics", "", "oMi of every body, 4x4 homogeneous, row-major",
                       1, {IN_Q}, 1, {ARG("oMi", "body placements", GRID_REQUIRED, DIM(NB, 1), DIM(ONE, 4), DIM(ONE, 4))},
                       0, {{0}}, GRID_GPU_THREAD, NO_LINKS},
@@ -46,6 +47,15 @@ static const grid_signature_row rows[GRID_ALGO_COUNT] = {
                                       {"reference_frame", 0, DIM(ONE, 3),
                                        "reference_frame id %ld is not WORLD (0), LOCAL (1) or LOCAL_WORLD_ALIGNED (2)"}},
                                   GRID_GPU_THREAD, NO_LINKS},
+    /* first-order derivatives: q columns along the local tangent (pin.integrate), as Pinocchio's */
+    [GRID_ALGO_RNEA_GRAD] = {"rnea_grad", "inverse_dynamics_gradient", "rnea_grad",
+                             "[dtau/dq | dtau/dqd] of RNEA at (q, qd, qdd, f_ext) (computeRNEADerivatives)",
+                             4, {IN_Q, IN_QD, IN_QDD_OPT, IN_FEXT_OPT}, 1, {OUT_NVx2NV("dtau", "torque gradient")},
+                             0, {{0}}, GRID_GPU_THREAD, NO_LINKS},
+    [GRID_ALGO_FD_GRAD] = {"fd_grad", "forward_dynamics_gradient", "forward_dynamics_grad aba_gradient",
+                           "[dqdd/dq | dqdd/dqd] of forward dynamics at (q, qd, u, f_ext) (computeABADerivatives)",
+                           4, {IN_Q, IN_QD, IN_U, IN_FEXT_OPT}, 1, {OUT_NVx2NV("dqdd", "acceleration gradient")},
+                           0, {{0}}, GRID_GPU_THREAD, NO_LINKS},
 };
 
 int grid_sig_count(void) { return GRID_ALGO_COUNT; }

@@ -47,6 +47,11 @@ int ea_fd(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd);
 int ea_fd_program(ep_prog *p, int has_fext);
 int ea_aba_program(ep_prog *p, int has_fext);
 
+/* [dtau/dq | dtau/dqd] (nv x 2nv row-major) of RNEA at (q, v, a, fext) in the local tangent (algo_rnea_grad.c);
+   a and fext may be absent (has_a, has_fext = 0: exact zeros) */
+int ea_rnea_grad_program(ep_prog *p, int has_a, int has_fext, int nv);
+int ea_rnea_grad(ek_kin *k, const sv *v, const sv *a, const sv *fext, sv *out);
+
 /* qdd by the articulated-body algorithm; fext may be NULL */
 int ea_aba(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd);
 

@@ -131,14 +131,26 @@ static void write_expand(wr *x, const char *name, int tangent)
 }
 
 /* dst (the user's shape, a local array) = the projection of the full output src (rows x cols, row-major;
-   trow / tcol: the rows / columns are tangent coordinates), as sums over the full elements */
+   trow / tcol: the rows / columns are tangent coordinates; tcol = 2: two blocks of them, a gradient's), as sums over
+   the full elements */
 static void write_project(wr *x, const char *src, const char *dst, int rows, int cols, int trow, int tcol)
 {
     const em_model *em = x->cx->em;
     ew_writer *w = x->cx->w;
-    const int nv = em->nv_user, urows = trow ? nv : rows, ucols = tcol ? nv : cols;
+    const int nv = em->nv_user, urows = trow ? nv : rows, ucols = tcol ? tcol * nv : cols;
     char wr_[96], wc_[96];
     ew_printf(w, "    for (int k = 0; k < %d; k++) %s[k] = %s;\n", urows * ucols, dst, constant(x, 0.0));
+    if (tcol == 2) {
+        /* a gradient [d/dq | d/dv]: two tangent blocks of em->nv columns each */
+        char cw[48];
+        snprintf(cw, sizeof cw, "grid_cvw_[c %% %d]", em->nv);
+        ew_printf(w, "    for (int r = 0; r < %d; r++)\n        for (int c = 0; c < %d; c++)\n"
+                     "            %s[%s * %d + (c / %d) * %d + grid_cv_[c %% %d]] += %s%s%s * %s[r * %d + c];\n",
+                  rows, cols, dst, trow ? "grid_cv_[r]" : "r", ucols, em->nv, nv, em->nv,
+                  trow ? weight(x, "grid_cvw_[r]", wr_, sizeof wr_) : "", trow ? " * " : "",
+                  weight(x, cw, wc_, sizeof wc_), src, cols);
+        return;
+    }
     ew_printf(w, "    for (int r = 0; r < %d; r++)\n        for (int c = 0; c < %d; c++)\n"
                  "            %s[%s * %d + %s] += %s%s%s%s%s[r * %d + c];\n",
               rows, cols, dst, trow ? "grid_cv_[r]" : "r", ucols, tcol ? "grid_cv_[c]" : "c",
@@ -241,9 +253,9 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
     if (vector)
         ew_printf(w, "%s void grid_v_%s(const grid_vec *%s q, const grid_vec *%s v, const grid_vec *%s a, "
                      "const grid_vec *%s fext, grid_vec *%s out)\n{\n",
-                  cx->t->state_fn, sp->fn, r, r, r, r, r);
+                  emit_state_qualifiers(cx), sp->fn, r, r, r, r, r);
     else {
-        ew_printf(w, "%s void grid_s_%s", cx->t->state_fn, sp->fn);
+        ew_printf(w, "%s void grid_s_%s", emit_state_qualifiers(cx), sp->fn);
         emit_state_params(w, cx->t);
         ew_puts(w, "\n{\n");
     }
@@ -277,12 +289,13 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
         switch (sp->kind) {
         case ST_RNEA: case ST_GRAVITY: cols = nvf; tcol = 1; break;
         case ST_CRBA: rows = cols = nvf; trow = tcol = 1; break;
+        case ST_RNEA_GRAD: rows = nvf; cols = 2 * nvf; trow = 1; tcol = 2; break;
         case ST_JACOBIAN: rows = 6; cols = nvf; tcol = 1; break;
         case ST_FK: cols = 16 * nb; break;
         case ST_EE_POSE: cols = 6 * em->nee; break;
         default: return -1;
         }
-        const int nout = (trow ? nv : rows) * (tcol ? nv : cols);
+        const int nout = (trow ? nv : rows) * (tcol ? tcol * nv : cols);
         ew_printf(w, "    %s of[%d], po[%d];\n", T, rows * cols > 0 ? rows * cols : 1, nout > 0 ? nout : 1);
         write_inner_call(&x, &inner[0], "of");
         write_project(&x, "of", "po", rows, cols, trow, tcol);

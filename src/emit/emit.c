@@ -12,7 +12,8 @@ grid_emit_options grid_emit_options_default(void)
 }
 
 /* every per-state function the library may contain */
-enum { F_RNEA_0, F_RNEA_A, F_RNEA_F, F_GRAVITY, F_CRBA, F_MINV, F_FD_0, F_FD_F, F_ABA_0, F_ABA_F, F_FK, F_EE, F_JAC, F_COUNT };
+enum { F_RNEA_0, F_RNEA_A, F_RNEA_F, F_GRAVITY, F_CRBA, F_MINV, F_FD_0, F_FD_F, F_ABA_0, F_ABA_F, F_FK, F_EE, F_JAC,
+       F_RG, F_FDG, F_COUNT };
 
 static const state_spec specs[F_COUNT] = {
     [F_RNEA_0] = {"rnea_0", ST_RNEA, 1, 0, 0, 1},   /* rnea(q, v, 0): also NLE */
@@ -28,6 +29,21 @@ static const state_spec specs[F_COUNT] = {
     [F_FK] = {"fk", ST_FK, 0, 0, 0, 0},      /* stores dominate: lanes do not pay */
     [F_EE] = {"ee_pose", ST_EE_POSE, 0, 0, 0, 0},
     [F_JAC] = {"frame_jacobian", ST_JACOBIAN, 0, 0, 0, 0},
+    /* the gradients have one variant each (absent qdd and f_ext read zeros): their code is large */
+    [F_RG] = {"rnea_grad", ST_RNEA_GRAD, 1, 1, 1, 1},
+    [F_FDG] = {"fd_grad", ST_FD_GRAD, 1, 1, 1, 1},
+};
+
+/* the per-state functions a function calls (composites: the forward-dynamics gradient), -1 = none; they share its
+   translation unit and its schedule */
+enum { MAX_CALLS = 3 };
+static const int calls[F_COUNT][MAX_CALLS] = {
+    [F_RNEA_0] = {-1, -1, -1}, [F_RNEA_A] = {-1, -1, -1}, [F_RNEA_F] = {-1, -1, -1}, [F_GRAVITY] = {-1, -1, -1},
+    [F_CRBA] = {-1, -1, -1}, [F_MINV] = {-1, -1, -1}, [F_FD_0] = {-1, -1, -1}, [F_FD_F] = {-1, -1, -1},
+    [F_ABA_0] = {-1, -1, -1}, [F_ABA_F] = {-1, -1, -1}, [F_FK] = {-1, -1, -1}, [F_EE] = {-1, -1, -1},
+    [F_JAC] = {-1, -1, -1}, [F_RG] = {-1, -1, -1},
+    /* qdd = fd, the RNEA gradient at qdd, M^-1 */
+    [F_FDG] = {F_FD_F, F_RG, F_MINV},
 };
 
 /* per row of the signature table: how its inputs and attributes map onto the per-state parameters
@@ -56,6 +72,10 @@ static const method_layout layouts[GRID_ALGO_COUNT] = {
     [GRID_ALGO_EE_POSE] = {"ee_pose", {0, -1, -1, -1}, NO_ATTRS, {F_EE, -1, -1, -1}, 0},
     /* frame_jacobian (q; frame, reference_frame) */
     [GRID_ALGO_FRAME_JACOBIAN] = {"frame_jacobian", {0, -1, -1, -1}, 0, 1, {F_JAC, -1, -1, -1}, 0},
+    /* rnea_grad (q, qd, qdd?, f_ext?): as rnea */
+    [GRID_ALGO_RNEA_GRAD] = {"rnea_grad", {0, 1, 2, 3}, NO_ATTRS, {F_RG, F_RG, F_RG, F_RG}, 0},
+    /* fd_grad (q, qd, u, f_ext?): as fd */
+    [GRID_ALGO_FD_GRAD] = {"fd_grad", {0, 1, 2, 3}, NO_ATTRS, {F_FDG, F_FDG, -1, -1}, 0},
 };
 #define NSLOT (1 << EMIT_MAX_OPT)
 
@@ -242,7 +262,7 @@ static void write_entry(const emit_ctx *cx, int a, const grid_method_info *row, 
         if (L->slot[s] < 0) continue;
         e.variant[s].fn = specs[L->slot[s]].fn;
         e.variant[s].work = fstats[L->slot[s]].work;
-        e.variant[s].rolled = rolled[L->slot[s]] && !emit_coupled(cx);
+        e.variant[s].rolled = rolled[L->slot[s]] && !emit_coupled(cx) && calls[L->slot[s]][0] < 0;
         spec_reads(L->slot[s], e.variant[s].reads);
     }
     e.vector = vec[L->slot[0]];
@@ -289,6 +309,10 @@ static void choose_schedules(const emit_ctx *cx, const int *need, int *rolled)
                 for (int s = 0; s < NSLOT; s++) any |= layouts[a].slot[s] >= 0 && rolled[layouts[a].slot[s]];
                 for (int s = 0; s < NSLOT && any; s++)
                     if (layouts[a].slot[s] >= 0 && size[layouts[a].slot[s]] >= 0) rolled[layouts[a].slot[s]] = 1;
+                /* a composite is rolled when a function it calls is (its lane form calls lane functions only; the
+                   rolled form gets rolled copies of the callees the library keeps unrolled) */
+                for (int f = 0; f < F_COUNT; f++)
+                    for (int c = 0; c < MAX_CALLS && need[f]; c++) rolled[f] |= calls[f][c] >= 0 && rolled[calls[f][c]];
             }
         total = 0;
         int big = -1;
@@ -310,12 +334,30 @@ static void choose_schedules(const emit_ctx *cx, const int *need, int *rolled)
     }
 }
 
-/* 1 when rows a and b call a common per-state function (they must share a part) */
-static int share_function(int a, int b)
+/* 1 when composite g calls the library's function f itself (a rolled composite calls rolled copies of the functions
+   the library keeps unrolled) */
+static int calls_fn(int g, int f, const int *rolled)
 {
-    for (int s = 0; s < NSLOT; s++)
-        for (int r = 0; r < NSLOT; r++)
-            if (layouts[a].slot[s] >= 0 && layouts[a].slot[s] == layouts[b].slot[r]) return 1;
+    for (int c = 0; c < MAX_CALLS; c++)
+        if (calls[g][c] == f) return !rolled[g] || rolled[f];
+    return 0;
+}
+
+/* 1 when row a's functions (its slots and what they call) include f */
+static int row_uses(int a, int f, const int *rolled)
+{
+    for (int s = 0; s < NSLOT; s++) {
+        const int g = layouts[a].slot[s];
+        if (g >= 0 && (g == f || calls_fn(g, f, rolled))) return 1;
+    }
+    return 0;
+}
+
+/* 1 when rows a and b call a common per-state function (they must share a part) */
+static int share_function(int a, int b, const int *rolled)
+{
+    for (int f = 0; f < F_COUNT; f++)
+        if (row_uses(a, f, rolled) && row_uses(b, f, rolled)) return 1;
     return 0;
 }
 
@@ -334,7 +376,7 @@ static long algo_statements(int a, const sym_stats *fstats)
 
 /* assign each selected row to a part: groups that share functions stay together,
    heaviest group first onto the lightest part; deterministic */
-static int assign_parts(const int *sel, const sym_stats *fstats, int part[GRID_ALGO_COUNT])
+static int assign_parts(const int *sel, const sym_stats *fstats, const int *rolled, int part[GRID_ALGO_COUNT])
 {
     int group[GRID_ALGO_COUNT], ngroups = 0;
     long weight[GRID_ALGO_COUNT] = {0}, total = 0;
@@ -342,8 +384,20 @@ static int assign_parts(const int *sel, const sym_stats *fstats, int part[GRID_A
         part[a] = -1;
         group[a] = -1;
         if (!sel[a]) continue;
-        for (int b = 0; b < a && group[a] < 0; b++)
-            if (group[b] >= 0 && share_function(a, b)) group[a] = group[b];
+        /* a row sharing functions with several groups joins them into one (a composite calls rows' functions) */
+        for (int b = 0; b < a; b++) {
+            if (group[b] < 0 || !share_function(a, b, rolled)) continue;
+            if (group[a] < 0) {
+                group[a] = group[b];
+                continue;
+            }
+            if (group[a] == group[b]) continue;
+            const int from = group[b] > group[a] ? group[b] : group[a], to = group[b] < group[a] ? group[b] : group[a];
+            for (int c = 0; c <= a; c++)
+                if (group[c] == from) group[c] = to;
+                else if (group[c] > from) group[c]--;
+            ngroups--;
+        }
         if (group[a] < 0) group[a] = ngroups++;
     }
     /* a function shared by two algorithms counts once */
@@ -422,13 +476,16 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
     emit_ctx cx = {&em, t, re, {"grid_real", re->is_float, re->fn_sqrt, re->fn_sin, re->fn_cos, re->fn_atan2,
                                 "grid_sincos_", NULL, NULL, t->elem_scale, "    ", re->is_float ? "fabsf" : "fabs"},
                    {"grid_vec", re->is_float, "grid_vsqrt_", "grid_vsin_", "grid_vcos_", "grid_vatan2_", "grid_vsincos_",
-                    "grid_splat_", NULL, "", "    ", "grid_vabs_"}, &w, o.schedule, 0};
+                    "grid_splat_", NULL, "", "    ", "grid_vabs_"}, &w, o.schedule, 0, 0};
 
     /* per-state functions the selected rows call, each into its own buffer */
     int need[F_COUNT] = {0};
     for (int a = 0; a < GRID_ALGO_COUNT; a++)
         for (int s = 0; s < NSLOT && sel[a]; s++)
             if (layouts[a].slot[s] >= 0) need[layouts[a].slot[s]] = 1;
+    for (int f = 0; f < F_COUNT; f++)
+        for (int c = 0; c < MAX_CALLS && need[f]; c++)
+            if (calls[f][c] >= 0) need[calls[f][c]] = 1;
     sym_stats fstats[F_COUNT];
     memset(fstats, 0, sizeof fstats);
     int vec[F_COUNT], rolled[F_COUNT], any_vec = 0;
@@ -439,12 +496,48 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
         if (!need[f]) continue;
         any_vec |= vec[f];
         cx.w = &fw[f];
-        if (emit_state_function(&cx, &specs[f], rolled[f], vec[f], &fstats[f]) != 0 || fw[f].oom)
+        int frc;
+        if (calls[f][0] >= 0) {
+            /* a composite: its callees come first in the table, so their workspace is known */
+            assert(calls[f][0] < f && calls[f][1] < f && calls[f][2] < f);
+            char copy[MAX_CALLS][48];
+            const char *name[MAX_CALLS];
+            long inner_work = 0;
+            sym_stats cs = {0};
+            frc = 0;
+            for (int c = 0; c < MAX_CALLS && frc == 0; c++) {
+                const int g = calls[f][c];
+                name[c] = specs[g].fn;
+                if (fstats[g].work > inner_work) inner_work = fstats[g].work;
+                if (!rolled[f] || rolled[g]) continue;
+                /* a rolled copy of a callee the library keeps unrolled (small: its size does not grow with the
+                   robot), once per translation unit */
+                state_spec sp = specs[g];
+                snprintf(copy[c], sizeof copy[c], "%s_rc", specs[g].fn);
+                sp.fn = name[c] = copy[c];
+                ew_printf(cx.w, "#ifndef GRID_COPY_%s\n#define GRID_COPY_%s\n", copy[c], copy[c]);
+                sym_stats s1 = {0};
+                frc = emit_state_function(&cx, &sp, 1, 0, &s1);
+                ew_puts(cx.w, "#endif\n\n");
+                cs.statements += s1.statements;
+                if (s1.work > inner_work) inner_work = s1.work;
+            }
+            fd_grad_inners in = {name[0], name[1], name[2], inner_work};
+            if (frc == 0) frc = emit_fd_grad_function(&cx, &specs[f], &in, vec[f], &fstats[f]);
+            fstats[f].statements += cs.statements;
+        } else {
+            cx.called = 0;
+            for (int g = 0; g < F_COUNT; g++)
+                cx.called |= need[g] && calls_fn(g, f, rolled);
+            frc = emit_state_function(&cx, &specs[f], rolled[f], vec[f], &fstats[f]);
+            cx.called = 0;
+        }
+        if (frc != 0 || fw[f].oom)
             rc = grid_error_set(err, GRID_ERR_NOMEM, 0, 0, "out of memory emitting %s", specs[f].fn);
     }
     cx.w = &w;
     int part[GRID_ALGO_COUNT];
-    const int nparts = assign_parts(sel, fstats, part);
+    const int nparts = assign_parts(sel, fstats, rolled, part);
 
     /* the concrete rows of this robot: shapes, attribute ranges, workspace bytes per thread; and the widest
        optional input (the zeros an absent one reads) */
@@ -483,8 +576,8 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
         for (int a = 0; a < GRID_ALGO_COUNT; a++) {
             if (part[a] != p) continue;
             for (int k = 0; k < rows[a].n_in; k++) zeros |= rows[a].in[k].optional && !vec[layouts[a].slot[0]];
-            for (int s = 0; s < NSLOT; s++)
-                if (layouts[a].slot[s] >= 0) fn_in_part[layouts[a].slot[s]] = 1;
+            for (int f = 0; f < F_COUNT; f++)
+                if (row_uses(a, f, rolled)) fn_in_part[f] = 1;
         }
         if (nparts > 1) ew_printf(&w, "#if !defined(GRID_PART) || GRID_PART == %d\n\n", p + 1);
         if (p == 0) write_meta(&cx, &o, rows, sel, hash);

@@ -16,7 +16,12 @@ typedef struct {
     ew_writer *w;
     int schedule;      /* the requested grid_schedule (emit options) */
     int inner;         /* 1: writing a full-coordinate function of a model with mimic couplings (coupling.c) */
+    int called;        /* 1: a composite calls this function too: C writes it out of line, compiled once */
 } emit_ctx;
+
+/* the qualifiers of a per-state function: the target's, or out of line when a composite calls it as well (else gcc
+   compiles its body twice, inlined into its tile and into the composite) */
+const char *emit_state_qualifiers(const emit_ctx *cx);
 
 
 /* an element of a state array in raw code: name[expr] or name[(expr) * st] */
@@ -44,7 +49,7 @@ int ea_ee_pose(const emit_ctx *cx, ek_kin *k);
 int ea_frame_jacobian(const emit_ctx *cx, ek_kin *k, sym_stats *extra);
 
 /* per-state functions (emit_state.c): write the function named grid_s_<fn> */
-typedef enum { ST_RNEA, ST_GRAVITY, ST_CRBA, ST_MINV, ST_FD, ST_ABA, ST_FK, ST_EE_POSE, ST_JACOBIAN } state_kind;
+typedef enum { ST_RNEA, ST_GRAVITY, ST_CRBA, ST_MINV, ST_FD, ST_ABA, ST_FK, ST_EE_POSE, ST_JACOBIAN, ST_RNEA_GRAD, ST_FD_GRAD } state_kind;
 typedef struct {
     const char *fn;   /* grid_s_<fn> (scalar) or grid_v_<fn> (lanes) */
     state_kind kind;
@@ -78,5 +83,16 @@ long emit_coupled_size(const emit_ctx *cx, const state_spec *sp);
    wrappers share them by name (grid_s_crba_m serves CRBA, M^-1, FD and ABA) */
 int emit_coupled_inners(const emit_ctx *cx, const state_spec *sp, char names[2][64], long sizes[2]);
 int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats);
+
+/* algo_fd_grad.c: the forward-dynamics gradient, -M^-1 [dtau/dq | dtau/dqd] at qdd = FD(q, v, u, fext), as a
+   per-state function that calls three others of the library: fd (qdd), rnea_grad (at qdd) and minv. vector = 1:
+   the lane form (all three are lane functions); else the scalar form, whose arrays follow the inner functions'
+   workspace (inner_work reals) in ws. stats->work is what it needs in all. */
+typedef struct {
+    const char *fd, *rnea_grad, *minv; /* the inner per-state functions (grid_s_ / grid_v_ names without prefix) */
+    long inner_work;
+} fd_grad_inners;
+int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const fd_grad_inners *in, int vector,
+                          sym_stats *stats);
 
 #endif

@@ -5,6 +5,11 @@
 #include <string.h>
 #include "emit_ctx.h"
 
+const char *emit_state_qualifiers(const emit_ctx *cx)
+{
+    return cx->called && cx->t->lanes ? "static __attribute__((noinline, noclone))" : cx->t->state_fn;
+}
+
 /* run the builder of sp on fresh kinematics; outputs land in out[] through stores */
 static int build(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *v, const sv *a, const sv *fext,
                  sym_stats *extra)
@@ -20,10 +25,10 @@ static int build(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *
     case ST_JACOBIAN: return ea_frame_jacobian(cx, k, extra);
     default: break;
     }
-    res = ek_calloc((size_t)nv * (size_t)nv, sizeof *res);
+    res = ek_calloc(2 * (size_t)nv * (size_t)nv + 1, sizeof *res);
     if (!res) return -1;
-    /* vector outputs are nv wide, matrices nv x nv */
-    n = (sp->kind == ST_CRBA || sp->kind == ST_MINV) ? nv * nv : nv;
+    /* vector outputs are nv wide, matrices nv x nv, gradients nv x 2 nv */
+    n = (sp->kind == ST_CRBA || sp->kind == ST_MINV) ? nv * nv : sp->kind == ST_RNEA_GRAD ? 2 * nv * nv : nv;
     switch (sp->kind) {
     case ST_RNEA: rc = ea_rnea(k, v, a, fext, res); break;
     case ST_GRAVITY: rc = ea_rnea(k, NULL, NULL, NULL, res); break;
@@ -31,6 +36,7 @@ static int build(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *
     case ST_MINV: rc = ea_minv(k, res); break;
     case ST_FD: rc = ea_fd(k, v, a, fext, res); break;
     case ST_ABA: rc = ea_aba(k, v, a, fext, res); break;
+    case ST_RNEA_GRAD: rc = ea_rnea_grad(k, v, a, fext, res); break;
     default: rc = -1; break;
     }
     if (rc == 0) {
@@ -86,7 +92,7 @@ done:
 static int has_program(state_kind kind)
 {
     return kind == ST_RNEA || kind == ST_GRAVITY || kind == ST_CRBA || kind == ST_FD || kind == ST_ABA || kind == ST_MINV ||
-           kind == ST_FK || kind == ST_EE_POSE || kind == ST_JACOBIAN;
+           kind == ST_FK || kind == ST_EE_POSE || kind == ST_JACOBIAN || kind == ST_RNEA_GRAD;
 }
 
 /* the program of sp on p */
@@ -102,6 +108,7 @@ static int run_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
     case ST_JACOBIAN: return ea_jacobian_program(p, cx->em->nv);
     case ST_FD: return ea_fd_program(p, sp->reads_fext);
     case ST_ABA: return ea_aba_program(p, sp->reads_fext);
+    case ST_RNEA_GRAD: return ea_rnea_grad_program(p, sp->reads_a, sp->reads_fext, cx->em->nv);
     default: return -1;
     }
 }
@@ -208,11 +215,11 @@ int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, in
         ew_printf(cx->w,
                   "%s void grid_v_%s(const grid_vec *%s q, const grid_vec *%s v, const grid_vec *%s a, "
                   "const grid_vec *%s fext, grid_vec *%s out)\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out;\n",
-                  cx->t->state_fn, sp->fn, r, r, r, r, r);
+                  emit_state_qualifiers(cx), sp->fn, r, r, r, r, r);
     } else {
         /* (not a template on the group size, unlike the rolled form: nvcc's front end takes minutes on a large
            unrolled function template) */
-        ew_printf(cx->w, "%s void grid_s_%s", cx->t->state_fn, sp->fn);
+        ew_printf(cx->w, "%s void grid_s_%s", emit_state_qualifiers(cx), sp->fn);
         emit_state_params(cx->w, cx->t);
         ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out; (void)frame; (void)rf; (void)ws;%s\n",
                   cx->t->stride_param[0] ? " (void)st;" : "");

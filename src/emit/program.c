@@ -62,6 +62,7 @@ struct ep_prog {
     char outT[24];            /* rolled: "" or the body (C text) whose transposed output elements the step writes
                                  through its parameter outT = out + iv(body) */
     sym_stats stats;          /* rolled: all steps together */
+    int out_stride;           /* elements per output row of the matrix outputs: nv, or 2 nv for a gradient */
 };
 
 static int kind_type(int kind) { return kind >> 1; }
@@ -84,6 +85,7 @@ ep_prog *ep_new(const em_model *em, ek_kin *k, int rolled, const char *fn, const
     p->t = t;
     p->steps = steps;
     p->xbuf = -1;
+    p->out_stride = em->nv;
     ew_init(&p->skel);
     for (int i = 0; i < em->nb; i++) {
         int kd = kind_of(&em->b[i]), seen = 0;
@@ -282,8 +284,10 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
         x->arr = sym_array_at(g, tag, "out", base, 1);
         break;
     case ACC_OUT_MAT:
-        snprintf(tag, sizeof tag, "out_%s_%s", vs, vn[cvar][0]);
-        snprintf(base, sizeof base, "grid_iv_[%s] * %d + grid_iv_[%s]", be, p->em->nv, body_expr(cvar, 0));
+        /* id: the column offset (a gradient's second block) */
+        snprintf(tag, sizeof tag, "out_%s_%s%s", vs, vn[cvar][0], id ? "n" : "");
+        if (id) snprintf(base, sizeof base, "grid_iv_[%s] * %d + %d + grid_iv_[%s]", be, p->out_stride, id, body_expr(cvar, 0));
+        else snprintf(base, sizeof base, "grid_iv_[%s] * %d + grid_iv_[%s]", be, p->out_stride, body_expr(cvar, 0));
         x->arr = sym_array_at(g, tag, "out", base, 1);
         break;
     case ACC_BUFK: {
@@ -300,8 +304,9 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
         break;
     }
     case ACC_OUTK:
-        snprintf(tag, sizeof tag, "out_%sk", vs);
-        snprintf(base, sizeof base, "grid_iv_[%s] * %d + k", be, p->em->nv);
+        snprintf(tag, sizeof tag, "out_%sk%s", vs, id ? "n" : "");
+        if (id) snprintf(base, sizeof base, "grid_iv_[%s] * %d + %d + k", be, p->out_stride, id);
+        else snprintf(base, sizeof base, "grid_iv_[%s] * %d + k", be, p->out_stride);
         x->arr = sym_array_at(g, tag, "out", base, 1);
         break;
     case ACC_OUTKT:
@@ -309,8 +314,9 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
            are never the row's (iv + r, k), and the compiler then needs no dependence check between them */
         assert(!p->outT[0] || strcmp(p->outT, be) == 0);
         snprintf(p->outT, sizeof p->outT, "%s", be);
-        snprintf(tag, sizeof tag, "out_k%s", vs);
-        snprintf(base, sizeof base, "k * %d", p->em->nv);
+        snprintf(tag, sizeof tag, "out_k%s%s", vs, id ? "n" : "");
+        if (id) snprintf(base, sizeof base, "k * %d + %d", p->out_stride, id);
+        else snprintf(base, sizeof base, "k * %d", p->out_stride);
         x->arr = sym_array_at(g, tag, "outT", base, 1);
         break;
     case ACC_BUF_COL: {
@@ -815,35 +821,45 @@ void ep_setk(ep_prog *p, int buf, int var, int rel, int r, sv val)
     x->set[r] = 1;
 }
 
+void ep_out_stride(ep_prog *p, int stride)
+{
+    assert(stride >= p->em->nv);
+    p->out_stride = stride;
+}
+
 sv ep_out_getk(ep_prog *p, int var, int r)
 {
     assert(p->depth == 2 && p->L[1].cols >= 0);
-    if (!p->rolled) return p->res[(p->em->b[body_of(p, var, EP_SELF)].iv + r) * p->em->nv + p->cur_col];
+    if (!p->rolled) return p->res[(long)(p->em->b[body_of(p, var, EP_SELF)].iv + r) * p->out_stride + p->cur_col];
     ep_acc *x = access(p, ACC_OUTK, 0, var, EP_SELF, 0);
-    return x ? sym_input(p->sg, x->arr, r * p->em->nv) : 0;
+    return x ? sym_input(p->sg, x->arr, r * p->out_stride) : 0;
 }
 
-void ep_out_setk(ep_prog *p, int var, int r, sv val)
+void ep_out_setk_off(ep_prog *p, int var, int r, int off, sv val)
 {
-    assert(p->depth == 2 && p->L[1].cols >= 0);
+    assert(p->depth == 2 && p->L[1].cols >= 0 && off >= 0);
     if (!p->rolled) {
-        p->res[(p->em->b[body_of(p, var, EP_SELF)].iv + r) * p->em->nv + p->cur_col] = val;
+        p->res[(long)(p->em->b[body_of(p, var, EP_SELF)].iv + r) * p->out_stride + off + p->cur_col] = val;
         return;
     }
-    ep_acc *x = access(p, ACC_OUTK, 0, var, EP_SELF, 0);
-    if (x) sym_store(p->sg, x->arr, r * p->em->nv, val);
+    ep_acc *x = access(p, ACC_OUTK, off, var, EP_SELF, 0);
+    if (x) sym_store(p->sg, x->arr, r * p->out_stride, val);
 }
 
-void ep_out_setk_t(ep_prog *p, int var, int r, sv val)
+void ep_out_setk(ep_prog *p, int var, int r, sv val) { ep_out_setk_off(p, var, r, 0, val); }
+
+void ep_out_setk_t_off(ep_prog *p, int var, int r, int off, sv val)
 {
-    assert(p->depth == 2 && (p->L[1].cols == EP_COLS_BELOW || p->L[1].cols == EP_COLS_LATER));
+    assert(p->depth == 2 && (p->L[1].cols == EP_COLS_BELOW || p->L[1].cols == EP_COLS_LATER) && off >= 0);
     if (!p->rolled) {
-        p->res[(long)p->cur_col * p->em->nv + p->em->b[body_of(p, var, EP_SELF)].iv + r] = val;
+        p->res[(long)p->cur_col * p->out_stride + off + p->em->b[body_of(p, var, EP_SELF)].iv + r] = val;
         return;
     }
-    ep_acc *x = access(p, ACC_OUTKT, 0, var, EP_SELF, 0);
+    ep_acc *x = access(p, ACC_OUTKT, off, var, EP_SELF, 0);
     if (x) sym_store(p->sg, x->arr, r, val);
 }
+
+void ep_out_setk_t(ep_prog *p, int var, int r, sv val) { ep_out_setk_t_off(p, var, r, 0, val); }
 
 void ep_set_col(ep_prog *p, int buf, int var, int c, int r, sv val)
 {
@@ -951,18 +967,20 @@ void ep_out_vec(ep_prog *p, int var, int k, sv val)
     if (x) sym_store(p->sg, x->arr, k, val);
 }
 
-void ep_out_mat(ep_prog *p, int rv, int rrel, int r, int cv, int c, sv val)
+void ep_out_mat_off(ep_prog *p, int rv, int rrel, int r, int cv, int c, int off, sv val)
 {
-    const int nv = p->em->nv;
-    assert(!in_columns(p));
+    const int stride = p->out_stride;
+    assert(!in_columns(p) && off >= 0);
     if (!p->rolled) {
         int rb = body_of(p, rv, rrel), cb = body_of(p, cv, EP_SELF);
-        p->res[(p->em->b[rb].iv + r) * nv + p->em->b[cb].iv + c] = val;
+        p->res[(long)(p->em->b[rb].iv + r) * stride + off + p->em->b[cb].iv + c] = val;
         return;
     }
-    ep_acc *x = access(p, ACC_OUT_MAT, 0, rv, rrel, cv);
-    if (x) sym_store(p->sg, x->arr, r * nv + c, val);
+    ep_acc *x = access(p, ACC_OUT_MAT, off, rv, rrel, cv);
+    if (x) sym_store(p->sg, x->arr, r * stride + c, val);
 }
+
+void ep_out_mat(ep_prog *p, int rv, int rrel, int r, int cv, int c, sv val) { ep_out_mat_off(p, rv, rrel, r, cv, c, 0, val); }
 
 void ep_mirror_upper(ep_prog *p)
 {

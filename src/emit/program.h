@@ -110,6 +110,12 @@ void ep_out_setk(ep_prog *p, int var, int r, sv x);
 /* the transposed output element (k, iv(var) + r), inside a columns loop whose k never reaches var's own columns
    (the loop's iterations must stay independent) */
 void ep_out_setk_t(ep_prog *p, int var, int r, sv x);
+/* a matrix output of `stride` elements per row (default nv; a gradient's [d/dq | d/dqd] is 2 nv wide), and the
+   writes above at a column offset `off` (0, or nv for the second block) */
+void ep_out_stride(ep_prog *p, int stride);
+void ep_out_setk_off(ep_prog *p, int var, int r, int off, sv x);
+void ep_out_setk_t_off(ep_prog *p, int var, int r, int off, sv x);
+void ep_out_mat_off(ep_prog *p, int rv, int rrel, int r, int cv, int c, int off, sv x);
 /* element (r, iv(var) + c) of a one-slot 6 x nv buffer (row-major, as ep_getk reads it) */
 void ep_set_col(ep_prog *p, int buf, int var, int c, int r, sv x);
 

@@ -69,16 +69,33 @@ static void ref_frame_jacobian(const grid_model *m, const double *const *in, dou
     grid_ref_frame_jacobian(m, in[0], attr[0], attr[1], out[0], work);
 }
 
+static void ref_rnea_grad(const grid_model *m, const double *const *in, double *const *out, const int *attr,
+                          double *work)
+{
+    (void)attr;
+    grid_ref_rnea_derivatives(m, in[0], in[1], in[2], in[3], out[0], work);
+}
+
+static void ref_fd_grad(const grid_model *m, const double *const *in, double *const *out, const int *attr,
+                        double *work)
+{
+    (void)attr;
+    grid_ref_fd_derivatives(m, in[0], in[1], in[2], in[3], out[0], work);
+}
+
 /* the reference function of every row of the signature table */
 static const ref_state_fn ref_fns[GRID_ALGO_COUNT] = {
     [GRID_ALGO_RNEA] = ref_rnea, [GRID_ALGO_NLE] = ref_nle, [GRID_ALGO_GRAVITY] = ref_gravity,
     [GRID_ALGO_CRBA] = ref_crba, [GRID_ALGO_MINV] = ref_minv, [GRID_ALGO_FD] = ref_fd, [GRID_ALGO_ABA] = ref_aba,
     [GRID_ALGO_FK] = ref_fk, [GRID_ALGO_EE_POSE] = ref_ee_pose, [GRID_ALGO_FRAME_JACOBIAN] = ref_frame_jacobian,
+    [GRID_ALGO_RNEA_GRAD] = ref_rnea_grad, [GRID_ALGO_FD_GRAD] = ref_fd_grad,
 };
 
 /* ---- a model with coupled mimic joints ----
    M^-1, FD and ABA do not follow from the full model's by projection: they solve the coupled system
-   M_c = G^T M G, c_c = G^T rnea(q, v, 0, fext) densely. The work they get: the coupled scratch below. */
+   M_c = G^T M G, c_c = G^T rnea(q, v, 0, fext) densely; the two gradients (nv x 2nv, whose 2nv the generic
+   projection cannot map) go through an (nv, 2, nv) view. The work they get: the coupled scratch below (outf holds
+   the widest full output, nv_full x 2nv_full for the gradients). */
 typedef struct {
     double *qf, *vf, *af, *uf;  /* full-coordinate inputs */
     double *outf;               /* a full-coordinate output */
@@ -115,12 +132,51 @@ static void coupled_mass(const grid_model *m, coupled_scratch *cs)
     grid_ref_project(m, 2, shape, tangent, cs->outf, cs->Mc, cs->body_of_v);
 }
 
+/* the coupled [d/dq | d/dqd] (nv x 2nv): G^T [D_q G | D_v G] of the full model's D, viewed as (nv_full, 2, nv_full)
+   so that one projection maps both halves; FD's is -M_c^-1 of that RNEA derivative at a_full = G qdd_c */
+static void coupled_gradient(const grid_model *m, int algo, const double *const *in, double *out, coupled_scratch *cs)
+{
+    const int nv = m->nv, nvf = m->nv_full;
+    const int shape[3] = {nvf, 2, nvf}, tangent[3] = {1, 0, 1};
+    grid_ref_expand_q(m, in[0], cs->qf);
+    grid_ref_expand_v(m, in[1], cs->vf);
+    const double *af = NULL;
+    if (algo == GRID_ALGO_RNEA_GRAD) {
+        if (in[2]) {
+            grid_ref_expand_v(m, in[2], cs->af);
+            af = cs->af;
+        }
+    } else {
+        /* qdd_c = M_c^-1 (u - G^T rnea(q, v, 0, fext)), as the coupled FD */
+        const int vshape[1] = {nvf}, vtangent[1] = {1};
+        coupled_mass(m, cs);
+        grid_ref_rnea(m, cs->qf, cs->vf, NULL, in[3], cs->outf, cs->work);
+        grid_ref_project(m, 1, vshape, vtangent, cs->outf, cs->cc, cs->body_of_v);
+        for (int r = 0; r < nv; r++) cs->cc[r] = in[2][r] - cs->cc[r];
+        grid_ref_spd_solve(nv, cs->Mc, cs->cc, 1);
+        grid_ref_expand_v(m, cs->cc, cs->af);
+        af = cs->af;
+    }
+    grid_ref_rnea_derivatives(m, cs->qf, cs->vf, af, in[3], cs->outf, cs->work);
+    grid_ref_project(m, 3, shape, tangent, cs->outf, out, cs->body_of_v);
+    if (algo == GRID_ALGO_FD_GRAD) {
+        /* out = -M_c^-1 D_c; M_c anew, the solve above left its factors in it */
+        coupled_mass(m, cs);
+        grid_ref_spd_solve(nv, cs->Mc, out, 2 * nv);
+        for (int k = 0; k < 2 * nv * nv; k++) out[k] = -out[k];
+    }
+}
+
 /* the coupled row of algo for one state: in[] / out[] in the user's coordinates */
 static void coupled_state(const grid_model *m, int algo, const grid_method_info *full, const double *const *in,
                           double *const *out, const int *attr, coupled_scratch *cs)
 {
     const int nv = m->nv;
     const grid_signature_row *row = grid_sig_row(algo);
+    if (algo == GRID_ALGO_RNEA_GRAD || algo == GRID_ALGO_FD_GRAD) {
+        coupled_gradient(m, algo, in, out[0], cs);
+        return;
+    }
     if (algo == GRID_ALGO_MINV || algo == GRID_ALGO_FD || algo == GRID_ALGO_ABA) {
         grid_ref_expand_q(m, in[0], cs->qf);
         coupled_mass(m, cs);

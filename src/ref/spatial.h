@@ -74,5 +74,7 @@ size_t grid_sp_work_minv(const grid_model *m);
 size_t grid_sp_work_aba(const grid_model *m);
 size_t grid_sp_work_forward_dynamics(const grid_model *m);
 size_t grid_sp_work_jacobian(const grid_model *m);
+size_t grid_sp_work_derivatives(const grid_model *m);    /* RNEA derivatives */
+size_t grid_sp_work_fd_derivatives(const grid_model *m); /* FD derivatives */
 
 #endif

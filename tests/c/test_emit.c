@@ -259,7 +259,7 @@ static void free_states(states *s)
 /* the brief's tolerances: float64 1e-12; float32 1e-5, or 1e-6 cond(M) for the inverse dynamics */
 static double tolerance(int algo, int dtype, double cond)
 {
-    int inverse = algo == GRID_ALGO_MINV || algo == GRID_ALGO_FD || algo == GRID_ALGO_ABA;
+    int inverse = algo == GRID_ALGO_MINV || algo == GRID_ALGO_FD || algo == GRID_ALGO_ABA || algo == GRID_ALGO_FD_GRAD;
     if (dtype == GRID_FLOAT64) return 1e-12;
     return inverse ? 1e-6 * cond : 1e-5;
 }
@@ -320,11 +320,11 @@ static void compare_all(const grid_model *m, const lib *L, const states *s, cons
         if (!L->fn[algo]) continue;
         double e = 0.0;
         switch (algo) {
-        case GRID_ALGO_RNEA:
+        case GRID_ALGO_RNEA: case GRID_ALGO_RNEA_GRAD:
             for (int va = 0; va < 2; va++)
                 for (int vf = 0; vf < 2; vf++) e = fmax(e, compare_algo(m, L, s, algo, va, vf, 0, 0, what));
             break;
-        case GRID_ALGO_FD: case GRID_ALGO_ABA:
+        case GRID_ALGO_FD: case GRID_ALGO_ABA: case GRID_ALGO_FD_GRAD:
             for (int vf = 0; vf < 2; vf++) e = fmax(e, compare_algo(m, L, s, algo, 1, vf, 0, 0, what));
             break;
         case GRID_ALGO_FRAME_JACOBIAN:
@@ -849,7 +849,7 @@ static void test_schedule_code_size(void)
     for (int a = 0; a < GRID_ALGO_COUNT; a++)
         CHECK_MSG(rolled_size[0][a] == rolled_size[1][a] && rolled_size[0][a] > 0 && rolled_size[0][a] < 20000,
                   "%s: rolled statements %ld (100 links) vs %ld (200)", grid_algo_name(a), rolled_size[0][a], rolled_size[1][a]);
-    /* every test robot stays unrolled under AUTO: no behaviour change */
+    /* every test robot keeps today's methods unrolled under AUTO: no behaviour change */
     const char *robots[] = {"iiwa.urdf", "hyq.urdf", "go2.urdf", "g1_29dof.urdf", "atlas.urdf"};
     for (size_t r = 0; r < sizeof robots / sizeof robots[0]; r++)
         for (int floating = 0; floating < 2; floating++) {
@@ -865,9 +865,10 @@ static void test_schedule_code_size(void)
             grid_error err;
             CHECK(grid_emit_source_stats(m, &o, &src, &len, &st, &err) == GRID_OK);
             free(src);
+            /* (the gradients, whose unrolled code is O(nv depth) statements, roll on atlas and g1) */
             for (int a = 0; a < GRID_ALGO_COUNT; a++)
-                CHECK_MSG(st.rolled[a] == 0, "%s%s: %s rolled under AUTO", robots[r], floating ? " floating" : "",
-                          grid_algo_name(a));
+                CHECK_MSG(st.rolled[a] == 0 || a == GRID_ALGO_RNEA_GRAD || a == GRID_ALGO_FD_GRAD,
+                          "%s%s: %s rolled under AUTO", robots[r], floating ? " floating" : "", grid_algo_name(a));
             grid_model_free(m);
         }
 }

@@ -1,4 +1,5 @@
-/* Property tests of the float64 reference algorithms on hand-built chain and free-flyer tree models. */
+/* Property tests of the float64 reference algorithms on hand-built models: a chain, a free-flyer tree, planar and
+   spherical joints, coupled mimic joints. */
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
@@ -30,8 +31,20 @@ static void set_joint(grid_body *b, grid_joint_type type, double ax, double ay, 
     j->iq = iq; j->iv = iv;
     j->uq = iq; j->uv = iv;
     j->mimic_leader = -1;
-    j->nq = type == GRID_JOINT_FREE ? 7 : 1;
-    j->nv = type == GRID_JOINT_FREE ? 6 : 1;
+    j->nq = grid_joint_model_of(type)->nq;
+    j->nv = grid_joint_model_of(type)->nv;
+}
+
+/* make body b's joint a mimic of body leader's: q = mult * q_leader + off, in the leader's user coordinate */
+static void set_mimic(grid_body *bodies, int b, int leader, double mult, double off)
+{
+    grid_joint *j = &bodies[b].joint;
+    j->mimic = 1;
+    j->mimic_leader = leader;
+    j->mimic_multiplier = mult;
+    j->mimic_offset = off;
+    j->uq = bodies[leader].joint.uq;
+    j->uv = bodies[leader].joint.uv;
 }
 
 static void set_inertia(grid_body *b, double mass, double cx, double cy, double cz,
@@ -121,6 +134,78 @@ static void build_tree(void)
                         .nee = 2, .ee_frames = tree_ee};
 }
 
+/* fixed base with multi-dof joints: a revolute root; on it a planar joint (unaligned normal; not the root, so its
+   translation matters), a spherical, a revolute; and a prismatic branch ending in another spherical */
+static grid_body multi_bodies[6];
+static grid_frame multi_frames[6];
+static int multi_ee[2] = {3, 5};
+static grid_model multi;
+
+static void build_multi(void)
+{
+    memset(multi_bodies, 0, sizeof multi_bodies);
+    memset(multi_frames, 0, sizeof multi_frames);
+    set_joint(&multi_bodies[0], GRID_JOINT_REVOLUTE, 0.1, 0.2, 1, -1, 0, 0);
+    set_placement(&multi_bodies[0].joint.placement, 0.0, 0.0, 0.1, 0.0, 0.0, 0.0);
+    set_inertia(&multi_bodies[0], 2.0, 0.03, 0.01, 0.1, 0.04, 0.05, 0.03, 0.001, 0.0, 0.002);
+    set_joint(&multi_bodies[1], GRID_JOINT_PLANAR, 0.3, -0.4, 0.866, 0, 1, 1);
+    set_placement(&multi_bodies[1].joint.placement, 0.1, -0.05, 0.2, 0.2, 0.1, -0.3);
+    set_inertia(&multi_bodies[1], 3.0, 0.05, -0.02, 0.04, 0.08, 0.06, 0.07, 0.004, -0.002, 0.001);
+    set_joint(&multi_bodies[2], GRID_JOINT_SPHERICAL, 0, 0, 1, 1, 4, 4);
+    set_placement(&multi_bodies[2].joint.placement, 0.15, 0.1, 0.25, -0.2, 0.3, 0.1);
+    set_inertia(&multi_bodies[2], 1.1, 0.02, 0.08, -0.05, 0.02, 0.025, 0.015, 0.001, 0.0, -0.002);
+    set_joint(&multi_bodies[3], GRID_JOINT_REVOLUTE, 0.2, 0.9, -0.1, 2, 8, 7);
+    set_placement(&multi_bodies[3].joint.placement, 0.0, 0.3, -0.1, 0.4, 0.0, 0.2);
+    set_inertia(&multi_bodies[3], 0.6, 0.1, 0.0, 0.02, 0.005, 0.008, 0.006, 0.0, 0.0004, 0.0);
+    set_joint(&multi_bodies[4], GRID_JOINT_PRISMATIC, 0.5, 0.5, 0.7, 0, 9, 8);
+    set_placement(&multi_bodies[4].joint.placement, -0.2, 0.05, 0.1, 0.0, -0.4, 0.6);
+    set_inertia(&multi_bodies[4], 0.9, -0.03, 0.02, 0.1, 0.01, 0.012, 0.009, 0.0005, 0.0, 0.0);
+    set_joint(&multi_bodies[5], GRID_JOINT_SPHERICAL, 0, 0, 1, 4, 10, 9);
+    set_placement(&multi_bodies[5].joint.placement, 0.05, -0.1, 0.2, 0.3, 0.2, -0.1);
+    set_inertia(&multi_bodies[5], 0.4, 0.0, -0.04, 0.06, 0.003, 0.002, 0.004, 0.0, 0.0002, 0.0001);
+    for (int i = 0; i < 6; i++) set_frame(&multi_frames[i], i, 0, 0, 0, 0, 0, 0);
+    multi = (grid_model){.robot_name = "multi", .nq = 14, .nv = 12, .nq_full = 14, .nv_full = 12, .nb = 6,
+                         .floating_base = 0, .gravity = -9.81, .bodies = multi_bodies, .nframes = 6,
+                         .frames = multi_frames, .nee = 2, .ee_frames = multi_ee};
+}
+
+/* free-flyer with two coupled mimic joints: 2 follows the revolute 1 (-0.7 q1 + 0.2), 4 (on 1) follows the
+   prismatic 3 (on 2) across branches (1.3 q3 - 0.05); user q / v: 9 / 8, full: 11 / 10 */
+static grid_body mimic_bodies[5];
+static grid_frame mimic_frames[5];
+static int mimic_ee[2] = {3, 4};
+static grid_model mimic;
+
+static void build_mimic(void)
+{
+    memset(mimic_bodies, 0, sizeof mimic_bodies);
+    memset(mimic_frames, 0, sizeof mimic_frames);
+    set_joint(&mimic_bodies[0], GRID_JOINT_FREE, 0, 0, 1, -1, 0, 0);
+    set_placement(&mimic_bodies[0].joint.placement, 0, 0, 0, 0, 0, 0);
+    set_inertia(&mimic_bodies[0], 5.0, 0.01, 0.02, -0.03, 0.2, 0.25, 0.3, 0.01, 0.0, -0.01);
+    set_joint(&mimic_bodies[1], GRID_JOINT_REVOLUTE, 0, 1, 0, 0, 7, 6);
+    set_placement(&mimic_bodies[1].joint.placement, 0.1, 0.1, 0.0, 0.1, 0.0, 0.2);
+    set_inertia(&mimic_bodies[1], 0.5, 0.05, 0.0, 0.01, 0.004, 0.005, 0.003, 0.0, 0.0, 0.0002);
+    set_joint(&mimic_bodies[2], GRID_JOINT_REVOLUTE, 0, -1, 0.2, 0, 8, 7);
+    set_placement(&mimic_bodies[2].joint.placement, 0.1, -0.1, 0.0, -0.1, 0.1, -0.2);
+    set_inertia(&mimic_bodies[2], 0.5, 0.05, 0.0, -0.01, 0.004, 0.005, 0.003, 0.0, 0.0001, 0.0);
+    set_joint(&mimic_bodies[3], GRID_JOINT_PRISMATIC, 1, 0, 0, 2, 9, 8);
+    set_placement(&mimic_bodies[3].joint.placement, 0.1, 0.0, 0.02, 0.0, 0.2, 0.0);
+    set_inertia(&mimic_bodies[3], 0.2, 0.02, 0.01, 0.0, 0.001, 0.002, 0.001, 0.0, 0.0, 0.0);
+    set_joint(&mimic_bodies[4], GRID_JOINT_PRISMATIC, 0, 0.6, 0.8, 1, 10, 9);
+    set_placement(&mimic_bodies[4].joint.placement, 0.1, 0.0, -0.02, 0.3, 0.0, 0.1);
+    set_inertia(&mimic_bodies[4], 0.3, 0.0, 0.01, 0.02, 0.001, 0.001, 0.002, 0.0, 0.0, 0.0001);
+    /* user coordinates: the free-flyer, q1, q3 */
+    mimic_bodies[3].joint.uq = 8;
+    mimic_bodies[3].joint.uv = 7;
+    set_mimic(mimic_bodies, 2, 1, -0.7, 0.2);
+    set_mimic(mimic_bodies, 4, 3, 1.3, -0.05);
+    for (int i = 0; i < 5; i++) set_frame(&mimic_frames[i], i, 0, 0, 0, 0, 0, 0);
+    mimic = (grid_model){.robot_name = "mimic", .nq = 9, .nv = 8, .nq_full = 11, .nv_full = 10, .nb = 5,
+                         .nmimic = 2, .floating_base = 1, .gravity = -9.81, .bodies = mimic_bodies, .nframes = 5,
+                         .frames = mimic_frames, .nee = 2, .ee_frames = mimic_ee};
+}
+
 /* ---- helpers ---- */
 
 static unsigned long long rng_state = 88172645463325252ULL;
@@ -139,16 +224,21 @@ static void rand_vec(double *x, int n, double scale)
     for (int k = 0; k < n; k++) x[k] = scale * urand();
 }
 
-/* a random configuration; the quaternion is left unnormalised on purpose */
-static void rand_q(const grid_model *m, double *q)
+/* a random configuration in the full (full = 1) or the user's layout; quaternions are left unnormalised on purpose */
+static void rand_config(const grid_model *m, int full, double *q)
 {
-    rand_vec(q, m->nq, 3.0);
-    if (m->floating_base) {
-        double n2 = 0.0;
-        for (int k = 3; k < 7; k++) n2 += q[k] * q[k];
-        if (n2 < 0.1) q[6] += 1.0;
+    rand_vec(q, full ? m->nq_full : m->nq, 3.0);
+    for (int i = 0; i < m->nb; i++) {
+        const grid_joint *j = &m->bodies[i].joint;
+        const int quat = grid_joint_model_of(j->type)->quat;
+        if (quat < 0 || (!full && j->mimic)) continue;
+        double *x = q + (full ? j->iq : j->uq) + quat, n2 = 0.0;
+        for (int k = 0; k < 4; k++) n2 += x[k] * x[k];
+        if (n2 < 0.1) x[3] += 1.0;
     }
 }
+
+static void rand_q(const grid_model *m, double *q) { rand_config(m, 0, q); }
 
 static double max_abs_diff(const double *a, const double *b, int n)
 {
@@ -673,6 +763,209 @@ static void test_rpy_singularity(void)
     free(w);
 }
 
+/* ---- first-order derivatives against central differences ---- */
+
+/* the rotation of the normalised quaternion (x, y, z, w), row-major */
+static void quat_rotation(const double *qu, double R[9])
+{
+    const double n = sqrt(qu[0] * qu[0] + qu[1] * qu[1] + qu[2] * qu[2] + qu[3] * qu[3]);
+    const double x = qu[0] / n, y = qu[1] / n, z = qu[2] / n, w = qu[3] / n;
+    const double r[9] = {1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
+                         2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
+                         2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)};
+    memcpy(R, r, sizeof r);
+}
+
+/* out = normalised(qu) * exp(w / 2): a turn by w about the body's own axes */
+static void quat_turn(const double *qu, const double w[3], double *out)
+{
+    const double n = sqrt(qu[0] * qu[0] + qu[1] * qu[1] + qu[2] * qu[2] + qu[3] * qu[3]);
+    const double x = qu[0] / n, y = qu[1] / n, z = qu[2] / n, qw = qu[3] / n;
+    const double t = sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
+    const double sc = t > 0.0 ? sin(t / 2) / t : 0.5, ew = cos(t / 2);
+    const double e[3] = {sc * w[0], sc * w[1], sc * w[2]};
+    out[0] = qw * e[0] + x * ew + y * e[2] - z * e[1];
+    out[1] = qw * e[1] - x * e[2] + y * ew + z * e[0];
+    out[2] = qw * e[2] + x * e[1] - y * e[0] + z * ew;
+    out[3] = qw * ew - x * e[0] - y * e[1] - z * e[2];
+}
+
+/* qout = q (+) dv along every joint's local tangent (pinocchio.integrate to first order), in the full (full = 1)
+   or the user's layout (mimic joints follow their leaders there); offsets from the joint-model table */
+static void integrate(const grid_model *m, int full, const double *q, const double *dv, double *qout)
+{
+    memcpy(qout, q, sizeof(double) * (size_t)(full ? m->nq_full : m->nq));
+    for (int i = 0; i < m->nb; i++) {
+        const grid_joint *j = &m->bodies[i].joint;
+        if (!full && j->mimic) continue;
+        const grid_joint_model *jm = grid_joint_model_of(j->type);
+        const double *qj = q + (full ? j->iq : j->uq), *d = dv + (full ? j->iv : j->uv);
+        double *oj = qout + (full ? j->iq : j->uq);
+        switch (j->type) {
+        case GRID_JOINT_REVOLUTE:
+        case GRID_JOINT_PRISMATIC:
+            oj[0] += d[0];
+            break;
+        case GRID_JOINT_FREE: {
+            /* v = [v_lin, omega] in the body frame: p += R v_lin, quat = quat * exp(omega / 2) */
+            double R[9];
+            quat_rotation(qj + jm->quat, R);
+            for (int r = 0; r < 3; r++) oj[jm->trans + r] += R[3 * r] * d[0] + R[3 * r + 1] * d[1] + R[3 * r + 2] * d[2];
+            quat_turn(qj + jm->quat, d + 3, oj + jm->quat);
+            break;
+        }
+        case GRID_JOINT_PLANAR: {
+            /* v = [vx, vy, omega] in the body frame: [x, y] += R(theta) [vx, vy], theta += omega */
+            const double c = cos(qj[jm->angle]), sn = sin(qj[jm->angle]);
+            oj[jm->trans] += c * d[0] - sn * d[1];
+            oj[jm->trans + 1] += sn * d[0] + c * d[1];
+            oj[jm->angle] += d[2];
+            break;
+        }
+        case GRID_JOINT_SPHERICAL:
+            quat_turn(qj + jm->quat, d, oj + jm->quat);
+            break;
+        case GRID_JOINT_NTYPES:
+            CHECK(0);
+            break;
+        }
+    }
+}
+
+/* one function of (q, v, x, fext) into nv outputs: RNEA (x = a), forward dynamics (x = u), single-state on the full
+   coordinates or batched on the user's */
+typedef struct {
+    const grid_model *m;
+    int batched;  /* 0: grid_ref_rnea / grid_ref_forward_dynamics on the full coordinates; 1: grid_ref_batch */
+    int fd;       /* 0: RNEA, 1: forward dynamics */
+    double *work;
+} dyn_fn;
+
+static void dyn_eval(const dyn_fn *f, const double *q, const double *v, const double *x, const double *fext, double *out)
+{
+    if (!f->batched) {
+        if (f->fd) grid_ref_forward_dynamics(f->m, q, v, x, fext, out, f->work);
+        else grid_ref_rnea(f->m, q, v, x, fext, out, f->work);
+        return;
+    }
+    const int algo = f->fd ? GRID_ALGO_FD : GRID_ALGO_RNEA;
+    test_call t;
+    CHECK(grid_ref_batch(f->m, algo, GRID_FLOAT64, test_call_init(&t, algo, q, v, x, fext, out, 1, 0, 0)) == GRID_OK);
+}
+
+/* [d/dq | d/dqd] (nv x 2nv) of f by central differences; q steps along the local tangent */
+static void numeric_gradient(const dyn_fn *f, const double *q, const double *v, const double *x, const double *fext,
+                             double *G)
+{
+    const int full = !f->batched, nv = full ? f->m->nv_full : f->m->nv;
+    const double h = 1e-6;
+    double dv[NMAX] = {0}, qp[NMAX], qm[NMAX], vp[NMAX], vm[NMAX], yp[NMAX], ym[NMAX];
+    for (int c = 0; c < nv; c++) {
+        dv[c] = h;
+        integrate(f->m, full, q, dv, qp);
+        dv[c] = -h;
+        integrate(f->m, full, q, dv, qm);
+        dv[c] = 0.0;
+        dyn_eval(f, qp, v, x, fext, yp);
+        dyn_eval(f, qm, v, x, fext, ym);
+        for (int r = 0; r < nv; r++) G[r * 2 * nv + c] = (yp[r] - ym[r]) / (2 * h);
+        memcpy(vp, v, sizeof(double) * nv);
+        memcpy(vm, v, sizeof(double) * nv);
+        vp[c] += h;
+        vm[c] -= h;
+        dyn_eval(f, q, vp, x, fext, yp);
+        dyn_eval(f, q, vm, x, fext, ym);
+        for (int r = 0; r < nv; r++) G[r * 2 * nv + nv + c] = (yp[r] - ym[r]) / (2 * h);
+    }
+}
+
+/* |analytic - numeric| / max(1, max |numeric|) */
+static double rel_err(const double *an, const double *num, int n)
+{
+    const double s = max_abs(num, n);
+    return max_abs_diff(an, num, n) / (s > 1.0 ? s : 1.0);
+}
+
+/* grid_ref_rnea_derivatives / grid_ref_fd_derivatives on the full coordinates against central differences of
+   grid_ref_rnea / grid_ref_forward_dynamics: random states (|qd| <= 3), with and without qdd and fext */
+static void check_derivatives(const grid_model *m)
+{
+    const int nv = m->nv_full, nf = 6 * m->nb, n = nv * 2 * nv;
+    double *w = new_work(m), *w2 = new_work(m);
+    double q[NMAX], v[NMAX], a[NMAX], fext[6 * NMAX], D[2 * NMAX * NMAX], N[2 * NMAX * NMAX];
+    double worst_rnea = 0.0, worst_fd = 0.0;
+    for (int trial = 0; trial < 6; trial++) {
+        rand_config(m, 1, q);
+        rand_vec(v, nv, 3.0);
+        rand_vec(a, nv, 5.0);
+        rand_vec(fext, nf, 3.0);
+        for (int variant = 0; variant < 3; variant++) {
+            /* 0: qdd and fext, 1: qdd, 2: neither (a NULL) */
+            const double *f = variant == 0 ? fext : NULL, *acc = variant == 2 ? NULL : a;
+            const dyn_fn rnea = {m, 0, 0, w2}, fd = {m, 0, 1, w2};
+            grid_ref_rnea_derivatives(m, q, v, acc, f, D, w);
+            numeric_gradient(&rnea, q, v, acc, f, N);
+            double e = rel_err(D, N, n);
+            worst_rnea = fmax(worst_rnea, e);
+            CHECK_MSG(e < 1e-6, "%s rnea_grad trial %d variant %d: relative error %g", m->robot_name, trial, variant, e);
+            /* forward dynamics with u = a (as the torque) */
+            grid_ref_fd_derivatives(m, q, v, a, f, D, w);
+            numeric_gradient(&fd, q, v, a, f, N);
+            e = rel_err(D, N, n);
+            worst_fd = fmax(worst_fd, e);
+            CHECK_MSG(e < 1e-6, "%s fd_grad trial %d variant %d: relative error %g", m->robot_name, trial, variant, e);
+        }
+    }
+    if (getenv("GRID_TEST_VERBOSE"))
+        printf("  %s: worst relative error rnea_grad %.3g, fd_grad %.3g\n", m->robot_name, worst_rnea, worst_fd);
+    free(w);
+    free(w2);
+}
+
+static void test_derivatives_chain(void) { check_derivatives(&chain); }
+static void test_derivatives_tree(void) { check_derivatives(&tree); }
+static void test_derivatives_multi(void) { check_derivatives(&multi); }
+static void test_derivatives_mimic_full(void) { check_derivatives(&mimic); }
+
+/* the coupled rows through grid_ref_batch on the user's coordinates: every output element written, and the
+   gradient against central differences of the batched rnea / fd */
+static void test_derivatives_mimic_coupled(void)
+{
+    const grid_model *m = &mimic;
+    enum { B = 3 };
+    const int nq = m->nq, nv = m->nv, nf = 6 * m->nb, n = nv * 2 * nv;
+    double q[B * NMAX], v[B * NMAX], a[B * NMAX], fext[B * 6 * NMAX], N[2 * NMAX * NMAX];
+    static double out[B * 2 * NMAX * NMAX + 1];
+    double worst[2] = {0.0, 0.0};
+    for (int b = 0; b < B; b++) {
+        rand_config(m, 0, q + b * nq);
+        rand_vec(v + b * nv, nv, 3.0);
+        rand_vec(a + b * nv, nv, 5.0);
+        rand_vec(fext + b * nf, nf, 3.0);
+    }
+    for (int fd = 0; fd < 2; fd++)
+        for (int with_f = 0; with_f < 2; with_f++) {
+            const int algo = fd ? GRID_ALGO_FD_GRAD : GRID_ALGO_RNEA_GRAD;
+            const double *f = with_f ? fext : NULL;
+            for (size_t k = 0; k < sizeof out / sizeof out[0]; k++) out[k] = NAN;
+            test_call t;
+            CHECK(grid_ref_batch(m, algo, GRID_FLOAT64, test_call_init(&t, algo, q, v, a, f, out, B, 0, 0)) == GRID_OK);
+            long long written = 0;
+            for (int k = 0; k < B * n; k++) written += !isnan(out[k]);
+            CHECK_MSG(written == B * n && isnan(out[B * n]), "%d of %d written", (int)written, B * n);
+            const dyn_fn fn = {m, 1, fd, NULL};
+            for (int b = 0; b < B; b++) {
+                numeric_gradient(&fn, q + b * nq, v + b * nv, a + b * nv, f ? f + b * nf : NULL, N);
+                const double e = rel_err(out + b * n, N, n);
+                worst[fd] = fmax(worst[fd], e);
+                CHECK_MSG(e < 1e-6, "coupled %s state %d fext %d: relative error %g", fd ? "fd_grad" : "rnea_grad", b,
+                          with_f, e);
+            }
+        }
+    if (getenv("GRID_TEST_VERBOSE"))
+        printf("  mimic (coupled, batched): worst relative error rnea_grad %.3g, fd_grad %.3g\n", worst[0], worst[1]);
+}
+
 /* grid_ref_batch: float64 equals the single-state calls, float32 is close, bad arguments are refused */
 static void test_batch(void)
 {
@@ -712,6 +1005,8 @@ static void test_batch(void)
             case GRID_ALGO_FK: grid_ref_forward_kinematics(m, qb, one, w); break;
             case GRID_ALGO_EE_POSE: grid_ref_end_effector_pose(m, qb, one, w); break;
             case GRID_ALGO_FRAME_JACOBIAN: grid_ref_frame_jacobian(m, qb, 8, GRID_LOCAL, one, w); break;
+            case GRID_ALGO_RNEA_GRAD: grid_ref_rnea_derivatives(m, qb, vb, ab, fb, one, w); break;
+            case GRID_ALGO_FD_GRAD: grid_ref_fd_derivatives(m, qb, vb, ab, fb, one, w); break;
             }
             CHECK_MSG(max_abs_diff(out + b * width, one, width) == 0.0, "algo %d state %d", algo, b);
         }
@@ -779,7 +1074,15 @@ static void test_signature_table(void)
         if (!r) continue;
         CHECK(r->n_in >= 1 && r->n_in <= GRID_MAX_IN && r->n_out == 1 && r->n_attr <= GRID_MAX_ATTR);
         CHECK(strcmp(r->in[0].name, "q") == 0 && r->in[0].optional == GRID_REQUIRED && r->py_name && r->doc);
-        CHECK(r->gpu_map == GRID_GPU_THREAD && r->derivative == -1 && r->vjp == -1);
+        CHECK(r->gpu_map == GRID_GPU_THREAD && r->vjp == -1);
+        /* a derivative row is another row with the same inputs */
+        CHECK(r->derivative == -1 || (r->derivative >= 0 && r->derivative < GRID_ALGO_COUNT && r->derivative != id));
+        if (r->derivative >= 0 && r->derivative < GRID_ALGO_COUNT) {
+            const grid_signature_row *d = grid_sig_row(r->derivative);
+            CHECK(d->n_in == r->n_in);
+            for (int k = 0; k < r->n_in && k < d->n_in; k++)
+                CHECK(strcmp(d->in[k].name, r->in[k].name) == 0 && d->in[k].optional == r->in[k].optional);
+        }
         for (int j = 0; j < id; j++) CHECK(strcmp(grid_sig_row(j)->name, r->name) != 0);
         grid_method_info info;
         grid_sig_concrete(id, &sz, 0, &info);
@@ -820,6 +1123,8 @@ int main(void)
 {
     build_chain();
     build_tree();
+    build_multi();
+    build_mimic();
     RUN_TEST(test_mass_matrix_chain);
     RUN_TEST(test_mass_matrix_tree);
     RUN_TEST(test_dynamics_chain);
@@ -836,6 +1141,11 @@ int main(void)
     RUN_TEST(test_kinematics_chain);
     RUN_TEST(test_kinematics_tree);
     RUN_TEST(test_rpy_singularity);
+    RUN_TEST(test_derivatives_chain);
+    RUN_TEST(test_derivatives_tree);
+    RUN_TEST(test_derivatives_multi);
+    RUN_TEST(test_derivatives_mimic_full);
+    RUN_TEST(test_derivatives_mimic_coupled);
     RUN_TEST(test_batch);
     RUN_TEST(test_signature_table);
     return check_summary("ref");

@@ -43,6 +43,24 @@ def pin_minv(P, q):
     return P.mat(_sym(pin.computeMinverse(P.model, P.data, P.q(q))))
 
 
+def pin_rnea_grad(P, q, v, a, f=None):
+    """[dtau/dq | dtau/dqd] (Pinocchio refuses the derivatives of mimic models: test_derivatives checks those)"""
+    if P.mimic:
+        pytest.skip("Pinocchio 4.1 has no derivatives of mimic joints (test_derivatives: central differences)")
+    args = (P.model, P.data, P.q(q), P.v(v), P.v(a)) + ((P.fext(f),) if f is not None else ())
+    pin.computeRNEADerivatives(*args)
+    return np.hstack([P.mat(P.data.dtau_dq), P.mat(P.data.dtau_dv)])
+
+
+def pin_fd_grad(P, q, v, u, f=None):
+    """[dqdd/dq | dqdd/dqd] of computeABADerivatives"""
+    if P.mimic:
+        pytest.skip("Pinocchio 4.1 has no derivatives of mimic joints (test_derivatives: central differences)")
+    args = (P.model, P.data, P.q(q), P.v(v), P.v(u)) + ((P.fext(f),) if f is not None else ())
+    pin.computeABADerivatives(*args)
+    return np.hstack([P.mat(P.data.ddq_dq), P.mat(P.data.ddq_dv)])
+
+
 def pin_fk(P, q, handle):
     pin.forwardKinematics(P.model, P.data, P.q(q))
     return np.stack([P.data.oMi[j].homogeneous for j in P.joint_ids])
@@ -98,6 +116,23 @@ CHECKS = {
     "aba_f_ext": (
         lambda h, s: h.aba(s["q"], s["qd"], s["u"], f_ext=s["f_ext"]),
         lambda P, h, s: per_state(lambda q, v, u, f: pin_aba(P, q, v, u, f), s["q"], s["qd"], s["u"], s["f_ext"])),
+    "inverse_dynamics_gradient": (
+        lambda h, s: h.inverse_dynamics_gradient(s["q"], s["qd"], s["qdd"]),
+        lambda P, h, s: per_state(lambda q, v, a: pin_rnea_grad(P, q, v, a), s["q"], s["qd"], s["qdd"])),
+    "inverse_dynamics_gradient_qdd_none": (
+        lambda h, s: h.rnea_grad(s["q"], s["qd"]),
+        lambda P, h, s: per_state(lambda q, v: pin_rnea_grad(P, q, v, np.zeros(h.nv)), s["q"], s["qd"])),
+    "inverse_dynamics_gradient_f_ext": (
+        lambda h, s: h.inverse_dynamics_gradient(s["q"], s["qd"], s["qdd"], f_ext=s["f_ext"]),
+        lambda P, h, s: per_state(lambda q, v, a, f: pin_rnea_grad(P, q, v, a, f), s["q"], s["qd"], s["qdd"],
+                                  s["f_ext"])),
+    "forward_dynamics_gradient": (
+        lambda h, s: h.forward_dynamics_gradient(s["q"], s["qd"], s["u"]),
+        lambda P, h, s: per_state(lambda q, v, u: pin_fd_grad(P, q, v, u), s["q"], s["qd"], s["u"])),
+    "forward_dynamics_gradient_f_ext": (
+        lambda h, s: h.aba_gradient(s["q"], s["qd"], s["u"], f_ext=s["f_ext"]),
+        lambda P, h, s: per_state(lambda q, v, u, f: pin_fd_grad(P, q, v, u, f), s["q"], s["qd"], s["u"],
+                                  s["f_ext"])),
     "forward_kinematics": (
         lambda h, s: h.forward_kinematics(s["q"]),
         lambda P, h, s: per_state(lambda q: pin_fk(P, q, h), s["q"])),
@@ -169,6 +204,10 @@ def test_perturbed_inertia_fails_the_comparison(floating_base, provider):
         "crba": lambda h: (h.crba(s["q"]), per_state(lambda q: P.mat(_sym(pin.crba(P.model, P.data, P.q(q)))), s["q"])),
         "aba": lambda h: (h.aba(s["q"], s["qd"], s["u"]),
                           per_state(lambda q, v, u: pin_aba(P, q, v, u), s["q"], s["qd"], s["u"])),
+        "rnea_grad": lambda h: (h.inverse_dynamics_gradient(s["q"], s["qd"], s["qdd"]),
+                                per_state(lambda q, v, a: pin_rnea_grad(P, q, v, a), s["q"], s["qd"], s["qdd"])),
+        "fd_grad": lambda h: (h.forward_dynamics_gradient(s["q"], s["qd"], s["u"]),
+                              per_state(lambda q, v, u: pin_fd_grad(P, q, v, u), s["q"], s["qd"], s["u"])),
     }
     for name, check in checks.items():
         assert block_errors(*check(reference)).max() <= RTOL, f"{name}: the unperturbed model must pass"

@@ -1,0 +1,192 @@
+/* Reference first-order derivatives of inverse and forward dynamics (Pinocchio's computeRNEADerivatives and
+   computeABADerivatives), in world-frame quantities with plain loops over body pairs. */
+#include <assert.h>
+#include <string.h>
+#include "grid/ref.h"
+#include "spatial.h"
+
+size_t grid_sp_work_derivatives(const grid_model *m)
+{
+    /* placements; per tangent column J, dVdq, dAdq, dAdv; per body v, a, F and the 6x6 Yc, Dc */
+    const size_t nb = (size_t)m->nb, nv = (size_t)m->nv_full;
+    return grid_sp_work_kinematics(m) + 24 * nv + 18 * nb + 72 * nb;
+}
+
+/* 1 when body a is body b or one of its ancestors */
+static int is_ancestor_or_self(const grid_model *m, int a, int b)
+{
+    for (; b >= 0; b = m->bodies[b].joint.parent)
+        if (b == a) return 1;
+    return 0;
+}
+
+/* out += A m for a 6x6 A */
+static void mat6_vec_acc(const double A[36], const double m[6], double out[6])
+{
+    double t[6];
+    grid_sp_mat6_vec(A, m, t);
+    for (int r = 0; r < 6; r++) out[r] += t[r];
+}
+
+void grid_ref_rnea_derivatives(const grid_model *m, const double *q, const double *v, const double *a,
+                               const double *fext, double *out, double *work)
+{
+    const int nb = m->nb, nv = m->nv_full;
+    assert(q && v && out && work);
+    /* the tangent columns are 6-vectors: column c of a 6 x nv block is at 6 * c */
+    double *liMi = work, *oMi = liMi + 12 * nb;
+    double *J = oMi + 12 * nb, *dVdq = J + 6 * nv, *dAdq = dVdq + 6 * nv, *dAdv = dAdq + 6 * nv;
+    double *vel = dAdv + 6 * nv, *acc = vel + 6 * nb, *F = acc + 6 * nb;
+    double *Yc = F + 6 * nb, *Dc = Yc + 36 * nb;
+    assert(Dc + 36 * nb == work + grid_sp_work_derivatives(m));
+    grid_sp_placements(m, q, liMi, oMi);
+
+    /* gravity as a fictitious upward acceleration of the world (as rnea.c) */
+    const double a_world[6] = {0.0, 0.0, -m->gravity, 0.0, 0.0, 0.0};
+    const double v_world[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+
+    /* forward pass, parents first: everything in the world frame */
+    for (int i = 0; i < nb; i++) {
+        const grid_joint *j = &m->bodies[i].joint;
+        const double *xi = oMi + 12 * i;
+        const double *vp = j->parent < 0 ? v_world : vel + 6 * j->parent;
+        const double *ap = j->parent < 0 ? a_world : acc + 6 * j->parent;
+        double *vi = vel + 6 * i, *ai = acc + 6 * i, *fi = F + 6 * i, *Yi = Yc + 36 * i, *Di = Dc + 36 * i;
+
+        /* J_i = oMi.act(S_i) column by column; vJ = J_i qd_i, aJ = J_i qdd_i */
+        double S[36], vJ[6] = {0}, aJ[6] = {0};
+        grid_sp_joint_subspace(j, S);
+        for (int c = 0; c < j->nv; c++) {
+            double s[6], *Jc = J + 6 * (j->iv + c);
+            for (int r = 0; r < 6; r++) s[r] = S[j->nv * r + c];
+            grid_sp_motion_act(xi, s, Jc);
+            for (int r = 0; r < 6; r++) {
+                vJ[r] += Jc[r] * v[j->iv + c];
+                if (a) aJ[r] += Jc[r] * a[j->iv + c];
+            }
+        }
+
+        /* v_i = v_parent + J qd; a_i = a_parent + J qdd + v_parent x (J qd) */
+        double t[6];
+        grid_sp_motion_cross(vp, vJ, t);
+        for (int r = 0; r < 6; r++) {
+            vi[r] = vp[r] + vJ[r];
+            ai[r] = ap[r] + aJ[r] + t[r];
+        }
+
+        /* per column: dVdq = v_parent x J, dAdq = a_parent x J + v_parent x dVdq, dAdv = (v_parent + v_i) x J */
+        double vsum[6];
+        for (int r = 0; r < 6; r++) vsum[r] = vp[r] + vi[r];
+        for (int c = j->iv; c < j->iv + j->nv; c++) {
+            double u[6];
+            grid_sp_motion_cross(vp, J + 6 * c, dVdq + 6 * c);
+            grid_sp_motion_cross(ap, J + 6 * c, dAdq + 6 * c);
+            grid_sp_motion_cross(vp, dVdq + 6 * c, u);
+            for (int r = 0; r < 6; r++) dAdq[6 * c + r] += u[r];
+            grid_sp_motion_cross(vsum, J + 6 * c, dAdv + 6 * c);
+        }
+
+        /* Y_i: the body inertia in the world; h_i = Y v_i; f_i = Y a_i + v_i x* h_i - oMi.act_force(fext_i) */
+        double I[36], h[6];
+        grid_sp_inertia_matrix(&m->bodies[i].inertia, I);
+        grid_sp_inertia_to_parent(xi, I, Yi);
+        grid_sp_mat6_vec(Yi, vi, h);
+        grid_sp_mat6_vec(Yi, ai, fi);
+        grid_sp_force_cross(vi, h, t);
+        for (int r = 0; r < 6; r++) fi[r] += t[r];
+        if (fext) {
+            grid_sp_force_act(xi, fext + 6 * i, t);
+            for (int r = 0; r < 6; r++) fi[r] -= t[r];
+        }
+
+        /* D_i m = v_i x* (Y m) - Y (v_i x m) + m x* h_i, built column by column from unit motions */
+        for (int c = 0; c < 6; c++) {
+            double e[6] = {0}, Ye[6], vxe[6], col[6], u[6];
+            e[c] = 1.0;
+            grid_sp_mat6_vec(Yi, e, Ye);
+            grid_sp_force_cross(vi, Ye, col);
+            grid_sp_motion_cross(vi, e, vxe);
+            grid_sp_mat6_vec(Yi, vxe, u);
+            for (int r = 0; r < 6; r++) col[r] -= u[r];
+            grid_sp_force_cross(e, h, u);
+            for (int r = 0; r < 6; r++) Di[6 * r + c] = col[r] + u[r];
+        }
+    }
+
+    /* backward pass, children first: Yc, Dc and F become sums over each subtree */
+    for (int i = nb - 1; i >= 0; i--) {
+        const int p = m->bodies[i].joint.parent;
+        if (p < 0) continue;
+        for (int r = 0; r < 36; r++) {
+            Yc[36 * p + r] += Yc[36 * i + r];
+            Dc[36 * p + r] += Dc[36 * i + r];
+        }
+        for (int r = 0; r < 6; r++) F[6 * p + r] += F[6 * i + r];
+    }
+
+    /* every pair of joints (j: the row's, k: the column's) */
+    memset(out, 0, (size_t)nv * 2 * (size_t)nv * sizeof *out);
+    for (int bj = 0; bj < nb; bj++) {
+        const grid_joint *jj = &m->bodies[bj].joint;
+        for (int bk = 0; bk < nb; bk++) {
+            const grid_joint *jk = &m->bodies[bk].joint;
+            /* jj in subtree(k): its own subtree's sums; jj a strict ancestor of k: k's, plus the transport of F_k */
+            int body;
+            if (is_ancestor_or_self(m, bk, bj)) body = bj;
+            else if (is_ancestor_or_self(m, bj, bk)) body = bk;
+            else continue; /* different branches */
+            const int strict_ancestor = body == bk && bj != bk;
+            const double *Yb = Yc + 36 * body, *Db = Dc + 36 * body;
+            for (int ck = jk->iv; ck < jk->iv + jk->nv; ck++) {
+                /* the force columns: d F / d q_ck and d F / d qd_ck */
+                double fq[6] = {0}, fv[6] = {0};
+                mat6_vec_acc(Yb, dAdq + 6 * ck, fq);
+                mat6_vec_acc(Db, dVdq + 6 * ck, fq);
+                mat6_vec_acc(Yb, dAdv + 6 * ck, fv);
+                mat6_vec_acc(Db, J + 6 * ck, fv);
+                if (strict_ancestor) {
+                    double t[6];
+                    grid_sp_force_cross(J + 6 * ck, F + 6 * bk, t);
+                    for (int r = 0; r < 6; r++) fq[r] += t[r];
+                }
+                /* project on the row joint: J_j^T */
+                for (int cj = jj->iv; cj < jj->iv + jj->nv; cj++) {
+                    double sq = 0.0, sv = 0.0;
+                    for (int r = 0; r < 6; r++) {
+                        sq += J[6 * cj + r] * fq[r];
+                        sv += J[6 * cj + r] * fv[r];
+                    }
+                    out[(size_t)cj * 2 * nv + ck] = sq;
+                    out[(size_t)cj * 2 * nv + nv + ck] = sv;
+                }
+            }
+        }
+    }
+}
+
+size_t grid_sp_work_fd_derivatives(const grid_model *m)
+{
+    /* qdd, Minv, D, then room for whichever of forward dynamics, minv and the RNEA derivatives needs most */
+    const size_t nv = (size_t)m->nv_full;
+    size_t inner = grid_sp_work_forward_dynamics(m);
+    if (grid_sp_work_minv(m) > inner) inner = grid_sp_work_minv(m);
+    if (grid_sp_work_derivatives(m) > inner) inner = grid_sp_work_derivatives(m);
+    return nv + nv * nv + 2 * nv * nv + inner;
+}
+
+void grid_ref_fd_derivatives(const grid_model *m, const double *q, const double *v, const double *u,
+                             const double *fext, double *out, double *work)
+{
+    const size_t nv = (size_t)m->nv_full;
+    double *qdd = work, *Minv = qdd + nv, *D = Minv + nv * nv, *inner = D + 2 * nv * nv;
+    /* qdd = FD(q, v, u, fext); D = d rnea / d(q, v) at qdd; out = -M^-1 D */
+    grid_ref_forward_dynamics(m, q, v, u, fext, qdd, inner);
+    grid_ref_rnea_derivatives(m, q, v, qdd, fext, D, inner);
+    grid_ref_minv(m, q, Minv, inner);
+    for (size_t r = 0; r < nv; r++)
+        for (size_t c = 0; c < 2 * nv; c++) {
+            double s = 0.0;
+            for (size_t k = 0; k < nv; k++) s += Minv[r * nv + k] * D[k * 2 * nv + c];
+            out[r * 2 * nv + c] = -s;
+        }
+}

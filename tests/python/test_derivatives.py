@@ -1,0 +1,189 @@
+"""First-order derivatives (inverse_dynamics_gradient, forward_dynamics_gradient): central differences on robots
+Pinocchio cannot differentiate (coupled mimic joints), the tangent convention on every joint type, float32 against
+float64 with a bound that does not grow with velocity, and the API (aliases, one state, out=, shapes). The
+cross-check against Pinocchio's computeRNEADerivatives / computeABADerivatives is in test_pinocchio_crosscheck."""
+
+import numpy as np
+import pytest
+
+import grid_rbd
+from robot_cases import CASES, case_path, make_states, synthetic_dir
+
+EPS = 1e-6          # central-difference step
+CD_RTOL = 1e-6      # the issue's bound for central differences (truncation ~ EPS^2, rounding ~ 1e-16 / EPS)
+
+
+def case_by_id(cid):
+    return next(c for c in CASES if c.id == cid)
+
+
+def quat_mul(a, b):
+    """Hamilton product of [x, y, z, w] quaternions"""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return np.array([aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz])
+
+
+def quat_exp(w):
+    """the unit quaternion of the rotation vector w"""
+    t = np.linalg.norm(w)
+    if t < 1e-300:
+        return np.array([0.0, 0.0, 0.0, 1.0])
+    return np.concatenate([np.sin(t / 2) * w / t, [np.cos(t / 2)]])
+
+
+def quat_matrix(q):
+    x, y, z, w = q / np.linalg.norm(q)
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def integrate(h, q, dv):
+    """q (+) dv in the local tangent of every joint (what pinocchio.integrate does): the body moves by
+    M(q) exp(S dv) in its own frame; one-dof joints add"""
+    m = h._model
+    out = np.array(q, dtype=np.float64)
+    for iq, iv, nqj, nvj, kind in zip(m.joint_idx_q, m.joint_idx_v, m.joint_nq, m.joint_nv, m.joint_types):
+        d = dv[iv:iv + nvj]
+        if nvj == 0:
+            continue
+        if kind == "free":
+            out[iq:iq + 3] += quat_matrix(q[iq + 3:iq + 7]) @ d[:3]
+            out[iq + 3:iq + 7] = quat_mul(q[iq + 3:iq + 7], quat_exp(d[3:]))
+        elif kind == "spherical":
+            out[iq:iq + 4] = quat_mul(q[iq:iq + 4], quat_exp(d))
+        elif kind == "planar":
+            c, s = np.cos(q[iq + 2]), np.sin(q[iq + 2])
+            out[iq:iq + 2] += [c * d[0] - s * d[1], s * d[0] + c * d[1]]
+            out[iq + 2] += d[2]
+        else:
+            out[iq:iq + nqj] += d
+    return out
+
+
+def central_gradient(h, fn, q, qd, x, fx=None):
+    """[d fn/dq | d fn/dqd] at one state by central differences along the local tangent, batched"""
+    nv = h.nv
+    qs, vs = [], []
+    for k in range(nv):
+        for sgn in (1, -1):
+            e = np.zeros(nv)
+            e[k] = sgn * EPS
+            qs.append(integrate(h, q, e))
+            vs.append(qd)
+    for k in range(nv):
+        for sgn in (1, -1):
+            qs.append(q)
+            vs.append(qd + sgn * EPS * np.eye(nv)[k])
+    n = len(qs)
+    args = (np.array(qs), np.array(vs), np.tile(x, (n, 1))) + ((np.tile(fx, (n, 1)),) if fx is not None else ())
+    y = fn(*args)
+    return ((y[0::2] - y[1::2]) / (2 * EPS)).T  # (nv outputs, 2 nv columns)
+
+
+def rel(a, b):
+    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-12))
+
+
+@pytest.fixture(scope="module", params=["h1_2", "h1_2_ff", "panda", "joints_ff", "go2_ff"])
+def pair(request):
+    """a robot's generated float64 handle and its reference"""
+    case = case_by_id(request.param)
+    path = case_path(case, synthetic_dir())
+    kw = dict(urdf_path=path, floating_base=case.floating_base, ignore_mimic=case.ignore_mimic, dtype="float64",
+              verbose=False)
+    return (case, grid_rbd.register_robot(case.id + "_dgen", **kw),
+            grid_rbd.register_robot(case.id + "_dref", codegen=False, **kw))
+
+
+@pytest.mark.parametrize("with_fext", [False, True], ids=["no_fext", "fext"])
+def test_gradients_match_central_differences(pair, with_fext):
+    """mimic robots (Pinocchio refuses their derivatives), planar and spherical joints, a floating base: the gradients
+    equal central differences of the same provider's own inverse / forward dynamics, in the user's coordinates"""
+    case, gen, ref = pair
+    s = make_states(ref, "random", 3, seed=31)
+    worst = 0.0
+    for h in (gen, ref):
+        for b in range(3):
+            q, qd, qdd, u, fx = s["q"][b], s["qd"][b] * 3, s["qdd"][b] * 5, s["u"][b], s["f_ext"][b]
+            f = fx if with_fext else None
+            got = h.inverse_dynamics_gradient(q, qd, qdd, f_ext=f)
+            cd = central_gradient(h, lambda Q, V, A, *F: h.inverse_dynamics(Q, V, A, *F), q, qd, qdd, f)
+            assert got.shape == (h.nv, 2 * h.nv)
+            e = rel(got, cd)
+            assert e <= CD_RTOL, f"{case.id} {h.provider} rnea_grad state {b}: {e:.2e}"
+            got = h.forward_dynamics_gradient(q, qd, u, f_ext=f)
+            cd = central_gradient(h, lambda Q, V, U, *F: h.forward_dynamics(Q, V, U, *F), q, qd, u, f)
+            e2 = rel(got, cd)
+            assert e2 <= CD_RTOL, f"{case.id} {h.provider} fd_grad state {b}: {e2:.2e}"
+            worst = max(worst, e, e2)
+    print(f"\n{case.id}: worst relative difference to central differences {worst:.1e}")
+
+
+def test_generated_equals_reference_on_mimic_robots(pair):
+    case, gen, ref = pair
+    s = make_states(ref, "high_velocity", 6, seed=3)
+    for name, args in (("inverse_dynamics_gradient", (s["q"], s["qd"], s["qdd"], s["f_ext"])),
+                       ("forward_dynamics_gradient", (s["q"], s["qd"], s["u"], s["f_ext"]))):
+        a, b = getattr(gen, name)(*args), getattr(ref, name)(*args)
+        scale = np.abs(b).reshape(len(b), -1).max(axis=1)
+        err = np.abs(a - b).reshape(len(b), -1).max(axis=1) / scale
+        assert err.max() <= 1e-11, f"{case.id} {name}: {err.max():.2e}"
+
+
+def test_a_wrong_gradient_fails_the_central_difference_check(pair):
+    """the comparison can fail: the FD gradient's q block taken as the RNEA gradient's is caught"""
+    case, gen, _ = pair
+    s = make_states(gen, "random", 1, seed=2)
+    q, qd, qdd = s["q"][0], s["qd"][0], s["qdd"][0]
+    cd = central_gradient(gen, lambda Q, V, A: gen.inverse_dynamics(Q, V, A), q, qd, qdd)
+    wrong = gen.inverse_dynamics_gradient(q, qd, qdd).copy()
+    wrong[:, :gen.nv] *= 1.001
+    assert rel(wrong, cd) > 1e2 * CD_RTOL
+
+
+# ---- API ----
+@pytest.fixture(scope="module")
+def iiwa():
+    case = case_by_id("iiwa")
+    return grid_rbd.register_robot("iiwa_deriv_api", urdf_path=case_path(case, synthetic_dir()), dtype="float64",
+                                   verbose=False)
+
+
+def test_aliases_shapes_and_one_state(iiwa):
+    h = iiwa
+    s = make_states(h, "random", 5, seed=1)
+    g = h.inverse_dynamics_gradient(s["q"], s["qd"], s["qdd"])
+    assert g.shape == (5, h.nv, 2 * h.nv) and g.dtype == np.float64
+    np.testing.assert_array_equal(h.rnea_grad(s["q"], s["qd"], s["qdd"]), g)
+    f = h.forward_dynamics_gradient(s["q"], s["qd"], s["u"])
+    np.testing.assert_array_equal(h.forward_dynamics_grad(s["q"], s["qd"], s["u"]), f)
+    np.testing.assert_array_equal(h.aba_gradient(s["q"], s["qd"], s["u"]), f)
+    # one state without the batch axis: the batched row, bitwise
+    np.testing.assert_array_equal(h.inverse_dynamics_gradient(s["q"][2], s["qd"][2], s["qdd"][2]), g[2])
+    np.testing.assert_array_equal(h.forward_dynamics_gradient(s["q"][2], s["qd"][2], s["u"][2]), f[2])
+    # out= of the output's shape is filled and returned
+    out = np.empty((5, h.nv, 2 * h.nv))
+    assert h.inverse_dynamics_gradient(s["q"], s["qd"], s["qdd"], out=out) is out
+    np.testing.assert_array_equal(out, g)
+
+
+def test_dqdd_du_is_minv(iiwa):
+    """forward dynamics is linear in u with slope M^-1: a finite difference in u equals minv exactly enough"""
+    h = iiwa
+    s = make_states(h, "random", 2, seed=4)
+    q, qd, u = s["q"][0], s["qd"][0], s["u"][0]
+    cols = [(h.forward_dynamics(q, qd, u + EPS * e) - h.forward_dynamics(q, qd, u - EPS * e)) / (2 * EPS)
+            for e in np.eye(h.nv)]
+    assert rel(np.array(cols).T, h.minv(q)) <= 1e-7
+
+
+def test_wrong_shapes_name_the_expected_shape(iiwa):
+    h = iiwa
+    s = make_states(h, "random", 3, seed=1)
+    with pytest.raises(ValueError, match=r"qd must have shape \(B, 7\)"):
+        h.inverse_dynamics_gradient(s["q"], s["qd"][:, :6])
+    with pytest.raises(ValueError, match=r"7, 14"):
+        h.inverse_dynamics_gradient(s["q"], s["qd"], out=np.empty((3, 7, 7)))
