@@ -33,10 +33,10 @@ import grid_rbd  # noqa: E402
 from grid_rbd import _core  # noqa: E402
 
 ROBOTS = [("iiwa", "iiwa.urdf", False), ("go2", "go2.urdf", True), ("g1_29dof", "g1_29dof.urdf", True)]
-ALGOS = ["rnea", "fd", "minv", "crba", "aba"]
+ALGOS = ["rnea", "fd", "minv", "crba", "aba", "rnea_grad", "fd_grad"]
 BATCHES = [16, 256, 1024, 65536, 1048576]
 ALGO_ID = {"rnea": _core.ALGO_RNEA, "fd": _core.ALGO_FD, "minv": _core.ALGO_MINV, "crba": _core.ALGO_CRBA,
-           "aba": _core.ALGO_ABA}
+           "aba": _core.ALGO_ABA, "rnea_grad": _core.ALGO_RNEA_GRAD, "fd_grad": _core.ALGO_FD_GRAD}
 
 # ../shared/anchors.md: the spec system on an RTX 5090, fp32, whole batch, microseconds
 PUBLISHED_ID = {"iiwa": {16: (11.7, 21.0), 256: (11.9, 23.3), 1024: (13.0, 27.5)},
@@ -50,7 +50,10 @@ BOUND_FP32 = {("iiwa", "rnea"): 4.3e10, ("iiwa", "crba"): 3.4e10, ("iiwa", "aba"
               ("go2", "fd"): 1.4e10, ("g1_29dof", "rnea"): 8.5e9, ("g1_29dof", "crba"): 1.8e9,
               ("g1_29dof", "aba"): 5.0e9, ("g1_29dof", "fd"): 5.0e9,
               # Minv: the CRBA's bytes (the same symmetric matrix out, q in) and fewer flops than its bound's
-              ("go2", "minv"): 6.3e9, ("g1_29dof", "minv"): 1.8e9}
+              ("go2", "minv"): 6.3e9, ("g1_29dof", "minv"): 1.8e9,
+              # the derivatives (anchors.md has no ID-gradient row for go2 and g1)
+              ("iiwa", "rnea_grad"): 7.8e9, ("iiwa", "fd_grad"): 5.4e9, ("go2", "fd_grad"): 1.6e9,
+              ("g1_29dof", "fd_grad"): 3.2e8}
 
 # compile-time variants (GRID_RBD_NVCC_FLAGS replaces the tuning flags; each is its own cache entry), float32 only:
 # name -> (flags, what it changes, "host" or "resident": which path is measured)
@@ -137,26 +140,29 @@ def random_states(h, n, seed):
 
 def inputs_of(algo, q, qd, u):
     """(q, v, a) of an algorithm (None where it takes none)"""
-    if algo == "rnea":
+    if algo in ("rnea", "rnea_grad"):
         return q, qd, u        # u as qdd
-    if algo in ("fd", "aba"):
+    if algo in ("fd", "aba", "fd_grad"):
         return q, qd, u
     return q, None, None
 
 
 def input_ptrs(algo, q, v, a, ptr):
     """the input pointers of an algorithm's signature row: (q, qd, qdd | u, f_ext = NULL) or (q,)"""
-    if algo in ("rnea", "fd", "aba"):
+    if algo in ("rnea", "fd", "aba", "rnea_grad", "fd_grad"):
         return (ptr(q), ptr(v), ptr(a), 0)
     return (ptr(q),)
 
 
 def out_shape(h, algo, n):
+    if algo in ("rnea_grad", "fd_grad"):
+        return (n, h.nv, 2 * h.nv)
     return (n, h.nv, h.nv) if algo in ("crba", "minv") else (n, h.nv)
 
 
 def method(h, algo):
-    return {"rnea": h.inverse_dynamics, "fd": h.forward_dynamics, "minv": h.minv, "crba": h.crba, "aba": h.aba}[algo]
+    return {"rnea": h.inverse_dynamics, "fd": h.forward_dynamics, "minv": h.minv, "crba": h.crba, "aba": h.aba,
+            "rnea_grad": h.inverse_dynamics_gradient, "fd_grad": h.forward_dynamics_gradient}[algo]
 
 
 # ---- measurements ----
@@ -602,8 +608,14 @@ def main():
     ap.add_argument("--precompile", action="store_true", help="only build every library the GPU tests and bench use")
     ap.add_argument("--no-tests", action="store_true", help="with --precompile: the bench's libraries only")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--algos", default="", help="comma-separated subset of " + ",".join(ALGOS) + " (default: all)")
     ap.add_argument("--build-child", nargs=4, metavar=("URDF", "FLOATING", "DTYPE", "ARCH"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.algos:
+        unknown = set(args.algos.split(",")) - set(ALGOS)
+        if unknown:
+            ap.error(f"unknown --algos {sorted(unknown)}")
+        ALGOS[:] = [a for a in ALGOS if a in args.algos.split(",")]
     if args.build_child:
         urdf, floating, dtype, arch = args.build_child
         build_child(urdf, floating == "1", dtype, arch or None)

@@ -7,6 +7,8 @@
 #   bench/gpu_session.sh             # THERE, with carry [".gpu-deps"]; about 9 minutes, budgeted below
 #   bench/gpu_session.sh wide        # THERE: only bench/gpu_wide.py (g1 CRBA/Minv wide-output variants)
 #   bench/gpu_session.sh features    # THERE: only the GPU tests matching GPU_TEST_FILTER (pytest -k)
+#   bench/gpu_session.sh grad        # THERE: the first-order derivatives: their GPU tests on five robots, the bench
+#                                    # of rnea / rnea_grad / fd / fd_grad, cold builds, compute-sanitizer
 #
 # $OUT receives: session.log, pytest_gpu.log, gpu_accuracy.md, gpu_bench.md, gpu_bench.json, gpu_bench.log,
 # sanitizer.log.
@@ -92,6 +94,48 @@ if [ "${1:-run}" = features ]; then   # only the GPU tests whose ids match $GPU_
         python3 -m pytest -m gpu -q -rs -p no:cacheprovider -k "${GPU_TEST_FILTER:-joints}" \
         tests/python/test_cuda.py tests/python/test_cuda_rolled.py 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
     ts "done"
+    exit 0
+fi
+
+if [ "${1:-run}" = grad ]; then   # the gradients (issue 10)
+    ts "precompile (the bench's libraries)"
+    timeout 200 python3 bench/gpu_bench.py --precompile --no-tests --jobs "$JOBS" --robots-dir "$DEPS/robots" \
+        || ts "precompile: some builds failed or timed out"
+    TEST_SECONDS=150
+    ts "pytest -m gpu, gradients' robots (deadline in $TEST_SECONDS s)"
+    export GRID_RBD_GPU_TEST_DEADLINE=$(( $(date +%s) + TEST_SECONDS - 10 ))
+    GRID_RBD_GPU_REPORT=$OUT/gpu_accuracy.md timeout $((TEST_SECONDS + 20)) \
+        python3 -m pytest -m gpu -q -rs -p no:cacheprovider \
+        -k "(test_matches_reference and (iiwa or go2_ff or joints_ff or h1_2_ff or g1_29dof_ff)) or large_batch" \
+        tests/python/test_cuda.py 2>&1 | tee "$OUT/pytest_gpu.log" | tail -30
+    BENCH_SECONDS=$(( $(left) - 70 ))
+    ts "gpu_bench.py rnea,rnea_grad,fd,fd_grad (budget $BENCH_SECONDS s)"
+    timeout $((BENCH_SECONDS + 30)) python3 bench/gpu_bench.py --out "$OUT" --robots-dir "$DEPS/robots" \
+        --algos rnea,rnea_grad,fd,fd_grad --budget-s "$BENCH_SECONDS" > "$OUT/gpu_bench.log" 2>&1
+    tail -40 "$OUT/gpu_bench.log"
+    if [ "$(left)" -gt 25 ] && command -v compute-sanitizer >/dev/null; then
+        cat > /tmp/sanity_grad.py <<'EOF'
+import os, sys, numpy as np
+sys.path.insert(0, "bench")
+from gpu_bench import register, random_states
+for robot in ("iiwa", "go2"):
+    h = register(os.environ["GRID_RBD_ROBOTS_DIR"], robot, "float32")
+    for n in (1, 45):
+        q, qd, u = random_states(h, n, seed=n)
+        for out in (h.inverse_dynamics_gradient(q, qd, u), h.forward_dynamics_gradient(q, qd, u)):
+            assert np.isfinite(out).all(), (robot, n)
+print("sanity ok")
+EOF
+        for tool in memcheck racecheck; do
+            [ "$(left)" -gt 15 ] || break
+            timeout $(( $(left) - 10 )) compute-sanitizer --tool $tool --error-exitcode 9 python3 /tmp/sanity_grad.py \
+                > "/tmp/sanitizer_$tool.log" 2>&1
+            echo "== compute-sanitizer --tool $tool: exit $?" | tee -a "$OUT/sanitizer.log"
+            tail -8 "/tmp/sanitizer_$tool.log" >> "$OUT/sanitizer.log"
+        done
+    fi
+    ts "done"
+    ls -la "$OUT"
     exit 0
 fi
 

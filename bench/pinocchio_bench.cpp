@@ -27,6 +27,8 @@
 #include <pinocchio/algorithm/cholesky.hpp>
 #include <pinocchio/algorithm/frames.hpp>
 #include <pinocchio/algorithm/jacobian.hpp>
+#include <pinocchio/algorithm/rnea-derivatives.hpp>
+#include <pinocchio/algorithm/aba-derivatives.hpp>
 
 namespace pin = pinocchio;
 
@@ -200,6 +202,9 @@ int main(int argc, char **argv)
              pin::cholesky::solve(model, data, qdd);
          }},
         {"frame_jacobian", [&](int i) { pin::computeFrameJacobian(model, data, qs[i], fid, rf, J); }},
+        // first-order derivatives (data.dtau_dq / dtau_dv, data.ddq_dq / ddq_dv)
+        {"rnea_grad", [&](int i) { pin::computeRNEADerivatives(model, data, qs[i], vs[i], as[i]); }},
+        {"fd_grad", [&](int i) { pin::computeABADerivatives(model, data, qs[i], vs[i], taus[i]); }},
     };
 
     // calibrate every algorithm, then time in rounds (one loop of each algorithm per round)

@@ -51,6 +51,8 @@ ALGOS = [
     ("aba", "aba", "ABA"),
     ("frame_jacobian", "frame_jacobian", "frame Jacobian"),
     ("ee_pose", None, "end-effector poses [xyz rpy] (grid only)"),
+    ("rnea_grad", "rnea_grad", "RNEA derivatives"),
+    ("fd_grad", "fd_grad", "ABA derivatives (FD gradient)"),
 ]
 # Pinocchio-only variants, shown for the anchors
 PIN_EXTRA = [
@@ -66,6 +68,8 @@ ANCHOR_ROWS = {
     "CRBA": "crba",
     "computeMinverse": "minv_after_aba",
     "ABA": "aba",
+    "RNEA derivatives": "rnea_grad",
+    "ABA derivatives": "fd_grad",
 }
 
 
@@ -111,7 +115,7 @@ def robot_table():
 
 DEFAULT_ROBOTS = ["iiwa", "hyq", "atlas", "go2", "talos", "g1", "ur5", "panda"]
 # the wide-output methods timed at several batch sizes (issue 11: their stores dominate), and those sizes
-WIDE_ALGOS = ["crba", "minv"]
+WIDE_ALGOS = ["crba", "minv", "rnea_grad", "fd_grad"]
 WIDE_BATCHES = [1, 256, 4096]
 
 

@@ -39,6 +39,9 @@ void grid_ref_frame_jacobian(const grid_model *m, const double *q, int frame, in
    and of forward dynamics qdd(q, v, u, fext) (computeABADerivatives: -M^-1 [dtau/dq | dtau/dqd] at qdd) */
 void grid_ref_rnea_derivatives(const grid_model *m, const double *q, const double *v, const double *a,
                                const double *fext, double *out, double *work);
+/* d[xyz, rpy]/dq of every end effector (6*nee x nv row-major, local tangent): the LOCAL_WORLD_ALIGNED frame
+   Jacobian's linear rows and E(rpy)^-1 times its angular rows (infinite at pitch = +-pi/2) */
+void grid_ref_ee_pose_derivatives(const grid_model *m, const double *q, double *out, double *work);
 void grid_ref_fd_derivatives(const grid_model *m, const double *q, const double *v, const double *u,
                              const double *fext, double *out, double *work);
 

@@ -24,7 +24,8 @@ typedef enum {
     GRID_ALGO_FRAME_JACOBIAN = 9,
     GRID_ALGO_RNEA_GRAD = 10,
     GRID_ALGO_FD_GRAD = 11,
-    GRID_ALGO_COUNT = 12
+    GRID_ALGO_EE_POSE_GRAD = 12,
+    GRID_ALGO_COUNT = 13
 } grid_algo;
 
 /* the sizes a dimension may be written in */

@@ -639,6 +639,19 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         for (int k = 0; status == GRID_OK && k < row->n_out; k++)
             if (tmp[k]) memcpy(bout[k].data, out_ptr[k], (size_t)batch * (size_t)row->out[k].width * (size_t)dtype);
         Py_END_ALLOW_THREADS
+        if (status == GRID_ERR_UNSUPPORTED && convert) {
+            /* a row the output convention has no conversion for (grid_convention_job): not available, never converted
+               wrongly */
+            PyObject *mod = PyImport_ImportModule("grid_rbd._errors");
+            PyObject *cls = mod ? PyObject_GetAttrString(mod, "NotAvailableError") : NULL;
+            Py_XDECREF(mod);
+            if (cls) {
+                PyErr_Format(cls, "%s is not available in output_convention='mujoco' yet; register the robot with "
+                                  "output_convention='pinocchio' for it", grid_sig_row((int)algo)->py_name);
+                Py_DECREF(cls);
+            }
+            goto fail;
+        }
         if (status != GRID_OK) {
             char msg[160];
             snprintf(msg, sizeof msg, "%s failed with status %d", row->name, status);

@@ -40,7 +40,7 @@ static const grid_signature_row rows[GRID_ALGO_COUNT] = {
                       0, {{0}}, GRID_GPU_THREAD, NO_LINKS},
     [GRID_ALGO_EE_POSE] = {"ee_pose", "end_effector_pose", "", "[x y z roll pitch yaw] per end effector",
                            1, {IN_Q}, 1, {ARG("pose", "end-effector poses", GRID_REQUIRED, DIM(NEE, 6))},
-                           0, {{0}}, GRID_GPU_THREAD, NO_LINKS},
+                           0, {{0}}, GRID_GPU_THREAD, GRID_ALGO_EE_POSE_GRAD, -1},
     [GRID_ALGO_FRAME_JACOBIAN] = {"frame_jacobian", "frame_jacobian", "", "J of one frame, rows [linear; angular]",
                                   1, {IN_Q}, 1, {ARG("J", "frame Jacobian", GRID_REQUIRED, DIM(ONE, 6), DIM(NV, 1))},
                                   2, {{"frame", 0, DIM(NFRAMES, 1), "frame id %ld is out of range: the robot has %d frames"},
@@ -56,6 +56,11 @@ static const grid_signature_row rows[GRID_ALGO_COUNT] = {
                            "[dqdd/dq | dqdd/dqd] of forward dynamics at (q, qd, u, f_ext) (computeABADerivatives)",
                            4, {IN_Q, IN_QD, IN_U, IN_FEXT_OPT}, 1, {OUT_NVx2NV("dqdd", "acceleration gradient")},
                            0, {{0}}, GRID_GPU_THREAD, NO_LINKS},
+    [GRID_ALGO_EE_POSE_GRAD] = {"ee_pose_grad", "end_effector_pose_gradient", "ee_pose_grad",
+                                "d[x y z roll pitch yaw]/dq per end effector (local tangent; rpy rows: coordinate "
+                                "derivatives, infinite at pitch = +-pi/2)",
+                                1, {IN_Q}, 1, {ARG("dpose", "pose gradient", GRID_REQUIRED, DIM(NEE, 6), DIM(NV, 1))},
+                                0, {{0}}, GRID_GPU_THREAD, NO_LINKS},
 };
 
 int grid_sig_count(void) { return GRID_ALGO_COUNT; }

@@ -5,7 +5,7 @@
 /* d qdd / dx = -M^-1 d tau / dx at qdd = FD(q, v, u, fext) (differentiate M qdd + c = u): the same values as
    Pinocchio's computeABADerivatives. M^-1 is dense, so the product costs 2 nv^3 multiply-adds; it runs on lane
    vectors (C) and keeps the gradient's O(nv depth) recursion for the rest. */
-int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const fd_grad_inners *in, int vector,
+int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, int vector,
                           sym_stats *stats)
 {
     ew_writer *w = cx->w;
@@ -26,7 +26,7 @@ int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const fd_gra
                      "    grid_v_%s(q, v, qdd, fext, dt);\n"
                      "    grid_v_%s(q, v, a, fext, Mi);\n",
                   sp->fn, sp->reads_fext ? ", f_ext" : "", cx->t->state_fn, sp->fn, r, r, r, r, r, nv > 0 ? nv : 1,
-                  nv * nv > 0 ? nv * nv : 1, nv * n2 > 0 ? nv * n2 : 1, in->fd, in->rnea_grad, in->minv);
+                  nv * nv > 0 ? nv * nv : 1, nv * n2 > 0 ? nv * n2 : 1, in->fn[0], in->fn[1], in->fn[2]);
         ew_printf(w, "    for (int r = 0; r < %d; r++) {\n"
                      "        grid_vec acc[%d];\n"
                      "        for (int c = 0; c < %d; c++) acc[c] = grid_splat_(0);\n"
@@ -71,6 +71,6 @@ int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const fd_gra
                  "            for (int k = 0; k < %d; k++) s -= Mi[r * %d + k] * dt[k * %d + c];\n"
                  "            %s = s;\n"
                  "        }\n}\n\n",
-              in->fd, st1, in->rnea_grad, st1, in->minv, st1, nv, n2, nv, nv, n2, oel);
+              in->fn[0], st1, in->fn[1], st1, in->fn[2], st1, nv, n2, nv, nv, n2, oel);
     return 0;
 }

@@ -13,7 +13,7 @@ grid_emit_options grid_emit_options_default(void)
 
 /* every per-state function the library may contain */
 enum { F_RNEA_0, F_RNEA_A, F_RNEA_F, F_GRAVITY, F_CRBA, F_MINV, F_FD_0, F_FD_F, F_ABA_0, F_ABA_F, F_FK, F_EE, F_JAC,
-       F_RG, F_FDG, F_COUNT };
+       F_RG, F_FDG, F_EEG, F_COUNT };
 
 static const state_spec specs[F_COUNT] = {
     [F_RNEA_0] = {"rnea_0", ST_RNEA, 1, 0, 0, 1},   /* rnea(q, v, 0): also NLE */
@@ -32,6 +32,7 @@ static const state_spec specs[F_COUNT] = {
     /* the gradients have one variant each (absent qdd and f_ext read zeros): their code is large */
     [F_RG] = {"rnea_grad", ST_RNEA_GRAD, 1, 1, 1, 1},
     [F_FDG] = {"fd_grad", ST_FD_GRAD, 1, 1, 1, 1},
+    [F_EEG] = {"ee_pose_grad", ST_EE_POSE_GRAD, 0, 0, 0, 0},
 };
 
 /* the per-state functions a function calls (composites: the forward-dynamics gradient), -1 = none; they share its
@@ -44,6 +45,8 @@ static const int calls[F_COUNT][MAX_CALLS] = {
     [F_JAC] = {-1, -1, -1}, [F_RG] = {-1, -1, -1},
     /* qdd = fd, the RNEA gradient at qdd, M^-1 */
     [F_FDG] = {F_FD_F, F_RG, F_MINV},
+    /* the poses, each end effector's frame Jacobian */
+    [F_EEG] = {F_EE, F_JAC, -1},
 };
 
 /* per row of the signature table: how its inputs and attributes map onto the per-state parameters
@@ -76,6 +79,7 @@ static const method_layout layouts[GRID_ALGO_COUNT] = {
     [GRID_ALGO_RNEA_GRAD] = {"rnea_grad", {0, 1, 2, 3}, NO_ATTRS, {F_RG, F_RG, F_RG, F_RG}, 0},
     /* fd_grad (q, qd, u, f_ext?): as fd */
     [GRID_ALGO_FD_GRAD] = {"fd_grad", {0, 1, 2, 3}, NO_ATTRS, {F_FDG, F_FDG, -1, -1}, 0},
+    [GRID_ALGO_EE_POSE_GRAD] = {"ee_pose_grad", {0, -1, -1, -1}, NO_ATTRS, {F_EEG, -1, -1, -1}, 0},
 };
 #define NSLOT (1 << EMIT_MAX_OPT)
 
@@ -499,7 +503,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
         int frc;
         if (calls[f][0] >= 0) {
             /* a composite: its callees come first in the table, so their workspace is known */
-            assert(calls[f][0] < f && calls[f][1] < f && calls[f][2] < f);
+            for (int c = 0; c < MAX_CALLS; c++) assert(calls[f][c] < f);
             char copy[MAX_CALLS][48];
             const char *name[MAX_CALLS];
             long inner_work = 0;
@@ -507,7 +511,8 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
             frc = 0;
             for (int c = 0; c < MAX_CALLS && frc == 0; c++) {
                 const int g = calls[f][c];
-                name[c] = specs[g].fn;
+                name[c] = g >= 0 ? specs[g].fn : NULL;
+                if (g < 0) continue;
                 if (fstats[g].work > inner_work) inner_work = fstats[g].work;
                 if (!rolled[f] || rolled[g]) continue;
                 /* a rolled copy of a callee the library keeps unrolled (small: its size does not grow with the
@@ -522,9 +527,17 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
                 cs.statements += s1.statements;
                 if (s1.work > inner_work) inner_work = s1.work;
             }
-            fd_grad_inners in = {name[0], name[1], name[2], inner_work};
-            if (frc == 0) frc = emit_fd_grad_function(&cx, &specs[f], &in, vec[f], &fstats[f]);
+            composite_inners in = {{name[0], name[1], name[2]}, inner_work};
+            if (frc == 0)
+                frc = specs[f].kind == ST_FD_GRAD ? emit_fd_grad_function(&cx, &specs[f], &in, vec[f], &fstats[f])
+                                                  : emit_ee_pose_grad_function(&cx, &specs[f], &in, &fstats[f]);
             fstats[f].statements += cs.statements;
+            /* the executed work, which sizes the batches worth a thread team, includes the callees' */
+            for (int c = 0; c < MAX_CALLS; c++)
+                if (calls[f][c] >= 0) {
+                    fstats[f].flops += fstats[calls[f][c]].flops;
+                    fstats[f].transcendental += fstats[calls[f][c]].transcendental;
+                }
         } else {
             cx.called = 0;
             for (int g = 0; g < F_COUNT; g++)

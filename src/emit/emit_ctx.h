@@ -49,7 +49,7 @@ int ea_ee_pose(const emit_ctx *cx, ek_kin *k);
 int ea_frame_jacobian(const emit_ctx *cx, ek_kin *k, sym_stats *extra);
 
 /* per-state functions (emit_state.c): write the function named grid_s_<fn> */
-typedef enum { ST_RNEA, ST_GRAVITY, ST_CRBA, ST_MINV, ST_FD, ST_ABA, ST_FK, ST_EE_POSE, ST_JACOBIAN, ST_RNEA_GRAD, ST_FD_GRAD } state_kind;
+typedef enum { ST_RNEA, ST_GRAVITY, ST_CRBA, ST_MINV, ST_FD, ST_ABA, ST_FK, ST_EE_POSE, ST_JACOBIAN, ST_RNEA_GRAD, ST_FD_GRAD, ST_EE_POSE_GRAD } state_kind;
 typedef struct {
     const char *fn;   /* grid_s_<fn> (scalar) or grid_v_<fn> (lanes) */
     state_kind kind;
@@ -89,10 +89,13 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
    the lane form (all three are lane functions); else the scalar form, whose arrays follow the inner functions'
    workspace (inner_work reals) in ws. stats->work is what it needs in all. */
 typedef struct {
-    const char *fd, *rnea_grad, *minv; /* the inner per-state functions (grid_s_ / grid_v_ names without prefix) */
-    long inner_work;
-} fd_grad_inners;
-int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const fd_grad_inners *in, int vector,
+    const char *fn[3]; /* the per-state functions it calls (grid_s_ / grid_v_ names without the prefix), in calls[] order */
+    long inner_work;   /* the most workspace any of them takes (reals) */
+} composite_inners;
+int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, int vector,
                           sym_stats *stats);
+/* algo_ee_pose_grad.c: d[xyz, rpy]/dq of every end effector from the pose (ee_pose) and each end effector's
+   LOCAL_WORLD_ALIGNED frame Jacobian (frame_jacobian); scalar, its arrays in ws after inner_work */
+int emit_ee_pose_grad_function(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, sym_stats *stats);
 
 #endif

@@ -83,12 +83,20 @@ static void ref_fd_grad(const grid_model *m, const double *const *in, double *co
     grid_ref_fd_derivatives(m, in[0], in[1], in[2], in[3], out[0], work);
 }
 
+static void ref_ee_pose_grad(const grid_model *m, const double *const *in, double *const *out, const int *attr,
+                             double *work)
+{
+    (void)attr;
+    grid_ref_ee_pose_derivatives(m, in[0], out[0], work);
+}
+
 /* the reference function of every row of the signature table */
 static const ref_state_fn ref_fns[GRID_ALGO_COUNT] = {
     [GRID_ALGO_RNEA] = ref_rnea, [GRID_ALGO_NLE] = ref_nle, [GRID_ALGO_GRAVITY] = ref_gravity,
     [GRID_ALGO_CRBA] = ref_crba, [GRID_ALGO_MINV] = ref_minv, [GRID_ALGO_FD] = ref_fd, [GRID_ALGO_ABA] = ref_aba,
     [GRID_ALGO_FK] = ref_fk, [GRID_ALGO_EE_POSE] = ref_ee_pose, [GRID_ALGO_FRAME_JACOBIAN] = ref_frame_jacobian,
     [GRID_ALGO_RNEA_GRAD] = ref_rnea_grad, [GRID_ALGO_FD_GRAD] = ref_fd_grad,
+    [GRID_ALGO_EE_POSE_GRAD] = ref_ee_pose_grad,
 };
 
 /* ---- a model with coupled mimic joints ----

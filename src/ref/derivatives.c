@@ -1,6 +1,7 @@
 /* Reference first-order derivatives of inverse and forward dynamics (Pinocchio's computeRNEADerivatives and
    computeABADerivatives), in world-frame quantities with plain loops over body pairs. */
 #include <assert.h>
+#include <math.h>
 #include <string.h>
 #include "grid/ref.h"
 #include "spatial.h"
@@ -189,4 +190,35 @@ void grid_ref_fd_derivatives(const grid_model *m, const double *q, const double 
             for (size_t k = 0; k < nv; k++) s += Minv[r * nv + k] * D[k * 2 * nv + c];
             out[r * 2 * nv + c] = -s;
         }
+}
+
+size_t grid_sp_work_ee_derivatives(const grid_model *m)
+{
+    /* the poses and one Jacobian, then the work of the pose and Jacobian functions */
+    size_t inner = grid_sp_work_kinematics(m);
+    if (grid_sp_work_jacobian(m) > inner) inner = grid_sp_work_jacobian(m);
+    return 6 * (size_t)m->nee + 6 * (size_t)m->nv_full + inner;
+}
+
+void grid_ref_ee_pose_derivatives(const grid_model *m, const double *q, double *out, double *work)
+{
+    const int nv = m->nv_full;
+    double *pose = work, *J = pose + 6 * m->nee, *inner = J + 6 * nv;
+    grid_ref_end_effector_pose(m, q, pose, inner);
+    for (int e = 0; e < m->nee; e++) {
+        /* the frame's velocity in world axes: d xyz = J_linear dq, omega = J_angular dq */
+        grid_ref_frame_jacobian(m, q, m->ee_frames[e], GRID_LOCAL_WORLD_ALIGNED, J, inner);
+        /* R = Rz(y) Ry(p) Rx(r): omega = E [dr, dp, dy] with E = [Rz Ry e_x, Rz e_y, e_z]; its inverse below */
+        const double p = pose[6 * e + 4], y = pose[6 * e + 5];
+        const double sp = sin(p), cp = cos(p), sy = sin(y), cy = cos(y);
+        double *o = out + (size_t)6 * e * nv;
+        for (int c = 0; c < nv; c++) {
+            const double wx = J[3 * nv + c], wy = J[4 * nv + c], wz = J[5 * nv + c];
+            const double dr = (cy * wx + sy * wy) / cp;
+            for (int r = 0; r < 3; r++) o[r * nv + c] = J[r * nv + c];
+            o[3 * nv + c] = dr;
+            o[4 * nv + c] = -sy * wx + cy * wy;
+            o[5 * nv + c] = wz + sp * dr;
+        }
+    }
 }

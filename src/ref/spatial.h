@@ -76,5 +76,6 @@ size_t grid_sp_work_forward_dynamics(const grid_model *m);
 size_t grid_sp_work_jacobian(const grid_model *m);
 size_t grid_sp_work_derivatives(const grid_model *m);    /* RNEA derivatives */
 size_t grid_sp_work_fd_derivatives(const grid_model *m); /* FD derivatives */
+size_t grid_sp_work_ee_derivatives(const grid_model *m); /* end-effector pose derivatives */
 
 #endif

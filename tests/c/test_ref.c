@@ -1007,6 +1007,7 @@ static void test_batch(void)
             case GRID_ALGO_FRAME_JACOBIAN: grid_ref_frame_jacobian(m, qb, 8, GRID_LOCAL, one, w); break;
             case GRID_ALGO_RNEA_GRAD: grid_ref_rnea_derivatives(m, qb, vb, ab, fb, one, w); break;
             case GRID_ALGO_FD_GRAD: grid_ref_fd_derivatives(m, qb, vb, ab, fb, one, w); break;
+            case GRID_ALGO_EE_POSE_GRAD: grid_ref_ee_pose_derivatives(m, qb, one, w); break;
             }
             CHECK_MSG(max_abs_diff(out + b * width, one, width) == 0.0, "algo %d state %d", algo, b);
         }

@@ -6,15 +6,17 @@
 #include <dlfcn.h>
 #include <random>
 #include <string>
-#define EMU_N_ALGO 10
+#define EMU_N_ALGO 13
 static const char *emu_names[EMU_N_ALGO] = {"rnea", "nle", "gravity", "crba", "minv", "fd", "aba", "fk", "ee_pose",
-                                            "frame_jacobian"};
+                                            "frame_jacobian", "rnea_grad", "fd_grad", "ee_pose_grad"};
 static int (*emu_device[EMU_N_ALGO])(const grid_call *) = {
     grid_cuda_rnea, grid_cuda_nle, grid_cuda_gravity, grid_cuda_crba, grid_cuda_minv,
-    grid_cuda_fd, grid_cuda_aba, grid_cuda_fk, grid_cuda_ee_pose, grid_cuda_frame_jacobian};
+    grid_cuda_fd, grid_cuda_aba, grid_cuda_fk, grid_cuda_ee_pose, grid_cuda_frame_jacobian,
+    grid_cuda_rnea_grad, grid_cuda_fd_grad, grid_cuda_ee_pose_grad};
 static int (*emu_host[EMU_N_ALGO])(const grid_call *) = {
     grid_host_rnea, grid_host_nle, grid_host_gravity, grid_host_crba, grid_host_minv,
-    grid_host_fd, grid_host_aba, grid_host_fk, grid_host_ee_pose, grid_host_frame_jacobian};
+    grid_host_fd, grid_host_aba, grid_host_fk, grid_host_ee_pose, grid_host_frame_jacobian,
+    grid_host_rnea_grad, grid_host_fd_grad, grid_host_ee_pose_grad};
 
 int main(int argc, char **argv)
 {

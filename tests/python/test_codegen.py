@@ -51,6 +51,8 @@ METHODS = {
     "forward_dynamics_gradient_f_ext": lambda h, s: h.forward_dynamics_gradient(s["q"], s["qd"], s["u"],
                                                                                 f_ext=s["f_ext"]),
 }
+# (the end-effector pose gradient is not among them: its rpy rows are infinite at pitch = +-pi/2, where a state of
+# some robots sits exactly; tests/python/test_derivatives.py checks it on states away from that)
 JACOBIAN_FRAMES = ("WORLD", "LOCAL", "LOCAL_WORLD_ALIGNED")
 
 

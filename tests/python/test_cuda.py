@@ -32,7 +32,8 @@ SCALE_FLOOR = 1e-6
 BATCHES = (1, 7, 256, 1000)
 BIG = 65536
 BIG_CASES = ("iiwa", "go2_ff", "g1_29dof_ff", "atlas_ff")
-BIG_METHODS = ("inverse_dynamics", "crba", "minv", "forward_dynamics", "aba")
+BIG_METHODS = ("inverse_dynamics", "crba", "minv", "forward_dynamics", "aba", "inverse_dynamics_gradient",
+               "forward_dynamics_gradient")
 TORCH_CASES = ("iiwa", "go2_ff", "g1_29dof_ff", "synthetic_ff")
 
 
@@ -98,6 +99,13 @@ METHODS = {
     "frame_jacobian_world": _jac("WORLD"),
     "frame_jacobian_local": _jac("LOCAL"),
     "frame_jacobian_lwa": _jac("LOCAL_WORLD_ALIGNED"),
+    "inverse_dynamics_gradient": lambda h, s, out: h.inverse_dynamics_gradient(s["q"], s["qd"], s["qdd"], out=out),
+    "inverse_dynamics_gradient_f_ext": lambda h, s, out: h.inverse_dynamics_gradient(s["q"], s["qd"], s["qdd"],
+                                                                                     f_ext=s["f_ext"], out=out),
+    "forward_dynamics_gradient": lambda h, s, out: h.forward_dynamics_gradient(s["q"], s["qd"], s["u"], out=out),
+    "forward_dynamics_gradient_f_ext": lambda h, s, out: h.forward_dynamics_gradient(s["q"], s["qd"], s["u"],
+                                                                                     f_ext=s["f_ext"], out=out),
+    "end_effector_pose_gradient": lambda h, s, out: h.end_effector_pose_gradient(s["q"], out=out),
 }
 
 

@@ -187,3 +187,111 @@ def test_wrong_shapes_name_the_expected_shape(iiwa):
         h.inverse_dynamics_gradient(s["q"], s["qd"][:, :6])
     with pytest.raises(ValueError, match=r"7, 14"):
         h.inverse_dynamics_gradient(s["q"], s["qd"], out=np.empty((3, 7, 7)))
+
+
+# ---- end-effector pose gradient ----
+def wrap(x):
+    """an angle difference into (-pi, pi]"""
+    return (x + np.pi) % (2 * np.pi) - np.pi
+
+
+def pose_central_gradient(h, q):
+    """d[xyz, rpy]/dq by central differences along the local tangent (angle differences wrapped)"""
+    nv = h.nv
+    qs = [integrate(h, q, s * EPS * e) for e in np.eye(nv) for s in (1, -1)]
+    y = h.end_effector_pose(np.array(qs)).reshape(2 * nv, -1, 6)
+    d = y[0::2] - y[1::2]
+    d[..., 3:] = wrap(d[..., 3:])
+    return (d / (2 * EPS)).reshape(nv, -1).T   # (6 nee, nv)
+
+
+@pytest.mark.parametrize("cid", ["iiwa", "go2_ff", "joints_ff", "h1_2_ff", "talos_ff"])
+def test_ee_pose_gradient_matches_central_differences(cid):
+    case = case_by_id(cid)
+    path = case_path(case, synthetic_dir())
+    kw = dict(urdf_path=path, floating_base=case.floating_base, dtype="float64", verbose=False)
+    for h in (grid_rbd.register_robot(cid + "_eeg", **kw), grid_rbd.register_robot(cid + "_eeg_ref", codegen=False, **kw)):
+        s = make_states(h, "random", 4, seed=17)
+        g = h.end_effector_pose_gradient(s["q"])
+        assert g.shape == (4, 6 * h.num_ees, h.nv)
+        for b in range(4):
+            pose = h.end_effector_pose(s["q"][b]).reshape(-1, 6)
+            if np.any(np.abs(np.abs(pose[:, 4]) - np.pi / 2) < 1e-2):
+                continue  # near the rpy singularity the coordinate derivative is huge (documented)
+            cd = pose_central_gradient(h, s["q"][b])
+            e = rel(g[b], cd)
+            assert e <= CD_RTOL, f"{cid} {h.provider} ee_pose_grad state {b}: {e:.2e}"
+
+
+def test_ee_pose_gradient_at_the_rpy_singularity():
+    """at pitch = +-pi/2 roll and yaw are not separately defined: their rows grow as 1 / cos(pitch) for a turn about
+    a world axis other than the pitch axis (1e16 at the rounded pitch of pi/2, inf where it is exact), while a turn
+    about the pitch axis and the xyz rows stay finite and exact"""
+    urdf = """<?xml version="1.0"?>
+<robot name="pitch"><link name="base"/>
+  <joint name="jx" type="revolute"><parent link="base"/><child link="mid"/><axis xyz="1 0 0"/>
+    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <link name="mid"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
+  <joint name="jy" type="revolute"><parent link="mid"/><child link="tip"/><origin xyz="0 0 0.5"/><axis xyz="0 1 0"/>
+    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <link name="tip"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
+</robot>"""
+    for codegen in (True, False):
+        h = grid_rbd.register_robot(f"pitch_eeg_{codegen}", urdf_string=urdf, dtype="float64", codegen=codegen,
+                                    verbose=False)
+        g = h.end_effector_pose_gradient(np.array([[0.0, np.pi / 2]]))[0]
+        assert np.all(np.isfinite(g[:3]))
+        assert not np.all(np.abs(g[3:, 0]) < 1e12)          # the turn about world x: unbounded roll and yaw rates
+        np.testing.assert_allclose(g[3:, 1], [0, 1, 0], atol=1e-12)  # the turn about the pitch axis
+        g = h.end_effector_pose_gradient(np.array([[0.0, 0.3]]))[0]
+        # a turn about world x seen in R = Rz(y) Ry(p) Rx(r) at p = 0.3: dr = 1 / cos p, dy = tan p
+        np.testing.assert_allclose(g[3:], [[1 / np.cos(0.3), 0], [0, 1], [np.tan(0.3), 0]], atol=1e-12)
+
+
+@pytest.mark.parametrize("cid", ["go2_ff", "joints_ff"])
+def test_ee_pose_gradient_matches_pinocchio_central_differences(cid):
+    """the issue's oracle: central differences of Pinocchio's frame pose along pin.integrate (its own tangent)"""
+    pin = pytest.importorskip("pinocchio")
+    from robot_cases import PinMap
+    case = case_by_id(cid)
+    path = case_path(case, synthetic_dir())
+    h = grid_rbd.register_robot(cid + "_eeg_pin", urdf_path=path, floating_base=case.floating_base, dtype="float64",
+                                verbose=False)
+    P = PinMap(h, path, case.floating_base)
+    s = make_states(h, "random", 3, seed=5)
+    g = h.end_effector_pose_gradient(s["q"])
+    fids = [P.frame_id(n) for n in h.ee_names]
+
+    def pose(pq):
+        pin.framesForwardKinematics(P.model, P.data, pq)
+        return np.concatenate([np.concatenate([P.data.oMf[f].translation, pin.rpy.matrixToRpy(P.data.oMf[f].rotation)])
+                               for f in fids])
+
+    for b in range(3):
+        pq = P.q(s["q"][b])
+        cols = []
+        for k in range(h.nv):
+            dv = P.v(EPS * np.eye(h.nv)[k])    # our tangent column k in Pinocchio's order
+            d = pose(pin.integrate(P.model, pq, dv)) - pose(pin.integrate(P.model, pq, -dv))
+            d = d.reshape(-1, 6)
+            d[:, 3:] = wrap(d[:, 3:])
+            cols.append(d.reshape(-1) / (2 * EPS))
+        assert rel(g[b], np.array(cols).T) <= CD_RTOL, cid
+
+
+@pytest.mark.parametrize("cid", ["iiwa", "joints_ff", "h1_2_ff"])
+def test_rolled_gradients_equal_the_reference(cid, tmp_path):
+    """the rolled schedule (forced) of all three gradients against the float64 reference, to 1e-12 per block"""
+    case = case_by_id(cid)
+    kw = dict(urdf_path=case_path(case, synthetic_dir()), floating_base=case.floating_base, dtype="float64",
+              verbose=False)
+    r = grid_rbd.register_robot(cid + "_grad_rolled", codegen_schedule="rolled", cache_dir=tmp_path, **kw)
+    ref = grid_rbd.register_robot(cid + "_grad_rolled_ref", codegen=False, **kw)
+    s = make_states(ref, "high_velocity", 5, seed=9)
+    for name, args in (("inverse_dynamics_gradient", (s["q"], s["qd"], s["qdd"], s["f_ext"])),
+                       ("forward_dynamics_gradient", (s["q"], s["qd"], s["u"], s["f_ext"])),
+                       ("end_effector_pose_gradient", (s["q"],))):
+        a, b = getattr(r, name)(*args), getattr(ref, name)(*args)
+        a, b = a.reshape(len(a), -1), b.reshape(len(b), -1)
+        err = np.linalg.norm(a - b, axis=1) / np.maximum(np.linalg.norm(b, axis=1), 1e-6)
+        assert err.max() <= 1e-12, f"{cid} rolled {name}: {err.max():.2e}"
