@@ -27,6 +27,9 @@ int main(int argc, char **argv)
         return 2;
     }
     const grid_robot_meta_t *m = grid_robot_meta();
+    typedef const grid_robot_meta_t *(*meta_fn)(void);
+    meta_fn cpu_meta = (meta_fn)dlsym(h, "grid_robot_meta");
+    const size_t cpu_work = cpu_meta ? cpu_meta()->work_bytes : 0;
     const double tol = sizeof(grid_real) == 8 ? 1e-10 : 1e-4;
     int fails = 0, checks = 0;
     std::mt19937_64 rng(42);
@@ -86,7 +89,13 @@ int main(int argc, char **argv)
                 /* one element past the end stays NaN: nothing writes beyond the batch */
                 std::vector<grid_real> oc(n * w + 1, NAN), od(n * w + 1, NAN), oh(n * w + 1, NAN);
                 op[0] = oc.data();
+                /* the C library's own workspace (its rows state it: composites and rolled functions take one) */
+                std::vector<unsigned char> cws(cpu_work + 64);
+                c.work = cpu_work ? cws.data() : NULL;
+                c.work_bytes = cpu_work;
                 const int rc_cpu = cpu ? cpu(&c) : -1;
+                c.work = NULL;
+                c.work_bytes = 0;
                 op[0] = od.data();
                 const int rc_dev = emu_device[al](&c);
                 op[0] = oh.data();
