@@ -481,7 +481,13 @@ static void check_robot(const char *file, int floating, long long B)
         CHECK(mt->abi_version == GRID_ABI_VERSION && mt->nq == m->nq && mt->nv == m->nv && mt->nb == m->nb);
         CHECK(mt->nframes == m->nframes && mt->nee == m->nee && mt->dtype == dtype && mt->target == GRID_TARGET_C);
         CHECK(mt->n_methods == GRID_ALGO_COUNT && mt->methods);
-        CHECK(emit_schedule == GRID_SCHEDULE_ROLLED ? mt->work_bytes > 0 : mt->work_bytes == 0);
+        if (emit_schedule == GRID_SCHEDULE_ROLLED) CHECK(mt->work_bytes > 0);
+        /* unrolled, only the end-effector pose gradient (a scalar composite: poses and a Jacobian in its workspace)
+           takes workspace; every other row's per-state code lives in registers and locals */
+        for (int a = 0; emit_schedule != GRID_SCHEDULE_ROLLED && a < mt->n_methods; a++)
+            CHECK_MSG(a == GRID_ALGO_EE_POSE_GRAD || a == GRID_ALGO_FD_GRAD || a == GRID_ALGO_RNEA_GRAD ||
+                          mt->methods[a].work_bytes == 0,
+                      "%s: %s takes %zu bytes of workspace unrolled", what, mt->methods[a].name, mt->methods[a].work_bytes);
         /* the library's rows are the table's, with this robot's shapes */
         const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
         char why[256];
