@@ -28,7 +28,7 @@ def test_table_shape():
     for i, r in enumerate(ROWS):
         assert r["id"] == i == getattr(_core, "ALGO_" + r["name"].upper())
         assert r["inputs"][0]["name"] == "q" and not r["inputs"][0]["optional"] and len(r["outputs"]) == 1
-        assert r["gpu_map"] == "thread" and r["derivative"] == -1 and r["vjp"] == -1
+        assert r["gpu_map"] == "thread" and r["vjp"] == -1
         for a in r["inputs"] + r["outputs"]:
             assert len(a["shape"]) == len(a["dims"]) and a["absent"] == ("zeros" if a["optional"] else None)
     by = {r["name"]: r for r in ROWS}
@@ -38,6 +38,13 @@ def test_table_shape():
     assert by["ee_pose"]["outputs"][0]["shape"] == ("6*nee",) and by["frame_jacobian"]["outputs"][0]["shape"] == (6, "nv")
     assert [(a["name"], a["lo"], a["hi"]) for a in by["frame_jacobian"]["attrs"]] == [("frame", 0, "nframes"),
                                                                                       ("reference_frame", 0, 3)]
+    # the derivative links: each method to the row of its gradient, which takes the same inputs
+    links = {r["name"]: ROWS[r["derivative"]]["name"] for r in ROWS if r["derivative"] >= 0}
+    assert links == {"rnea": "rnea_grad", "fd": "fd_grad", "aba": "fd_grad", "ee_pose": "ee_pose_grad"}
+    for name, grad in links.items():
+        assert [a["name"] for a in by[name]["inputs"]] == [a["name"] for a in by[grad]["inputs"]]
+    assert by["rnea_grad"]["outputs"][0]["shape"] == ("nv", "2*nv")
+    assert by["ee_pose_grad"]["outputs"][0]["shape"] == ("6*nee", "nv")
 
 
 def test_every_row_is_a_handle_method_with_the_rows_arguments():
@@ -112,7 +119,9 @@ def test_the_library_exports_the_tables_rows_for_this_robot(handles):
         assert have["inputs"] == tuple((n, shape, opt) for n, shape, opt, _, _ in want["inputs"])
         assert have["outputs"] == tuple((n, shape, False) for n, shape in want["outputs"])
         assert have["attrs"] == tuple((n, lo, hi) for n, lo, hi, _ in want["attrs"])
-        assert have["work_bytes"] == 0 and have["gpu_map"] == 0
+        # unrolled per-state code takes no workspace, except the scalar composite of the end-effector pose gradient
+        # (the poses and a Jacobian)
+        assert (have["work_bytes"] > 0) == (r["name"] == "ee_pose_grad") and have["gpu_map"] == 0, r["name"]
 
 
 def test_runner_checks_come_from_the_row(handles):
