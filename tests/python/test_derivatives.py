@@ -170,6 +170,25 @@ def test_aliases_shapes_and_one_state(iiwa):
     np.testing.assert_array_equal(out, g)
 
 
+def test_flat_out_buffer_gives_a_view(iiwa):
+    """the specification's out= for a gradient: the flat (B, 2 nv^2) block (pinned_empty's too); the method returns a
+    (B, nv, 2nv) view of it"""
+    h = iiwa
+    s = make_states(h, "random", 4, seed=8)
+    want = h.inverse_dynamics_gradient(s["q"], s["qd"], s["qdd"])
+    for flat in (np.empty((4, 2 * h.nv ** 2)), h.pinned_empty((4, 2 * h.nv ** 2))):
+        got = h.inverse_dynamics_gradient(s["q"], s["qd"], s["qdd"], out=flat)
+        assert got.shape == (4, h.nv, 2 * h.nv) and np.shares_memory(got, flat)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(flat.reshape(4, h.nv, 2 * h.nv), want)
+    one = np.empty(2 * h.nv ** 2)
+    got = h.forward_dynamics_gradient(s["q"][1], s["qd"][1], s["u"][1], out=one)
+    assert got.shape == (h.nv, 2 * h.nv) and np.shares_memory(got, one)
+    np.testing.assert_array_equal(got, h.forward_dynamics_gradient(s["q"], s["qd"], s["u"])[1])
+    with pytest.raises(ValueError):
+        h.inverse_dynamics_gradient(s["q"], s["qd"], out=np.empty((4, 2 * h.nv ** 2 - 1)))
+
+
 def test_dqdd_du_is_minv(iiwa):
     """forward dynamics is linear in u with slope M^-1: a finite difference in u equals minv exactly enough"""
     h = iiwa
