@@ -300,7 +300,9 @@ static void choose_schedules(const emit_ctx *cx, const int *need, int *rolled)
         if (cx->schedule == GRID_SCHEDULE_ROLLED) rolled[f] = 1;
         else if (cx->schedule == GRID_SCHEDULE_AUTO) {
             /* a function's own budget; a wrapper's inner functions are each a function of their own */
-            const long budget = specs[f].kind == ST_JACOBIAN ? GRID_EMIT_JACOBIAN_BUDGET : GRID_EMIT_UNROLL_BUDGET;
+            const long budget = specs[f].kind == ST_JACOBIAN      ? GRID_EMIT_JACOBIAN_BUDGET
+                                : specs[f].kind == ST_RNEA_GRAD ? GRID_EMIT_GRADIENT_BUDGET
+                                                                : GRID_EMIT_UNROLL_BUDGET;
             rolled[f] = !coupled && size[f] > budget;
             for (int k = 0; k < n_inner[f]; k++) rolled[f] |= inner_size[f][k] > budget;
         }

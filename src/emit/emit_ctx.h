@@ -67,6 +67,12 @@ long emit_state_size(const emit_ctx *cx, const state_spec *sp);
 #define GRID_EMIT_UNROLL_BUDGET 28000L
 /* the frame Jacobian's unrolled form is many small functions (one per body), which compile in linear time */
 #define GRID_EMIT_JACOBIAN_BUDGET 40000L
+/* the RNEA gradient's: its unrolled form keeps many values live across the function (each body's J, dV, dA columns
+   until its subtree is done), which makes gcc's register allocation superlinear: go2's 16.7k-statement function took
+   15.6 s of CPU (LRA 57 %) against 2.7 s rolled, and ran at 7 us per state against 29 us rolled (both far from
+   the 1/3-of-Pinocchio target). Every library carries the gradient, so it rolls from this size on: robots up to
+   about 8 links keep it unrolled */
+#define GRID_EMIT_GRADIENT_BUDGET 8000L
 /* and of the whole library's unrolled functions: past it, AUTO rolls the largest ones until the rest fits
    (compile time follows the total); g1_29dof floating, the largest test robot, is about 143k nodes */
 #define GRID_EMIT_LIBRARY_BUDGET 200000L

@@ -74,6 +74,16 @@ def all_outputs(h, s):
             yield f"frame_jacobian[{h.frame_names[fid]},{rf}]", h.frame_jacobian(s["q"], fid, rf)
 
 
+def float64_bounds(ref, s):
+    """label -> per-state float64 bound: RTOL64, except for the forward-dynamics gradient, -M^-1 D, whose two
+    float64 implementations may differ by eps * cond(M) (the first-order bound of a product with M^-1): on atlas_ff
+    (indefinite link inertias, cond(M) ~ 5e5) at |qd| <= 10 the generated code was 3.8e-13 from Pinocchio's
+    computeABADerivatives and the reference 2.1e-12 from it (the reference is the less accurate one there)"""
+    cond = np.linalg.cond(ref.crba(s["q"]))
+    grad = np.maximum(RTOL64, np.finfo(np.float64).eps * cond)
+    return lambda label: grad if label.startswith("forward_dynamics_gradient") else RTOL64
+
+
 def errors64(gen, ref):
     gen = np.asarray(gen, dtype=np.float64).reshape(len(gen), -1)
     ref = np.asarray(ref, dtype=np.float64).reshape(len(ref), -1)
@@ -127,11 +137,12 @@ def test_generated_float64_matches_reference(handles, kind):
     if kind not in kinds(case):
         pytest.skip("non-unit quaternions need a floating base")
     s = make_states(ref, kind, N, seed=11)
+    bounds = float64_bounds(ref, s)
     failures = []
     for (label, a), (_, b) in zip(all_outputs(gen, s), all_outputs(ref, s)):
         assert a.dtype == np.float64 and a.shape == b.shape, label
         err = errors64(a, b)
-        if not np.all(err <= RTOL64):
+        if not np.all(err <= bounds(label)):
             worst = int(np.argmax(err))
             failures.append(f"{label}: state {worst} relative error {err[worst]:.2e}")
     assert not failures, f"{case.id} [{kind}] generated float64 differs from the reference:\n" + "\n".join(failures)
