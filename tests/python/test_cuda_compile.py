@@ -5,6 +5,7 @@ reason in the repr; the device-array path checks its arguments and passes the ri
 library). The nvcc tests skip only when nvcc is missing."""
 
 import ctypes
+import os
 import re
 import shutil
 import subprocess
@@ -254,7 +255,11 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defin
     if p.returncode and "barrier" in p.stderr:
         pytest.skip(f"{gxx} has no C++20 <barrier>")
     assert p.returncode == 0, p.stderr[-3000:]
-    r = subprocess.run([str(exe), cpu.library_path, "1", "7", "33", "300"], capture_output=True, text=True, timeout=300)
+    # the gradients run in the configurations without knobs (and the rolled / joint-type / mimic ones); the knob
+    # variants exercise the runtime's staging, chunks and slices on the other rows (CI time: docs/cuda.md)
+    env = dict(os.environ, **({"EMU_SKIP_GRADIENTS": "1"} if defines else {}))
+    r = subprocess.run([str(exe), cpu.library_path, "1", "7", "33", "300"], capture_output=True, text=True, timeout=300,
+                       env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "0 mismatches" in r.stdout
 
