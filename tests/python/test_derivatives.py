@@ -298,9 +298,11 @@ def test_ee_pose_gradient_matches_pinocchio_central_differences(cid):
         assert rel(g[b], np.array(cols).T) <= CD_RTOL, cid
 
 
-@pytest.mark.parametrize("cid", ["iiwa", "joints_ff", "h1_2_ff"])
+@pytest.mark.parametrize("cid", ["iiwa", "joints_ff"])
 def test_rolled_gradients_equal_the_reference(cid, tmp_path):
-    """the rolled schedule (forced) of all three gradients against the float64 reference, to 1e-12 per block"""
+    """the rolled schedule (forced) of all three gradients against the float64 reference, to 1e-12 per block (the
+    coupled mimic robots' rolled gradients run in the CUDA emulation's mimic_ff-rolled configuration against the C
+    target, and under AUTO on h1_2_ff, whose gradient rolls)"""
     case = case_by_id(cid)
     kw = dict(urdf_path=case_path(case, synthetic_dir()), floating_base=case.floating_base, dtype="float64",
               verbose=False)
