@@ -59,6 +59,17 @@ mkdir -p "$OUT"
 exec > >(tee -a "$OUT/session.log") 2>&1
 ts() { echo "[$(date +%T) +$(($(date +%s) - T0))s] $*"; }
 left() { echo $((DEADLINE - $(date +%s))); }
+# compute-sanitizer memcheck and racecheck on a python script while time is left; the last $2 lines of each log
+# go to $OUT/sanitizer.log
+sanitize() {
+    for tool in memcheck racecheck; do
+        [ "$(left)" -gt 15 ] || break
+        timeout $(( $(left) - 10 )) compute-sanitizer --tool $tool --error-exitcode 9 python3 "$1" \
+            > "/tmp/sanitizer_$tool.log" 2>&1
+        echo "== compute-sanitizer --tool $tool: exit $?" | tee -a "$OUT/sanitizer.log"
+        tail -"$2" "/tmp/sanitizer_$tool.log" >> "$OUT/sanitizer.log"
+    done
+}
 
 export CFLAGS="-I$DEPS/include ${CFLAGS:-}" LDFLAGS="-L$DEPS/lib ${LDFLAGS:-}"
 export LIBRARY_PATH="$DEPS/lib:${LIBRARY_PATH:-}" LD_LIBRARY_PATH="$DEPS/lib:${LD_LIBRARY_PATH:-}"
@@ -126,13 +137,7 @@ for robot in ("iiwa", "go2"):
             assert np.isfinite(out).all(), (robot, n)
 print("sanity ok")
 EOF
-        for tool in memcheck racecheck; do
-            [ "$(left)" -gt 15 ] || break
-            timeout $(( $(left) - 10 )) compute-sanitizer --tool $tool --error-exitcode 9 python3 /tmp/sanity_grad.py \
-                > "/tmp/sanitizer_$tool.log" 2>&1
-            echo "== compute-sanitizer --tool $tool: exit $?" | tee -a "$OUT/sanitizer.log"
-            tail -8 "/tmp/sanitizer_$tool.log" >> "$OUT/sanitizer.log"
-        done
+        sanitize /tmp/sanity_grad.py 8
     fi
     ts "done"
     ls -la "$OUT"
@@ -187,13 +192,7 @@ for robot in ("iiwa", "go2"):
         h.forward_kinematics(q); h.frame_jacobian(q); h.inverse_dynamics(q, qd, f_ext=np.ones((n, 6 * h.nb), np.float32))
 print("sanity ok")
 EOF
-    for tool in memcheck racecheck; do
-        [ "$(left)" -gt 15 ] || break
-        timeout $(( $(left) - 10 )) compute-sanitizer --tool $tool --error-exitcode 9 python3 /tmp/sanity.py \
-            > "/tmp/sanitizer_$tool.log" 2>&1
-        echo "== compute-sanitizer --tool $tool: exit $?" | tee -a "$OUT/sanitizer.log"
-        tail -25 "/tmp/sanitizer_$tool.log" >> "$OUT/sanitizer.log"
-    done
+    sanitize /tmp/sanity.py 25
 fi
 
 ts "done; files in \$OUT:"

@@ -8,6 +8,8 @@ import numpy as np
 
 from . import _core
 from ._signatures import ID as _ID
+from ._signatures import concrete as _concrete
+from ._signatures import sizes_of as _sizes_of
 
 __all__ = ["RobotHandle", "REFERENCE_FRAMES"]
 
@@ -392,15 +394,13 @@ class RobotHandle:
 
 
 
-def _flat_out_view(h, out, dims):
+def _flat_out_view(h, out, row):
     """A matrix output's out= may also be the flat block of its states (the specification's (B, 2 nv^2) for a
     gradient, e.g. from pinned_empty): a C-contiguous numpy array of shape (B, width) or (width,) is used through its
     (B, *shape) view, which the method fills and returns. Anything else is passed on unchanged (and checked there)."""
     if not isinstance(out, np.ndarray) or not out.flags.c_contiguous or out.ndim > 2:
         return out
-    m = h._model
-    sizes = {"1": 1, "nq": m.nq, "nv": m.nv, "nb": m.nb, "nee": m.nee, "nframes": len(m.frame_names)}
-    shape = tuple(sizes[sym] * mul for sym, mul in dims)
+    shape = _concrete(row, _sizes_of(h._model))["outputs"][0][1]
     width = int(np.prod(shape))
     if out.ndim == 2 and out.shape[1] == width and width != shape[-1]:
         return out.reshape((out.shape[0],) + shape)
@@ -418,11 +418,11 @@ def _generic_method(row):
     attrs = [(a["name"], a["lo"]) for a in row["attrs"]]
     algo = row["id"]
 
-    out_dims = row["outputs"][0]["dims"]
+    wide = len(row["outputs"][0]["dims"]) > 1
 
     def method(self, *args, out=None, **kwargs):
-        if out is not None and len(out_dims) > 1:
-            out = _flat_out_view(self, out, out_dims)
+        if out is not None and wide:
+            out = _flat_out_view(self, out, row)
         if len(args) > len(inputs):
             raise TypeError(f"{row['py_name']}() takes {len(inputs)} inputs ({', '.join(inputs)}); {len(args)} given")
         values = list(args) + [None] * (len(inputs) - len(args))

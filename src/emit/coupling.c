@@ -140,22 +140,18 @@ static void write_project(wr *x, const char *src, const char *dst, int rows, int
     const int nv = em->nv_user, urows = trow ? nv : rows, ucols = tcol ? tcol * nv : cols;
     char wr_[96], wc_[96];
     ew_printf(w, "    for (int k = 0; k < %d; k++) %s[k] = %s;\n", urows * ucols, dst, constant(x, 0.0));
+    /* a tangent column c; a gradient [d/dq | d/dv] has two blocks of em->nv full columns */
+    char col[96] = "c", cwt[48] = "grid_cvw_[c]";
+    if (tcol == 1) snprintf(col, sizeof col, "grid_cv_[c]");
     if (tcol == 2) {
-        /* a gradient [d/dq | d/dv]: two tangent blocks of em->nv columns each */
-        char cw[48];
-        snprintf(cw, sizeof cw, "grid_cvw_[c %% %d]", em->nv);
-        ew_printf(w, "    for (int r = 0; r < %d; r++)\n        for (int c = 0; c < %d; c++)\n"
-                     "            %s[%s * %d + (c / %d) * %d + grid_cv_[c %% %d]] += %s%s%s * %s[r * %d + c];\n",
-                  rows, cols, dst, trow ? "grid_cv_[r]" : "r", ucols, em->nv, nv, em->nv,
-                  trow ? weight(x, "grid_cvw_[r]", wr_, sizeof wr_) : "", trow ? " * " : "",
-                  weight(x, cw, wc_, sizeof wc_), src, cols);
-        return;
+        snprintf(col, sizeof col, "(c / %d) * %d + grid_cv_[c %% %d]", em->nv, nv, em->nv);
+        snprintf(cwt, sizeof cwt, "grid_cvw_[c %% %d]", em->nv);
     }
     ew_printf(w, "    for (int r = 0; r < %d; r++)\n        for (int c = 0; c < %d; c++)\n"
                  "            %s[%s * %d + %s] += %s%s%s%s%s[r * %d + c];\n",
-              rows, cols, dst, trow ? "grid_cv_[r]" : "r", ucols, tcol ? "grid_cv_[c]" : "c",
+              rows, cols, dst, trow ? "grid_cv_[r]" : "r", ucols, col,
               trow ? weight(x, "grid_cvw_[r]", wr_, sizeof wr_) : "", trow ? " * " : "",
-              tcol ? weight(x, "grid_cvw_[c]", wc_, sizeof wc_) : "", tcol ? " * " : "", src, cols);
+              tcol ? weight(x, cwt, wc_, sizeof wc_) : "", tcol ? " * " : "", src, cols);
 }
 
 /* the wrapper's output parameter from a local array of n elements */

@@ -43,22 +43,21 @@ def pin_minv(P, q):
     return P.mat(_sym(pin.computeMinverse(P.model, P.data, P.q(q))))
 
 
-def pin_rnea_grad(P, q, v, a, f=None):
-    """[dtau/dq | dtau/dqd] (Pinocchio refuses the derivatives of mimic models: test_derivatives checks those)"""
+def _pin_gradient(P, algo, fields, q, v, x, f):
+    """[d/dq | d/dqd] of one of Pinocchio's derivative algorithms, from its data fields (Pinocchio refuses the
+    derivatives of mimic models: test_derivatives checks those against central differences)"""
     if P.mimic:
         pytest.skip("Pinocchio 4.1 has no derivatives of mimic joints (test_derivatives: central differences)")
-    args = (P.model, P.data, P.q(q), P.v(v), P.v(a)) + ((P.fext(f),) if f is not None else ())
-    pin.computeRNEADerivatives(*args)
-    return np.hstack([P.mat(P.data.dtau_dq), P.mat(P.data.dtau_dv)])
+    algo(P.model, P.data, P.q(q), P.v(v), P.v(x), *((P.fext(f),) if f is not None else ()))
+    return np.hstack([P.mat(getattr(P.data, k)) for k in fields])
+
+
+def pin_rnea_grad(P, q, v, a, f=None):
+    return _pin_gradient(P, pin.computeRNEADerivatives, ("dtau_dq", "dtau_dv"), q, v, a, f)
 
 
 def pin_fd_grad(P, q, v, u, f=None):
-    """[dqdd/dq | dqdd/dqd] of computeABADerivatives"""
-    if P.mimic:
-        pytest.skip("Pinocchio 4.1 has no derivatives of mimic joints (test_derivatives: central differences)")
-    args = (P.model, P.data, P.q(q), P.v(v), P.v(u)) + ((P.fext(f),) if f is not None else ())
-    pin.computeABADerivatives(*args)
-    return np.hstack([P.mat(P.data.ddq_dq), P.mat(P.data.ddq_dv)])
+    return _pin_gradient(P, pin.computeABADerivatives, ("ddq_dq", "ddq_dv"), q, v, u, f)
 
 
 def pin_fk(P, q, handle):
