@@ -10,19 +10,21 @@
 int emit_coupled(const emit_ctx *cx) { return cx->em->nmimic > 0 && !cx->inner; }
 
 /* the inner (full-coordinate) functions a wrapper of kind k calls: the same kind, or for M^-1, FD and ABA the
-   mass matrix and the bias */
-static int inner_specs(const state_spec *sp, state_spec inner[2], char names[2][64])
+   mass matrix and the bias. Wrappers share these by name, so a rolled one's carry "_r": a composite's rolled copy
+   of a wrapper can share a translation unit with the library's unrolled wrapper. */
+static int inner_specs(const state_spec *sp, int rolled, state_spec inner[2], char names[2][64])
 {
+    const char *sfx = rolled ? "_r" : "";
     if (sp->kind == ST_MINV || sp->kind == ST_FD || sp->kind == ST_ABA) {
-        snprintf(names[0], sizeof names[0], "crba_m");
+        snprintf(names[0], sizeof names[0], "crba_m%s", sfx);
         inner[0] = (state_spec){names[0], ST_CRBA, 0, 0, 0, sp->lanes_ok};
         if (sp->kind == ST_MINV) return 1;
         /* rnea(q, v, 0, fext) */
-        snprintf(names[1], sizeof names[1], sp->reads_fext ? "rnea_f_m" : "rnea_0_m");
+        snprintf(names[1], sizeof names[1], sp->reads_fext ? "rnea_f_m%s" : "rnea_0_m%s", sfx);
         inner[1] = (state_spec){names[1], ST_RNEA, 1, sp->reads_fext, sp->reads_fext, sp->lanes_ok};
         return 2;
     }
-    snprintf(names[0], sizeof names[0], "%s_m", sp->fn);
+    snprintf(names[0], sizeof names[0], "%s_m%s", sp->fn, sfx);
     inner[0] = *sp;
     inner[0].fn = names[0];
     return 1;
@@ -33,7 +35,7 @@ int emit_coupled_inners(const emit_ctx *cx, const state_spec *sp, char names[2][
     emit_ctx ix = *cx;
     ix.inner = 1;
     state_spec inner[2];
-    const int n = inner_specs(sp, inner, names);
+    const int n = inner_specs(sp, 0, inner, names);
     for (int k = 0; k < n; k++) {
         sizes[k] = emit_state_size(&ix, &inner[k]);
         if (sizes[k] < 0) return -1;
@@ -219,7 +221,7 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
     const em_model *em = cx->em;
     state_spec inner[2];
     char names[2][64];
-    const int n = inner_specs(sp, inner, names);
+    const int n = inner_specs(sp, rolled, inner, names);
     /* the inner functions, once per translation unit */
     emit_ctx ix = *cx;
     ix.inner = 1;

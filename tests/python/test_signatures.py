@@ -113,15 +113,20 @@ def test_the_library_exports_the_tables_rows_for_this_robot(handles):
     lib = gen._library
     assert lib.meta["abi_version"] == _core.ABI_VERSION == 2 and lib.meta["methods"] == _core.ALGORITHMS
     sizes = _signatures.sizes_of(gen._model)
+    source = open(gen.library_path[:-len("robot.so")] + "robot.c").read()
     for have, r in zip(lib.methods, ROWS):
         want = _signatures.concrete(r, sizes)
         assert have["name"] == want["name"]
         assert have["inputs"] == tuple((n, shape, opt) for n, shape, opt, _, _ in want["inputs"])
         assert have["outputs"] == tuple((n, shape, False) for n, shape in want["outputs"])
         assert have["attrs"] == tuple((n, lo, hi) for n, lo, hi, _ in want["attrs"])
-        # unrolled per-state code takes no workspace, except the scalar composite of the end-effector pose gradient
-        # (the poses and a Jacobian)
-        assert (have["work_bytes"] > 0) == (r["name"] == "ee_pose_grad") and have["gpu_map"] == 0, r["name"]
+        # unrolled per-state code takes no workspace; rolled code (under auto, the floating iiwa's RNEA gradient), the
+        # FD-gradient composite that calls it (the scalar form: its D and the callees' workspace) and the scalar
+        # composite of the end-effector pose gradient (the poses and a Jacobian) take one
+        rolled = f"/* {r['name']}, rolled schedule" in source
+        composite = r["name"] == "ee_pose_grad" or r["name"] == "fd_grad"
+        assert (have["work_bytes"] > 0) == (rolled or composite) and have["gpu_map"] == 0, r["name"]
+    assert "/* rnea, rolled schedule" not in source and "/* rnea_grad, rolled schedule" in source
 
 
 def test_runner_checks_come_from_the_row(handles):
