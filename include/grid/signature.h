@@ -25,7 +25,10 @@ typedef enum {
     GRID_ALGO_RNEA_GRAD = 10,
     GRID_ALGO_FD_GRAD = 11,
     GRID_ALGO_EE_POSE_GRAD = 12,
-    GRID_ALGO_COUNT = 13
+    GRID_ALGO_RNEA_VJP = 13,
+    GRID_ALGO_FD_VJP = 14,
+    GRID_ALGO_EE_POSE_VJP = 15,
+    GRID_ALGO_COUNT = 16
 } grid_algo;
 
 /* the sizes a dimension may be written in */

@@ -15,12 +15,13 @@
 #define OUT_NV(name, desc) ARG(name, desc, GRID_REQUIRED, DIM(NV, 1))
 #define OUT_NVxNV(name, desc) ARG(name, desc, GRID_REQUIRED, DIM(NV, 1), DIM(NV, 1))
 #define NO_LINKS -1, -1
+#define IN_COTANGENT(dim) ARG("cotangent", "the output's width", GRID_REQUIRED, dim)
 #define OUT_NVx2NV(name, desc) ARG(name, desc, GRID_REQUIRED, DIM(NV, 1), DIM(NV, 2))
 
 static const grid_signature_row rows[GRID_ALGO_COUNT] = {
     [GRID_ALGO_RNEA] = {"rnea", "inverse_dynamics", "rnea", "tau = M(q) qdd + c(q, qd) - J^T f_ext (RNEA)",
                         4, {IN_Q, IN_QD, IN_QDD_OPT, IN_FEXT_OPT}, 1, {OUT_NV("tau", "joint torques")},
-                        0, {{0}}, GRID_GPU_THREAD, GRID_ALGO_RNEA_GRAD, -1},
+                        0, {{0}}, GRID_GPU_THREAD, GRID_ALGO_RNEA_GRAD, GRID_ALGO_RNEA_VJP},
     [GRID_ALGO_NLE] = {"nle", "nonlinear_effects", "", "c(q, qd) = rnea(q, qd, 0)",
                        2, {IN_Q, IN_QD}, 1, {OUT_NV("c", "bias torques")}, 0, {{0}}, GRID_GPU_THREAD, NO_LINKS},
     [GRID_ALGO_GRAVITY] = {"gravity", "generalized_gravity", "", "g(q) = rnea(q, 0, 0)",
@@ -31,16 +32,16 @@ static const grid_signature_row rows[GRID_ALGO_COUNT] = {
                         1, {IN_Q}, 1, {OUT_NVxNV("Minv", "inverse mass matrix")}, 0, {{0}}, GRID_GPU_THREAD, NO_LINKS},
     [GRID_ALGO_FD] = {"fd", "forward_dynamics", "fd", "qdd = M^-1 (u - c(q, qd) + J^T f_ext)",
                       4, {IN_Q, IN_QD, IN_U, IN_FEXT_OPT}, 1, {OUT_NV("qdd", "joint accelerations")},
-                      0, {{0}}, GRID_GPU_THREAD, GRID_ALGO_FD_GRAD, -1},
+                      0, {{0}}, GRID_GPU_THREAD, GRID_ALGO_FD_GRAD, GRID_ALGO_FD_VJP},
     [GRID_ALGO_ABA] = {"aba", "aba", "", "qdd by the articulated-body algorithm",
                        4, {IN_Q, IN_QD, IN_U, IN_FEXT_OPT}, 1, {OUT_NV("qdd", "joint accelerations")},
-                       0, {{0}}, GRID_GPU_THREAD, GRID_ALGO_FD_GRAD, -1},
+                       0, {{0}}, GRID_GPU_THREAD, GRID_ALGO_FD_GRAD, GRID_ALGO_FD_VJP},
     [GRID_ALGO_FK] = {"fk", "forward_kinematics", "", "oMi of every body, 4x4 homogeneous, row-major",
                       1, {IN_Q}, 1, {ARG("oMi", "body placements", GRID_REQUIRED, DIM(NB, 1), DIM(ONE, 4), DIM(ONE, 4))},
                       0, {{0}}, GRID_GPU_THREAD, NO_LINKS},
     [GRID_ALGO_EE_POSE] = {"ee_pose", "end_effector_pose", "", "[x y z roll pitch yaw] per end effector",
                            1, {IN_Q}, 1, {ARG("pose", "end-effector poses", GRID_REQUIRED, DIM(NEE, 6))},
-                           0, {{0}}, GRID_GPU_THREAD, GRID_ALGO_EE_POSE_GRAD, -1},
+                           0, {{0}}, GRID_GPU_THREAD, GRID_ALGO_EE_POSE_GRAD, GRID_ALGO_EE_POSE_VJP},
     [GRID_ALGO_FRAME_JACOBIAN] = {"frame_jacobian", "frame_jacobian", "", "J of one frame, rows [linear; angular]",
                                   1, {IN_Q}, 1, {ARG("J", "frame Jacobian", GRID_REQUIRED, DIM(ONE, 6), DIM(NV, 1))},
                                   2, {{"frame", 0, DIM(NFRAMES, 1), "frame id %ld is out of range: the robot has %d frames"},
@@ -61,6 +62,24 @@ static const grid_signature_row rows[GRID_ALGO_COUNT] = {
                                 "derivatives, infinite at pitch = +-pi/2)",
                                 1, {IN_Q}, 1, {ARG("dpose", "pose gradient", GRID_REQUIRED, DIM(NEE, 6), DIM(NV, 1))},
                                 0, {{0}}, GRID_GPU_THREAD, NO_LINKS},
+    /* vector-Jacobian products, cotangent^T d(out)/d(in) over the differentiable inputs (the specification's: ID in
+       q and qd, FD in q, qd and u, the pose in q), the q block in the local tangent: the backward passes of autograd */
+    [GRID_ALGO_RNEA_VJP] = {"rnea_vjp", "inverse_dynamics_vjp", "rnea_vjp",
+                            "[g^T dtau/dq | g^T dtau/dqd] of RNEA at (q, qd, qdd, f_ext) for a cotangent g (O(n))",
+                            5, {IN_Q, IN_QD, IN_COTANGENT(DIM(NV, 1)), IN_QDD_OPT, IN_FEXT_OPT},
+                            1, {ARG("vjp", "cotangents of q and qd", GRID_REQUIRED, DIM(NV, 2))},
+                            0, {{0}}, GRID_GPU_THREAD, NO_LINKS},
+    [GRID_ALGO_FD_VJP] = {"fd_vjp", "forward_dynamics_vjp", "fd_vjp aba_vjp",
+                          "[g^T dqdd/dq | g^T dqdd/dqd | g^T dqdd/du] of forward dynamics at (q, qd, u, f_ext) for a "
+                          "cotangent g",
+                          5, {IN_Q, IN_QD, IN_U, IN_COTANGENT(DIM(NV, 1)), IN_FEXT_OPT},
+                          1, {ARG("vjp", "cotangents of q, qd and u", GRID_REQUIRED, DIM(NV, 3))},
+                          0, {{0}}, GRID_GPU_THREAD, NO_LINKS},
+    [GRID_ALGO_EE_POSE_VJP] = {"ee_pose_vjp", "end_effector_pose_vjp", "ee_pose_vjp",
+                               "g^T d[x y z roll pitch yaw]/dq of the end-effector poses for a cotangent g",
+                               2, {IN_Q, IN_COTANGENT(DIM(NEE, 6))},
+                               1, {ARG("vjp", "cotangent of q", GRID_REQUIRED, DIM(NV, 1))},
+                               0, {{0}}, GRID_GPU_THREAD, NO_LINKS},
 };
 
 int grid_sig_count(void) { return GRID_ALGO_COUNT; }

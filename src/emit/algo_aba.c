@@ -107,7 +107,7 @@ int ea_aba_program(ep_prog *p, int has_fext)
 
 int ea_aba(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd)
 {
-    const sv *in[4] = {NULL, v, u, fext};
+    const sv *in[ARR_OUT] = {NULL, v, u, fext, NULL};
     ep_prog *p = ep_new(k->em, k, 0, "aba", in, qdd, NULL, NULL, NULL);
     if (!p) return -1;
     int rc = ea_aba_program(p, fext != NULL);

@@ -1,33 +1,52 @@
-/* The forward-dynamics gradient as a per-state function over three others: qdd = FD, D = RNEA gradient at qdd, out = -M^-1 D. */
+/* The forward-dynamics gradient and VJP as per-state functions over three others: qdd = FD, the RNEA gradient or VJP at qdd, M^-1. */
 #include <stdio.h>
 #include "emit_ctx.h"
 
 /* d qdd / dx = -M^-1 d tau / dx at qdd = FD(q, v, u, fext) (differentiate M qdd + c = u): the same values as
    Pinocchio's computeABADerivatives. M^-1 is dense, so the product costs 2 nv^3 multiply-adds; it runs on lane
-   vectors (C) and keeps the gradient's O(nv depth) recursion for the rest. */
+   vectors (C) and keeps the gradient's O(nv depth) recursion for the rest.
+   The VJP (sp->kind == ST_FD_VJP): g^T dqdd/dx = -(M^-1 g)^T dtau/dx, so with h = M^-1 g (M symmetric) it is the
+   RNEA VJP at qdd for the cotangent h, negated, and h itself is the u block: O(nv^2) for h, O(nv) for the rest. */
 int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, int vector,
                           sym_stats *stats)
 {
     ew_writer *w = cx->w;
     const int nv = cx->em->nv_user, nq = cx->em->nq_user, nb = cx->em->nb, n2 = 2 * nv;
-    const long own = (long)nq + 2L * nv + 6L * nb + nv + (long)nv * nv + (long)nv * n2;
+    const int vjp = sp->kind == ST_FD_VJP;
+    /* the inner call's output: the gradient (nv x 2 nv) or the RNEA VJP (2 nv) */
+    const int dn = vjp ? n2 : nv * n2;
+    const long own = (long)nq + 2L * nv + 6L * nb + nv + (long)nv * nv + dn + (vjp ? 2L * nv : 0);
     stats->statements = 12;
-    stats->flops = 2L * nv * nv * n2;
+    stats->flops = vjp ? 2L * nv * nv + n2 : 2L * nv * nv * n2;
     stats->transcendental = 0;
     stats->work = vector ? 0 : in->inner_work + own;
+    const char *what = vjp ? "[-h^T dtau/dq | -h^T dtau/dqd | h], h = M^-1 g," : "d qdd/d(q, qd) = -M^-1 [dtau/dq | dtau/dqd]";
     if (vector) {
         const char *r = cx->t->restrict_kw;
-        ew_printf(w, "/* %s: d qdd/d(q, qd) = -M^-1 [dtau/dq | dtau/dqd] at qdd = FD(q, qd, u%s) */\n"
+        ew_printf(w, "/* %s: %s at qdd = FD(q, qd, u%s) */\n"
                      "%s void grid_v_%s(const grid_vec *%s q, const grid_vec *%s v, const grid_vec *%s a, "
-                     "const grid_vec *%s fext, grid_vec *%s out)\n{\n"
-                     "    (void)fext;\n"
+                     "const grid_vec *%s fext, const grid_vec *%s g, grid_vec *%s out)\n{\n"
+                     "    (void)fext; (void)g;\n"
                      "    grid_vec qdd[%d], Mi[%d], dt[%d];\n"
-                     "    grid_v_%s(q, v, a, fext, qdd);\n"
-                     "    grid_v_%s(q, v, qdd, fext, dt);\n"
-                     "    grid_v_%s(q, v, a, fext, Mi);\n",
-                  sp->fn, sp->reads_fext ? ", f_ext" : "", cx->t->state_fn, sp->fn, r, r, r, r, r, nv > 0 ? nv : 1,
-                  nv * nv > 0 ? nv * nv : 1, nv * n2 > 0 ? nv * n2 : 1, in->fn[0], in->fn[1], in->fn[2]);
-        ew_printf(w, "    for (int r = 0; r < %d; r++) {\n"
+                     "    grid_v_%s(q, v, a, fext, g, qdd);\n"
+                     "    grid_v_%s(q, v, a, fext, g, Mi);\n",
+                  sp->fn, what, sp->reads_fext ? ", f_ext" : "", cx->t->state_fn, sp->fn, r, r, r, r, r, r,
+                  nv > 0 ? nv : 1, nv * nv > 0 ? nv * nv : 1, dn > 0 ? dn : 1, in->fn[0], in->fn[2]);
+        if (vjp) {
+            ew_printf(w, "    grid_vec h[%d];\n"
+                         "    for (int r = 0; r < %d; r++) {\n"
+                         "        grid_vec s = grid_splat_(0);\n"
+                         "        for (int k = 0; k < %d; k++) s += Mi[r * %d + k] * g[k];\n"
+                         "        h[r] = s;\n"
+                         "    }\n"
+                         "    grid_v_%s(q, v, qdd, fext, h, dt);\n"
+                         "    for (int k = 0; k < %d; k++) out[k] = -dt[k];\n"
+                         "    for (int k = 0; k < %d; k++) out[%d + k] = h[k];\n}\n\n",
+                      nv > 0 ? nv : 1, nv, nv, nv, in->fn[1], n2, nv, n2);
+            return 0;
+        }
+        ew_printf(w, "    grid_v_%s(q, v, qdd, fext, g, dt);\n"
+                     "    for (int r = 0; r < %d; r++) {\n"
                      "        grid_vec acc[%d];\n"
                      "        for (int c = 0; c < %d; c++) acc[c] = grid_splat_(0);\n"
                      "        for (int k = 0; k < %d; k++) {\n"
@@ -36,25 +55,26 @@ int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const compos
                      "        }\n"
                      "        for (int c = 0; c < %d; c++) out[r * %d + c] = acc[c];\n"
                      "    }\n}\n\n",
-                  nv, n2 > 0 ? n2 : 1, n2, nv, nv, n2, n2, n2, n2);
+                  in->fn[1], nv, n2 > 0 ? n2 : 1, n2, nv, nv, n2, n2, n2, n2);
         return 0;
     }
     /* scalar: the state's inputs copied to contiguous arrays (the inner functions run with an element stride of
        1 on them), everything in the workspace after the inner functions' own */
-    char qe[64], ve[64], ae[64], fe[64], oe[64];
+    char qe[64], ve[64], ae[64], fe[64], ge[64], oe[64];
     emit_elem(cx, qe, sizeof qe, "q", "k");
     emit_elem(cx, ve, sizeof ve, "v", "k");
     emit_elem(cx, ae, sizeof ae, "a", "k");
     emit_elem(cx, fe, sizeof fe, "fext", "k");
-    emit_elem(cx, oe, sizeof oe, "out", "r * %d + c");
+    emit_elem(cx, ge, sizeof ge, "g", "k");
+    emit_elem(cx, oe, sizeof oe, "out", vjp ? "k" : "r * %d + c");
     char oel[64];
     snprintf(oel, sizeof oel, oe, n2);
     const char *st1 = cx->t->stride_param[0] ? ", 1" : "";
-    ew_printf(w, "/* %s: d qdd/d(q, qd) = -M^-1 [dtau/dq | dtau/dqd] at qdd = FD(q, qd, u%s) */\n"
+    ew_printf(w, "/* %s: %s at qdd = FD(q, qd, u%s) */\n"
                  "%s void grid_s_%s",
-              sp->fn, sp->reads_fext ? ", f_ext" : "", cx->t->state_fn, sp->fn);
+              sp->fn, what, sp->reads_fext ? ", f_ext" : "", cx->t->state_fn, sp->fn);
     emit_state_params(w, cx->t);
-    ew_printf(w, "\n{\n    (void)fext; (void)frame; (void)rf;\n"
+    ew_printf(w, "\n{\n    (void)fext; (void)g; (void)frame; (void)rf;\n"
                  "    grid_real *cq = ws + %ld, *cv = cq + %d, *ca = cv + %d, *cf = ca + %d;\n"
                  "    grid_real *qdd = cf + %d, *Mi = qdd + %d, *dt = Mi + %d;\n"
                  "    for (int k = 0; k < %d; k++) cq[k] = %s;\n"
@@ -62,15 +82,30 @@ int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const compos
                  "    for (int k = 0; k < %d; k++) ca[k] = %s;\n",
               in->inner_work, nq, nv, nv, 6 * nb, nv, nv * nv, nq, qe, nv, ve, nv, ae);
     if (sp->reads_fext) ew_printf(w, "    for (int k = 0; k < %d; k++) cf[k] = %s;\n", 6 * nb, fe);
-    ew_printf(w, "    grid_s_%s(cq, cv, ca, cf, qdd, 0, 0, ws%s);\n"
-                 "    grid_s_%s(cq, cv, qdd, cf, dt, 0, 0, ws%s);\n"
-                 "    grid_s_%s(cq, cv, ca, cf, Mi, 0, 0, ws%s);\n"
+    ew_printf(w, "    grid_s_%s(cq, cv, ca, cf, 0, qdd, 0, 0, ws%s);\n"
+                 "    grid_s_%s(cq, cv, ca, cf, 0, Mi, 0, 0, ws%s);\n",
+              in->fn[0], st1, in->fn[2], st1);
+    if (vjp) {
+        ew_printf(w, "    grid_real *cg = dt + %d, *h = cg + %d;\n"
+                     "    for (int k = 0; k < %d; k++) cg[k] = %s;\n"
+                     "    for (int r = 0; r < %d; r++) {\n"
+                     "        grid_real s = 0;\n"
+                     "        for (int k = 0; k < %d; k++) s += Mi[r * %d + k] * cg[k];\n"
+                     "        h[r] = s;\n"
+                     "    }\n"
+                     "    grid_s_%s(cq, cv, qdd, cf, h, dt, 0, 0, ws%s);\n"
+                     "    for (int k = 0; k < %d; k++) %s = -dt[k];\n"
+                     "    for (int k = %d; k < %d; k++) %s = h[k - %d];\n}\n\n",
+                  dn, nv, nv, ge, nv, nv, nv, in->fn[1], st1, n2, oel, n2, n2 + nv, oel, n2);
+        return 0;
+    }
+    ew_printf(w, "    grid_s_%s(cq, cv, qdd, cf, 0, dt, 0, 0, ws%s);\n"
                  "    for (int r = 0; r < %d; r++)\n"
                  "        for (int c = 0; c < %d; c++) {\n"
                  "            grid_real s = 0;\n"
                  "            for (int k = 0; k < %d; k++) s -= Mi[r * %d + k] * dt[k * %d + c];\n"
                  "            %s = s;\n"
                  "        }\n}\n\n",
-              in->fn[0], st1, in->fn[1], st1, in->fn[2], st1, nv, n2, nv, nv, n2, oel);
+              in->fn[1], st1, nv, n2, nv, nv, n2, oel);
     return 0;
 }

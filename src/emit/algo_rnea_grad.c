@@ -1,4 +1,4 @@
-/* First-order derivatives of inverse dynamics, [dtau/dq | dtau/dqd] (Pinocchio's computeRNEADerivatives), as one program for both schedules. */
+/* First-order derivatives of inverse dynamics, [dtau/dq | dtau/dqd] (Pinocchio's computeRNEADerivatives) and its vector-Jacobian product, as programs for both schedules. */
 #include "algos.h"
 
 /* Everything is expressed in one frame with world axes and its origin at the root body's (ep_world_placement with
@@ -65,17 +65,33 @@ static void mat6_apply_t(sym_graph *g, const sv D[36], const sv m[6], sv out[6])
     }
 }
 
-int ea_rnea_grad_program(ep_prog *p, int has_a, int has_fext, int nv)
-{
-    const int OM = ep_buffer(p, "oM", 12, 1), VEL = ep_buffer(p, "vel", 6, 1), ACC = ep_buffer(p, "acc", 6, 1);
-    const int F = ep_buffer(p, "f", 6, 1), Y = ep_buffer(p, "Y", YW, 1), D = ep_buffer(p, "D", 36, 1);
-    const int J = ep_buffer(p, "J", 36, 1), DV = ep_buffer(p, "dV", 36, 1), DA = ep_buffer(p, "dA", 36, 1);
-    const int DAV = ep_buffer(p, "dAv", 36, 1);
-    const int PB = ep_buffer(p, "P", 6 * nv, 0), QB = ep_buffer(p, "Q", 6 * nv, 0);
-    const int FQ = ep_buffer(p, "FQ", 6 * nv, 0), FV = ep_buffer(p, "FV", 6 * nv, 0);
-    ep_out_stride(p, 2 * nv);
-    ep_zero_output(p, 2L * nv * nv);
+/* the per-body buffers both programs share */
+typedef struct {
+    int OM, VEL, ACC, F, Y, D, J, DV, DA, DAV;
+} fwd_bufs;
 
+static fwd_bufs fwd_buffers(ep_prog *p)
+{
+    fwd_bufs B;
+    B.OM = ep_buffer(p, "oM", 12, 1);
+    B.VEL = ep_buffer(p, "vel", 6, 1);
+    B.ACC = ep_buffer(p, "acc", 6, 1);
+    B.F = ep_buffer(p, "f", 6, 1);
+    B.Y = ep_buffer(p, "Y", YW, 1);
+    B.D = ep_buffer(p, "D", 36, 1);
+    B.J = ep_buffer(p, "J", 36, 1);
+    B.DV = ep_buffer(p, "dV", 36, 1);
+    B.DA = ep_buffer(p, "dA", 36, 1);
+    B.DAV = ep_buffer(p, "dAv", 36, 1);
+    return B;
+}
+
+/* the forward pass: per body oM, v, a, f, Y, D, and the columns J, dV, dA, dAv; with UG >= 0 (the VJP) also
+   UG_i = sum of J_j g_j over i and its ancestors j, and the subtree sums SP, SQ zeroed (the children add to them) */
+static void forward_pass(ep_prog *p, const fwd_bufs *B, int has_a, int has_fext, int UG, int SP, int SQ)
+{
+    const int OM = B->OM, VEL = B->VEL, ACC = B->ACC, F = B->F, Y = B->Y, D = B->D, J = B->J, DV = B->DV, DA = B->DA,
+              DAV = B->DAV;
     for (ep_bodies(p, 0); ep_next(p);) {
         sym_graph *g = ep_graph(p);
         const ek_body *b = ep_body(p, EP_I);
@@ -165,7 +181,31 @@ int ea_rnea_grad_program(ep_prog *p, int has_a, int has_fext, int nv)
         }
         for (int e = 0; e < 36; e++) ep_set(p, D, EP_I, EP_SELF, e, Dm[e]);
         sci_set(p, Y, EP_SELF, &Yw);
+        if (UG >= 0) {
+            sv u[6];
+            for (int r = 0; r < 6; r++) u[r] = root ? zero : ep_get(p, UG, EP_I, EP_PARENT, r);
+            for (int c = 0; c < ni; c++) {
+                const sv gc = ep_in(p, ARR_G, EP_I, c);
+                for (int r = 0; r < 6; r++) u[r] = sym_fma(g, Jc[c][r], gc, u[r]);
+            }
+            for (int r = 0; r < 6; r++) {
+                ep_set(p, UG, EP_I, EP_SELF, r, u[r]);
+                ep_set(p, SP, EP_I, EP_SELF, r, zero);
+                ep_set(p, SQ, EP_I, EP_SELF, r, zero);
+            }
+        }
     }
+}
+
+int ea_rnea_grad_program(ep_prog *p, int has_a, int has_fext, int nv)
+{
+    const fwd_bufs B = fwd_buffers(p);
+    const int F = B.F, Y = B.Y, D = B.D, J = B.J, DV = B.DV, DA = B.DA, DAV = B.DAV;
+    const int PB = ep_buffer(p, "P", 6 * nv, 0), QB = ep_buffer(p, "Q", 6 * nv, 0);
+    const int FQ = ep_buffer(p, "FQ", 6 * nv, 0), FV = ep_buffer(p, "FV", 6 * nv, 0);
+    ep_out_stride(p, 2 * nv);
+    ep_zero_output(p, 2L * nv * nv);
+    forward_pass(p, &B, has_a, has_fext, -1, -1, -1);
 
     for (ep_bodies(p, 1); ep_next(p);) {
         sym_graph *g = ep_graph(p);
@@ -245,9 +285,91 @@ int ea_rnea_grad_program(ep_prog *p, int has_a, int has_fext, int nv)
     return 0;
 }
 
+/* The VJP contracts those sums with the cotangent g before they are formed. With U_i = sum of J_j g_j over the
+   bodies strictly above i, SP_i = sum over the subtree of i of Yc_m J_m g_m and SQ_i the same with Dc_m^T, the
+   column k of body i gets
+
+     g^T dtau/dq_k  = dA_k . (SP_i + Yc_i U_i) + dV_k . (SQ_i + Dc_i^T U_i) + U_i . (J_k x* F_i)
+     g^T dtau/dqd_k = dAv_k . (SP_i + Yc_i U_i) + J_k . (SQ_i + Dc_i^T U_i)
+
+   (the subtree terms are the j-in-subtree sums above, the U terms the j-above ones): one forward and one backward
+   pass of 6-vectors, O(nv) work. */
+int ea_rnea_vjp_program(ep_prog *p, int has_a, int has_fext, int nv)
+{
+    const fwd_bufs B = fwd_buffers(p);
+    const int F = B.F, Y = B.Y, D = B.D, J = B.J, DV = B.DV, DA = B.DA, DAV = B.DAV;
+    const int UG = ep_buffer(p, "UG", 6, 1), SP = ep_buffer(p, "SP", 6, 1), SQ = ep_buffer(p, "SQ", 6, 1);
+    (void)nv;
+    forward_pass(p, &B, has_a, has_fext, UG, SP, SQ);
+
+    for (ep_bodies(p, 1); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        const int ni = ep_nv(p, EP_I), root = ep_is_root(p, EP_I);
+        const sv zero = sym_const(g, 0.0);
+        ep_comment(p, "vector-Jacobian product: backward pass");
+        sci Yc;
+        sci_get(p, Y, EP_SELF, &Yc);
+        sv Dc[36], Fc[6], U[6], Jg[6], sp[6], sq[6], t[6];
+        for (int e = 0; e < 36; e++) Dc[e] = ep_get(p, D, EP_I, EP_SELF, e);
+        for (int r = 0; r < 6; r++) {
+            Fc[r] = ep_get(p, F, EP_I, EP_SELF, r);
+            U[r] = root ? zero : ep_get(p, UG, EP_I, EP_PARENT, r);
+            /* this body's J g: its inclusive sum less the parent's */
+            Jg[r] = sym_sub(g, ep_get(p, UG, EP_I, EP_SELF, r), U[r]);
+        }
+        /* SP, SQ of the subtree: the children's (added into this slot) plus this body's own */
+        sp_sci_apply(g, &Yc, Jg, t);
+        for (int r = 0; r < 6; r++) sp[r] = sym_add(g, ep_get(p, SP, EP_I, EP_SELF, r), t[r]);
+        mat6_apply_t(g, Dc, Jg, t);
+        for (int r = 0; r < 6; r++) sq[r] = sym_add(g, ep_get(p, SQ, EP_I, EP_SELF, r), t[r]);
+        /* Ptot = SP + Yc U, Qtot = SQ + Dc^T U */
+        sv Pt[6], Qt[6];
+        sp_sci_apply(g, &Yc, U, t);
+        add6(g, sp, t, Pt);
+        mat6_apply_t(g, Dc, U, t);
+        add6(g, sq, t, Qt);
+        for (int c = 0; c < ni; c++) {
+            sv jc[6], dvc[6], dac[6], davc[6], jxf[6];
+            col_get(p, J, c, jc);
+            col_get(p, DV, c, dvc);
+            col_get(p, DA, c, dac);
+            col_get(p, DAV, c, davc);
+            sp_force_cross(g, jc, Fc, jxf);
+            ep_out_vec(p, EP_I, c,
+                       sym_add(g, sym_add(g, sym_dot(g, dac, Pt, 6), sym_dot(g, dvc, Qt, 6)), sym_dot(g, U, jxf, 6)));
+            ep_out_vec(p, EP_I, nv + c, sym_add(g, sym_dot(g, davc, Pt, 6), sym_dot(g, jc, Qt, 6)));
+        }
+        /* the parent's sums */
+        if (!root) {
+            sci Yp;
+            sci_get(p, Y, EP_PARENT, &Yp);
+            sp_sci_add(g, &Yp, &Yc);
+            sci_set(p, Y, EP_PARENT, &Yp);
+            for (int e = 0; e < 36; e++) ep_set(p, D, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, D, EP_I, EP_PARENT, e), Dc[e]));
+            for (int r = 0; r < 6; r++) {
+                ep_set(p, F, EP_I, EP_PARENT, r, sym_add(g, ep_get(p, F, EP_I, EP_PARENT, r), Fc[r]));
+                ep_set(p, SP, EP_I, EP_PARENT, r, sym_add(g, ep_get(p, SP, EP_I, EP_PARENT, r), sp[r]));
+                ep_set(p, SQ, EP_I, EP_PARENT, r, sym_add(g, ep_get(p, SQ, EP_I, EP_PARENT, r), sq[r]));
+            }
+        }
+    }
+    return 0;
+}
+
+int ea_rnea_vjp(ek_kin *k, const sv *v, const sv *a, const sv *fext, const sv *ct, sv *out)
+{
+    const sv *in[ARR_OUT] = {NULL, v, a, fext, ct};
+    ep_prog *p = ep_new(k->em, k, 0, "rnea_vjp", in, out, NULL, NULL, NULL);
+    if (!p) return -1;
+    int rc = ea_rnea_vjp_program(p, a != NULL, fext != NULL, k->em->nv);
+    if (rc == 0) rc = ep_finish(p, NULL, NULL, NULL);
+    ep_free(p);
+    return rc;
+}
+
 int ea_rnea_grad(ek_kin *k, const sv *v, const sv *a, const sv *fext, sv *out)
 {
-    const sv *in[4] = {NULL, v, a, fext};
+    const sv *in[ARR_OUT] = {NULL, v, a, fext, NULL};
     ep_prog *p = ep_new(k->em, k, 0, "rnea_grad", in, out, NULL, NULL, NULL);
     if (!p) return -1;
     int rc = ea_rnea_grad_program(p, a != NULL, fext != NULL, k->em->nv);

@@ -51,6 +51,9 @@ int ea_aba_program(ep_prog *p, int has_fext);
    a and fext may be absent (has_a, has_fext = 0: exact zeros) */
 int ea_rnea_grad_program(ep_prog *p, int has_a, int has_fext, int nv);
 int ea_rnea_grad(ek_kin *k, const sv *v, const sv *a, const sv *fext, sv *out);
+/* [g^T dtau/dq | g^T dtau/dqd] (2 nv) of RNEA at (q, v, a, fext) for the cotangent g, in O(nv) (algo_rnea_grad.c) */
+int ea_rnea_vjp_program(ep_prog *p, int has_a, int has_fext, int nv);
+int ea_rnea_vjp(ek_kin *k, const sv *v, const sv *a, const sv *fext, const sv *g, sv *out);
 
 /* qdd by the articulated-body algorithm; fext may be NULL */
 int ea_aba(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd);

@@ -17,11 +17,11 @@ static int inner_specs(const state_spec *sp, int rolled, state_spec inner[2], ch
     const char *sfx = rolled ? "_r" : "";
     if (sp->kind == ST_MINV || sp->kind == ST_FD || sp->kind == ST_ABA) {
         snprintf(names[0], sizeof names[0], "crba_m%s", sfx);
-        inner[0] = (state_spec){names[0], ST_CRBA, 0, 0, 0, sp->lanes_ok};
+        inner[0] = (state_spec){names[0], ST_CRBA, 0, 0, 0, sp->lanes_ok, 0};
         if (sp->kind == ST_MINV) return 1;
         /* rnea(q, v, 0, fext) */
         snprintf(names[1], sizeof names[1], sp->reads_fext ? "rnea_f_m%s" : "rnea_0_m%s", sfx);
-        inner[1] = (state_spec){names[1], ST_RNEA, 1, sp->reads_fext, sp->reads_fext, sp->lanes_ok};
+        inner[1] = (state_spec){names[1], ST_RNEA, 1, sp->reads_fext, sp->reads_fext, sp->lanes_ok, 0};
         return 2;
     }
     snprintf(names[0], sizeof names[0], "%s_m%s", sp->fn, sfx);
@@ -210,8 +210,8 @@ static void write_inner_call(wr *x, const state_spec *in, const char *out)
 {
     ew_writer *w = x->cx->w;
     const char *zero = x->vector ? "qf" : "0";
-    ew_printf(w, "    grid_%s_%s(qf, %s, %s, %s, %s", x->vector ? "v" : "s", in->fn, in->reads_v ? "vf" : zero,
-              in->reads_a ? "af" : zero, in->reads_fext ? "ff" : zero, out);
+    ew_printf(w, "    grid_%s_%s(qf, %s, %s, %s, %s, %s", x->vector ? "v" : "s", in->fn, in->reads_v ? "vf" : zero,
+              in->reads_a ? "af" : zero, in->reads_fext ? "ff" : zero, in->reads_g ? "gf" : zero, out);
     if (!x->vector) ew_printf(w, ", frame, rf, ws%s", x->cx->t->stride_param[0] ? ", 1" : "");
     ew_puts(w, ");\n");
 }
@@ -250,15 +250,15 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
     const int nqf = em->nq, nvf = em->nv, nv = em->nv_user, nb = em->nb;
     if (vector)
         ew_printf(w, "%s void grid_v_%s(const grid_vec *%s q, const grid_vec *%s v, const grid_vec *%s a, "
-                     "const grid_vec *%s fext, grid_vec *%s out)\n{\n",
-                  emit_state_qualifiers(cx), sp->fn, r, r, r, r, r);
+                     "const grid_vec *%s fext, const grid_vec *%s g, grid_vec *%s out)\n{\n",
+                  emit_state_qualifiers(cx), sp->fn, r, r, r, r, r, r);
     else {
         ew_printf(w, "%s void grid_s_%s", emit_state_qualifiers(cx), sp->fn);
         emit_state_params(w, cx->t);
         ew_puts(w, "\n{\n");
     }
     ew_printf(w, "    /* mimic couplings: the full coordinates (%d in q, %d in v) of the user's (%d in v) */\n"
-                 "    (void)q; (void)v; (void)a; (void)fext; (void)out;\n", nqf, nvf, nv);
+                 "    (void)q; (void)v; (void)a; (void)fext; (void)g; (void)out;\n", nqf, nvf, nv);
     ew_printf(w, "    %s qf[%d];\n", T, nqf > 0 ? nqf : 1);
     write_expand(&x, "q", 0);
     const int reads_v = sp->reads_v, reads_a = sp->reads_a && !solves, reads_f = sp->reads_fext;
@@ -274,6 +274,11 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
         /* the bias reads a = 0 */
         ew_printf(w, "    %s af[%d];\n    for (int k = 0; k < %d; k++) af[k] = %s;\n", T, nvf, nvf, constant(&x, 0.0));
     }
+    if (sp->reads_g) {
+        /* a cotangent of tau: G g, the full coordinates' */
+        ew_printf(w, "    %s gf[%d];\n", T, nvf);
+        write_expand(&x, "g", 1);
+    }
     if (reads_f) {
         /* contiguous for the inner call */
         char f[96];
@@ -288,6 +293,7 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
         case ST_RNEA: case ST_GRAVITY: cols = nvf; tcol = 1; break;
         case ST_CRBA: rows = cols = nvf; trow = tcol = 1; break;
         case ST_RNEA_GRAD: rows = nvf; cols = 2 * nvf; trow = 1; tcol = 2; break;
+        case ST_RNEA_VJP: cols = 2 * nvf; tcol = 2; break;
         case ST_JACOBIAN: rows = 6; cols = nvf; tcol = 1; break;
         case ST_FK: cols = 16 * nb; break;
         case ST_EE_POSE: cols = 6 * em->nee; break;

@@ -13,26 +13,30 @@ grid_emit_options grid_emit_options_default(void)
 
 /* every per-state function the library may contain */
 enum { F_RNEA_0, F_RNEA_A, F_RNEA_F, F_GRAVITY, F_CRBA, F_MINV, F_FD_0, F_FD_F, F_ABA_0, F_ABA_F, F_FK, F_EE, F_JAC,
-       F_RG, F_FDG, F_EEG, F_COUNT };
+       F_RG, F_FDG, F_EEG, F_RV, F_FDV, F_EEV, F_COUNT };
 
 static const state_spec specs[F_COUNT] = {
-    [F_RNEA_0] = {"rnea_0", ST_RNEA, 1, 0, 0, 1},   /* rnea(q, v, 0): also NLE */
-    [F_RNEA_A] = {"rnea_a", ST_RNEA, 1, 1, 0, 1},
-    [F_RNEA_F] = {"rnea_f", ST_RNEA, 1, 1, 1, 1},   /* a may be zeros */
-    [F_GRAVITY] = {"gravity", ST_GRAVITY, 0, 0, 0, 1},
-    [F_CRBA] = {"crba", ST_CRBA, 0, 0, 0, 1},
-    [F_MINV] = {"minv", ST_MINV, 0, 0, 0, 1},
-    [F_FD_0] = {"fd_0", ST_FD, 1, 1, 0, 1},
-    [F_FD_F] = {"fd_f", ST_FD, 1, 1, 1, 1},
-    [F_ABA_0] = {"aba_0", ST_ABA, 1, 1, 0, 1},
-    [F_ABA_F] = {"aba_f", ST_ABA, 1, 1, 1, 1},
-    [F_FK] = {"fk", ST_FK, 0, 0, 0, 0},      /* stores dominate: lanes do not pay */
-    [F_EE] = {"ee_pose", ST_EE_POSE, 0, 0, 0, 0},
-    [F_JAC] = {"frame_jacobian", ST_JACOBIAN, 0, 0, 0, 0},
+    [F_RNEA_0] = {"rnea_0", ST_RNEA, 1, 0, 0, 1, 0},   /* rnea(q, v, 0): also NLE */
+    [F_RNEA_A] = {"rnea_a", ST_RNEA, 1, 1, 0, 1, 0},
+    [F_RNEA_F] = {"rnea_f", ST_RNEA, 1, 1, 1, 1, 0},   /* a may be zeros */
+    [F_GRAVITY] = {"gravity", ST_GRAVITY, 0, 0, 0, 1, 0},
+    [F_CRBA] = {"crba", ST_CRBA, 0, 0, 0, 1, 0},
+    [F_MINV] = {"minv", ST_MINV, 0, 0, 0, 1, 0},
+    [F_FD_0] = {"fd_0", ST_FD, 1, 1, 0, 1, 0},
+    [F_FD_F] = {"fd_f", ST_FD, 1, 1, 1, 1, 0},
+    [F_ABA_0] = {"aba_0", ST_ABA, 1, 1, 0, 1, 0},
+    [F_ABA_F] = {"aba_f", ST_ABA, 1, 1, 1, 1, 0},
+    [F_FK] = {"fk", ST_FK, 0, 0, 0, 0, 0},      /* stores dominate: lanes do not pay */
+    [F_EE] = {"ee_pose", ST_EE_POSE, 0, 0, 0, 0, 0},
+    [F_JAC] = {"frame_jacobian", ST_JACOBIAN, 0, 0, 0, 0, 0},
     /* the gradients have one variant each (absent qdd and f_ext read zeros): their code is large */
-    [F_RG] = {"rnea_grad", ST_RNEA_GRAD, 1, 1, 1, 1},
-    [F_FDG] = {"fd_grad", ST_FD_GRAD, 1, 1, 1, 1},
-    [F_EEG] = {"ee_pose_grad", ST_EE_POSE_GRAD, 0, 0, 0, 0},
+    [F_RG] = {"rnea_grad", ST_RNEA_GRAD, 1, 1, 1, 1, 0},
+    [F_FDG] = {"fd_grad", ST_FD_GRAD, 1, 1, 1, 1, 0},
+    [F_EEG] = {"ee_pose_grad", ST_EE_POSE_GRAD, 0, 0, 0, 0, 0},
+    /* the vector-Jacobian products: one variant each, as the gradients */
+    [F_RV] = {"rnea_vjp", ST_RNEA_VJP, 1, 1, 1, 1, 1},
+    [F_FDV] = {"fd_vjp", ST_FD_VJP, 1, 1, 1, 1, 1},
+    [F_EEV] = {"ee_pose_vjp", ST_EE_POSE_VJP, 0, 0, 0, 0, 1},
 };
 
 /* the per-state functions a function calls (composites: the forward-dynamics gradient), -1 = none; they share its
@@ -47,10 +51,14 @@ static const int calls[F_COUNT][MAX_CALLS] = {
     [F_FDG] = {F_FD_F, F_RG, F_MINV},
     /* the poses, each end effector's frame Jacobian */
     [F_EEG] = {F_EE, F_JAC, -1},
+    [F_RV] = {-1, -1, -1},
+    /* qdd = fd, the RNEA VJP at qdd for h = M^-1 g, M^-1 */
+    [F_FDV] = {F_FD_F, F_RV, F_MINV},
+    [F_EEV] = {F_EE, F_JAC, -1},
 };
 
 /* per row of the signature table: how its inputs and attributes map onto the per-state parameters
-   (q, v, a, fext; frame, rf), and the per-state function of each combination of the row's optional inputs
+   (q, v, a, fext, g; frame, rf), and the per-state function of each combination of the row's optional inputs
    (slot bit k = its k-th optional input given; -1 = fall back to slot 0); main = the slot the stats report */
 typedef struct {
     const char *name;  /* the row's name (a row without a layout has NULL: refused) */
@@ -63,23 +71,28 @@ typedef struct {
 #define NO_ATTRS -1, -1
 static const method_layout layouts[GRID_ALGO_COUNT] = {
     /* rnea (q, qd, qdd?, f_ext?): slots none, qdd, f_ext, both */
-    [GRID_ALGO_RNEA] = {"rnea", {0, 1, 2, 3}, NO_ATTRS, {F_RNEA_0, F_RNEA_A, F_RNEA_F, F_RNEA_F}, 1},
-    [GRID_ALGO_NLE] = {"nle", {0, 1, -1, -1}, NO_ATTRS, {F_RNEA_0, -1, -1, -1}, 0},
-    [GRID_ALGO_GRAVITY] = {"gravity", {0, -1, -1, -1}, NO_ATTRS, {F_GRAVITY, -1, -1, -1}, 0},
-    [GRID_ALGO_CRBA] = {"crba", {0, -1, -1, -1}, NO_ATTRS, {F_CRBA, -1, -1, -1}, 0},
-    [GRID_ALGO_MINV] = {"minv", {0, -1, -1, -1}, NO_ATTRS, {F_MINV, -1, -1, -1}, 0},
+    [GRID_ALGO_RNEA] = {"rnea", {0, 1, 2, 3, -1}, NO_ATTRS, {F_RNEA_0, F_RNEA_A, F_RNEA_F, F_RNEA_F}, 1},
+    [GRID_ALGO_NLE] = {"nle", {0, 1, -1, -1, -1}, NO_ATTRS, {F_RNEA_0, -1, -1, -1}, 0},
+    [GRID_ALGO_GRAVITY] = {"gravity", {0, -1, -1, -1, -1}, NO_ATTRS, {F_GRAVITY, -1, -1, -1}, 0},
+    [GRID_ALGO_CRBA] = {"crba", {0, -1, -1, -1, -1}, NO_ATTRS, {F_CRBA, -1, -1, -1}, 0},
+    [GRID_ALGO_MINV] = {"minv", {0, -1, -1, -1, -1}, NO_ATTRS, {F_MINV, -1, -1, -1}, 0},
     /* fd, aba (q, qd, u, f_ext?): slots none, f_ext */
-    [GRID_ALGO_FD] = {"fd", {0, 1, 2, 3}, NO_ATTRS, {F_FD_0, F_FD_F, -1, -1}, 0},
-    [GRID_ALGO_ABA] = {"aba", {0, 1, 2, 3}, NO_ATTRS, {F_ABA_0, F_ABA_F, -1, -1}, 0},
-    [GRID_ALGO_FK] = {"fk", {0, -1, -1, -1}, NO_ATTRS, {F_FK, -1, -1, -1}, 0},
-    [GRID_ALGO_EE_POSE] = {"ee_pose", {0, -1, -1, -1}, NO_ATTRS, {F_EE, -1, -1, -1}, 0},
+    [GRID_ALGO_FD] = {"fd", {0, 1, 2, 3, -1}, NO_ATTRS, {F_FD_0, F_FD_F, -1, -1}, 0},
+    [GRID_ALGO_ABA] = {"aba", {0, 1, 2, 3, -1}, NO_ATTRS, {F_ABA_0, F_ABA_F, -1, -1}, 0},
+    [GRID_ALGO_FK] = {"fk", {0, -1, -1, -1, -1}, NO_ATTRS, {F_FK, -1, -1, -1}, 0},
+    [GRID_ALGO_EE_POSE] = {"ee_pose", {0, -1, -1, -1, -1}, NO_ATTRS, {F_EE, -1, -1, -1}, 0},
     /* frame_jacobian (q; frame, reference_frame) */
-    [GRID_ALGO_FRAME_JACOBIAN] = {"frame_jacobian", {0, -1, -1, -1}, 0, 1, {F_JAC, -1, -1, -1}, 0},
+    [GRID_ALGO_FRAME_JACOBIAN] = {"frame_jacobian", {0, -1, -1, -1, -1}, 0, 1, {F_JAC, -1, -1, -1}, 0},
     /* rnea_grad (q, qd, qdd?, f_ext?): as rnea */
-    [GRID_ALGO_RNEA_GRAD] = {"rnea_grad", {0, 1, 2, 3}, NO_ATTRS, {F_RG, F_RG, F_RG, F_RG}, 0},
+    [GRID_ALGO_RNEA_GRAD] = {"rnea_grad", {0, 1, 2, 3, -1}, NO_ATTRS, {F_RG, F_RG, F_RG, F_RG}, 0},
     /* fd_grad (q, qd, u, f_ext?): as fd */
-    [GRID_ALGO_FD_GRAD] = {"fd_grad", {0, 1, 2, 3}, NO_ATTRS, {F_FDG, F_FDG, -1, -1}, 0},
-    [GRID_ALGO_EE_POSE_GRAD] = {"ee_pose_grad", {0, -1, -1, -1}, NO_ATTRS, {F_EEG, -1, -1, -1}, 0},
+    [GRID_ALGO_FD_GRAD] = {"fd_grad", {0, 1, 2, 3, -1}, NO_ATTRS, {F_FDG, F_FDG, -1, -1}, 0},
+    [GRID_ALGO_EE_POSE_GRAD] = {"ee_pose_grad", {0, -1, -1, -1, -1}, NO_ATTRS, {F_EEG, -1, -1, -1}, 0},
+    /* rnea_vjp (q, qd, cotangent, qdd?, f_ext?): slots as rnea_grad */
+    [GRID_ALGO_RNEA_VJP] = {"rnea_vjp", {0, 1, 3, 4, 2}, NO_ATTRS, {F_RV, F_RV, F_RV, F_RV}, 0},
+    /* fd_vjp (q, qd, u, cotangent, f_ext?) */
+    [GRID_ALGO_FD_VJP] = {"fd_vjp", {0, 1, 2, 4, 3}, NO_ATTRS, {F_FDV, F_FDV, -1, -1}, 0},
+    [GRID_ALGO_EE_POSE_VJP] = {"ee_pose_vjp", {0, -1, -1, -1, 1}, NO_ATTRS, {F_EEV, -1, -1, -1}, 0},
 };
 #define NSLOT (1 << EMIT_MAX_OPT)
 
@@ -90,6 +103,7 @@ static void spec_reads(int f, int reads[EP_COUNT])
     reads[EP_V] = specs[f].reads_v;
     reads[EP_A] = specs[f].reads_a;
     reads[EP_F] = specs[f].reads_fext;
+    reads[EP_G] = specs[f].reads_g;
 }
 
 /* the optional inputs of row r, in order; returns their count */
@@ -301,7 +315,7 @@ static void choose_schedules(const emit_ctx *cx, const int *need, int *rolled)
         else if (cx->schedule == GRID_SCHEDULE_AUTO) {
             /* a function's own budget; a wrapper's inner functions are each a function of their own */
             const long budget = specs[f].kind == ST_JACOBIAN      ? GRID_EMIT_JACOBIAN_BUDGET
-                                : specs[f].kind == ST_RNEA_GRAD ? GRID_EMIT_GRADIENT_BUDGET
+                                : specs[f].kind == ST_RNEA_GRAD || specs[f].kind == ST_RNEA_VJP ? GRID_EMIT_GRADIENT_BUDGET
                                                                 : GRID_EMIT_UNROLL_BUDGET;
             rolled[f] = !coupled && size[f] > budget;
             for (int k = 0; k < n_inner[f]; k++) rolled[f] |= inner_size[f][k] > budget;
@@ -531,7 +545,8 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
             }
             composite_inners in = {{name[0], name[1], name[2]}, inner_work};
             if (frc == 0)
-                frc = specs[f].kind == ST_FD_GRAD ? emit_fd_grad_function(&cx, &specs[f], &in, vec[f], &fstats[f])
+                frc = specs[f].kind == ST_FD_GRAD || specs[f].kind == ST_FD_VJP
+                          ? emit_fd_grad_function(&cx, &specs[f], &in, vec[f], &fstats[f])
                                                   : emit_ee_pose_grad_function(&cx, &specs[f], &in, &fstats[f]);
             fstats[f].statements += cs.statements;
             /* the executed work, which sizes the batches worth a thread team, includes the callees' */

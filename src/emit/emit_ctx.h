@@ -49,12 +49,14 @@ int ea_ee_pose(const emit_ctx *cx, ek_kin *k);
 int ea_frame_jacobian(const emit_ctx *cx, ek_kin *k, sym_stats *extra);
 
 /* per-state functions (emit_state.c): write the function named grid_s_<fn> */
-typedef enum { ST_RNEA, ST_GRAVITY, ST_CRBA, ST_MINV, ST_FD, ST_ABA, ST_FK, ST_EE_POSE, ST_JACOBIAN, ST_RNEA_GRAD, ST_FD_GRAD, ST_EE_POSE_GRAD } state_kind;
+typedef enum { ST_RNEA, ST_GRAVITY, ST_CRBA, ST_MINV, ST_FD, ST_ABA, ST_FK, ST_EE_POSE, ST_JACOBIAN, ST_RNEA_GRAD, ST_FD_GRAD,
+               ST_EE_POSE_GRAD, ST_RNEA_VJP, ST_FD_VJP, ST_EE_POSE_VJP } state_kind;
 typedef struct {
     const char *fn;   /* grid_s_<fn> (scalar) or grid_v_<fn> (lanes) */
     state_kind kind;
     int reads_v, reads_a, reads_fext;
     int lanes_ok;     /* no raw code: can run on lane vectors */
+    int reads_g;      /* reads a cotangent (the vector-Jacobian products) */
 } state_spec;
 /* the size of sp's unrolled form in graph nodes (capped: GRID_EMIT_UNROLL_BUDGET + 1 means larger), or -1 when
    sp has no program (it is always unrolled) */
@@ -77,7 +79,7 @@ long emit_state_size(const emit_ctx *cx, const state_spec *sp);
    (compile time follows the total); g1_29dof floating, the largest test robot, is about 143k nodes */
 #define GRID_EMIT_LIBRARY_BUDGET 200000L
 /* rolled = 1: the rolled schedule (sp must have a program); vector = 1: the lane form grid_v_<fn>(const grid_vec
-   *q, *v, *a, *fext, grid_vec *out) */
+   *q, *v, *a, *fext, *g, grid_vec *out) */
 int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats);
 
 /* coupling.c: on a model with coupled mimic joints, every per-state function is a wrapper around full-coordinate

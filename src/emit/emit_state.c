@@ -12,7 +12,7 @@ const char *emit_state_qualifiers(const emit_ctx *cx)
 
 /* run the builder of sp on fresh kinematics; outputs land in out[] through stores */
 static int build(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *v, const sv *a, const sv *fext,
-                 sym_stats *extra)
+                 const sv *ct, sym_stats *extra)
 {
     const em_model *em = cx->em;
     sym_graph *g = k->g;
@@ -27,8 +27,9 @@ static int build(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *
     }
     res = ek_calloc(2 * (size_t)nv * (size_t)nv + 1, sizeof *res);
     if (!res) return -1;
-    /* vector outputs are nv wide, matrices nv x nv, gradients nv x 2 nv */
-    n = (sp->kind == ST_CRBA || sp->kind == ST_MINV) ? nv * nv : sp->kind == ST_RNEA_GRAD ? 2 * nv * nv : nv;
+    /* vector outputs are nv wide, matrices nv x nv, gradients nv x 2 nv, the RNEA VJP 2 nv */
+    n = (sp->kind == ST_CRBA || sp->kind == ST_MINV) ? nv * nv : sp->kind == ST_RNEA_GRAD ? 2 * nv * nv
+        : sp->kind == ST_RNEA_VJP ? 2 * nv : nv;
     switch (sp->kind) {
     case ST_RNEA: rc = ea_rnea(k, v, a, fext, res); break;
     case ST_GRAVITY: rc = ea_rnea(k, NULL, NULL, NULL, res); break;
@@ -37,6 +38,7 @@ static int build(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *
     case ST_FD: rc = ea_fd(k, v, a, fext, res); break;
     case ST_ABA: rc = ea_aba(k, v, a, fext, res); break;
     case ST_RNEA_GRAD: rc = ea_rnea_grad(k, v, a, fext, res); break;
+    case ST_RNEA_VJP: rc = ea_rnea_vjp(k, v, a, fext, ct, res); break;
     default: rc = -1; break;
     }
     if (rc == 0) {
@@ -63,21 +65,23 @@ static int unrolled_graph(const emit_ctx *cx, const state_spec *sp, sym_graph *g
 {
     const em_model *em = cx->em;
     int rc = -1;
-    sv *q = NULL, *v = NULL, *a = NULL, *fext = NULL;
+    sv *q = NULL, *v = NULL, *a = NULL, *fext = NULL, *ct = NULL;
     ek_kin k = {0};
     /* array ids follow ARR_Q .. ARR_OUT */
     sym_array(g, "q", 1);
     sym_array(g, "v", 1);
     sym_array(g, "a", 1);
     sym_array(g, "fext", 1);
+    sym_array(g, "g", 1);
     sym_array(g, "out", 1);
     q = inputs(g, ARR_Q, em->nq, 1);
     v = inputs(g, ARR_V, em->nv, sp->reads_v);
     a = inputs(g, ARR_A, em->nv, sp->reads_a);
     fext = inputs(g, ARR_FEXT, 6 * em->nb, sp->reads_fext);
-    if (!q || (sp->reads_v && !v) || (sp->reads_a && !a) || (sp->reads_fext && !fext)) goto done;
+    ct = inputs(g, ARR_G, em->nv, sp->reads_g);
+    if (!q || (sp->reads_v && !v) || (sp->reads_a && !a) || (sp->reads_fext && !fext) || (sp->reads_g && !ct)) goto done;
     if (ek_kin_init(&k, g, em, q) != 0) goto done;
-    if (build(cx, sp, &k, v, a, fext, extra) != 0 || sym_failed(g)) goto done;
+    if (build(cx, sp, &k, v, a, fext, ct, extra) != 0 || sym_failed(g)) goto done;
     rc = 0;
 done:
     ek_kin_free(&k);
@@ -85,6 +89,7 @@ done:
     free(v);
     free(a);
     free(fext);
+    free(ct);
     return rc;
 }
 
@@ -92,7 +97,7 @@ done:
 static int has_program(state_kind kind)
 {
     return kind == ST_RNEA || kind == ST_GRAVITY || kind == ST_CRBA || kind == ST_FD || kind == ST_ABA || kind == ST_MINV ||
-           kind == ST_FK || kind == ST_EE_POSE || kind == ST_JACOBIAN || kind == ST_RNEA_GRAD;
+           kind == ST_FK || kind == ST_EE_POSE || kind == ST_JACOBIAN || kind == ST_RNEA_GRAD || kind == ST_RNEA_VJP;
 }
 
 /* the program of sp on p */
@@ -109,6 +114,7 @@ static int run_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
     case ST_FD: return ea_fd_program(p, sp->reads_fext);
     case ST_ABA: return ea_aba_program(p, sp->reads_fext);
     case ST_RNEA_GRAD: return ea_rnea_grad_program(p, sp->reads_a, sp->reads_fext, cx->em->nv);
+    case ST_RNEA_VJP: return ea_rnea_vjp_program(p, sp->reads_a, sp->reads_fext, cx->em->nv);
     default: return -1;
     }
 }
@@ -155,7 +161,7 @@ static int rolled_function(const emit_ctx *cx, const state_spec *sp, sym_stats *
         ew_printf(cx->w, "/* %s, rolled schedule: loops over the body tables, %ld reals of workspace */\n", sp->fn, work);
         ew_printf(cx->w, "%s%s void grid_s_%s", cx->t->group_fn, cx->t->state_fn, sp->fn);
         emit_rolled_state_params(cx->w, cx->t);
-        ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out; (void)frame; (void)rf; (void)ws;%s%s\n",
+        ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)g; (void)out; (void)frame; (void)rf; (void)ws;%s%s\n",
                   cx->t->stride_param[0] ? " (void)st;" : "", cx->t->group_fn[0] ? " (void)gl; (void)gm;" : "");
         ew_putn(cx->w, body.buf, body.len);
         ew_puts(cx->w, "}\n\n");
@@ -189,10 +195,10 @@ static int chunked_function(const emit_ctx *cx, const state_spec *sp, const sym_
     ew_printf(cx->w, "/* %s, chunked output (32 elements per warp flush) */\n#define GRID_CHUNKED_%s %d\n", sp->fn, sp->fn,
               width);
     ew_printf(cx->w, "%s void grid_c_%s(const grid_real *__restrict__ q, const grid_real *__restrict__ v,\n"
-                     "    const grid_real *__restrict__ a, const grid_real *__restrict__ fext, grid_real *__restrict__ out,\n"
-                     "    const int frame, const int rf, const int st, grid_real *__restrict__ tile, grid_real *__restrict__ go,\n"
-                     "    const int m, const int lane)\n{\n"
-                     "    (void)q; (void)v; (void)a; (void)fext; (void)frame; (void)rf; (void)st;\n",
+                     "    const grid_real *__restrict__ a, const grid_real *__restrict__ fext, const grid_real *__restrict__ g,\n"
+                     "    grid_real *__restrict__ out, const int frame, const int rf, const int st, grid_real *__restrict__ tile,\n"
+                     "    grid_real *__restrict__ go, const int m, const int lane)\n{\n"
+                     "    (void)q; (void)v; (void)a; (void)fext; (void)g; (void)frame; (void)rf; (void)st;\n",
               cx->t->state_fn, sp->fn);
     if (sym_emit_chunked(g, &cx->st, cx->w, NULL, &ch) != 0) return -1;
     ew_puts(cx->w, "}\n\n");
@@ -214,14 +220,15 @@ int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, in
         const char *r = cx->t->restrict_kw;
         ew_printf(cx->w,
                   "%s void grid_v_%s(const grid_vec *%s q, const grid_vec *%s v, const grid_vec *%s a, "
-                  "const grid_vec *%s fext, grid_vec *%s out)\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out;\n",
-                  emit_state_qualifiers(cx), sp->fn, r, r, r, r, r);
+                  "const grid_vec *%s fext, const grid_vec *%s g, grid_vec *%s out)\n{\n"
+                  "    (void)q; (void)v; (void)a; (void)fext; (void)g; (void)out;\n",
+                  emit_state_qualifiers(cx), sp->fn, r, r, r, r, r, r);
     } else {
         /* (not a template on the group size, unlike the rolled form: nvcc's front end takes minutes on a large
            unrolled function template) */
         ew_printf(cx->w, "%s void grid_s_%s", emit_state_qualifiers(cx), sp->fn);
         emit_state_params(cx->w, cx->t);
-        ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)out; (void)frame; (void)rf; (void)ws;%s\n",
+        ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)g; (void)out; (void)frame; (void)rf; (void)ws;%s\n",
                   cx->t->stride_param[0] ? " (void)st;" : "");
     }
     if (sym_emit(g, vector ? &cx->vst : &cx->st, cx->w, stats) != 0) goto done;

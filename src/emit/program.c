@@ -29,7 +29,7 @@ struct ep_prog {
     ek_kin *k;
     int rolled;
     char fn[48];
-    const sv *in[4];
+    const sv *in[ARR_OUT];
     sv *res;
     const sym_style *st;
     const emit_target *t;
@@ -70,7 +70,7 @@ static int kind_root(int kind) { return kind & 1; }
 static int kind_of(const em_body *b) { return 2 * b->type + (b->parent < 0); }
 static int kind_nv(int kind) { return grid_joint_model_of(kind_type(kind))->nv; }
 
-ep_prog *ep_new(const em_model *em, ek_kin *k, int rolled, const char *fn, const sv *const in[4], sv *res,
+ep_prog *ep_new(const em_model *em, ek_kin *k, int rolled, const char *fn, const sv *const in[ARR_OUT], sv *res,
                 const sym_style *st, const emit_target *t, ew_writer *steps)
 {
     ep_prog *p = calloc(1, sizeof *p);
@@ -79,7 +79,7 @@ ep_prog *ep_new(const em_model *em, ek_kin *k, int rolled, const char *fn, const
     p->k = k;
     p->rolled = rolled;
     snprintf(p->fn, sizeof p->fn, "%s", fn);
-    for (int a = 0; a < 4; a++) p->in[a] = in ? in[a] : NULL;
+    for (int a = 0; a < ARR_OUT; a++) p->in[a] = in ? in[a] : NULL;
     p->res = res;
     p->st = st;
     p->t = t;
@@ -270,7 +270,7 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
         break;
     }
     case ACC_IN: {
-        static const char *const names[4] = {"q", "v", "a", "fext"};
+        static const char *const names[ARR_OUT] = {"q", "v", "a", "fext", "g"};
         snprintf(tag, sizeof tag, "%s_%s", names[id], vs);
         if (id == ARR_Q) snprintf(base, sizeof base, "grid_iq_[%s]", be);
         else if (id == ARR_FEXT) snprintf(base, sizeof base, "6 * %s", be);
@@ -389,13 +389,13 @@ static void step_end(ep_prog *p)
     const char *r = p->t->restrict_kw;
     ew_printf(p->steps,
               "%s void grid_r_%s_%d(const int i, const int j, const int c, const int k, const int frame, const grid_real *%s q, const grid_real *%s v, "
-              "const grid_real *%s a, const grid_real *%s fext, grid_real *%s out",
-              p->inner ? p->t->inner_fn : p->t->state_fn, p->fn, p->nsteps, r, r, r, r, r);
+              "const grid_real *%s a, const grid_real *%s fext, const grid_real *%s g, grid_real *%s out",
+              p->inner ? p->t->inner_fn : p->t->state_fn, p->fn, p->nsteps, r, r, r, r, r, r);
     if (!p->inner) ew_printf(p->steps, ", grid_real *%s ws", r);
     for (int b = 0; b < p->nbuf; b++)
         if (p->used[b]) ew_printf(p->steps, ", grid_real *%s ws%d_%s", r, b, p->buf[b].name);
     if (p->outT[0]) ew_printf(p->steps, ", grid_real *%s outT", r);
-    ew_printf(p->steps, "%s)\n{\n    (void)i; (void)j; (void)c; (void)k; (void)frame; (void)q; (void)v; (void)a; (void)fext; (void)out;%s%s\n",
+    ew_printf(p->steps, "%s)\n{\n    (void)i; (void)j; (void)c; (void)k; (void)frame; (void)q; (void)v; (void)a; (void)fext; (void)g; (void)out;%s%s\n",
               p->t->stride_param, p->inner ? "" : " (void)ws;", p->t->stride_param[0] ? " (void)st;" : "");
     sym_stats s;
     memset(&s, 0, sizeof s);
@@ -409,7 +409,7 @@ static void step_end(ep_prog *p)
     /* grouped: a columns loop's step runs on every lane (its own columns), any other step on the group's first
        lane only (steps accumulate into their buffers, so they must run once); the syncs publish its stores */
     const int column_step = p->depth == 2 && p->L[1].cols >= 0 && p->L[1].started;
-    ew_printf(&p->skel, "%sgrid_r_%s_%d(i, j, c, k, frame, q, v, a, fext, out%s", grouped(p) && !column_step ? "if (gl == 0) " : "",
+    ew_printf(&p->skel, "%sgrid_r_%s_%d(i, j, c, k, frame, q, v, a, fext, g, out%s", grouped(p) && !column_step ? "if (gl == 0) " : "",
               p->fn, p->nsteps, p->inner ? "" : ", ws");
     for (int b = 0; b < p->nbuf; b++)
         if (p->used[b]) ew_printf(&p->skel, ", ws + %ld", p->buf[b].offset);
@@ -945,7 +945,7 @@ void ep_out_body(ep_prog *p, int var, int stride, int k, sv val)
 
 sv ep_in(ep_prog *p, int array, int var, int k)
 {
-    assert(array >= ARR_Q && array <= ARR_FEXT);
+    assert(array >= ARR_Q && array < ARR_OUT);
     if (!p->rolled) {
         const em_body *b = &p->em->b[body_of(p, var, EP_SELF)];
         const sv *x = p->in[array];

@@ -23,8 +23,9 @@ static void state_params(ew_writer *w, const emit_target *t, const char *extra)
 {
     const char *r = t->restrict_kw;
     ew_printf(w, "(const grid_real *%s q, const grid_real *%s v, const grid_real *%s a, "
-                 "const grid_real *%s fext, grid_real *%s out, const int frame, const int rf, grid_real *%s ws%s%s)",
-              r, r, r, r, r, r, t->stride_param, extra);
+                 "const grid_real *%s fext, const grid_real *%s g, grid_real *%s out, const int frame, const int rf, "
+                 "grid_real *%s ws%s%s)",
+              r, r, r, r, r, r, r, t->stride_param, extra);
 }
 
 void emit_state_params(ew_writer *w, const emit_target *t) { state_params(w, t, ""); }
@@ -46,7 +47,7 @@ int emit_param_optional(const emit_entry *e, int p)
 
 const char *emit_param_name(int p)
 {
-    static const char *const names[EP_COUNT] = {"q", "v", "a", "f"};
+    static const char *const names[EP_COUNT] = {"q", "v", "a", "f", "g"};
     assert(p >= 0 && p < EP_COUNT);
     return names[p];
 }
@@ -76,7 +77,7 @@ void emit_write_pointers(ew_writer *w, const emit_entry *e)
         else
             ew_printf(w, "    const grid_real *%s = 0;\n", emit_param_name(p));
     ew_printf(w, "    grid_real *o = (grid_real *)c->out[0]; /* %s */\n"
-                 "    (void)v; (void)a; (void)f;\n", e->row->out[0].name);
+                 "    (void)v; (void)a; (void)f; (void)g;\n", e->row->out[0].name);
 }
 
 void emit_write_attrs(ew_writer *w, const emit_entry *e)
@@ -140,14 +141,15 @@ static void write_tile(ew_writer *w, const emit_target *t, const emit_entry *e, 
     const char *r = t->restrict_kw;
     const long long nout = e->row->out[0].width;
     ew_printf(w, "%s void grid_tile_%s_%s(const grid_real *%s q, const grid_real *%s v, const grid_real *%s a, "
-                 "const grid_real *%s f, grid_real *%s o, const long long b, const long long n, const int stream)\n{\n",
-              t->state_fn, e->row->name, vr->fn, r, r, r, r, r);
+                 "const grid_real *%s f, const grid_real *%s g, grid_real *%s o, const long long b, const long long n, "
+                 "const int stream)\n{\n",
+              t->state_fn, e->row->name, vr->fn, r, r, r, r, r, r);
     assert(vr->reads[EP_Q]);
     /* padded for the streamed stores, which read whole blocks of four past the last element */
     ew_printf(w, "    grid_vec to[GRID_STREAM_PAD_(%lld)];\n", at_least_1(nout));
     for (int p = 0; p < EP_COUNT; p++)
         if (vr->reads[p]) ew_printf(w, "    grid_vec t%s[%lld];\n", emit_param_name(p), at_least_1(emit_param_width(e, p)));
-    ew_puts(w, "    (void)v; (void)a; (void)f;\n"
+    ew_puts(w, "    (void)v; (void)a; (void)f; (void)g;\n"
                "    if (b + 1 == n) {\n"
                "        /* one state: broadcast it to every lane */\n");
     for (int p = 0; p < EP_COUNT; p++) {
@@ -173,8 +175,8 @@ static void write_tile(ew_writer *w, const emit_target *t, const emit_entry *e, 
         else
             ew_printf(w, "            for (int k = 0; k < %lld; k++) t%s[k][l] = %s[s * %lld + k];\n", wd, nm, nm, wd);
     }
-    ew_printf(w, "        }\n    }\n    grid_v_%s(tq, %s, %s, %s, to);\n", vr->fn, vr->reads[EP_V] ? "tv" : "tq",
-              vr->reads[EP_A] ? "ta" : "tq", vr->reads[EP_F] ? "tf" : "tq");
+    ew_printf(w, "        }\n    }\n    grid_v_%s(tq, %s, %s, %s, %s, to);\n", vr->fn, vr->reads[EP_V] ? "tv" : "tq",
+              vr->reads[EP_A] ? "ta" : "tq", vr->reads[EP_F] ? "tf" : "tq", vr->reads[EP_G] ? "tg" : "tq");
     ew_printf(w, "    if (b + GRID_LANES <= n && stream) {\n"
                  "        for (int k = %lld; k < GRID_STREAM_PAD_(%lld); k++) to[k] = grid_splat_(0);\n"
                  "        grid_stream_scatter_(to, %lld, o + b * %lld);\n"
@@ -238,7 +240,7 @@ static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
             else ew_printf(w, "%s} else {\n#ifdef _OPENMP\n#pragma omp parallel for schedule(static) num_threads(nt)\n#endif\n", ind);
             if (e->vector) {
                 const char *in2 = team ? "    " : "";
-                ew_printf(w, "%s%s    for (long long i = 0; i < tiles; i++) grid_tile_%s_%s(q, v, a, f, o, i * GRID_LANES, n, stream);\n"
+                ew_printf(w, "%s%s    for (long long i = 0; i < tiles; i++) grid_tile_%s_%s(q, v, a, f, g, o, i * GRID_LANES, n, stream);\n"
                              "%s%s    if (stream) grid_stream_fence_();\n",
                           ind, in2, e->row->name, vr->fn, ind, in2);
                 if (team) ew_printf(w, "%s    }\n", ind);

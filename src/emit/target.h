@@ -13,8 +13,9 @@ typedef struct {
     int is_float;            /* literals rounded to float, 9 significant digits and an 'f' suffix */
 } emit_real;
 
-/* the input parameters of every per-state function, in its parameter order: grid_s_<fn>(q, v, a, fext, ...) */
-enum { EP_Q = 0, EP_V, EP_A, EP_F, EP_COUNT };
+/* the input parameters of every per-state function, in its parameter order: grid_s_<fn>(q, v, a, fext, g, ...)
+   (g: a vector-Jacobian product's cotangent) */
+enum { EP_Q = 0, EP_V, EP_A, EP_F, EP_G, EP_COUNT };
 
 /* one per-state function the batch wrapper can call, and which parameters it reads */
 typedef struct {
@@ -45,7 +46,7 @@ typedef struct {
 long long emit_param_width(const emit_entry *e, int p);
 /* 1 when parameter p comes from an optional input (NULL stands for zeros) */
 int emit_param_optional(const emit_entry *e, int p);
-/* the local pointer name of parameter p in the wrappers: "q", "v", "a", "f" */
+/* the local pointer name of parameter p in the wrappers: "q", "v", "a", "f", "g" */
 const char *emit_param_name(int p);
 /* the variant slots in use (2^n_opt) and the function of slot k (slot 0 for an empty slot) */
 int emit_variant_count(const emit_entry *e);

@@ -136,7 +136,8 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
     write_plan(w, fn, arr, n);
     ew_printf(w, "static __global__ void __launch_bounds__(GRID_CUDA_BLOCK, GRID_CUDA_MIN_BLOCKS)\n"
                  "grid_k_%s(const grid_real *__restrict__ q, const grid_real *__restrict__ v, const grid_real *__restrict__ a,\n"
-                 "    const grid_real *__restrict__ f, grid_real *__restrict__ o, const long long n, const int fr, const int rf%s)\n{\n",
+                 "    const grid_real *__restrict__ f, const grid_real *__restrict__ g, grid_real *__restrict__ o, const long long n,\n"
+                 "    const int fr, const int rf%s)\n{\n",
               fn, vr->work > 0 ? ",\n    grid_real *__restrict__ ws, const long long wst" : "");
     ew_puts(w, "    extern __shared__ __align__(16) unsigned char grid_smem_[];\n"
                "    const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5);\n"
@@ -145,14 +146,14 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
                "    const int m = n - b0 < 32 ? (int)(n - b0) : 32;\n"
                "    /* lanes past the batch compute a copy of the warp's last state (the warp stays converged) and store nothing */\n"
                "    const int l = lane < m ? lane : m - 1;\n"
-               "    (void)v; (void)a; (void)f;\n");
+               "    (void)v; (void)a; (void)f; (void)g;\n");
     /* a rolled function's workspace: a plain array per lane (not strided like the state arrays); lanes past the
        batch have their own, so no two threads share one */
     if (vr->work > 0)
         ew_puts(w, "    grid_real *const wsl = ws + (b0 + lane) * wst;\n");
     const char *wsarg = vr->work > 0 ? "wsl" : "0";
-    const char *ptr[EP_COUNT] = {"0", "0", "0", "0"}; /* q v a f arguments of the per-state call */
-    static const char *const staged[EP_COUNT] = {"sq", "sv", "sa", "sf"};
+    const char *ptr[EP_COUNT] = {"0", "0", "0", "0", "0"}; /* q v a f g arguments of the per-state call */
+    static const char *const staged[EP_COUNT] = {"sq", "sv", "sa", "sf", "sg"};
     for (int i = 0; i < n; i++) {
         const stage_array *s = &arr[i];
         if (s->key == 'o' || s->key == 'c') continue;
@@ -185,11 +186,11 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
                      "        static_assert(GRID_CHUNKED_%s == %lld, \"the chunked function's width is the output's\");\n"
                      "        grid_real *tc = (grid_real *)(grid_smem_ + grid_p_%s_c) + warp * 32 * 33;\n"
                      "        __syncwarp();\n"
-                     "        grid_c_%s(%s, %s, %s, %s, tc + lane * 33, fr, rf, 1, tc, o + b0 * %lld, m, lane);\n"
+                     "        grid_c_%s(%s, %s, %s, %s, %s, tc + lane * 33, fr, rf, 1, tc, o + b0 * %lld, m, lane);\n"
                      "        return;\n"
                      "    }\n"
                      "#endif\n",
-                  fn, fn, fn, nout, fn, fn, ptr[0], ptr[1], ptr[2], ptr[3], nout);
+                  fn, fn, fn, nout, fn, fn, ptr[0], ptr[1], ptr[2], ptr[3], ptr[4], nout);
     }
     if (nout > 0) {
         ew_printf(w, "    /* outputs: through a tile when the plan has room (every lane writes its own row), else in place */\n"
@@ -199,15 +200,15 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
                      "        so = to + lane * (%lld | 1);\n"
                      "    }\n"
                      "    __syncwarp();\n"
-                     "    if (grid_p_%s_o >= 0 || lane < m) grid_s_%s(%s, %s, %s, %s, so, fr, rf, %s, 1);\n"
+                     "    if (grid_p_%s_o >= 0 || lane < m) grid_s_%s(%s, %s, %s, %s, %s, so, fr, rf, %s, 1);\n"
                      "    if (grid_p_%s_o >= 0) {\n"
                      "        __syncwarp();\n"
                      "        grid_tile_out_<%lld>(o + b0 * %lld, to, m, lane);\n"
                      "    }\n",
-                  nout, fn, fn, nout, nout, fn, fn, ptr[0], ptr[1], ptr[2], ptr[3], wsarg, fn, nout, nout);
+                  nout, fn, fn, nout, nout, fn, fn, ptr[0], ptr[1], ptr[2], ptr[3], ptr[4], wsarg, fn, nout, nout);
     } else {
-        ew_printf(w, "    __syncwarp();\n    if (lane < m) grid_s_%s(%s, %s, %s, %s, o, fr, rf, %s, 1);\n", fn, ptr[0], ptr[1],
-                  ptr[2], ptr[3], wsarg);
+        ew_printf(w, "    __syncwarp();\n    if (lane < m) grid_s_%s(%s, %s, %s, %s, %s, o, fr, rf, %s, 1);\n", fn, ptr[0],
+                  ptr[1], ptr[2], ptr[3], ptr[4], wsarg);
     }
     ew_printf(w, "}\n#endif /* GRID_KERNEL_%s */\n\n", fn);
 }
@@ -224,7 +225,8 @@ static void write_group_kernel(ew_writer *w, const emit_entry *e, const emit_var
     ew_printf(w, "#ifndef GRID_GKERNEL_%s\n#define GRID_GKERNEL_%s\n", fn, fn);
     ew_printf(w, "static __global__ void __launch_bounds__(GRID_CUDA_BLOCK, GRID_CUDA_MIN_BLOCKS)\n"
                  "grid_kg_%s(const grid_real *__restrict__ q, const grid_real *__restrict__ v, const grid_real *__restrict__ a,\n"
-                 "    const grid_real *__restrict__ f, grid_real *__restrict__ o, const long long n, const int fr, const int rf,\n"
+                 "    const grid_real *__restrict__ f, const grid_real *__restrict__ g, grid_real *__restrict__ o, const long long n,\n"
+                 "    const int fr, const int rf,\n"
                  "    grid_real *__restrict__ ws, const long long wst)\n{\n",
               fn);
     ew_puts(w, "    const long long t = (long long)blockIdx.x * GRID_CUDA_BLOCK + threadIdx.x, b = t / GRID_CUDA_GROUP;\n"
@@ -232,7 +234,7 @@ static void write_group_kernel(ew_writer *w, const emit_entry *e, const emit_var
                "    const long long live = n * GRID_CUDA_GROUP - (t & ~31LL);\n"
                "    const unsigned gm = live >= 32 ? 0xffffffffu : (1u << (live > 0 ? live : 0)) - 1u;\n"
                "    if (b >= n) return;\n"
-               "    (void)v; (void)a; (void)f;\n");
+               "    (void)v; (void)a; (void)f; (void)g;\n");
     ew_printf(w, "    grid_s_%s<GRID_CUDA_GROUP>(", fn);
     for (int p = 0; p < EP_COUNT; p++) emit_write_state_arg(w, e, vr, p);
     ew_printf(w, "o + b * %lld, fr, rf, ws + b * wst, 1, (int)(t & (GRID_CUDA_GROUP - 1)), gm);\n}\n"
@@ -251,7 +253,7 @@ static void write_launch(ew_writer *w, const emit_entry *e, const emit_variant *
                  "%s    return grid_cuda_fail_(e, \"raising the shared memory of grid_k_%s\");\n",
               ind, fn, ind, fn, fn, ind, fn);
     if (vr->work == 0) {
-        ew_printf(w, "%sgrid_k_%s<<<(unsigned)blocks, GRID_CUDA_BLOCK, grid_p_%s_smem, s>>>(q, v, a, f, o, n, fr, rf);\n", ind,
+        ew_printf(w, "%sgrid_k_%s<<<(unsigned)blocks, GRID_CUDA_BLOCK, grid_p_%s_smem, s>>>(q, v, a, f, g, o, n, fr, rf);\n", ind,
                   fn, fn);
         return;
     }

@@ -226,6 +226,72 @@ static void coupled_state(const grid_model *m, int algo, const grid_method_info 
     grid_ref_project(m, full->out[0].rank, full->out[0].shape, tangent, cs->outf, out[0], cs->body_of_v);
 }
 
+/* ---- vector-Jacobian products: the gradient row contracted with the cotangent (the oracle: no shortcut) ---- */
+
+/* one state of a row that is not a VJP, on either model kind */
+static void run_state(const grid_model *m, int algo, const grid_method_info *full, const double *const *in,
+                      double *const *out, const int *attr, coupled_scratch *cs, double *work)
+{
+    if (m->nmimic > 0) coupled_state(m, algo, full, in, out, attr, cs);
+    else ref_fns[algo](m, in, out, attr, work);
+}
+
+/* the VJP rows: their gradient row, where the cotangent sits among their inputs, and the gradient row's inputs
+   as positions in the VJP's (-1: absent) */
+static int vjp_of(int algo, int *g_at, int grad_in[4])
+{
+    switch (algo) {
+    case GRID_ALGO_RNEA_VJP: /* (q, qd, g, qdd, f_ext) -> rnea_grad (q, qd, qdd, f_ext) */
+        *g_at = 2;
+        grad_in[0] = 0, grad_in[1] = 1, grad_in[2] = 3, grad_in[3] = 4;
+        return GRID_ALGO_RNEA_GRAD;
+    case GRID_ALGO_FD_VJP: /* (q, qd, u, g, f_ext) -> fd_grad (q, qd, u, f_ext), and minv (q) for the u block */
+        *g_at = 3;
+        grad_in[0] = 0, grad_in[1] = 1, grad_in[2] = 2, grad_in[3] = 4;
+        return GRID_ALGO_FD_GRAD;
+    case GRID_ALGO_EE_POSE_VJP: /* (q, g) -> ee_pose_grad (q) */
+        *g_at = 1;
+        grad_in[0] = 0, grad_in[1] = grad_in[2] = grad_in[3] = -1;
+        return GRID_ALGO_EE_POSE_GRAD;
+    default: return -1;
+    }
+}
+
+/* out = g^T G for the gradient G (rows x cols) of the VJP's gradient row, then FD's u block g^T M^-1 */
+static void vjp_state(const grid_model *m, int algo, const double *const *in, double *out, const int *attr,
+                      coupled_scratch *cs, double *work, double *tmp)
+{
+    int g_at = -1, gi[4] = {-1, -1, -1, -1};
+    const int ga = vjp_of(algo, &g_at, gi);
+    assert(ga >= 0);
+    const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
+    const grid_sizes fsz = grid_sizes_of(m->nq_full, m->nv_full, m->nb, m->nee, m->nframes);
+    grid_method_info r, full;
+    grid_sig_concrete(ga, &sz, 0, &r);
+    grid_sig_concrete(ga, &fsz, 0, &full);
+    const double *gin[GRID_MAX_IN] = {0};
+    for (int k = 0; k < 4; k++) gin[k] = gi[k] >= 0 ? in[gi[k]] : NULL;
+    double *gout[GRID_MAX_OUT] = {tmp};
+    run_state(m, ga, &full, gin, gout, attr, cs, work);
+    const int rows = r.out[0].shape[0], cols = r.out[0].shape[1];
+    const double *g = in[g_at];
+    for (int c = 0; c < cols; c++) {
+        double s = 0;
+        for (int k = 0; k < rows; k++) s += g[k] * tmp[(size_t)k * cols + c];
+        out[c] = s;
+    }
+    if (algo == GRID_ALGO_FD_VJP) {
+        const int nv = m->nv;
+        grid_sig_concrete(GRID_ALGO_MINV, &fsz, 0, &full);
+        run_state(m, GRID_ALGO_MINV, &full, gin, gout, attr, cs, work);
+        for (int c = 0; c < nv; c++) {
+            double s = 0;
+            for (int k = 0; k < nv; k++) s += g[k] * tmp[(size_t)k * nv + c];
+            out[2 * nv + c] = s;
+        }
+    }
+}
+
 /* widen n inputs of state b to float64 (or point at them when they already are) */
 static const double *state_input(const void *base, int dtype, long long b, size_t n, double *buf)
 {
@@ -261,24 +327,30 @@ int grid_ref_batch(const grid_model *m, int algo, int dtype, const grid_call *ca
     grid_sig_concrete(algo, &sz, 0, &r);
     int rc = check_call(&r, call);
     if (rc != GRID_OK) return rc;
-    if (!ref_fns[algo]) return GRID_ERR_UNSUPPORTED; /* a row without a reference function yet */
+    int g_at = -1, gi[4] = {-1, -1, -1, -1};
+    const int grad = vjp_of(algo, &g_at, gi);
+    if (!ref_fns[algo] && grad < 0) return GRID_ERR_UNSUPPORTED; /* a row without a reference function yet */
 
     /* a coupled model runs the row on the full coordinates (the row's shapes for them in full) */
     const int coupled = m->nmimic > 0;
     grid_method_info full;
     const grid_sizes fsz = grid_sizes_of(m->nq_full, m->nv_full, m->nb, m->nee, m->nframes);
-    grid_sig_concrete(algo, &fsz, 0, &full);
+    grid_sig_concrete(grad >= 0 ? grad : algo, &fsz, 0, &full);
     const size_t out_full = (size_t)full.out[0].width > (size_t)m->nv_full * (size_t)m->nv_full
                                 ? (size_t)full.out[0].width : (size_t)m->nv_full * (size_t)m->nv_full;
+    /* a VJP's gradient (or M^-1) in the user's coordinates */
+    grid_method_info gr;
+    if (grad >= 0) grid_sig_concrete(grad, &sz, 0, &gr);
+    const size_t ntmp = grad >= 0 ? (size_t)gr.out[0].width + (size_t)m->nv * (size_t)m->nv : 0;
 
     /* scratch once per call: work, float64 copies of one state's inputs and outputs, the coupled scratch */
     const size_t nwork = grid_ref_work_size(m), ncoupled = coupled ? coupled_doubles(m, out_full) : 0;
-    size_t total = nwork + ncoupled + 1;
+    size_t total = nwork + ncoupled + ntmp + 1;
     for (int k = 0; k < r.n_in; k++) total += (size_t)r.in[k].width;
     for (int k = 0; k < r.n_out; k++) total += (size_t)r.out[k].width;
     double *scratch = malloc(total * sizeof(double));
     if (!scratch) return GRID_ERR_NOMEM;
-    double *work = scratch, *at = scratch + nwork, *inb[GRID_MAX_IN], *outb[GRID_MAX_OUT];
+    double *work = scratch, *tmp = scratch + nwork, *at = tmp + ntmp, *inb[GRID_MAX_IN], *outb[GRID_MAX_OUT];
     coupled_scratch cs = {0};
     if (coupled) {
         coupled_scratch_at(m, at, out_full, &cs);
@@ -294,8 +366,8 @@ int grid_ref_batch(const grid_model *m, int algo, int dtype, const grid_call *ca
         for (int k = 0; k < r.n_in; k++) in[k] = state_input(call->in[k], dtype, b, (size_t)r.in[k].width, inb[k]);
         for (int k = 0; k < r.n_out; k++)
             out[k] = dtype == GRID_FLOAT64 ? (double *)call->out[k] + (size_t)b * (size_t)r.out[k].width : outb[k];
-        if (coupled) coupled_state(m, algo, &full, in, out, call->attr, &cs);
-        else ref_fns[algo](m, in, out, call->attr, work);
+        if (grad >= 0) vjp_state(m, algo, in, out[0], call->attr, &cs, work, tmp);
+        else run_state(m, algo, &full, in, out, call->attr, &cs, work);
         if (dtype == GRID_FLOAT32)
             /* narrow the float64 results */
             for (int k = 0; k < r.n_out; k++) {

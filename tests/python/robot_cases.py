@@ -433,7 +433,8 @@ def kinds_for(robot):
 
 
 def make_states(handle, kind, n=BATCH, seed=0):
-    """dict of q (n, nq), qd, qdd, u (n, nv), f_ext (n, 6 nb) for one kind of state"""
+    """dict of q (n, nq), qd, qdd, u (n, nv), f_ext (n, 6 nb) for one kind of state, and cotangents g (n, nv) and
+    g_pose (n, 6 nee)"""
     rng = np.random.default_rng(seed + 1000 * STATE_KINDS.index(kind))
     m = handle._model
     nq, nv, nb = handle.nq, handle.nv, handle.nb
@@ -476,7 +477,10 @@ def make_states(handle, kind, n=BATCH, seed=0):
     elif kind == "high_acceleration":
         qdd = rng.uniform(-50, 50, (n, nv))
         u = rng.uniform(-200, 200, (n, nv))
-    return {"q": q, "qd": qd, "qdd": qdd, "u": u, "f_ext": f_ext}
+    # cotangents for the vector-Jacobian products (drawn last: the states above do not change)
+    g = rng.normal(size=(n, nv))
+    g_pose = rng.normal(size=(n, 6 * handle.num_ees))
+    return {"q": q, "qd": qd, "qdd": qdd, "u": u, "f_ext": f_ext, "g": g, "g_pose": g_pose}
 
 
 def all_states(robot, n=BATCH):

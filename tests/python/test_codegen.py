@@ -50,6 +50,10 @@ METHODS = {
     "forward_dynamics_gradient": lambda h, s: h.forward_dynamics_gradient(s["q"], s["qd"], s["u"]),
     "forward_dynamics_gradient_f_ext": lambda h, s: h.forward_dynamics_gradient(s["q"], s["qd"], s["u"],
                                                                                 f_ext=s["f_ext"]),
+    "inverse_dynamics_vjp": lambda h, s: h.inverse_dynamics_vjp(s["q"], s["qd"], s["g"], s["qdd"], s["f_ext"]),
+    "inverse_dynamics_vjp_qdd_none": lambda h, s: h.inverse_dynamics_vjp(s["q"], s["qd"], s["g"]),
+    "forward_dynamics_vjp": lambda h, s: h.forward_dynamics_vjp(s["q"], s["qd"], s["u"], s["g"]),
+    "forward_dynamics_vjp_f_ext": lambda h, s: h.forward_dynamics_vjp(s["q"], s["qd"], s["u"], s["g"], f_ext=s["f_ext"]),
 }
 # (the end-effector pose gradient is not among them: its rpy rows are infinite at pitch = +-pi/2, where a state of
 # some robots sits exactly; tests/python/test_derivatives.py checks it on states away from that)
@@ -81,7 +85,7 @@ def float64_bounds(ref, s):
     computeABADerivatives and the reference 2.1e-12 from it (the reference is the less accurate one there)"""
     cond = np.linalg.cond(ref.crba(s["q"]))
     grad = np.maximum(RTOL64, np.finfo(np.float64).eps * cond)
-    return lambda label: grad if label.startswith("forward_dynamics_gradient") else RTOL64
+    return lambda label: grad if label.startswith(("forward_dynamics_gradient", "forward_dynamics_vjp")) else RTOL64
 
 
 def errors64(gen, ref):
@@ -159,10 +163,10 @@ def float32_report():
     if not _accuracy:
         return
     cols = ["inverse_dynamics", "nonlinear_effects", "generalized_gravity", "crba", "forward_kinematics",
-            "end_effector_pose", "frame_jacobian", "inverse_dynamics_gradient", "minv", "forward_dynamics", "aba",
-            "forward_dynamics_gradient"]
-    short = ["RNEA", "NLE", "gravity", "CRBA", "FK", "EE pose", "Jacobian", "RNEA grad", "minv", "FD", "ABA",
-             "FD grad"]
+            "end_effector_pose", "frame_jacobian", "inverse_dynamics_gradient", "inverse_dynamics_vjp", "minv",
+            "forward_dynamics", "aba", "forward_dynamics_gradient", "forward_dynamics_vjp"]
+    short = ["RNEA", "NLE", "gravity", "CRBA", "FK", "EE pose", "Jacobian", "RNEA grad", "RNEA VJP", "minv", "FD",
+             "ABA", "FD grad", "FD VJP"]
     lines = [f"# float32 generated code vs the float64 reference ({time.strftime('%Y-%m-%d')})", "",
              f"Worst relative Frobenius error per state block over {N} states of each kind "
              f"({', '.join(STATE_KINDS)}), float32-representable inputs; every variant (f_ext, qdd=None) and Jacobian "
@@ -185,8 +189,8 @@ def float32_report():
 
 def family(label):
     """the report column of an output: the f_ext / qdd=None variants and every Jacobian frame share one"""
-    for name in ("inverse_dynamics_gradient", "forward_dynamics_gradient", "inverse_dynamics", "forward_dynamics", "aba",
-                 "frame_jacobian"):
+    for name in ("inverse_dynamics_gradient", "forward_dynamics_gradient", "inverse_dynamics_vjp", "forward_dynamics_vjp",
+                 "inverse_dynamics", "forward_dynamics", "aba", "frame_jacobian"):
         if label.startswith(name):
             return name
     return label
@@ -208,11 +212,12 @@ def test_generated_float32_accuracy(handles):
             err = relative(a, b)
             key = family(label)
             row[key] = max(row.get(key, 0.0), float(err.max()))
-            if key in ("minv", "forward_dynamics", "aba", "forward_dynamics_gradient"):
+            if key in ("minv", "forward_dynamics", "aba", "forward_dynamics_gradient", "forward_dynamics_vjp"):
                 bound = FLOAT32_COND_RTOL * cond
                 row["ratio"] = max(row["ratio"], float((err / bound).max()))
             else:
-                bound = np.full_like(err, FLOAT32_GRAD_RTOL if key == "inverse_dynamics_gradient" else FLOAT32_RTOL)
+                grad = key in ("inverse_dynamics_gradient", "inverse_dynamics_vjp")
+                bound = np.full_like(err, FLOAT32_GRAD_RTOL if grad else FLOAT32_RTOL)
             bad = np.flatnonzero(~(err <= bound))
             if bad.size:
                 i = int(bad[np.argmax(err[bad] / bound[bad])])

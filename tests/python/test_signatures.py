@@ -28,7 +28,7 @@ def test_table_shape():
     for i, r in enumerate(ROWS):
         assert r["id"] == i == getattr(_core, "ALGO_" + r["name"].upper())
         assert r["inputs"][0]["name"] == "q" and not r["inputs"][0]["optional"] and len(r["outputs"]) == 1
-        assert r["gpu_map"] == "thread" and r["vjp"] == -1
+        assert r["gpu_map"] == "thread"
         for a in r["inputs"] + r["outputs"]:
             assert len(a["shape"]) == len(a["dims"]) and a["absent"] == ("zeros" if a["optional"] else None)
     by = {r["name"]: r for r in ROWS}
@@ -43,6 +43,18 @@ def test_table_shape():
     assert links == {"rnea": "rnea_grad", "fd": "fd_grad", "aba": "fd_grad", "ee_pose": "ee_pose_grad"}
     for name, grad in links.items():
         assert [a["name"] for a in by[name]["inputs"]] == [a["name"] for a in by[grad]["inputs"]]
+    # and to its vector-Jacobian product, which takes the method's inputs plus a cotangent of its output (required,
+    # ahead of the optional ones) and returns one cotangent per differentiable input (the specification's)
+    vjps = {r["name"]: ROWS[r["vjp"]]["name"] for r in ROWS if r["vjp"] >= 0}
+    assert vjps == {"rnea": "rnea_vjp", "fd": "fd_vjp", "aba": "fd_vjp", "ee_pose": "ee_pose_vjp"}
+    widths = {"rnea_vjp": ("nv", 2), "fd_vjp": ("nv", 3), "ee_pose_vjp": ("nv", 1)}
+    for name, vjp in vjps.items():
+        ins = [a["name"] for a in by[vjp]["inputs"]]
+        assert sorted(ins) == sorted([a["name"] for a in by[name]["inputs"]] + ["cotangent"]), vjp
+        ct = by[vjp]["inputs"][ins.index("cotangent")]
+        assert ct["dims"] == by[name]["outputs"][0]["dims"] and not ct["optional"]
+        assert all(a["optional"] for a in by[vjp]["inputs"][ins.index("cotangent") + 1:])
+        assert by[vjp]["outputs"][0]["dims"] == (widths[vjp],), vjp
     assert by["rnea_grad"]["outputs"][0]["shape"] == ("nv", "2*nv")
     assert by["ee_pose_grad"]["outputs"][0]["shape"] == ("6*nee", "nv")
 
@@ -94,7 +106,9 @@ def test_output_shapes_follow_the_table(handles):
     by_name = {"q": s["q"], "qd": s["qd"], "qdd": s["qdd"], "u": s["u"], "f_ext": s["f_ext"]}
     for r in ROWS:
         row = _signatures.concrete(r, sizes)
-        args = [by_name[name] for name, *_ in row["inputs"]]
+        # a cotangent has the shape of the method's output (a VJP row's input of that name)
+        args = [by_name[name] if name in by_name else np.random.default_rng(1).normal(size=(3,) + shape)
+                for name, shape, *_ in row["inputs"]]
         for h in (gen, ref):
             y = getattr(h, r["py_name"])(*args)
             assert y.shape == (3,) + row["outputs"][0][1], (r["name"], y.shape)
@@ -121,10 +135,12 @@ def test_the_library_exports_the_tables_rows_for_this_robot(handles):
         assert have["outputs"] == tuple((n, shape, False) for n, shape in want["outputs"])
         assert have["attrs"] == tuple((n, lo, hi) for n, lo, hi, _ in want["attrs"])
         # unrolled per-state code takes no workspace; rolled code (under auto, the floating iiwa's RNEA gradient), the
-        # FD-gradient composite that calls it (the scalar form: its D and the callees' workspace) and the scalar
-        # composite of the end-effector pose gradient (the poses and a Jacobian) take one
+        # FD composites that call it (the scalar form: their arrays and the callees' workspace) and the scalar
+        # composites of the end-effector pose (the poses and a Jacobian) take one
         rolled = f"/* {r['name']}, rolled schedule" in source
-        composite = r["name"] == "ee_pose_grad" or r["name"] == "fd_grad"
+        # the FD composites take the scalar form (workspace) when the RNEA function they call rolled
+        calls_rolled = {"fd_grad": "/* rnea_grad, rolled", "fd_vjp": "/* rnea_vjp, rolled"}.get(r["name"])
+        composite = r["name"] in ("ee_pose_grad", "ee_pose_vjp") or (calls_rolled is not None and calls_rolled in source)
         assert (have["work_bytes"] > 0) == (rolled or composite) and have["gpu_map"] == 0, r["name"]
     assert "/* rnea, rolled schedule" not in source and "/* rnea_grad, rolled schedule" in source
 
