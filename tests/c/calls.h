@@ -20,11 +20,14 @@ static inline grid_call *tc(test_call *t)
     return &t->c;
 }
 
-/* row algo's inputs by name: "q" <- q, "qd" <- v, "qdd" / "u" <- a, "f_ext" <- f (NULL: absent);
+/* row algo's inputs by name: "q" <- q, "qd" <- v, "qdd" / "u" <- a, "f_ext" <- f (NULL: absent), "cotangent" <-
+   test_cotangent;
    attributes by name: "frame" <- frame, "reference_frame" <- rf */
 /* workspace every call gets (tests set it once; the reference ignores it) */
 static void *test_work_ptr;
 static size_t test_work_len;
+/* the cotangent every vector-Jacobian product gets ("cotangent": B states of the row's width, NULL: absent) */
+static const void *test_cotangent;
 
 static inline grid_call *test_call_init(test_call *t, int algo, const void *q, const void *v, const void *a,
                                         const void *f, void *out, long long batch, int frame, int rf)
@@ -35,7 +38,7 @@ static inline grid_call *test_call_init(test_call *t, int algo, const void *q, c
     for (int k = 0; k < r->n_in; k++) {
         const char *n = r->in[k].name;
         t->in[k] = !strcmp(n, "q") ? q : !strcmp(n, "qd") ? v : (!strcmp(n, "qdd") || !strcmp(n, "u")) ? a
-                 : !strcmp(n, "f_ext") ? f : NULL;
+                 : !strcmp(n, "f_ext") ? f : !strcmp(n, "cotangent") ? test_cotangent : NULL;
     }
     for (int k = 0; k < r->n_attr; k++)
         t->c.attr[k] = !strcmp(r->attr[k].name, "frame") ? frame : !strcmp(r->attr[k].name, "reference_frame") ? rf : 0;

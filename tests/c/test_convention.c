@@ -89,8 +89,8 @@ static void test_blocks(void)
     /* every row's output width is the row's own (fk: nb x 4 x 4, ee_pose: 6 nee) */
     for (int al = 0; al < GRID_ALGO_COUNT; al++) {
         const void *all[GRID_MAX_IN] = {&j, &j, &j, &j};
-        if (al == GRID_ALGO_RNEA_GRAD || al == GRID_ALGO_FD_GRAD || al == GRID_ALGO_EE_POSE_GRAD) {
-            /* gradients in MuJoCo's basis: not yet (refused, never converted wrongly) */
+        if (al >= GRID_ALGO_RNEA_GRAD) {
+            /* gradients and VJPs in MuJoCo's basis: not yet (refused, never converted wrongly) */
             CHECK(grid_convention_job(&cv, al, all, &j) == GRID_ERR_UNSUPPORTED);
             continue;
         }

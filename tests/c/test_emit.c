@@ -200,7 +200,7 @@ static double *widen(const void *p, int dtype, long long n)
 typedef struct {
     int dtype;
     long long B;
-    void *q, *v, *a, *fext;
+    void *q, *v, *a, *fext, *g;
     double *cond; /* cond(M) per state */
 } states;
 
@@ -223,6 +223,11 @@ static void make_states(const grid_model *m, int dtype, long long B, states *s)
     s->v = alloc_real(dtype, B * m->nv);
     s->a = alloc_real(dtype, B * m->nv);
     s->fext = alloc_real(dtype, B * 6 * m->nb);
+    /* cotangents of the VJP rows: B states of the widest of their outputs' widths (nv, 6 nee) */
+    const long long gw = m->nv > 6 * m->nee ? m->nv : 6 * m->nee;
+    s->g = alloc_real(dtype, B * (gw > 0 ? gw : 1));
+    for (long long k = 0; k < B * gw; k++) put(s->g, dtype, k, urand(-1, 1));
+    test_cotangent = s->g;
     s->cond = calloc((size_t)B, sizeof *s->cond);
     double *q = malloc((size_t)(m->nq > 0 ? m->nq : 1) * sizeof *q);
     for (long long b = 0; b < B; b++) {
@@ -253,13 +258,16 @@ static void free_states(states *s)
     free(s->v);
     free(s->a);
     free(s->fext);
+    free(s->g);
+    test_cotangent = NULL;
     free(s->cond);
 }
 
 /* the brief's tolerances: float64 1e-12; float32 1e-5, or 1e-6 cond(M) for the inverse dynamics */
 static double tolerance(int algo, int dtype, double cond)
 {
-    int inverse = algo == GRID_ALGO_MINV || algo == GRID_ALGO_FD || algo == GRID_ALGO_ABA || algo == GRID_ALGO_FD_GRAD;
+    int inverse = algo == GRID_ALGO_MINV || algo == GRID_ALGO_FD || algo == GRID_ALGO_ABA || algo == GRID_ALGO_FD_GRAD ||
+                  algo == GRID_ALGO_FD_VJP;
     if (dtype == GRID_FLOAT64) return 1e-12;
     return inverse ? 1e-6 * cond : 1e-5;
 }
@@ -285,9 +293,14 @@ static double compare_algo(const grid_model *m, const lib *L, const states *s, i
         /* grid_ref_batch narrowed its result; redo it in float64 per state */
         double *q = widen(s->q, s->dtype, B * m->nq), *v = widen(s->v, s->dtype, B * m->nv);
         double *a = widen(s->a, s->dtype, B * m->nv), *f = widen(s->fext, s->dtype, B * 6 * m->nb);
+        const long long gw = m->nv > 6 * m->nee ? m->nv : 6 * m->nee;
+        double *g = widen(s->g, s->dtype, B * gw);
         test_call t64;
+        test_cotangent = g;
         rc = grid_ref_batch(m, algo, GRID_FLOAT64,
                             test_call_init(&t64, algo, q, v, use_a ? a : NULL, use_fext ? f : NULL, ref, B, frame, rf));
+        test_cotangent = s->g;
+        free(g);
         free(q);
         free(v);
         free(a);
@@ -320,11 +333,11 @@ static void compare_all(const grid_model *m, const lib *L, const states *s, cons
         if (!L->fn[algo]) continue;
         double e = 0.0;
         switch (algo) {
-        case GRID_ALGO_RNEA: case GRID_ALGO_RNEA_GRAD:
+        case GRID_ALGO_RNEA: case GRID_ALGO_RNEA_GRAD: case GRID_ALGO_RNEA_VJP:
             for (int va = 0; va < 2; va++)
                 for (int vf = 0; vf < 2; vf++) e = fmax(e, compare_algo(m, L, s, algo, va, vf, 0, 0, what));
             break;
-        case GRID_ALGO_FD: case GRID_ALGO_ABA: case GRID_ALGO_FD_GRAD:
+        case GRID_ALGO_FD: case GRID_ALGO_ABA: case GRID_ALGO_FD_GRAD: case GRID_ALGO_FD_VJP:
             for (int vf = 0; vf < 2; vf++) e = fmax(e, compare_algo(m, L, s, algo, 1, vf, 0, 0, what));
             break;
         case GRID_ALGO_FRAME_JACOBIAN:
@@ -386,8 +399,15 @@ static void check_entry_points(const grid_model *m, const lib *L, const states *
         L->fn[algo](c);
         CHECK_MSG(memcmp(o1, o2, (size_t)(B * w * s->dtype)) == 0, "%s %s: threads change the result", what,
                   grid_algo_name(algo));
+        /* the cotangent's width in this row (0: not a VJP) */
+        long long gw = 0;
+        const grid_signature_row *row = grid_sig_row(algo);
+        const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
+        for (int k = 0; k < row->n_in; k++)
+            if (!strcmp(row->in[k].name, "cotangent")) gw = grid_sig_shape(&row->in[k], &sz, NULL);
         for (long long b = 0; b < B; b += 7) {
             test_call t1;
+            test_cotangent = (const char *)s->g + b * gw * s->dtype;
             grid_call *c1 = test_call_init(&t1, algo, (const char *)s->q + b * m->nq * s->dtype,
                                            (const char *)s->v + b * m->nv * s->dtype,
                                            (const char *)s->a + b * m->nv * s->dtype, NULL, o2, 1, 0, 0);
@@ -396,6 +416,7 @@ static void check_entry_points(const grid_model *m, const lib *L, const states *
             CHECK_MSG(memcmp((char *)o1 + b * w * s->dtype, o2, (size_t)(w * s->dtype)) == 0,
                       "%s %s: state %lld alone differs from the batch", what, grid_algo_name(algo), b);
         }
+        test_cotangent = s->g;
     }
     free(o1);
     free(o2);
@@ -496,11 +517,11 @@ static void check_robot(const char *file, int floating, long long B)
         CHECK(mt->nframes == m->nframes && mt->nee == m->nee && mt->dtype == dtype && mt->target == GRID_TARGET_C);
         CHECK(mt->n_methods == GRID_ALGO_COUNT && mt->methods);
         if (emit_schedule == GRID_SCHEDULE_ROLLED) CHECK(mt->work_bytes > 0);
-        /* unrolled, only the end-effector pose gradient (a scalar composite: poses and a Jacobian in its workspace)
-           takes workspace; every other row's per-state code lives in registers and locals */
+        /* unrolled, only the derivatives take workspace (the end-effector pose's scalar composites: poses and a
+           Jacobian; the RNEA gradient and VJP when AUTO rolls them, and the FD composites calling them); every
+           other row's per-state code lives in registers and locals */
         for (int a = 0; emit_schedule != GRID_SCHEDULE_ROLLED && a < mt->n_methods; a++)
-            CHECK_MSG(a == GRID_ALGO_EE_POSE_GRAD || a == GRID_ALGO_FD_GRAD || a == GRID_ALGO_RNEA_GRAD ||
-                          mt->methods[a].work_bytes == 0,
+            CHECK_MSG(a >= GRID_ALGO_RNEA_GRAD || mt->methods[a].work_bytes == 0,
                       "%s: %s takes %zu bytes of workspace unrolled", what, mt->methods[a].name, mt->methods[a].work_bytes);
         /* the library's rows are the table's, with this robot's shapes */
         const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
@@ -680,7 +701,7 @@ static void test_cuda_wide_outputs(void)
             if (!src) continue;
             /* unrolled: CRBA and Minv (1225 wide) and RNEA (35) in chunks; rolled code writes in place */
             const int chunked = strstr(src, "#define GRID_CHUNKED_crba 1225") && strstr(src, "#define GRID_CHUNKED_minv 1225") &&
-                                strstr(src, "#define GRID_CHUNKED_rnea_f 35") && strstr(src, "grid_c_crba(sq, 0, 0, 0, tc + lane * 33");
+                                strstr(src, "#define GRID_CHUNKED_rnea_f 35") && strstr(src, "grid_c_crba(sq, 0, 0, 0, 0, tc + lane * 33");
             CHECK_MSG(chunked == !sch, "dtype %d schedule %d", d, sch);
             free(src);
         }
@@ -885,9 +906,11 @@ static void test_schedule_code_size(void)
             grid_error err;
             CHECK(grid_emit_source_stats(m, &o, &src, &len, &st, &err) == GRID_OK);
             free(src);
-            /* (the gradients, whose unrolled code is O(nv depth) statements, roll on atlas and g1) */
+            /* (the gradients, whose unrolled code is O(nv depth) statements, and the VJPs roll from
+               GRID_EMIT_GRADIENT_BUDGET on) */
             for (int a = 0; a < GRID_ALGO_COUNT; a++)
-                CHECK_MSG(st.rolled[a] == 0 || a == GRID_ALGO_RNEA_GRAD || a == GRID_ALGO_FD_GRAD,
+                CHECK_MSG(st.rolled[a] == 0 || a == GRID_ALGO_RNEA_GRAD || a == GRID_ALGO_FD_GRAD ||
+                              a == GRID_ALGO_RNEA_VJP || a == GRID_ALGO_FD_VJP,
                           "%s%s: %s rolled under AUTO", robots[r], floating ? " floating" : "", grid_algo_name(a));
             grid_model_free(m);
         }

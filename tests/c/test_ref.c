@@ -972,9 +972,9 @@ static void test_batch(void)
     const grid_model *m = &tree;
     enum { B = 5 };
     const int nq = m->nq, nv = m->nv, nf = 6 * m->nb;
-    double q[B * NMAX], v[B * NMAX], a[B * NMAX], fext[B * 6 * NMAX];
-    float qf[B * NMAX], vf[B * NMAX], af[B * NMAX], ff[B * 6 * NMAX];
-    static double out[B * 16 * NMAX * NMAX], one[16 * NMAX * NMAX];
+    double q[B * NMAX], v[B * NMAX], a[B * NMAX], fext[B * 6 * NMAX], g[B * 6 * NMAX];
+    float qf[B * NMAX], vf[B * NMAX], af[B * NMAX], ff[B * 6 * NMAX], gf[B * 6 * NMAX];
+    static double out[B * 16 * NMAX * NMAX], one[16 * NMAX * NMAX], jac[16 * NMAX * NMAX];
     static float outf[B * 16 * NMAX * NMAX];
     double *w = new_work(m);
     for (int b = 0; b < B; b++) {
@@ -986,9 +986,14 @@ static void test_batch(void)
     for (int k = 0; k < B * nq; k++) qf[k] = (float)q[k];
     for (int k = 0; k < B * nv; k++) { vf[k] = (float)v[k]; af[k] = (float)a[k]; }
     for (int k = 0; k < B * nf; k++) ff[k] = (float)fext[k];
+    /* cotangents: B states of the widest VJP cotangent (nv or 6 nee) */
+    const int gw = nv > 6 * m->nee ? nv : 6 * m->nee;
+    rand_vec(g, B * gw, 1.0);
+    for (int k = 0; k < B * gw; k++) gf[k] = (float)g[k];
 
     for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
         test_call t;
+        test_cotangent = g;
         CHECK(grid_ref_batch(m, algo, GRID_FLOAT64, test_call_init(&t, algo, q, v, a, fext, out, B, 8, GRID_LOCAL)) ==
               GRID_OK);
         const int width = (int)grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
@@ -1008,12 +1013,36 @@ static void test_batch(void)
             case GRID_ALGO_RNEA_GRAD: grid_ref_rnea_derivatives(m, qb, vb, ab, fb, one, w); break;
             case GRID_ALGO_FD_GRAD: grid_ref_fd_derivatives(m, qb, vb, ab, fb, one, w); break;
             case GRID_ALGO_EE_POSE_GRAD: grid_ref_ee_pose_derivatives(m, qb, one, w); break;
+            case GRID_ALGO_RNEA_VJP: case GRID_ALGO_FD_VJP: case GRID_ALGO_EE_POSE_VJP: {
+                /* g^T of the gradient (and FD's u block g^T M^-1) */
+                const int ee = algo == GRID_ALGO_EE_POSE_VJP, rows = ee ? 6 * m->nee : nv, cols = ee ? nv : 2 * nv;
+                const double *gb = g + b * (ee ? 6 * m->nee : nv);
+                if (algo == GRID_ALGO_RNEA_VJP) grid_ref_rnea_derivatives(m, qb, vb, ab, fb, jac, w);
+                else if (algo == GRID_ALGO_FD_VJP) grid_ref_fd_derivatives(m, qb, vb, ab, fb, jac, w);
+                else grid_ref_ee_pose_derivatives(m, qb, jac, w);
+                for (int c = 0; c < cols; c++) {
+                    double acc = 0;
+                    for (int r = 0; r < rows; r++) acc += gb[r] * jac[r * cols + c];
+                    one[c] = acc;
+                }
+                if (algo == GRID_ALGO_FD_VJP) {
+                    grid_ref_minv(m, qb, jac, w);
+                    for (int c = 0; c < nv; c++) {
+                        double acc = 0;
+                        for (int r = 0; r < nv; r++) acc += gb[r] * jac[r * nv + c];
+                        one[2 * nv + c] = acc;
+                    }
+                }
+                break;
+            }
             }
             CHECK_MSG(max_abs_diff(out + b * width, one, width) == 0.0, "algo %d state %d", algo, b);
         }
         /* float32: widened inputs, narrowed outputs */
+        test_cotangent = gf;
         CHECK(grid_ref_batch(m, algo, GRID_FLOAT32, test_call_init(&t, algo, qf, vf, af, ff, outf, B, 8, GRID_LOCAL)) ==
               GRID_OK);
+        test_cotangent = NULL;
         double scale = fmax(1.0, max_abs(out, B * width)), e = 0.0;
         for (int k = 0; k < B * width; k++) e = fmax(e, fabs((double)outf[k] - out[k]));
         CHECK_MSG(e < 1e-4 * scale, "algo %d float32 off by %g (scale %g)", algo, e, scale);
@@ -1075,7 +1104,21 @@ static void test_signature_table(void)
         if (!r) continue;
         CHECK(r->n_in >= 1 && r->n_in <= GRID_MAX_IN && r->n_out == 1 && r->n_attr <= GRID_MAX_ATTR);
         CHECK(strcmp(r->in[0].name, "q") == 0 && r->in[0].optional == GRID_REQUIRED && r->py_name && r->doc);
-        CHECK(r->gpu_map == GRID_GPU_THREAD && r->vjp == -1);
+        CHECK(r->gpu_map == GRID_GPU_THREAD);
+        /* a VJP row takes its method's inputs and a required cotangent of the method's output */
+        CHECK(r->vjp == -1 || (r->vjp > id && r->vjp < GRID_ALGO_COUNT));
+        if (r->vjp > id && r->vjp < GRID_ALGO_COUNT) {
+            const grid_signature_row *j = grid_sig_row(r->vjp);
+            CHECK(j->n_in == r->n_in + 1);
+            int has_ct = 0;
+            for (int k = 0; k < j->n_in; k++)
+                if (!strcmp(j->in[k].name, "cotangent")) {
+                    has_ct = 1;
+                    CHECK(j->in[k].optional == GRID_REQUIRED && j->in[k].rank == r->out[0].rank &&
+                          grid_sig_dim(j->in[k].dim[0], &sz) == grid_sig_dim(r->out[0].dim[0], &sz));
+                }
+            CHECK_MSG(has_ct, "%s has no cotangent", j->name);
+        }
         /* a derivative row is another row with the same inputs */
         CHECK(r->derivative == -1 || (r->derivative >= 0 && r->derivative < GRID_ALGO_COUNT && r->derivative != id));
         if (r->derivative >= 0 && r->derivative < GRID_ALGO_COUNT) {
@@ -1094,7 +1137,9 @@ static void test_signature_table(void)
         /* NaN everywhere; the reference must overwrite exactly B * w elements */
         for (size_t k = 0; k < sizeof out / sizeof out[0]; k++) out[k] = NAN;
         test_call t;
+        test_cotangent = fext; /* (B states of 6 nb >= any cotangent's width) */
         CHECK(grid_ref_batch(m, id, GRID_FLOAT64, test_call_init(&t, id, q, v, a, fext, out, B, 8, GRID_LOCAL)) == GRID_OK);
+        test_cotangent = NULL;
         long long written = 0;
         for (long long k = 0; k < B * w; k++) written += !isnan(out[k]);
         CHECK_MSG(written == B * w && isnan(out[B * w]), "%s: %lld of %lld outputs written, past the end %g", r->name,

@@ -133,6 +133,58 @@ def test_generated_equals_reference_on_mimic_robots(pair):
         assert err.max() <= 1e-11, f"{case.id} {name}: {err.max():.2e}"
 
 
+VJP_RTOL = 1e-12   # the issue's bound for a VJP against g^T J of the full gradients (float64)
+
+
+def vjp_errors(h, s, b=None):
+    """worst relative error of each VJP row of h against g^T of h's own full gradients (the u block of the FD VJP
+    against g^T minv), over the states of s"""
+    g, gp = s["g"], s["g_pose"]
+    contract = lambda ct, J: np.einsum("bi,bij->bj", ct, J)
+    want = {
+        "inverse_dynamics_vjp": contract(g, h.inverse_dynamics_gradient(s["q"], s["qd"], s["qdd"], s["f_ext"])),
+        "forward_dynamics_vjp": np.concatenate([contract(g, h.forward_dynamics_gradient(s["q"], s["qd"], s["u"], s["f_ext"])),
+                                                contract(g, h.minv(s["q"]))], axis=1),
+        "end_effector_pose_vjp": contract(gp, h.end_effector_pose_gradient(s["q"])),
+    }
+    got = {
+        "inverse_dynamics_vjp": h.inverse_dynamics_vjp(s["q"], s["qd"], g, s["qdd"], s["f_ext"]),
+        "forward_dynamics_vjp": h.forward_dynamics_vjp(s["q"], s["qd"], s["u"], g, s["f_ext"]),
+        "end_effector_pose_vjp": h.end_effector_pose_vjp(s["q"], gp),
+    }
+    out = {}
+    for k in want:
+        assert got[k].shape == want[k].shape, k
+        scale = np.linalg.norm(want[k], axis=1)
+        out[k] = float((np.linalg.norm(got[k] - want[k], axis=1) / np.maximum(scale, 1e-300)).max())
+    return out
+
+
+def test_vjps_are_the_contracted_gradients(pair):
+    """each VJP row equals g^T J of the full gradient rows (1e-12), on both providers, mimic robots included; states
+    at |qd| <= 10 with f_ext"""
+    case, gen, ref = pair
+    s = make_states(ref, "high_velocity", 6, seed=41)
+    for h in (gen, ref):
+        for name, e in vjp_errors(h, s).items():
+            assert e <= VJP_RTOL, f"{case.id} {h.provider} {name}: {e:.2e}"
+    # the VJP of an absent qdd / f_ext is the VJP at zeros
+    np.testing.assert_array_equal(gen.inverse_dynamics_vjp(s["q"], s["qd"], s["g"]),
+                                  gen.inverse_dynamics_vjp(s["q"], s["qd"], s["g"], np.zeros_like(s["qdd"]),
+                                                           np.zeros_like(s["f_ext"])))
+
+
+def test_a_wrong_vjp_fails_the_check(pair):
+    """the comparison can fail: a cotangent off by 1e-9 in one entry is caught"""
+    case, gen, _ = pair
+    s = make_states(gen, "random", 2, seed=5)
+    s2 = dict(s, g=s["g"].copy())
+    s2["g"][:, 0] += 1e-9 * np.abs(s["g"]).max()
+    want = np.einsum("bi,bij->bj", s["g"], gen.inverse_dynamics_gradient(s["q"], s["qd"], s["qdd"], s["f_ext"]))
+    got = gen.inverse_dynamics_vjp(s["q"], s["qd"], s2["g"], s["qdd"], s["f_ext"])
+    assert (np.linalg.norm(got - want, axis=1) / np.linalg.norm(want, axis=1)).max() > 10 * VJP_RTOL
+
+
 def test_a_wrong_gradient_fails_the_central_difference_check(pair):
     """the comparison can fail: the FD gradient's q block taken as the RNEA gradient's is caught"""
     case, gen, _ = pair
@@ -187,6 +239,44 @@ def test_flat_out_buffer_gives_a_view(iiwa):
     np.testing.assert_array_equal(got, h.forward_dynamics_gradient(s["q"], s["qd"], s["u"])[1])
     with pytest.raises(ValueError):
         h.inverse_dynamics_gradient(s["q"], s["qd"], out=np.empty((4, 2 * h.nv ** 2 - 1)))
+
+
+def test_vjp_rows_shapes_aliases_and_one_state(iiwa):
+    """the VJP rows: (B, 2 nv), (B, 3 nv), (B, nv); their aliases; one state without the batch axis; out=; the
+    cotangent's shape named in the error"""
+    h = iiwa
+    s = make_states(h, "random", 4, seed=6)
+    q, qd, qdd, u, g, gp = s["q"], s["qd"], s["qdd"], s["u"], s["g"], s["g_pose"]
+    r = h.inverse_dynamics_vjp(q, qd, g, qdd)
+    f = h.forward_dynamics_vjp(q, qd, u, g)
+    e = h.end_effector_pose_vjp(q, gp)
+    assert r.shape == (4, 2 * h.nv) and f.shape == (4, 3 * h.nv) and e.shape == (4, h.nv)
+    np.testing.assert_array_equal(h.rnea_vjp(q, qd, g, qdd), r)
+    np.testing.assert_array_equal(h.fd_vjp(q, qd, u, g), f)
+    np.testing.assert_array_equal(h.aba_vjp(q, qd, u, g), f)
+    np.testing.assert_array_equal(h.ee_pose_vjp(q, gp), e)
+    np.testing.assert_array_equal(h.inverse_dynamics_vjp(q[1], qd[1], g[1], qdd[1]), r[1])
+    np.testing.assert_array_equal(h.forward_dynamics_vjp(q[1], qd[1], u[1], cotangent=g[1]), f[1])
+    out = np.empty((4, 3 * h.nv))
+    assert h.forward_dynamics_vjp(q, qd, u, g, out=out) is out
+    np.testing.assert_array_equal(out, f)
+    with pytest.raises(ValueError, match=r"cotangent must have shape \(B, 7\)"):
+        h.inverse_dynamics_vjp(q, qd, g[:, :6])
+    with pytest.raises(TypeError, match="cotangent"):
+        h.inverse_dynamics_vjp(q, qd)
+
+
+def test_vjps_of_a_linear_combination(iiwa):
+    """a VJP is linear in its cotangent: vjp(a g1 + b g2) = a vjp(g1) + b vjp(g2), and the u block of the FD VJP is
+    M^-1 g"""
+    h = iiwa
+    s = make_states(h, "high_acceleration", 3, seed=12)
+    q, qd, qdd, u = s["q"], s["qd"], s["qdd"], s["u"]
+    g1, g2 = s["g"], np.roll(s["g"], 1, axis=1)
+    for fn in (lambda g: h.inverse_dynamics_vjp(q, qd, g, qdd), lambda g: h.forward_dynamics_vjp(q, qd, u, g)):
+        assert rel(fn(2 * g1 - 3 * g2), 2 * fn(g1) - 3 * fn(g2)) <= 1e-13
+    np.testing.assert_allclose(h.forward_dynamics_vjp(q, qd, u, g1)[:, 2 * h.nv:],
+                               np.einsum("bij,bj->bi", h.minv(q), g1), rtol=1e-12, atol=1e-12)
 
 
 def test_dqdd_du_is_minv(iiwa):
@@ -300,7 +390,8 @@ def test_ee_pose_gradient_matches_pinocchio_central_differences(cid):
 
 @pytest.mark.parametrize("cid", ["iiwa", "joints_ff"])
 def test_rolled_gradients_equal_the_reference(cid, tmp_path):
-    """the rolled schedule (forced) of all three gradients against the float64 reference, to 1e-12 per block (the
+    """the rolled schedule (forced) of all three gradients and their VJPs against the float64 reference, to 1e-12 per
+    block (the
     coupled mimic robots' rolled gradients run in the CUDA emulation's mimic_ff-rolled configuration against the C
     target, and under AUTO on h1_2_ff, whose gradient rolls)"""
     case = case_by_id(cid)
@@ -311,7 +402,10 @@ def test_rolled_gradients_equal_the_reference(cid, tmp_path):
     s = make_states(ref, "high_velocity", 5, seed=9)
     for name, args in (("inverse_dynamics_gradient", (s["q"], s["qd"], s["qdd"], s["f_ext"])),
                        ("forward_dynamics_gradient", (s["q"], s["qd"], s["u"], s["f_ext"])),
-                       ("end_effector_pose_gradient", (s["q"],))):
+                       ("end_effector_pose_gradient", (s["q"],)),
+                       ("inverse_dynamics_vjp", (s["q"], s["qd"], s["g"], s["qdd"], s["f_ext"])),
+                       ("forward_dynamics_vjp", (s["q"], s["qd"], s["u"], s["g"], s["f_ext"])),
+                       ("end_effector_pose_vjp", (s["q"], s["g_pose"]))):
         a, b = getattr(r, name)(*args), getattr(ref, name)(*args)
         a, b = a.reshape(len(a), -1), b.reshape(len(b), -1)
         err = np.linalg.norm(a - b, axis=1) / np.maximum(np.linalg.norm(b, axis=1), 1e-6)
@@ -326,7 +420,10 @@ def test_mujoco_convention_refuses_the_gradients():
     s = make_states(h, "random", 2, seed=1)
     for call in (lambda: h.inverse_dynamics_gradient(s["q"], s["qd"]),
                  lambda: h.forward_dynamics_gradient(s["q"], s["qd"], s["u"]),
-                 lambda: h.end_effector_pose_gradient(s["q"])):
+                 lambda: h.end_effector_pose_gradient(s["q"]),
+                 lambda: h.inverse_dynamics_vjp(s["q"], s["qd"], s["g"]),
+                 lambda: h.forward_dynamics_vjp(s["q"], s["qd"], s["u"], s["g"]),
+                 lambda: h.end_effector_pose_vjp(s["q"], s["g_pose"])):
         with pytest.raises(grid_rbd.NotAvailableError, match="output_convention='mujoco'"):
             call()
     h.inverse_dynamics(s["q"], s["qd"])   # the other methods still run
