@@ -69,9 +69,9 @@ int main(int argc, char **argv)
         const long long n = atoll(argv[ni]);
         for (int ri = 0; ri < m->n_methods; ri++) {
             const grid_method_info *r = &m->methods[ri];
-            /* gradients in MuJoCo's basis are refused (GRID_ERR_UNSUPPORTED; test_convention checks it) */
-            if (std::string(r->name) == "rnea_grad" || std::string(r->name) == "fd_grad" || std::string(r->name) == "ee_pose_grad")
-                continue;
+            /* gradients and VJPs in MuJoCo's basis are refused (GRID_ERR_UNSUPPORTED; test_convention checks it) */
+            const std::string rn(r->name);
+            if (rn.find("_grad") != std::string::npos || rn.find("_vjp") != std::string::npos) continue;
             int al = -1;
             for (int k = 0; k < EMU_N_ALGO; k++)
                 if (std::string(emu_names[k]) == r->name) al = k;

@@ -7,17 +7,20 @@
 #include <dlfcn.h>
 #include <random>
 #include <string>
-#define EMU_N_ALGO 13
+#define EMU_N_ALGO 16
 static const char *emu_names[EMU_N_ALGO] = {"rnea", "nle", "gravity", "crba", "minv", "fd", "aba", "fk", "ee_pose",
-                                            "frame_jacobian", "rnea_grad", "fd_grad", "ee_pose_grad"};
+                                            "frame_jacobian", "rnea_grad", "fd_grad", "ee_pose_grad", "rnea_vjp",
+                                            "fd_vjp", "ee_pose_vjp"};
 static int (*emu_device[EMU_N_ALGO])(const grid_call *) = {
     grid_cuda_rnea, grid_cuda_nle, grid_cuda_gravity, grid_cuda_crba, grid_cuda_minv,
     grid_cuda_fd, grid_cuda_aba, grid_cuda_fk, grid_cuda_ee_pose, grid_cuda_frame_jacobian,
-    grid_cuda_rnea_grad, grid_cuda_fd_grad, grid_cuda_ee_pose_grad};
+    grid_cuda_rnea_grad, grid_cuda_fd_grad, grid_cuda_ee_pose_grad, grid_cuda_rnea_vjp, grid_cuda_fd_vjp,
+    grid_cuda_ee_pose_vjp};
 static int (*emu_host[EMU_N_ALGO])(const grid_call *) = {
     grid_host_rnea, grid_host_nle, grid_host_gravity, grid_host_crba, grid_host_minv,
     grid_host_fd, grid_host_aba, grid_host_fk, grid_host_ee_pose, grid_host_frame_jacobian,
-    grid_host_rnea_grad, grid_host_fd_grad, grid_host_ee_pose_grad};
+    grid_host_rnea_grad, grid_host_fd_grad, grid_host_ee_pose_grad, grid_host_rnea_vjp, grid_host_fd_vjp,
+    grid_host_ee_pose_vjp};
 
 int main(int argc, char **argv)
 {
@@ -39,10 +42,14 @@ int main(int argc, char **argv)
         const long long n = atoll(argv[ni]);
         for (int ri = 0; ri < m->n_methods; ri++) {
             const grid_method_info *r = &m->methods[ri];
-            /* EMU_SKIP_GRADIENTS=1: the runtime-knob variants leave the gradients (row names ending in _grad) to the
-               default configurations, which run them (their kernels are the same code under every knob) */
+            /* EMU_SKIP_GRADIENTS=1: the runtime-knob variants leave the derivatives (row names ending in _grad or _vjp)
+               to the default configurations, which run them (their kernels are the same code under every knob) */
             const std::string rn(r->name);
-            if (getenv("EMU_SKIP_GRADIENTS") && rn.size() > 5 && rn.compare(rn.size() - 5, 5, "_grad") == 0) continue;
+            const auto ends = [&rn](const char *sfx) {
+                const size_t k = strlen(sfx);
+                return rn.size() > k && rn.compare(rn.size() - k, k, sfx) == 0;
+            };
+            if (getenv("EMU_SKIP_GRADIENTS") && (ends("_grad") || ends("_vjp"))) continue;
             int al = -1;
             for (int k = 0; k < EMU_N_ALGO; k++)
                 if (std::string(emu_names[k]) == r->name) al = k;
