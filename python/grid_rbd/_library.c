@@ -148,7 +148,7 @@ static int fs_path(PyObject *obj, void *out)
 static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"model", "urdf", "options_json", "name", "dtype", "cache_dir", "force_rebuild",
-                             "verbose", "generator_hash", "load", "target", "cuda_arch", "schedule", NULL};
+                             "verbose", "generator_hash", "load", "target", "cuda_arch", "schedule", "methods", NULL};
     PyObject *model_arg;
     Py_buffer urdf = {0};
     const char *options = NULL, *name = NULL, *gen_hash = GRID_GENERATOR_HASH;
@@ -157,10 +157,38 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     int dtype, force_rebuild = 0, verbose = 0, load = 1;
     int target = GRID_TARGET_C, schedule = GRID_SCHEDULE_AUTO;
     const char *cuda_arch = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!y*s#si|O&ppzpizi:Library", kwlist, &GridPyModel_Type, &model_arg,
+    PyObject *methods_obj = NULL; /* a sequence of row ids, empty or absent: every row */
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!y*s#si|O&ppzpiziO:Library", kwlist, &GridPyModel_Type, &model_arg,
                                      &urdf, &options, &options_len, &name, &dtype, fs_path, &cache_obj, &force_rebuild,
-                                     &verbose, &gen_hash, &load, &target, &cuda_arch, &schedule))
+                                     &verbose, &gen_hash, &load, &target, &cuda_arch, &schedule, &methods_obj))
         return NULL;
+    /* the rows to build: each id once, in table order */
+    int methods[GRID_ALGO_COUNT], n_methods = 0;
+    if (methods_obj && methods_obj != Py_None) {
+        int chosen[GRID_ALGO_COUNT] = {0};
+        PyObject *seq = PySequence_Fast(methods_obj, "methods must be a sequence of method ids");
+        if (!seq) {
+            PyBuffer_Release(&urdf);
+            Py_XDECREF(cache_obj);
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+            const long id = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+            if (id < 0 || id >= GRID_ALGO_COUNT) {
+                Py_DECREF(seq);
+                PyBuffer_Release(&urdf);
+                Py_XDECREF(cache_obj);
+                if (!PyErr_Occurred())
+                    PyErr_Format(PyExc_ValueError, "methods: id %ld is not a row of the table (0..%d)", id,
+                                 GRID_ALGO_COUNT - 1);
+                return NULL;
+            }
+            chosen[id] = 1;
+        }
+        Py_DECREF(seq);
+        for (int a = 0; a < GRID_ALGO_COUNT; a++)
+            if (chosen[a]) methods[n_methods++] = a;
+    }
     if (!gen_hash) gen_hash = GRID_GENERATOR_HASH;
     if (target != GRID_TARGET_C && target != GRID_TARGET_CUDA) {
         PyBuffer_Release(&urdf);
@@ -199,7 +227,8 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     g.opts = grid_emit_options_default();
     g.opts.dtype = dtype;
     g.opts.target = target;
-    g.opts.n_methods = 0; /* every row of the signature table */
+    g.opts.methods = n_methods ? methods : NULL; /* the chosen rows, or every row of the signature table */
+    g.opts.n_methods = n_methods;
     g.opts.model_hash = self->model_hash;
     g.opts.schedule = schedule;
 
@@ -232,8 +261,8 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     x.model_hash = self->model_hash;
     int every[GRID_ALGO_COUNT];
     for (int a = 0; a < GRID_ALGO_COUNT; a++) every[a] = a;
-    x.methods = every;
-    x.n_methods = GRID_ALGO_COUNT;
+    x.methods = n_methods ? methods : every;
+    x.n_methods = n_methods ? n_methods : GRID_ALGO_COUNT;
     sc.expect = &x;
 
     /* emit, build (or hit), load: all without the GIL; the buffers and the model are held by this call */

@@ -494,6 +494,19 @@ static int input_rank(PyObject *obj)
 }
 
 /* Runner.call(algo, inputs, out, attrs) -> out: inputs and attrs in the order of the row */
+/* grid_rbd.NotAvailableError with message msg (NULL returned for the caller's error path) */
+static PyObject *not_available(const char *msg)
+{
+    PyObject *mod = PyImport_ImportModule("grid_rbd._errors");
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, "NotAvailableError") : NULL;
+    Py_XDECREF(mod);
+    if (cls) {
+        PyErr_SetString(cls, msg);
+        Py_DECREF(cls);
+    }
+    return NULL;
+}
+
 static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize_t nargs)
 {
     GridPyRunner *r = (GridPyRunner *)self_obj;
@@ -515,6 +528,14 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         return PyErr_Format(PyExc_ValueError, "unknown algorithm id %ld", algo);
     const grid_signature_row *sig = grid_sig_row((int)algo);
     const grid_method_info *row = &r->rows[algo];
+    if (r->has_provider && !r->provider.fns[algo]) {
+        /* a library built without this row (register_robot(algorithm_list=...)): never the reference in its place */
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s was not built into this robot's library (register_robot(algorithm_list=...) "
+                                  "left it out); register the robot again with '%s' in algorithm_list, or "
+                                  "algorithm_list=None for every method", sig->py_name, sig->py_name);
+        return not_available(msg);
+    }
     PyObject *inputs = args[1], *out = args[2], *attrs = args[3];
     if (!PyTuple_Check(inputs)) return PyErr_Format(PyExc_TypeError, "inputs must be a tuple, not %.80s", Py_TYPE(inputs)->tp_name);
     if (!PyTuple_Check(attrs)) return PyErr_Format(PyExc_TypeError, "attrs must be a tuple, not %.80s", Py_TYPE(attrs)->tp_name);
@@ -642,14 +663,10 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         if (status == GRID_ERR_UNSUPPORTED && convert) {
             /* a row the output convention has no conversion for (grid_convention_job): not available, never converted
                wrongly */
-            PyObject *mod = PyImport_ImportModule("grid_rbd._errors");
-            PyObject *cls = mod ? PyObject_GetAttrString(mod, "NotAvailableError") : NULL;
-            Py_XDECREF(mod);
-            if (cls) {
-                PyErr_Format(cls, "%s is not available in output_convention='mujoco' yet; register the robot with "
-                                  "output_convention='pinocchio' for it", grid_sig_row((int)algo)->py_name);
-                Py_DECREF(cls);
-            }
+            char msg[300];
+            snprintf(msg, sizeof msg, "%s is not available in output_convention='mujoco' yet; register the robot with "
+                                      "output_convention='pinocchio' for it", sig->py_name);
+            not_available(msg);
             goto fail;
         }
         if (status != GRID_OK) {

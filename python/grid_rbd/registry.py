@@ -12,6 +12,7 @@ import threading
 import numpy as np
 
 from . import _core
+from . import _signatures
 from . import cuda as _cuda_mod
 from ._errors import GridIOError, NotAvailableError, RobotNotRegisteredError, UnsupportedURDFError, URDFError
 from .handle import RobotHandle
@@ -28,7 +29,6 @@ _CONVENTIONS = {"pinocchio": _core.CONVENTION_PINOCCHIO, "mujoco": _core.CONVENT
 # options the spec documents for later increments: default value -> accepted silently;
 # anything else raises NotAvailableError (never ignored)
 _LATER_OPTIONS = {
-    "algorithm_list": None,
     "contact_frames": None,
     "enable_tool": False,
     "allow_fp64": False,
@@ -46,6 +46,7 @@ _BUILD_OPTIONS = {"enable_mujoco_kernels": True}
 # the options that change the generated source: exactly these go into the canonical options JSON
 # (and so into the stage-1 cache key and the model hash baked into robot.so)
 _GENERATION_OPTIONS = ("floating_base", "ee_joint_names", "gravity", "ignore_mimic", "dtype", "codegen_schedule")
+# (and the method set, algorithm_list, as the JSON's "algorithms")
 
 _registry = {}
 _registry_lock = threading.Lock()
@@ -54,7 +55,8 @@ _registry_lock = threading.Lock()
 def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, ee_joint_names=None,
                    max_batch_size=256, dtype="float32", device="auto", backend="numpy", gravity=-9.81,
                    ignore_mimic=False, codegen=True, cache_dir=None, force_rebuild=False, num_threads=None,
-                   verbose=True, cuda_arch=None, codegen_schedule="auto", output_convention="pinocchio", **reserved):
+                   verbose=True, cuda_arch=None, codegen_schedule="auto", output_convention="pinocchio",
+                   algorithm_list=None, **reserved):
     """Parse a URDF, prepare its batched algorithms and return a RobotHandle (also kept under `name`).
 
     Exactly one of urdf_path / urdf_string. floating_base adds a free-flyer "root_joint"
@@ -88,10 +90,16 @@ def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, 
     omega local, joints], as MuJoCo's free joint (torques, M, M^-1, accelerations and Jacobian columns in that basis);
     a per-state basis change around the same compiled library (the cache entry is shared, nothing is rebuilt).
     enable_mujoco_kernels (True/False) is accepted: there are no separate MuJoCo kernels, so it changes nothing;
-    False together with output_convention="mujoco" is a ValueError."""
+    False together with output_convention="mujoco" is a ValueError.
+
+    algorithm_list: None (the default: every method) or the methods to build, by any of their names
+    (["inverse_dynamics", "fd_grad"]); the library holds only those (a gradient or VJP brings the functions it
+    calls, not their methods), which cuts the build time, and is cached apart from other sets. A method left out
+    raises NotAvailableError naming the fix. With codegen=False every method runs on the reference."""
     options = _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, max_batch_size,
                              dtype, device, backend, gravity, ignore_mimic, codegen, cache_dir, force_rebuild,
-                             num_threads, verbose, codegen_schedule, dict(reserved, output_convention=output_convention))
+                             num_threads, verbose, codegen_schedule,
+                             dict(reserved, output_convention=output_convention, algorithm_list=algorithm_list))
     _resolve_device(options, cuda_arch)
     urdf_bytes, filename = _read_urdf(urdf_path, urdf_string)
     model = _load_model(urdf_bytes, filename, options)
@@ -164,6 +172,7 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
                                 "this version provides backend='numpy'")
     reserved = dict(reserved)
     output_convention = reserved.pop("output_convention", "pinocchio")
+    algorithm_list = _check_algorithm_list(reserved.pop("algorithm_list", None))
     if not isinstance(output_convention, str) or output_convention not in _CONVENTIONS:
         raise ValueError(f"output_convention must be one of {', '.join(map(repr, _CONVENTIONS))}; "
                          f"got {output_convention!r}")
@@ -227,9 +236,28 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
         "num_threads": num_threads,
         "verbose": bool(verbose),
         "output_convention": output_convention,
+        "algorithm_list": algorithm_list,
     }
     options.update(extra)
     return options
+
+
+def _check_algorithm_list(names):
+    """None, or the ABI names (table order, each once) of the methods named by any of their names"""
+    if names is None:
+        return None
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"algorithm_list must be None or a list of method names; got {names!r}")
+    ids = set()
+    for n in names:
+        try:
+            ids.add(_signatures.row(n)["id"])
+        except KeyError:
+            known = ", ".join(r["py_name"] for r in _signatures.ROWS)
+            raise ValueError(f"algorithm_list: no method {n!r}; the methods are {known} (or their aliases)") from None
+    if not ids:
+        raise ValueError("algorithm_list must name at least one method (None builds every method)")
+    return [r["name"] for r in _signatures.ROWS if r["id"] in ids]
 
 
 def check_num_threads(n):
@@ -256,7 +284,8 @@ def _fs_path(what, path):
 
 # register_robot's options a pickled handle is registered again with (the URDF text is pickled beside them)
 _PICKLED_OPTIONS = ("floating_base", "ee_joint_names", "max_batch_size", "dtype", "device", "backend", "gravity",
-                    "ignore_mimic", "codegen", "cache_dir", "codegen_schedule", "output_convention") + tuple(_BUILD_OPTIONS)
+                    "ignore_mimic", "codegen", "cache_dir", "codegen_schedule", "output_convention",
+                    "algorithm_list") + tuple(_BUILD_OPTIONS)
 
 
 def _pickle_args(handle, urdf):
@@ -277,7 +306,7 @@ def options_json(options):
     json.dumps(sort_keys=True, separators=(",", ":")), the target and the algorithm set included."""
     gen = {key: options[key] for key in _GENERATION_OPTIONS}
     gen["target"] = "cuda" if options.get("device") == "cuda" else "c"
-    gen["algorithms"] = list(_core.ALGORITHMS)
+    gen["algorithms"] = list(options.get("algorithm_list") or _core.ALGORITHMS)
     return json.dumps(gen, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
@@ -369,7 +398,8 @@ def _build_library(name, model, urdf_bytes, options, load):
     return _core.Library(model, urdf_bytes, options_json(options), name, dtype, cache_dir=options["cache_dir"],
                          force_rebuild=options["force_rebuild"], verbose=options["verbose"], load=load,
                          target=1 if cuda else 0, cuda_arch=options.get("cuda_arch") if cuda else None,
-                         schedule=_SCHEDULES[options["codegen_schedule"]])
+                         schedule=_SCHEDULES[options["codegen_schedule"]],
+                         methods=tuple(_signatures.ID[n] for n in options.get("algorithm_list") or ()))
 
 
 def _make_runner(model, options, library):

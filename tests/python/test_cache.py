@@ -23,6 +23,9 @@ from grid_rbd import _core
 from robot_cases import BUNDLED_IIWA, REPO, SYNTHETIC_URDF, make_states
 
 KEY = re.compile(r"^[0-9a-f]{64}$")
+# what these tests build: the two methods check_results calls (the cache, not the dynamics, is under test; a library
+# of two methods compiles in a fraction of the time of every method's)
+METHODS = ["inverse_dynamics", "minv"]
 ENTRY_FILES = {"robot.c", "robot.so", "meta.json", "build_inputs.json", "robot.build.log"}
 
 
@@ -34,6 +37,7 @@ def _no_verbose_env(monkeypatch):
 def register(name, cache_dir, **kw):
     kw.setdefault("dtype", "float64")
     kw.setdefault("verbose", False)
+    kw.setdefault("algorithm_list", METHODS)
     return grid_rbd.register_robot(name, urdf_path=kw.pop("urdf_path", BUNDLED_IIWA), cache_dir=cache_dir, **kw)
 
 
@@ -116,7 +120,8 @@ def test_options_that_change_generation_change_the_key_and_others_do_not(tmp_pat
     assert same["cache_hit"] and same["content_key"] == base["content_key"]
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["opt_base"] == manifest["opt_other_name"] == base["content_key"]
-    for kw in ({"gravity": -9.0}, {"dtype": "float32"}, {"ee_joint_names": ["iiwa_joint_5"]}):
+    for kw in ({"gravity": -9.0}, {"dtype": "float32"}, {"ee_joint_names": ["iiwa_joint_5"]},
+               {"algorithm_list": ["minv", "crba"]}):
         other = register("opt_changed", tmp_path, **kw).build_info
         assert other["input_key"] != base["input_key"] and other["content_key"] != base["content_key"], kw
 
@@ -124,7 +129,7 @@ def test_options_that_change_generation_change_the_key_and_others_do_not(tmp_pat
 def test_cache_dir_argument_and_environment_variable(tmp_path, monkeypatch):
     env_dir, arg_dir = tmp_path / "from_env", tmp_path / "from_arg"
     monkeypatch.setenv("GRID_RBD_CACHE_DIR", str(env_dir))
-    h = grid_rbd.register_robot("env_iiwa", urdf_path=BUNDLED_IIWA, dtype="float64", verbose=False)
+    h = grid_rbd.register_robot("env_iiwa", urdf_path=BUNDLED_IIWA, dtype="float64", verbose=False, algorithm_list=METHODS)
     assert Path(h.library_path).is_relative_to(env_dir)
     h2 = register("arg_iiwa", arg_dir)  # cache_dir= wins over the variable
     assert Path(h2.library_path).is_relative_to(arg_dir) and h2.build_info["compiled"]
@@ -143,19 +148,20 @@ def test_generator_edit_with_identical_output_does_not_recompile(tmp_path):
     """a different generator hash misses stage 1, regenerates the same bytes and reuses the entry (stage 2)"""
     h = register("gen_iiwa", tmp_path)
     lib = _core.Library(h._model, BUNDLED_IIWA.read_bytes(), grid_rbd.registry.options_json(h.options), "gen_iiwa",
-                        _core.FLOAT64, cache_dir=str(tmp_path), generator_hash="0" * 64)
+                        _core.FLOAT64, cache_dir=str(tmp_path), generator_hash="0" * 64,
+                        methods=tuple(grid_rbd._signatures.ID[n] for n in h.options["algorithm_list"]))
     assert not lib.cache_hit and not lib.compiled
     assert lib.content_key == h.build_info["content_key"] and lib.input_key != h.build_info["input_key"]
 
 
 def test_precompile_builds_without_a_handle(tmp_path):
     entry = grid_rbd.precompile("pre_iiwa", urdf_path=BUNDLED_IIWA, dtype="float32", floating_base=True,
-                                cache_dir=tmp_path, verbose=False)
+                                cache_dir=tmp_path, verbose=False, algorithm_list=METHODS)
     assert Path(entry).parent == tmp_path / "store" and ENTRY_FILES <= set(os.listdir(entry))
     with pytest.raises(KeyError):
         grid_rbd.get_robot("pre_iiwa")
     h = grid_rbd.register_robot("pre_iiwa", urdf_path=BUNDLED_IIWA, dtype="float32", floating_base=True,
-                                cache_dir=tmp_path, verbose=False)
+                                cache_dir=tmp_path, verbose=False, algorithm_list=METHODS)
     assert h.build_info["cache_hit"] and h.cache_entry == entry
     assert grid_rbd.get_robot("pre_iiwa") is h
 
@@ -167,7 +173,7 @@ def test_reference_provider_is_reachable(tmp_path):
 
 
 def test_num_threads(tmp_path):
-    h = register("threads_iiwa", tmp_path)
+    h = register("threads_iiwa", tmp_path, algorithm_list=["aba"])
     assert h.num_threads == (os.cpu_count() or 1)
     s = make_states(h, "high_velocity", 2048)
     expected = h.aba(s["q"], s["qd"], s["u"])
@@ -180,7 +186,7 @@ def test_num_threads(tmp_path):
             h.num_threads = bad
     with pytest.raises(TypeError, match="num_threads"):
         h.num_threads = 1.5
-    assert register("threads_iiwa", tmp_path, num_threads=1).num_threads == 1
+    assert register("threads_iiwa", tmp_path, num_threads=1, algorithm_list=["aba"]).num_threads == 1
     with pytest.raises(ValueError, match="num_threads"):
         register("threads_iiwa", tmp_path, num_threads=0)
 
@@ -189,7 +195,7 @@ def test_num_threads(tmp_path):
 CHILD = textwrap.dedent("""
     import json, sys, numpy as np, grid_rbd
     h = grid_rbd.register_robot("child_iiwa", urdf_path=sys.argv[1], dtype="float64", cache_dir=sys.argv[2],
-                                verbose=False)
+                                verbose=False, algorithm_list=["generalized_gravity", "inverse_dynamics", "minv"])
     q = np.linspace(-1, 1, 7)[None]
     print(json.dumps({"info": h.build_info, "g": h.generalized_gravity(q).tolist()}))
 """)
@@ -251,7 +257,7 @@ def test_process_killed_during_the_build_leaves_nothing_loadable(tmp_path):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GRID_RBD_CC", str(cc))
         h = grid_rbd.register_robot("child_iiwa", urdf_path=BUNDLED_IIWA, dtype="float64", cache_dir=cache,
-                                    verbose=False)
+                                    verbose=False, algorithm_list=["generalized_gravity", "inverse_dynamics", "minv"])
     assert h.build_info["compiled"]
     check_results(h)
 
@@ -260,7 +266,7 @@ def test_process_killed_during_the_build_leaves_nothing_loadable(tmp_path):
 def test_damaged_library_in_the_store_is_detected_and_rebuilt(tmp_path, damage):
     # precompile: built and verified, but not loaded in this process (changing a mapped file would crash it)
     entry = Path(grid_rbd.precompile("damaged_iiwa", urdf_path=BUNDLED_IIWA, dtype="float64", cache_dir=tmp_path,
-                                     verbose=False))
+                                     verbose=False, algorithm_list=METHODS))
     so = entry / "robot.so"
     data = bytearray(so.read_bytes())
     if damage == "truncated":
@@ -331,10 +337,13 @@ def hostile_urdf():
 
 @pytest.mark.parametrize("floating_base", [False, True], ids=["fixed", "floating"])
 def test_hostile_names_compile_and_behave_like_plain_names(tmp_path, floating_base):
+    # (the methods compared below: the names reach the comments of every algorithm family)
+    methods = ["rnea", "crba", "minv", "aba", "fk", "ee_pose", "frame_jacobian"]
     plain = grid_rbd.register_robot("plain_syn", urdf_string=SYNTHETIC_URDF, dtype="float64", cache_dir=tmp_path,
-                                    floating_base=floating_base, verbose=False)
+                                    floating_base=floating_base, verbose=False, algorithm_list=methods)
     hostile = grid_rbd.register_robot("hostile_syn", urdf_string=hostile_urdf(), dtype="float64",
-                                      cache_dir=tmp_path, floating_base=floating_base, verbose=False)
+                                      cache_dir=tmp_path, floating_base=floating_base, verbose=False,
+                                      algorithm_list=methods)
     assert hostile.provider == "generated" and hostile.build_info["compiled"]
     assert any("*/" in n for n in hostile.frame_names) and any("\n" in n for n in hostile.joint_names)
     source = (Path(hostile.cache_entry) / "robot.c").read_text()
