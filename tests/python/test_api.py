@@ -97,15 +97,17 @@ def test_register_from_string_and_bytes():
 
 def test_gravity_option():
     q = make_states(grid_rbd.get_robot("api_iiwa"), "random", 3)["q"]
-    g1 = grid_rbd.register_robot("api_g1", urdf_path=BUNDLED_IIWA, dtype="float64").generalized_gravity(q)
-    g2 = grid_rbd.register_robot("api_g2", urdf_path=BUNDLED_IIWA, dtype="float64", gravity=-19.62).generalized_gravity(q)
-    g0 = grid_rbd.register_robot("api_g0", urdf_path=BUNDLED_IIWA, dtype="float64", gravity=0.0).generalized_gravity(q)
+    kw = dict(urdf_path=BUNDLED_IIWA, dtype="float64", algorithm_list=["generalized_gravity"])
+    g1 = grid_rbd.register_robot("api_g1", **kw).generalized_gravity(q)
+    g2 = grid_rbd.register_robot("api_g2", gravity=-19.62, **kw).generalized_gravity(q)
+    g0 = grid_rbd.register_robot("api_g0", gravity=0.0, **kw).generalized_gravity(q)
     np.testing.assert_allclose(g2, 2 * g1, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(g0, 0.0)
 
 
 def test_ee_joint_names_option():
-    h = grid_rbd.register_robot("api_ee", urdf_path=BUNDLED_IIWA, ee_joint_names=["iiwa_joint_4", "iiwa_joint_7"])
+    h = grid_rbd.register_robot("api_ee", urdf_path=BUNDLED_IIWA, ee_joint_names=["iiwa_joint_4", "iiwa_joint_7"],
+                                algorithm_list=["end_effector_pose"])
     assert h.ee_names == ("iiwa_link_4", "iiwa_link_7")
     q = make_states(h, "random", 2)["q"]
     assert h.end_effector_pose(q).shape == (2, 12)
@@ -269,7 +271,7 @@ def test_empty_batch(iiwa, iiwa_ff):
 
 
 def test_batch_larger_than_max_batch_size_on_cpu():
-    h = grid_rbd.register_robot("api_small", urdf_path=BUNDLED_IIWA, max_batch_size=2)
+    h = grid_rbd.register_robot("api_small", urdf_path=BUNDLED_IIWA, max_batch_size=2, algorithm_list=["crba"])
     assert h.crba(np.zeros((5, 7))).shape == (5, 7, 7)
 
 
@@ -310,9 +312,38 @@ def test_not_available_error_is_a_grid_error():
         grid_rbd.register_robot("api_jax", urdf_path=BUNDLED_IIWA, backend="jax")
 
 
+def test_algorithm_list_builds_only_those_methods(tmp_path):
+    """algorithm_list names methods by any name; the library has exactly those rows (a gradient brings the functions
+    it calls, not their methods); a method left out is a NotAvailableError naming the fix; bad names are refused"""
+    h = grid_rbd.register_robot("api_subset", urdf_path=BUNDLED_IIWA, dtype="float64", cache_dir=str(tmp_path),
+                                algorithm_list=["fd_grad", "inverse_dynamics", "rnea"], verbose=False)
+    assert [m["name"] for m in h._library.methods] == ["rnea", "fd_grad"]
+    assert h.options["algorithm_list"] == ["rnea", "fd_grad"]
+    ref = grid_rbd.register_robot("api_subset_ref", urdf_path=BUNDLED_IIWA, dtype="float64", codegen=False)
+    s = make_states(ref, "random", 3)
+    np.testing.assert_allclose(h.forward_dynamics_gradient(s["q"], s["qd"], s["u"]),
+                               ref.forward_dynamics_gradient(s["q"], s["qd"], s["u"]), rtol=1e-9, atol=1e-10)
+    with pytest.raises(grid_rbd.NotAvailableError, match=r"forward_dynamics was not built .*algorithm_list"):
+        h.forward_dynamics(s["q"], s["qd"], s["u"])
+    with pytest.raises(ValueError, match="no method 'nope'"):
+        grid_rbd.register_robot("api_subset_bad", urdf_path=BUNDLED_IIWA, algorithm_list=["nope"])
+    with pytest.raises(ValueError, match="at least one"):
+        grid_rbd.register_robot("api_subset_bad", urdf_path=BUNDLED_IIWA, algorithm_list=[])
+    with pytest.raises(TypeError, match="list of method names"):
+        grid_rbd.register_robot("api_subset_bad", urdf_path=BUNDLED_IIWA, algorithm_list="rnea")
+    # the same set in another order and spelling is the same cache entry; another set is another
+    again = grid_rbd.register_robot("api_subset2", urdf_path=BUNDLED_IIWA, dtype="float64", cache_dir=str(tmp_path),
+                                    algorithm_list=["forward_dynamics_gradient", "rnea"], verbose=False)
+    assert again.build_info["cache_hit"] and again.cache_entry == h.cache_entry
+    other = grid_rbd.register_robot("api_subset3", urdf_path=BUNDLED_IIWA, dtype="float64", cache_dir=str(tmp_path),
+                                    algorithm_list=["rnea"], verbose=False)
+    assert other.cache_entry != h.cache_entry
+
+
 def test_build_options_are_accepted(tmp_path):
     h = grid_rbd.register_robot("api_build_opts", urdf_path=BUNDLED_IIWA, cache_dir=str(tmp_path),
-                                force_rebuild=True, enable_mujoco_kernels=False, output_convention="pinocchio")
+                                force_rebuild=True, enable_mujoco_kernels=False, output_convention="pinocchio",
+                                algorithm_list=["rnea"])
     assert h.nv == IIWA_NV
 
 

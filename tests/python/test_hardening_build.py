@@ -90,7 +90,7 @@ def test_self_check_refuses_another_robots_library(tmp_path, monkeypatch):
     # a compiler that "builds" by copying another robot's valid robot.so must not publish it as complete
     cache = tmp_path / "cache"
     other = grid_rbd.register_robot("go2", urdf_path=GO2, floating_base=True, device="cpu", cache_dir=cache,
-                                    verbose=False)
+                                    verbose=False, algorithm_list=["rnea"])
     so = other.build_info["content_key"]
     so_path = cache / "store" / so / "robot.so"
     assert so_path.is_file()
@@ -100,7 +100,8 @@ def test_self_check_refuses_another_robots_library(tmp_path, monkeypatch):
                   f'case "$out" in *.so) cp "{so_path}" "$out";; *) exec cc "$@";; esac\n')
     monkeypatch.setenv("GRID_RBD_CC", cc)
     with pytest.raises(grid_rbd.BuildError, match="does not load as this model's"):
-        grid_rbd.register_robot("iiwa", urdf_path=IIWA, device="cpu", cache_dir=cache, verbose=False)
+        grid_rbd.register_robot("iiwa", urdf_path=IIWA, device="cpu", cache_dir=cache, verbose=False,
+                                algorithm_list=["rnea"])
     assert store_entries(cache) == [so]  # only go2's own entry
 
 
@@ -108,7 +109,7 @@ def test_self_check_passes_and_is_reported(tmp_path):
     # verbose output says the check ran; a hit does not run it again
     code = ("import grid_rbd, sys\n"
             f"grid_rbd.register_robot('v', urdf_path={str(IIWA)!r}, device='cpu', cache_dir={str(tmp_path)!r}, "
-            "dtype='float32', verbose=True)\n")
+            "dtype='float32', verbose=True, algorithm_list=['rnea'])\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "self-check passed" in r.stderr
@@ -121,7 +122,7 @@ def test_self_check_leaves_nothing_mapped(tmp_path):
     # truncation in place, as a damaged-cache test does) must not fault the process (SIGBUS at exit)
     code = ("import grid_rbd\nfrom pathlib import Path\n"
             f"e = Path(grid_rbd.precompile('m', urdf_path={str(IIWA)!r}, dtype='float64', cache_dir={str(tmp_path)!r}, "
-            "verbose=False))\n"
+            "verbose=False, algorithm_list=['rnea']))\n"
             "so = e / 'robot.so'\n"
             "print('mapped', sum(str(so.resolve()) in l or 'robot.so' in l for l in open('/proc/self/maps')))\n"
             "data = so.read_bytes(); so.write_bytes(data[: len(data) // 2])\n")

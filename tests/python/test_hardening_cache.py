@@ -30,6 +30,7 @@ def reg(name, **kw):
     kw.setdefault("dtype", "float64")
     kw.setdefault("verbose", False)
     kw.setdefault("device", "cpu")
+    kw.setdefault("algorithm_list", ["inverse_dynamics"])  # the cache is under test: one method builds fast
     if "urdf_path" not in kw and "urdf_string" not in kw:
         kw["urdf_string"] = SYNTH
     return grid_rbd.register_robot(name, **kw)
