@@ -36,7 +36,8 @@ ROBOTS = [("iiwa", "iiwa.urdf", False), ("go2", "go2.urdf", True), ("g1_29dof", 
 ALGOS = ["rnea", "fd", "minv", "crba", "aba", "rnea_grad", "fd_grad"]
 BATCHES = [16, 256, 1024, 65536, 1048576]
 ALGO_ID = {"rnea": _core.ALGO_RNEA, "fd": _core.ALGO_FD, "minv": _core.ALGO_MINV, "crba": _core.ALGO_CRBA,
-           "aba": _core.ALGO_ABA, "rnea_grad": _core.ALGO_RNEA_GRAD, "fd_grad": _core.ALGO_FD_GRAD}
+           "aba": _core.ALGO_ABA, "rnea_grad": _core.ALGO_RNEA_GRAD, "fd_grad": _core.ALGO_FD_GRAD,
+           "rnea_vjp": _core.ALGO_RNEA_VJP, "fd_vjp": _core.ALGO_FD_VJP}
 
 # ../shared/anchors.md: the spec system on an RTX 5090, fp32, whole batch, microseconds
 PUBLISHED_ID = {"iiwa": {16: (11.7, 21.0), 256: (11.9, 23.3), 1024: (13.0, 27.5)},
@@ -140,9 +141,9 @@ def random_states(h, n, seed):
 
 def inputs_of(algo, q, qd, u):
     """(q, v, a) of an algorithm (None where it takes none)"""
-    if algo in ("rnea", "rnea_grad"):
-        return q, qd, u        # u as qdd
-    if algo in ("fd", "aba", "fd_grad"):
+    if algo in ("rnea", "rnea_grad", "rnea_vjp"):
+        return q, qd, u        # u as qdd (the VJP: as its cotangent)
+    if algo in ("fd", "aba", "fd_grad", "fd_vjp"):
         return q, qd, u
     return q, None, None
 
@@ -151,18 +152,26 @@ def input_ptrs(algo, q, v, a, ptr):
     """the input pointers of an algorithm's signature row: (q, qd, qdd | u, f_ext = NULL) or (q,)"""
     if algo in ("rnea", "fd", "aba", "rnea_grad", "fd_grad"):
         return (ptr(q), ptr(v), ptr(a), 0)
+    if algo == "rnea_vjp":   # (q, qd, cotangent, qdd = NULL, f_ext = NULL)
+        return (ptr(q), ptr(v), ptr(a), 0, 0)
+    if algo == "fd_vjp":     # (q, qd, u, cotangent = u, f_ext = NULL)
+        return (ptr(q), ptr(v), ptr(a), ptr(a), 0)
     return (ptr(q),)
 
 
 def out_shape(h, algo, n):
     if algo in ("rnea_grad", "fd_grad"):
         return (n, h.nv, 2 * h.nv)
+    if algo in ("rnea_vjp", "fd_vjp"):
+        return (n, (2 if algo == "rnea_vjp" else 3) * h.nv)
     return (n, h.nv, h.nv) if algo in ("crba", "minv") else (n, h.nv)
 
 
 def method(h, algo):
     return {"rnea": h.inverse_dynamics, "fd": h.forward_dynamics, "minv": h.minv, "crba": h.crba, "aba": h.aba,
-            "rnea_grad": h.inverse_dynamics_gradient, "fd_grad": h.forward_dynamics_gradient}[algo]
+            "rnea_grad": h.inverse_dynamics_gradient, "fd_grad": h.forward_dynamics_gradient,
+            "rnea_vjp": h.inverse_dynamics_vjp,
+            "fd_vjp": lambda q, qd, u, out=None: h.forward_dynamics_vjp(q, qd, u, u, out=out)}[algo]
 
 
 # ---- measurements ----

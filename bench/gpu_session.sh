@@ -8,7 +8,8 @@
 #   bench/gpu_session.sh wide        # THERE: only bench/gpu_wide.py (g1 CRBA/Minv wide-output variants)
 #   bench/gpu_session.sh features    # THERE: only the GPU tests matching GPU_TEST_FILTER (pytest -k)
 #   bench/gpu_session.sh grad        # THERE: the first-order derivatives: their GPU tests on five robots, the bench
-#                                    # of rnea / rnea_grad / fd / fd_grad, cold builds, compute-sanitizer
+#                                    # of rnea / rnea_grad / fd / fd_grad ($GRAD_ALGOS: e.g. with rnea_vjp,fd_vjp),
+#                                    # cold builds, compute-sanitizer
 #
 # $OUT receives: session.log, pytest_gpu.log, gpu_accuracy.md, gpu_bench.md, gpu_bench.json, gpu_bench.log,
 # sanitizer.log.
@@ -120,9 +121,10 @@ if [ "${1:-run}" = grad ]; then   # the gradients (issue 10)
         -k "(test_matches_reference and (iiwa or go2_ff or joints_ff or h1_2_ff or g1_29dof_ff)) or large_batch" \
         tests/python/test_cuda.py 2>&1 | tee "$OUT/pytest_gpu.log" | tail -30
     BENCH_SECONDS=$(( $(left) - 70 ))
-    ts "gpu_bench.py rnea,rnea_grad,fd,fd_grad (budget $BENCH_SECONDS s)"
+    GRAD_ALGOS=${GRAD_ALGOS:-rnea,rnea_grad,fd,fd_grad}
+    ts "gpu_bench.py $GRAD_ALGOS (budget $BENCH_SECONDS s)"
     timeout $((BENCH_SECONDS + 30)) python3 bench/gpu_bench.py --out "$OUT" --robots-dir "$DEPS/robots" \
-        --algos rnea,rnea_grad,fd,fd_grad --budget-s "$BENCH_SECONDS" > "$OUT/gpu_bench.log" 2>&1
+        --algos "$GRAD_ALGOS" --budget-s "$BENCH_SECONDS" > "$OUT/gpu_bench.log" 2>&1
     tail -40 "$OUT/gpu_bench.log"
     if [ "$(left)" -gt 25 ] && command -v compute-sanitizer >/dev/null; then
         cat > /tmp/sanity_grad.py <<'EOF'
@@ -133,7 +135,8 @@ for robot in ("iiwa", "go2"):
     h = register(os.environ["GRID_RBD_ROBOTS_DIR"], robot, "float32")
     for n in (1, 45):
         q, qd, u = random_states(h, n, seed=n)
-        for out in (h.inverse_dynamics_gradient(q, qd, u), h.forward_dynamics_gradient(q, qd, u)):
+        for out in (h.inverse_dynamics_gradient(q, qd, u), h.forward_dynamics_gradient(q, qd, u),
+                    h.inverse_dynamics_vjp(q, qd, u), h.forward_dynamics_vjp(q, qd, u, u)):
             assert np.isfinite(out).all(), (robot, n)
 print("sanity ok")
 EOF

@@ -106,6 +106,11 @@ METHODS = {
     "forward_dynamics_gradient_f_ext": lambda h, s, out: h.forward_dynamics_gradient(s["q"], s["qd"], s["u"],
                                                                                      f_ext=s["f_ext"], out=out),
     "end_effector_pose_gradient": lambda h, s, out: h.end_effector_pose_gradient(s["q"], out=out),
+    "inverse_dynamics_vjp": lambda h, s, out: h.inverse_dynamics_vjp(s["q"], s["qd"], s["g"], s["qdd"], s["f_ext"],
+                                                                     out=out),
+    "forward_dynamics_vjp": lambda h, s, out: h.forward_dynamics_vjp(s["q"], s["qd"], s["u"], s["g"], s["f_ext"],
+                                                                     out=out),
+    "end_effector_pose_vjp": lambda h, s, out: h.end_effector_pose_vjp(s["q"], s["g_pose"], out=out),
 }
 
 
