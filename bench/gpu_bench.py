@@ -33,7 +33,7 @@ import grid_rbd  # noqa: E402
 from grid_rbd import _core  # noqa: E402
 
 ROBOTS = [("iiwa", "iiwa.urdf", False), ("go2", "go2.urdf", True), ("g1_29dof", "g1_29dof.urdf", True)]
-ALGOS = ["rnea", "fd", "minv", "crba", "aba", "rnea_grad", "fd_grad"]
+ALGOS = ["rnea", "fd", "minv", "crba", "aba", "rnea_grad", "fd_grad", "rnea_vjp", "fd_vjp"]
 BATCHES = [16, 256, 1024, 65536, 1048576]
 ALGO_ID = {"rnea": _core.ALGO_RNEA, "fd": _core.ALGO_FD, "minv": _core.ALGO_MINV, "crba": _core.ALGO_CRBA,
            "aba": _core.ALGO_ABA, "rnea_grad": _core.ALGO_RNEA_GRAD, "fd_grad": _core.ALGO_FD_GRAD,

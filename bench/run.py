@@ -53,6 +53,9 @@ ALGOS = [
     ("ee_pose", None, "end-effector poses [xyz rpy] (grid only)"),
     ("rnea_grad", "rnea_grad", "RNEA derivatives"),
     ("fd_grad", "fd_grad", "ABA derivatives (FD gradient)"),
+    # the VJPs against the derivatives a Pinocchio user computes (and contracts) to get one
+    ("rnea_vjp", "rnea_grad", "RNEA VJP g^T [dtau/dq | dtau/dqd] (vs RNEA derivatives)"),
+    ("fd_vjp", "fd_grad", "FD VJP g^T [dqdd/dq | dqdd/dqd | dqdd/du] (vs ABA derivatives)"),
 ]
 # Pinocchio-only variants, shown for the anchors
 PIN_EXTRA = [
