@@ -528,6 +528,39 @@ static PyObject *fn_build_identity(PyObject *self, PyObject *args)
     return json_result(status, json, &err);
 }
 
+/* the generated source of a model, as a build would write it (no compile, no cache): for tools and tests that need
+   only the text (the CUDA emulation) */
+static PyObject *fn_emit_source(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    (void)self;
+    static char *kwlist[] = {"model", "dtype", "target", "schedule", NULL};
+    PyObject *model_arg;
+    int dtype, target = GRID_TARGET_C, schedule = GRID_SCHEDULE_AUTO;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!i|ii:emit_source", kwlist, &GridPyModel_Type, &model_arg, &dtype,
+                                     &target, &schedule))
+        return NULL;
+    grid_emit_options o = grid_emit_options_default();
+    o.dtype = dtype;
+    o.target = target;
+    o.schedule = schedule;
+    char *src = NULL;
+    size_t len = 0;
+    grid_error err;
+    grid_error_clear(&err);
+    int status;
+    const grid_model *m = ((GridPyModel *)model_arg)->model;
+    Py_BEGIN_ALLOW_THREADS
+    status = grid_emit_source(m, &o, &src, &len, &err);
+    Py_END_ALLOW_THREADS
+    if (status != GRID_OK) {
+        free(src);
+        return grid_py_raise_error(status, &err, NULL);
+    }
+    PyObject *r = PyUnicode_DecodeUTF8(src, (Py_ssize_t)len, "strict");
+    free(src);
+    return r;
+}
+
 /* ((name, kind, doc), ...) with kind one of 'build', 'generate', 'location', 'runtime' */
 static PyObject *fn_env_knobs(PyObject *self, PyObject *unused)
 {
@@ -562,6 +595,9 @@ PyMethodDef grid_py_library_functions[] = {
      "cache_clear(cache_dir=None, name=None) -> store entries removed (name None: everything)."},
     {"build_identity_json", fn_build_identity, METH_VARARGS,
      "build_identity_json(target=0, cuda_arch=None) -> the toolchain identity JSON (build_inputs.json)."},
+    {"emit_source", (PyCFunction)(void (*)(void))fn_emit_source, METH_VARARGS | METH_KEYWORDS,
+     "emit_source(model, dtype, target=0, schedule=0) -> the generated source text (C, or CUDA for target 1), every\n"
+     "method, nothing compiled or cached."},
     {"env_knobs", fn_env_knobs, METH_NOARGS,
      "env_knobs() -> ((name, kind, doc), ...): every environment variable the C library reads."},
     {NULL, NULL, 0, NULL},

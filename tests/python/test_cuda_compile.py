@@ -81,13 +81,22 @@ def iiwa64_cuda(tmp_path_factory):
                                     cache_dir=cache, verbose=False))
 
 
+def _emitted_cuda(tmp_path_factory, name, urdf, schedule):
+    """a directory holding robot.cu of the robot (float64, floating base) as a build would write it, not compiled: the
+    emulation tests need only the text (nvcc itself is exercised by the iiwa libraries above and by
+    test_precompile_cuda_without_gpu; each nvcc build of these took a minute or two of CI)"""
+    d = tmp_path_factory.mktemp(f"{name}-cu-{schedule}")
+    ref = grid_rbd.register_robot(f"{name}_cu_model", urdf_string=urdf, floating_base=True, dtype="float64",
+                                  codegen=False)
+    sched = {"auto": _core.SCHEDULE_AUTO, "rolled": _core.SCHEDULE_ROLLED}[schedule]
+    (d / "robot.cu").write_text(_core.emit_source(ref._model, _core.FLOAT64, 1, sched))
+    return d
+
+
 @pytest.fixture(scope="module")
 def synthetic_ff64_cuda(tmp_path_factory):
-    """the synthetic robot's (continuous, prismatic and fixed joints) float64 CUDA library on a floating base"""
-    _need_nvcc()
-    cache = tmp_path_factory.mktemp("synthetic-cuda")
-    return Path(grid_rbd.precompile("synthetic_ff64", urdf_string=SYNTHETIC_URDF, floating_base=True, dtype="float64",
-                                    device="cuda", cuda_arch="90", cache_dir=cache, verbose=False))
+    """the synthetic robot's (continuous, prismatic and fixed joints) float64 CUDA source on a floating base"""
+    return _emitted_cuda(tmp_path_factory, "synthetic", SYNTHETIC_URDF, "auto")
 
 
 @pytest.fixture(scope="module")
@@ -102,19 +111,11 @@ def iiwa64_rolled_cuda(tmp_path_factory):
 @pytest.fixture(scope="module")
 def synthetic_ff64_rolled_cuda(tmp_path_factory):
     """the synthetic robot on a floating base, float64, forced rolled"""
-    _need_nvcc()
-    cache = tmp_path_factory.mktemp("synthetic-rolled-cuda")
-    return Path(grid_rbd.precompile("synthetic_ff64_rolled", urdf_string=SYNTHETIC_URDF, floating_base=True,
-                                    dtype="float64", device="cuda", cuda_arch="90", cache_dir=cache, verbose=False,
-                                    codegen_schedule="rolled"))
+    return _emitted_cuda(tmp_path_factory, "synthetic", SYNTHETIC_URDF, "rolled")
 
 
 def _joints_ff64(tmp_path_factory, schedule, urdf=JOINTS_URDF, name="joints"):
-    _need_nvcc()
-    cache = tmp_path_factory.mktemp(f"{name}-cuda-{schedule}")
-    return Path(grid_rbd.precompile(f"{name}_ff64", urdf_string=urdf, floating_base=True, dtype="float64",
-                                    device="cuda", cuda_arch="90", cache_dir=cache, verbose=False,
-                                    codegen_schedule=schedule))
+    return _emitted_cuda(tmp_path_factory, name, urdf, schedule)
 
 
 @pytest.fixture(scope="module")
@@ -245,7 +246,7 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defin
         kw = {"urdf_string": SYNTHETIC_URDF, "floating_base": True}
     if which.endswith("rolled"):
         assert "grid_cuda_scratch_(" in (entry / "robot.cu").read_text()
-    cpu = grid_rbd.register_robot(f"{which}_emu_cpu", dtype="float64", device="cpu", cache_dir=entry.parents[1],
+    cpu = grid_rbd.register_robot(f"{which}_emu_cpu", dtype="float64", device="cpu", cache_dir=None,
                                   verbose=False, **kw)
     src = tmp_path / "emulated.cpp"
     src.write_text(_emulated_source((entry / "robot.cu").read_text()))
@@ -282,7 +283,7 @@ def test_mujoco_convention_on_the_device_in_emulation(tmp_path, request, which, 
     urdf = tmp_path / "synthetic.urdf"
     urdf.write_text(SYNTHETIC_URDF)
     cpu = grid_rbd.register_robot(f"{which}_conv_emu_cpu", urdf_path=urdf, floating_base=True, dtype="float64",
-                                  device="cpu", cache_dir=entry.parents[1], verbose=False)
+                                  device="cpu", verbose=False)
     lib = REPO / "build" / "libgrid.a"
     if subprocess.run(["make", "-s", "build/libgrid.a"], cwd=REPO, capture_output=True).returncode or not lib.is_file():
         pytest.skip("build/libgrid.a could not be made")
