@@ -493,6 +493,12 @@ static grid_model *load(const char *path, int floating)
 static void check_robot(const char *file, int floating, long long B)
 {
     char path[256], what[96];
+    /* under ASan the emitter's memory safety is what is checked: the small robots, iiwa and go2 floating (a
+       multi-dof root, branches) take every path of it; the larger robots' compiles are left to the plain run */
+    if (UNDER_ASAN && strcmp(file, "iiwa.urdf") != 0 && !(floating && strcmp(file, "go2.urdf") == 0)) {
+        printf("  %s%s: left to the plain run under ASan\n", file, floating ? " floating" : "");
+        return;
+    }
     snprintf(path, sizeof path, "../shared/robots/%s", file);
     if (access(path, R_OK) != 0) {
         printf("  skip %s: not found (run from the repository root with ../shared/robots present)\n", path);
