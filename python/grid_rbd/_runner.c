@@ -528,14 +528,6 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         return PyErr_Format(PyExc_ValueError, "unknown algorithm id %ld", algo);
     const grid_signature_row *sig = grid_sig_row((int)algo);
     const grid_method_info *row = &r->rows[algo];
-    if (r->has_provider && !r->provider.fns[algo]) {
-        /* a library built without this row (register_robot(algorithm_list=...)): never the reference in its place */
-        char msg[400];
-        snprintf(msg, sizeof msg, "%s was not built into this robot's library (register_robot(algorithm_list=...) "
-                                  "left it out); register the robot again with '%s' in algorithm_list, or "
-                                  "algorithm_list=None for every method", sig->py_name, sig->py_name);
-        return not_available(msg);
-    }
     PyObject *inputs = args[1], *out = args[2], *attrs = args[3];
     if (!PyTuple_Check(inputs)) return PyErr_Format(PyExc_TypeError, "inputs must be a tuple, not %.80s", Py_TYPE(inputs)->tp_name);
     if (!PyTuple_Check(attrs)) return PyErr_Format(PyExc_TypeError, "attrs must be a tuple, not %.80s", Py_TYPE(attrs)->tp_name);

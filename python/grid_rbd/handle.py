@@ -10,6 +10,7 @@ from . import _core
 from ._signatures import ID as _ID
 from ._signatures import concrete as _concrete
 from ._signatures import sizes_of as _sizes_of
+from ._errors import NotAvailableError
 
 __all__ = ["RobotHandle", "REFERENCE_FRAMES"]
 
@@ -46,6 +47,11 @@ class RobotHandle:
         self._call = runner.call
         self._options = dict(options)
         self._library = library  # the _core.Library whose robot.so the runner calls (None: the reference)
+        built = self._options.get("algorithm_list")
+        if library is not None and built is not None:
+            # a library of some methods (register_robot(algorithm_list=...)): the others are refused, never answered by
+            # the reference in their place (the Runner's fallback is for providers that lack a row)
+            self._call = _subset_call(runner.call, built)
         self._urdf = urdf        # the URDF bytes (register_robot), for pickling
         # the joints with coordinates of their own (coupled mimic joints have none), in q / v order
         self._joint_names = tuple(n for n, mm in zip(model.joint_names, model.joint_mimic) if mm is None)
@@ -407,6 +413,21 @@ def _flat_out_view(h, out, row):
     if out.ndim == 1 and out.shape[0] == width and width != shape[-1]:
         return out.reshape(shape)
     return out
+
+
+def _subset_call(call, built):
+    """runner.call for a library holding only the rows named in built"""
+    from ._signatures import ROWS
+    missing = frozenset(r["id"] for r in ROWS if r["name"] not in built)
+
+    def checked(algo, inputs, out, attrs):
+        if algo in missing:
+            py = ROWS[algo]["py_name"]
+            raise NotAvailableError(f"{py} was not built into this robot's library (register_robot(algorithm_list=...) "
+                                    f"left it out); register the robot again with '{py}' in algorithm_list, or "
+                                    "algorithm_list=None for every method")
+        return call(algo, inputs, out, attrs)
+    return checked
 
 
 def _generic_method(row):
