@@ -302,10 +302,14 @@ def test_mujoco_convention_on_the_device_in_emulation(tmp_path, request, which, 
     assert " 0 mismatches" in r.stdout
 
 
-def test_cuda_library_takes_the_convention(synthetic_ff64_cuda):
+def test_cuda_library_takes_the_convention(tmp_path):
     """a CUDA library opened for device-array calls in MuJoCo's convention (no GPU needed to open it): the runtime's
     grid_cuda_convention_call is there; a convention needs the model"""
-    so = synthetic_ff64_cuda / "robot.so"
+    _need_nvcc()
+    entry = Path(grid_rbd.precompile("synthetic_ff64_conv", urdf_string=SYNTHETIC_URDF, floating_base=True,
+                                     dtype="float64", device="cuda", cuda_arch="90", cache_dir=tmp_path, verbose=False,
+                                     algorithm_list=["rnea"]))
+    so = entry / "robot.so"
     model = _core.Model(SYNTHETIC_URDF.encode(), "<synthetic>", floating_base=True)
     _core.CudaLibrary(so, model, _core.CONVENTION_MUJOCO)
     _core.CudaLibrary(so, model, _core.CONVENTION_PINOCCHIO)
