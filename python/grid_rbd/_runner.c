@@ -494,19 +494,6 @@ static int input_rank(PyObject *obj)
 }
 
 /* Runner.call(algo, inputs, out, attrs) -> out: inputs and attrs in the order of the row */
-/* grid_rbd.NotAvailableError with message msg (NULL returned for the caller's error path) */
-static PyObject *not_available(const char *msg)
-{
-    PyObject *mod = PyImport_ImportModule("grid_rbd._errors");
-    PyObject *cls = mod ? PyObject_GetAttrString(mod, "NotAvailableError") : NULL;
-    Py_XDECREF(mod);
-    if (cls) {
-        PyErr_SetString(cls, msg);
-        Py_DECREF(cls);
-    }
-    return NULL;
-}
-
 static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize_t nargs)
 {
     GridPyRunner *r = (GridPyRunner *)self_obj;
@@ -655,10 +642,14 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         if (status == GRID_ERR_UNSUPPORTED && convert) {
             /* a row the output convention has no conversion for (grid_convention_job): not available, never converted
                wrongly */
-            char msg[300];
-            snprintf(msg, sizeof msg, "%s is not available in output_convention='mujoco' yet; register the robot with "
-                                      "output_convention='pinocchio' for it", sig->py_name);
-            not_available(msg);
+            PyObject *mod = PyImport_ImportModule("grid_rbd._errors");
+            PyObject *cls = mod ? PyObject_GetAttrString(mod, "NotAvailableError") : NULL;
+            Py_XDECREF(mod);
+            if (cls) {
+                PyErr_Format(cls, "%s is not available in output_convention='mujoco' yet; register the robot with "
+                                  "output_convention='pinocchio' for it", grid_sig_row((int)algo)->py_name);
+                Py_DECREF(cls);
+            }
             goto fail;
         }
         if (status != GRID_OK) {

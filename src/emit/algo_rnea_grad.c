@@ -197,10 +197,31 @@ static void forward_pass(ep_prog *p, const fwd_bufs *B, int has_a, int has_fext,
     }
 }
 
+/* backward pass, at body i: the subtree sums Yc, Dc, F (the children have added theirs) */
+static void subtree_sums(ep_prog *p, const fwd_bufs *B, sci *Yc, sv Dc[36], sv Fc[6])
+{
+    sci_get(p, B->Y, EP_SELF, Yc);
+    for (int e = 0; e < 36; e++) Dc[e] = ep_get(p, B->D, EP_I, EP_SELF, e);
+    for (int r = 0; r < 6; r++) Fc[r] = ep_get(p, B->F, EP_I, EP_SELF, r);
+}
+
+/* ... and added into the parent's (a root has none) */
+static void add_to_parent(ep_prog *p, const fwd_bufs *B, const sci *Yc, const sv Dc[36], const sv Fc[6])
+{
+    if (ep_is_root(p, EP_I)) return;
+    sym_graph *g = ep_graph(p);
+    sci Yp;
+    sci_get(p, B->Y, EP_PARENT, &Yp);
+    sp_sci_add(g, &Yp, Yc);
+    sci_set(p, B->Y, EP_PARENT, &Yp);
+    for (int e = 0; e < 36; e++) ep_set(p, B->D, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, B->D, EP_I, EP_PARENT, e), Dc[e]));
+    for (int r = 0; r < 6; r++) ep_set(p, B->F, EP_I, EP_PARENT, r, sym_add(g, ep_get(p, B->F, EP_I, EP_PARENT, r), Fc[r]));
+}
+
 int ea_rnea_grad_program(ep_prog *p, int has_a, int has_fext, int nv)
 {
     const fwd_bufs B = fwd_buffers(p);
-    const int F = B.F, Y = B.Y, D = B.D, J = B.J, DV = B.DV, DA = B.DA, DAV = B.DAV;
+    const int J = B.J, DV = B.DV, DA = B.DA, DAV = B.DAV;
     const int PB = ep_buffer(p, "P", 6 * nv, 0), QB = ep_buffer(p, "Q", 6 * nv, 0);
     const int FQ = ep_buffer(p, "FQ", 6 * nv, 0), FV = ep_buffer(p, "FV", 6 * nv, 0);
     ep_out_stride(p, 2 * nv);
@@ -211,12 +232,9 @@ int ea_rnea_grad_program(ep_prog *p, int has_a, int has_fext, int nv)
         sym_graph *g = ep_graph(p);
         const int ni = ep_nv(p, EP_I);
         ep_comment(p, "derivatives: backward pass");
-        /* the subtree's sums (the children have added theirs) */
         sci Yc;
-        sci_get(p, Y, EP_SELF, &Yc);
         sv Dc[36], Fc[6];
-        for (int e = 0; e < 36; e++) Dc[e] = ep_get(p, D, EP_I, EP_SELF, e);
-        for (int r = 0; r < 6; r++) Fc[r] = ep_get(p, F, EP_I, EP_SELF, r);
+        subtree_sums(p, &B, &Yc, Dc, Fc);
         sv Jc[6][6], dV[6][6], dA[6][6], dAv[6][6], P[6][6], Q[6][6];
         for (int c = 0; c < ni; c++) {
             sv t[6], u[6], fq[6], fv[6];
@@ -250,15 +268,7 @@ int ea_rnea_grad_program(ep_prog *p, int has_a, int has_fext, int nv)
                 ep_out_mat_off(p, EP_I, EP_SELF, r, EP_I, c, nv,
                                sym_add(g, sym_dot(g, P[r], dAv[c], 6), sym_dot(g, Q[r], Jc[c], 6)));
             }
-        /* the parent's sums */
-        if (!ep_is_root(p, EP_I)) {
-            sci Yp;
-            sci_get(p, Y, EP_PARENT, &Yp);
-            sp_sci_add(g, &Yp, &Yc);
-            sci_set(p, Y, EP_PARENT, &Yp);
-            for (int e = 0; e < 36; e++) ep_set(p, D, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, D, EP_I, EP_PARENT, e), Dc[e]));
-            for (int r = 0; r < 6; r++) ep_set(p, F, EP_I, EP_PARENT, r, sym_add(g, ep_get(p, F, EP_I, EP_PARENT, r), Fc[r]));
-        }
+        add_to_parent(p, &B, &Yc, Dc, Fc);
         /* rows and columns against every descendant's column k */
         for (ep_columns(p, EP_COLS_BELOW); ep_next(p);) {
             sym_graph *gk = ep_graph(p);
@@ -297,7 +307,7 @@ int ea_rnea_grad_program(ep_prog *p, int has_a, int has_fext, int nv)
 int ea_rnea_vjp_program(ep_prog *p, int has_a, int has_fext, int nv)
 {
     const fwd_bufs B = fwd_buffers(p);
-    const int F = B.F, Y = B.Y, D = B.D, J = B.J, DV = B.DV, DA = B.DA, DAV = B.DAV;
+    const int J = B.J, DV = B.DV, DA = B.DA, DAV = B.DAV;
     const int UG = ep_buffer(p, "UG", 6, 1), SP = ep_buffer(p, "SP", 6, 1), SQ = ep_buffer(p, "SQ", 6, 1);
     (void)nv;
     forward_pass(p, &B, has_a, has_fext, UG, SP, SQ);
@@ -308,14 +318,17 @@ int ea_rnea_vjp_program(ep_prog *p, int has_a, int has_fext, int nv)
         const sv zero = sym_const(g, 0.0);
         ep_comment(p, "vector-Jacobian product: backward pass");
         sci Yc;
-        sci_get(p, Y, EP_SELF, &Yc);
-        sv Dc[36], Fc[6], U[6], Jg[6], sp[6], sq[6], t[6];
-        for (int e = 0; e < 36; e++) Dc[e] = ep_get(p, D, EP_I, EP_SELF, e);
+        sv Dc[36], Fc[6], U[6], Jg[6], sp[6], sq[6], t[6], jc[6];
+        subtree_sums(p, &B, &Yc, Dc, Fc);
         for (int r = 0; r < 6; r++) {
-            Fc[r] = ep_get(p, F, EP_I, EP_SELF, r);
             U[r] = root ? zero : ep_get(p, UG, EP_I, EP_PARENT, r);
-            /* this body's J g: its inclusive sum less the parent's */
-            Jg[r] = sym_sub(g, ep_get(p, UG, EP_I, EP_SELF, r), U[r]);
+            Jg[r] = zero;
+        }
+        /* this body's own J g */
+        for (int c = 0; c < ni; c++) {
+            const sv gc = ep_in(p, ARR_G, EP_I, c);
+            col_get(p, J, c, jc);
+            for (int r = 0; r < 6; r++) Jg[r] = sym_fma(g, jc[r], gc, Jg[r]);
         }
         /* SP, SQ of the subtree: the children's (added into this slot) plus this body's own */
         sp_sci_apply(g, &Yc, Jg, t);
@@ -340,40 +353,34 @@ int ea_rnea_vjp_program(ep_prog *p, int has_a, int has_fext, int nv)
             ep_out_vec(p, EP_I, nv + c, sym_add(g, sym_dot(g, davc, Pt, 6), sym_dot(g, jc, Qt, 6)));
         }
         /* the parent's sums */
-        if (!root) {
-            sci Yp;
-            sci_get(p, Y, EP_PARENT, &Yp);
-            sp_sci_add(g, &Yp, &Yc);
-            sci_set(p, Y, EP_PARENT, &Yp);
-            for (int e = 0; e < 36; e++) ep_set(p, D, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, D, EP_I, EP_PARENT, e), Dc[e]));
-            for (int r = 0; r < 6; r++) {
-                ep_set(p, F, EP_I, EP_PARENT, r, sym_add(g, ep_get(p, F, EP_I, EP_PARENT, r), Fc[r]));
-                ep_set(p, SP, EP_I, EP_PARENT, r, sym_add(g, ep_get(p, SP, EP_I, EP_PARENT, r), sp[r]));
-                ep_set(p, SQ, EP_I, EP_PARENT, r, sym_add(g, ep_get(p, SQ, EP_I, EP_PARENT, r), sq[r]));
-            }
+        add_to_parent(p, &B, &Yc, Dc, Fc);
+        for (int r = 0; r < 6 && !root; r++) {
+            ep_set(p, SP, EP_I, EP_PARENT, r, sym_add(g, ep_get(p, SP, EP_I, EP_PARENT, r), sp[r]));
+            ep_set(p, SQ, EP_I, EP_PARENT, r, sym_add(g, ep_get(p, SQ, EP_I, EP_PARENT, r), sq[r]));
         }
     }
     return 0;
 }
 
-int ea_rnea_vjp(ek_kin *k, const sv *v, const sv *a, const sv *fext, const sv *ct, sv *out)
+/* either program on the unrolled schedule */
+static int unrolled(ek_kin *k, const char *fn, int (*program)(ep_prog *, int, int, int), const sv *v, const sv *a,
+                    const sv *fext, const sv *ct, sv *out)
 {
     const sv *in[ARR_OUT] = {NULL, v, a, fext, ct};
-    ep_prog *p = ep_new(k->em, k, 0, "rnea_vjp", in, out, NULL, NULL, NULL);
+    ep_prog *p = ep_new(k->em, k, 0, fn, in, out, NULL, NULL, NULL);
     if (!p) return -1;
-    int rc = ea_rnea_vjp_program(p, a != NULL, fext != NULL, k->em->nv);
+    int rc = program(p, a != NULL, fext != NULL, k->em->nv);
     if (rc == 0) rc = ep_finish(p, NULL, NULL, NULL);
     ep_free(p);
     return rc;
 }
 
+int ea_rnea_vjp(ek_kin *k, const sv *v, const sv *a, const sv *fext, const sv *ct, sv *out)
+{
+    return unrolled(k, "rnea_vjp", ea_rnea_vjp_program, v, a, fext, ct, out);
+}
+
 int ea_rnea_grad(ek_kin *k, const sv *v, const sv *a, const sv *fext, sv *out)
 {
-    const sv *in[ARR_OUT] = {NULL, v, a, fext, NULL};
-    ep_prog *p = ep_new(k->em, k, 0, "rnea_grad", in, out, NULL, NULL, NULL);
-    if (!p) return -1;
-    int rc = ea_rnea_grad_program(p, a != NULL, fext != NULL, k->em->nv);
-    if (rc == 0) rc = ep_finish(p, NULL, NULL, NULL);
-    ep_free(p);
-    return rc;
+    return unrolled(k, "rnea_grad", ea_rnea_grad_program, v, a, fext, NULL, out);
 }

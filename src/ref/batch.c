@@ -236,58 +236,67 @@ static void run_state(const grid_model *m, int algo, const grid_method_info *ful
     else ref_fns[algo](m, in, out, attr, work);
 }
 
-/* the VJP rows: their gradient row, where the cotangent sits among their inputs, and the gradient row's inputs
-   as positions in the VJP's (-1: absent) */
-static int vjp_of(int algo, int *g_at, int grad_in[4])
-{
-    switch (algo) {
-    case GRID_ALGO_RNEA_VJP: /* (q, qd, g, qdd, f_ext) -> rnea_grad (q, qd, qdd, f_ext) */
-        *g_at = 2;
-        grad_in[0] = 0, grad_in[1] = 1, grad_in[2] = 3, grad_in[3] = 4;
-        return GRID_ALGO_RNEA_GRAD;
-    case GRID_ALGO_FD_VJP: /* (q, qd, u, g, f_ext) -> fd_grad (q, qd, u, f_ext), and minv (q) for the u block */
-        *g_at = 3;
-        grad_in[0] = 0, grad_in[1] = 1, grad_in[2] = 2, grad_in[3] = 4;
-        return GRID_ALGO_FD_GRAD;
-    case GRID_ALGO_EE_POSE_VJP: /* (q, g) -> ee_pose_grad (q) */
-        *g_at = 1;
-        grad_in[0] = 0, grad_in[1] = grad_in[2] = grad_in[3] = -1;
-        return GRID_ALGO_EE_POSE_GRAD;
-    default: return -1;
-    }
-}
+/* A VJP row, read off the signature table: the method whose vjp link it is gives its gradient row (the method's
+   derivative link); the cotangent is the input named so, and the gradient row's inputs are the VJP's of the same
+   names. full / user: the gradient row (and M^-1, for FD's u block) concrete for the full and the user's sizes. */
+typedef struct {
+    int grad;                       /* the gradient row, -1: algo is not a VJP */
+    int g_at;                       /* the cotangent's input position */
+    int grad_in[GRID_MAX_IN];       /* per gradient input, its position among the VJP's */
+    int u_block;                    /* 1: the method is linear in u with slope M^-1 (forward dynamics) */
+    grid_method_info user, full, minv_full;
+} vjp_plan;
 
-/* out = g^T G for the gradient G (rows x cols) of the VJP's gradient row, then FD's u block g^T M^-1 */
-static void vjp_state(const grid_model *m, int algo, const double *const *in, double *out, const int *attr,
-                      coupled_scratch *cs, double *work, double *tmp)
+static void vjp_plan_of(const grid_model *m, int algo, vjp_plan *v)
 {
-    int g_at = -1, gi[4] = {-1, -1, -1, -1};
-    const int ga = vjp_of(algo, &g_at, gi);
-    assert(ga >= 0);
+    memset(v, 0, sizeof *v);
+    v->grad = -1;
+    const grid_signature_row *r = grid_sig_row(algo), *method = NULL;
+    for (int a = 0; a < GRID_ALGO_COUNT && !method; a++)
+        if (grid_sig_row(a)->vjp == algo) method = grid_sig_row(a);
+    if (!method || method->derivative < 0) return;
+    v->grad = method->derivative;
+    const grid_signature_row *gr = grid_sig_row(v->grad);
+    for (int k = 0; k < r->n_in; k++) {
+        if (!strcmp(r->in[k].name, "cotangent")) v->g_at = k;
+        if (!strcmp(r->in[k].name, "u")) v->u_block = 1;
+    }
+    for (int j = 0; j < gr->n_in; j++) {
+        v->grad_in[j] = -1;
+        for (int k = 0; k < r->n_in; k++)
+            if (!strcmp(gr->in[j].name, r->in[k].name)) v->grad_in[j] = k;
+        assert(v->grad_in[j] >= 0); /* a VJP takes its method's inputs */
+    }
     const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
     const grid_sizes fsz = grid_sizes_of(m->nq_full, m->nv_full, m->nb, m->nee, m->nframes);
-    grid_method_info r, full;
-    grid_sig_concrete(ga, &sz, 0, &r);
-    grid_sig_concrete(ga, &fsz, 0, &full);
+    grid_sig_concrete(v->grad, &sz, 0, &v->user);
+    grid_sig_concrete(v->grad, &fsz, 0, &v->full);
+    grid_sig_concrete(GRID_ALGO_MINV, &fsz, 0, &v->minv_full);
+}
+
+/* out = g^T of the gradient (rows x cols) in tmp, then FD's u block g^T M^-1 */
+static void vjp_state(const grid_model *m, const vjp_plan *v, const double *const *in, double *out, const int *attr,
+                      coupled_scratch *cs, double *work, double *tmp)
+{
+    const grid_signature_row *gr = grid_sig_row(v->grad);
     const double *gin[GRID_MAX_IN] = {0};
-    for (int k = 0; k < 4; k++) gin[k] = gi[k] >= 0 ? in[gi[k]] : NULL;
+    for (int j = 0; j < gr->n_in; j++) gin[j] = in[v->grad_in[j]];
     double *gout[GRID_MAX_OUT] = {tmp};
-    run_state(m, ga, &full, gin, gout, attr, cs, work);
-    const int rows = r.out[0].shape[0], cols = r.out[0].shape[1];
-    const double *g = in[g_at];
+    const double *g = in[v->g_at];
+    run_state(m, v->grad, &v->full, gin, gout, attr, cs, work);
+    const int rows = v->user.out[0].shape[0], cols = v->user.out[0].shape[1];
     for (int c = 0; c < cols; c++) {
         double s = 0;
         for (int k = 0; k < rows; k++) s += g[k] * tmp[(size_t)k * cols + c];
         out[c] = s;
     }
-    if (algo == GRID_ALGO_FD_VJP) {
+    if (v->u_block) {
         const int nv = m->nv;
-        grid_sig_concrete(GRID_ALGO_MINV, &fsz, 0, &full);
-        run_state(m, GRID_ALGO_MINV, &full, gin, gout, attr, cs, work);
+        run_state(m, GRID_ALGO_MINV, &v->minv_full, gin, gout, attr, cs, work);
         for (int c = 0; c < nv; c++) {
             double s = 0;
             for (int k = 0; k < nv; k++) s += g[k] * tmp[(size_t)k * nv + c];
-            out[2 * nv + c] = s;
+            out[cols + c] = s;
         }
     }
 }
@@ -327,8 +336,9 @@ int grid_ref_batch(const grid_model *m, int algo, int dtype, const grid_call *ca
     grid_sig_concrete(algo, &sz, 0, &r);
     int rc = check_call(&r, call);
     if (rc != GRID_OK) return rc;
-    int g_at = -1, gi[4] = {-1, -1, -1, -1};
-    const int grad = vjp_of(algo, &g_at, gi);
+    vjp_plan vp;
+    vjp_plan_of(m, algo, &vp);
+    const int grad = vp.grad;
     if (!ref_fns[algo] && grad < 0) return GRID_ERR_UNSUPPORTED; /* a row without a reference function yet */
 
     /* a coupled model runs the row on the full coordinates (the row's shapes for them in full) */
@@ -339,9 +349,7 @@ int grid_ref_batch(const grid_model *m, int algo, int dtype, const grid_call *ca
     const size_t out_full = (size_t)full.out[0].width > (size_t)m->nv_full * (size_t)m->nv_full
                                 ? (size_t)full.out[0].width : (size_t)m->nv_full * (size_t)m->nv_full;
     /* a VJP's gradient (or M^-1) in the user's coordinates */
-    grid_method_info gr;
-    if (grad >= 0) grid_sig_concrete(grad, &sz, 0, &gr);
-    const size_t ntmp = grad >= 0 ? (size_t)gr.out[0].width + (size_t)m->nv * (size_t)m->nv : 0;
+    const size_t ntmp = grad >= 0 ? (size_t)vp.user.out[0].width + (size_t)m->nv * (size_t)m->nv : 0;
 
     /* scratch once per call: work, float64 copies of one state's inputs and outputs, the coupled scratch */
     const size_t nwork = grid_ref_work_size(m), ncoupled = coupled ? coupled_doubles(m, out_full) : 0;
@@ -366,7 +374,7 @@ int grid_ref_batch(const grid_model *m, int algo, int dtype, const grid_call *ca
         for (int k = 0; k < r.n_in; k++) in[k] = state_input(call->in[k], dtype, b, (size_t)r.in[k].width, inb[k]);
         for (int k = 0; k < r.n_out; k++)
             out[k] = dtype == GRID_FLOAT64 ? (double *)call->out[k] + (size_t)b * (size_t)r.out[k].width : outb[k];
-        if (grad >= 0) vjp_state(m, algo, in, out[0], call->attr, &cs, work, tmp);
+        if (grad >= 0) vjp_state(m, &vp, in, out[0], call->attr, &cs, work, tmp);
         else run_state(m, algo, &full, in, out, call->attr, &cs, work);
         if (dtype == GRID_FLOAT32)
             /* narrow the float64 results */

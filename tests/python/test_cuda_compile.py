@@ -86,10 +86,9 @@ def _emitted_cuda(tmp_path_factory, name, urdf, schedule):
     emulation tests need only the text (nvcc itself is exercised by the iiwa libraries above and by
     test_precompile_cuda_without_gpu; each nvcc build of these took a minute or two of CI)"""
     d = tmp_path_factory.mktemp(f"{name}-cu-{schedule}")
-    ref = grid_rbd.register_robot(f"{name}_cu_model", urdf_string=urdf, floating_base=True, dtype="float64",
-                                  codegen=False)
+    model = _core.Model(urdf.encode(), f"<{name}>", floating_base=True)
     sched = {"auto": _core.SCHEDULE_AUTO, "rolled": _core.SCHEDULE_ROLLED}[schedule]
-    (d / "robot.cu").write_text(_core.emit_source(ref._model, _core.FLOAT64, 1, sched))
+    (d / "robot.cu").write_text(_core.emit_source(model, _core.FLOAT64, 1, sched))
     return d
 
 
