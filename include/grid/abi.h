@@ -44,7 +44,8 @@ typedef struct {
     long long batch;
     int attr[GRID_MAX_ATTR]; /* the row's attributes, in its order (unused slots 0) */
     int num_threads;         /* CPU: threads to use, <= 0 means the provider's default */
-    void *work;              /* caller-owned workspace: work_bytes bytes, meta.work_bytes per thread used */
+    void *work;              /* caller-owned workspace: work_bytes bytes, meta.work_bytes per thread used, aligned to
+                                64 bytes (lane functions keep vectors there) */
     size_t work_bytes;       /* bytes at work (0 with work NULL when meta.work_bytes is 0) */
     void *stream;            /* CUDA entry points: the cudaStream_t to launch on (NULL = default stream) */
 } grid_call;

@@ -19,33 +19,30 @@ int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const compos
     stats->statements = 12;
     stats->flops = vjp ? 2L * nv * nv + n2 : 2L * nv * nv * n2;
     stats->transcendental = 0;
-    stats->work = vector ? 0 : in->inner_work + own;
+    stats->work = in->inner_work + own;
     const char *what = vjp ? "[-h^T dtau/dq | -h^T dtau/dqd | h], h = M^-1 g," : "d qdd/d(q, qd) = -M^-1 [dtau/dq | dtau/dqd]";
     if (vector) {
-        const char *r = cx->t->restrict_kw;
-        ew_printf(w, "/* %s: %s at qdd = FD(q, qd, u%s) */\n"
-                     "%s void grid_v_%s(const grid_vec *%s q, const grid_vec *%s v, const grid_vec *%s a, "
-                     "const grid_vec *%s fext, const grid_vec *%s g, grid_vec *%s out)\n{\n"
-                     "    (void)fext; (void)g;\n"
-                     "    grid_vec qdd[%d], Mi[%d], dt[%d];\n"
-                     "    grid_v_%s(q, v, a, fext, g, qdd);\n"
-                     "    grid_v_%s(q, v, a, fext, g, Mi);\n",
-                  sp->fn, what, sp->reads_fext ? ", f_ext" : "", cx->t->state_fn, sp->fn, r, r, r, r, r, r,
-                  nv > 0 ? nv : 1, nv * nv > 0 ? nv * nv : 1, dn > 0 ? dn : 1, in->fn[0], in->fn[2]);
+        /* its arrays in the workspace (vectors) after the inner functions' own */
+        ew_printf(w, "/* %s: %s at qdd = FD(q, qd, u%s) */\n", sp->fn, what, sp->reads_fext ? ", f_ext" : "");
+        emit_lane_signature(cx, cx->t->state_fn, sp->fn);
+        ew_printf(w, "    grid_vec *qdd = ws + %ld, *Mi = qdd + %d, *dt = Mi + %d;\n"
+                     "    grid_v_%s(q, v, a, fext, g, qdd, ws);\n"
+                     "    grid_v_%s(q, v, a, fext, g, Mi, ws);\n",
+                  in->inner_work, nv, nv * nv, in->fn[0], in->fn[2]);
         if (vjp) {
-            ew_printf(w, "    grid_vec h[%d];\n"
+            ew_printf(w, "    grid_vec *h = dt + %d;\n"
                          "    for (int r = 0; r < %d; r++) {\n"
                          "        grid_vec s = grid_splat_(0);\n"
                          "        for (int k = 0; k < %d; k++) s += Mi[r * %d + k] * g[k];\n"
                          "        h[r] = s;\n"
                          "    }\n"
-                         "    grid_v_%s(q, v, qdd, fext, h, dt);\n"
+                         "    grid_v_%s(q, v, qdd, fext, h, dt, ws);\n"
                          "    for (int k = 0; k < %d; k++) out[k] = -dt[k];\n"
                          "    for (int k = 0; k < %d; k++) out[%d + k] = h[k];\n}\n\n",
-                      nv > 0 ? nv : 1, nv, nv, nv, in->fn[1], n2, nv, n2);
+                      dn, nv, nv, nv, in->fn[1], n2, nv, n2);
             return 0;
         }
-        ew_printf(w, "    grid_v_%s(q, v, qdd, fext, g, dt);\n"
+        ew_printf(w, "    grid_v_%s(q, v, qdd, fext, g, dt, ws);\n"
                      "    for (int r = 0; r < %d; r++) {\n"
                      "        grid_vec acc[%d];\n"
                      "        for (int c = 0; c < %d; c++) acc[c] = grid_splat_(0);\n"

@@ -212,7 +212,8 @@ static void write_inner_call(wr *x, const state_spec *in, const char *out)
     const char *zero = x->vector ? "qf" : "0";
     ew_printf(w, "    grid_%s_%s(qf, %s, %s, %s, %s, %s", x->vector ? "v" : "s", in->fn, in->reads_v ? "vf" : zero,
               in->reads_a ? "af" : zero, in->reads_fext ? "ff" : zero, in->reads_g ? "gf" : zero, out);
-    if (!x->vector) ew_printf(w, ", frame, rf, ws%s", x->cx->t->stride_param[0] ? ", 1" : "");
+    if (x->vector) ew_puts(w, ", ws");
+    else ew_printf(w, ", frame, rf, ws%s", x->cx->t->stride_param[0] ? ", 1" : "");
     ew_puts(w, ");\n");
 }
 
@@ -246,12 +247,10 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
 
     /* the wrapper: the per-state function the batch entry calls */
     ew_writer *w = cx->w;
-    const char *T = vector ? "grid_vec" : "grid_real", *r = cx->t->restrict_kw;
+    const char *T = vector ? "grid_vec" : "grid_real";
     const int nqf = em->nq, nvf = em->nv, nv = em->nv_user, nb = em->nb;
     if (vector)
-        ew_printf(w, "%s void grid_v_%s(const grid_vec *%s q, const grid_vec *%s v, const grid_vec *%s a, "
-                     "const grid_vec *%s fext, const grid_vec *%s g, grid_vec *%s out)\n{\n",
-                  emit_state_qualifiers(cx), sp->fn, r, r, r, r, r, r);
+        emit_lane_signature(cx, emit_state_qualifiers(cx), sp->fn);
     else {
         ew_printf(w, "%s void grid_s_%s", emit_state_qualifiers(cx), sp->fn);
         emit_state_params(w, cx->t);

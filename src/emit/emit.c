@@ -208,19 +208,20 @@ static void write_arg_info(ew_writer *w, const grid_arg_info *a)
 
 /* the library's rows (this robot's shapes and workspace), the metadata pointing at them, and the exports */
 static void write_meta(const emit_ctx *cx, const grid_emit_options *o, const grid_method_info *rows, const int *sel,
-                       const char *hash)
+                       const int *lanes, const char *hash)
 {
     const em_model *em = cx->em;
     ew_writer *w = cx->w;
     int n = 0;
-    size_t work = 0;
+    size_t work = 0, lane_work = 0; /* bytes per thread: of scalar rows; of lane rows, per lane */
     ew_puts(w, "/* the methods of this library: their signature rows for this robot (grid/signature.h) */\n"
                "static const grid_method_info grid_methods_[] = {\n");
     for (int a = 0; a < GRID_ALGO_COUNT; a++) {
         if (!sel[a]) continue;
         const grid_method_info *r = &rows[a];
         n++;
-        if (r->work_bytes > work) work = r->work_bytes;
+        if (!lanes[a] && r->work_bytes > work) work = r->work_bytes;
+        if (lanes[a] && r->work_bytes > lane_work) lane_work = r->work_bytes;
         ew_printf(w, "    {\"%s\", %d, %d, %d,\n     {", r->name, r->n_in, r->n_out, r->n_attr);
         for (int k = 0; k < r->n_in; k++) {
             if (k) ew_puts(w, ", ");
@@ -235,16 +236,22 @@ static void write_meta(const emit_ctx *cx, const grid_emit_options *o, const gri
         for (int k = 0; k < GRID_MAX_ATTR; k++)
             if (k < r->n_attr) ew_printf(w, "%s\"%s\"", k ? ", " : "", r->attr_name[k]);
             else ew_printf(w, "%s0", k ? ", " : "");
-        ew_printf(w, "}, {%d, %d, %d, %d}, {%d, %d, %d, %d}, %zu, %d},\n", r->attr_lo[0], r->attr_lo[1], r->attr_lo[2],
-                  r->attr_lo[3], r->attr_hi[0], r->attr_hi[1], r->attr_hi[2], r->attr_hi[3], r->work_bytes, r->gpu_map);
+        ew_printf(w, "}, {%d, %d, %d, %d}, {%d, %d, %d, %d}, %zu%s, %d},\n", r->attr_lo[0], r->attr_lo[1], r->attr_lo[2],
+                  r->attr_lo[3], r->attr_hi[0], r->attr_hi[1], r->attr_hi[2], r->attr_hi[3], r->work_bytes,
+                  lanes[a] && r->work_bytes ? "u * GRID_LANES" : "", r->gpu_map);
     }
     ew_puts(w, "};\n\n");
+    /* the most any row takes (a lane row's scales with GRID_LANES, which the compiler flags set) */
+    char total[96];
+    if (lane_work) snprintf(total, sizeof total, "(%zuu * GRID_LANES > %zuu ? %zuu * GRID_LANES : %zuu)", lane_work, work,
+                            lane_work, work);
+    else snprintf(total, sizeof total, "%zuu", work);
     ew_printf(w,
-              "static const grid_robot_meta_t grid_meta_ = {%d, %d, %d, %d, %d, %d, %d, %d, %d, grid_methods_, %zu, \"%s\"};\n\n"
+              "static const grid_robot_meta_t grid_meta_ = {%d, %d, %d, %d, %d, %d, %d, %d, %d, grid_methods_, %s, \"%s\"};\n\n"
               "%s const grid_robot_meta_t *grid_robot_meta(void)\n{\n    return &grid_meta_;\n}\n\n"
               "%s int grid_n_methods(void)\n{\n    return %d;\n}\n\n"
               "%s const grid_method_info *grid_method(int i)\n{\n    return i >= 0 && i < %d ? &grid_methods_[i] : 0;\n}\n\n",
-              GRID_ABI_VERSION, em->nq_user, em->nv_user, em->nb, em->nframes, em->nee, o->dtype, o->target, n, work, hash,
+              GRID_ABI_VERSION, em->nq_user, em->nv_user, em->nb, em->nframes, em->nee, o->dtype, o->target, n, total, hash,
               cx->t->export_fn, cx->t->export_fn, n, cx->t->export_fn, n);
 }
 
@@ -354,30 +361,36 @@ static void choose_schedules(const emit_ctx *cx, const int *need, int *rolled)
     }
 }
 
-/* 1 when composite g calls the library's function f itself (a rolled composite calls rolled copies of the functions
-   the library keeps unrolled) */
-static int calls_fn(int g, int f, const int *rolled)
+/* the schedule of each per-state function: SCHED_ROLLED, and SCHED_LANES for a lane function (either schedule) */
+enum { SCHED_ROLLED = 1, SCHED_LANES = 2 };
+
+/* 1 when composite g makes rolled copies of the functions it calls that the library keeps unrolled: a rolled scalar
+   composite (a lane composite calls the library's lane functions, rolled or not) */
+static int copies_callees(int g, const int *sched) { return (sched[g] & SCHED_ROLLED) && !(sched[g] & SCHED_LANES); }
+
+/* 1 when composite g calls the library's function f itself */
+static int calls_fn(int g, int f, const int *sched)
 {
     for (int c = 0; c < MAX_CALLS; c++)
-        if (calls[g][c] == f) return !rolled[g] || rolled[f];
+        if (calls[g][c] == f) return !copies_callees(g, sched) || (sched[f] & SCHED_ROLLED);
     return 0;
 }
 
 /* 1 when row a's functions (its slots and what they call) include f */
-static int row_uses(int a, int f, const int *rolled)
+static int row_uses(int a, int f, const int *sched)
 {
     for (int s = 0; s < NSLOT; s++) {
         const int g = layouts[a].slot[s];
-        if (g >= 0 && (g == f || calls_fn(g, f, rolled))) return 1;
+        if (g >= 0 && (g == f || calls_fn(g, f, sched))) return 1;
     }
     return 0;
 }
 
 /* 1 when rows a and b call a common per-state function (they must share a part) */
-static int share_function(int a, int b, const int *rolled)
+static int share_function(int a, int b, const int *sched)
 {
     for (int f = 0; f < F_COUNT; f++)
-        if (row_uses(a, f, rolled) && row_uses(b, f, rolled)) return 1;
+        if (row_uses(a, f, sched) && row_uses(b, f, sched)) return 1;
     return 0;
 }
 
@@ -396,7 +409,7 @@ static long algo_statements(int a, const sym_stats *fstats)
 
 /* assign each selected row to a part: groups that share functions stay together,
    heaviest group first onto the lightest part; deterministic */
-static int assign_parts(const int *sel, const sym_stats *fstats, const int *rolled, int part[GRID_ALGO_COUNT])
+static int assign_parts(const int *sel, const sym_stats *fstats, const int *sched, int part[GRID_ALGO_COUNT])
 {
     int group[GRID_ALGO_COUNT], ngroups = 0;
     long weight[GRID_ALGO_COUNT] = {0}, total = 0;
@@ -406,7 +419,7 @@ static int assign_parts(const int *sel, const sym_stats *fstats, const int *roll
         if (!sel[a]) continue;
         /* a row sharing functions with several groups joins them into one (a composite calls rows' functions) */
         for (int b = 0; b < a; b++) {
-            if (group[b] < 0 || !share_function(a, b, rolled)) continue;
+            if (group[b] < 0 || !share_function(a, b, sched)) continue;
             if (group[a] < 0) {
                 group[a] = group[b];
                 continue;
@@ -508,11 +521,15 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
             if (calls[f][c] >= 0) need[calls[f][c]] = 1;
     sym_stats fstats[F_COUNT];
     memset(fstats, 0, sizeof fstats);
-    int vec[F_COUNT], rolled[F_COUNT], any_vec = 0;
+    int vec[F_COUNT], rolled[F_COUNT], sched[F_COUNT], any_vec = 0;
     if (o.schedule < GRID_SCHEDULE_AUTO || o.schedule > GRID_SCHEDULE_ROLLED) rc = grid_error_set(err, GRID_ERR_ARG, 0, 0, "unknown schedule %d (use GRID_SCHEDULE_AUTO, _UNROLLED or _ROLLED)", o.schedule);
     if (rc == GRID_OK) choose_schedules(&cx, need, rolled);
+    /* lane functions on either schedule (a coupled model's wrappers: unrolled only) */
     for (int f = 0; f < F_COUNT && rc == GRID_OK; f++) {
-        vec[f] = t->lanes && specs[f].lanes_ok && !rolled[f];
+        vec[f] = t->lanes && specs[f].lanes_ok && !(rolled[f] && emit_coupled(&cx));
+        sched[f] = (rolled[f] ? SCHED_ROLLED : 0) | (vec[f] ? SCHED_LANES : 0);
+    }
+    for (int f = 0; f < F_COUNT && rc == GRID_OK; f++) {
         if (!need[f]) continue;
         any_vec |= vec[f];
         cx.w = &fw[f];
@@ -530,7 +547,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
                 name[c] = g >= 0 ? specs[g].fn : NULL;
                 if (g < 0) continue;
                 if (fstats[g].work > inner_work) inner_work = fstats[g].work;
-                if (!rolled[f] || rolled[g]) continue;
+                if (!copies_callees(f, sched) || rolled[g]) continue;
                 /* a rolled copy of a callee the library keeps unrolled (small: its size does not grow with the
                    robot), once per translation unit */
                 state_spec sp = specs[g];
@@ -558,7 +575,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
         } else {
             cx.called = 0;
             for (int g = 0; g < F_COUNT; g++)
-                cx.called |= need[g] && calls_fn(g, f, rolled);
+                cx.called |= need[g] && calls_fn(g, f, sched);
             frc = emit_state_function(&cx, &specs[f], rolled[f], vec[f], &fstats[f]);
             cx.called = 0;
         }
@@ -567,18 +584,20 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
     }
     cx.w = &w;
     int part[GRID_ALGO_COUNT];
-    const int nparts = assign_parts(sel, fstats, rolled, part);
+    const int nparts = assign_parts(sel, fstats, sched, part);
 
     /* the concrete rows of this robot: shapes, attribute ranges, workspace bytes per thread; and the widest
        optional input (the zeros an absent one reads) */
     const grid_sizes sizes = grid_sizes_of(em.nq_user, em.nv_user, em.nb, em.nee, em.nframes);
     grid_method_info rows[GRID_ALGO_COUNT];
+    int row_lanes[GRID_ALGO_COUNT]; /* the row runs lane functions: its workspace bytes are per lane */
     long long nz = 1;
     for (int a = 0; a < GRID_ALGO_COUNT; a++) {
         long work = 0;
         for (int s = 0; s < NSLOT; s++)
             if (layouts[a].slot[s] >= 0 && fstats[layouts[a].slot[s]].work > work) work = fstats[layouts[a].slot[s]].work;
         grid_sig_concrete(a, &sizes, (size_t)work * (size_t)o.dtype, &rows[a]);
+        row_lanes[a] = rc == GRID_OK && vec[layouts[a].slot[0]];
         for (int k = 0; sel[a] && k < rows[a].n_in; k++)
             if (rows[a].in[k].optional && rows[a].in[k].width > nz) nz = rows[a].in[k].width;
     }
@@ -607,10 +626,10 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
             if (part[a] != p) continue;
             for (int k = 0; k < rows[a].n_in; k++) zeros |= rows[a].in[k].optional && !vec[layouts[a].slot[0]];
             for (int f = 0; f < F_COUNT; f++)
-                if (row_uses(a, f, rolled)) fn_in_part[f] = 1;
+                if (row_uses(a, f, sched)) fn_in_part[f] = 1;
         }
         if (nparts > 1) ew_printf(&w, "#if !defined(GRID_PART) || GRID_PART == %d\n\n", p + 1);
-        if (p == 0) write_meta(&cx, &o, rows, sel, hash);
+        if (p == 0) write_meta(&cx, &o, rows, sel, row_lanes, hash);
         if (zeros)
             /* once per translation unit, whichever parts it holds */
             ew_printf(&w, "#ifndef GRID_ZEROS_\n#define GRID_ZEROS_\n"

@@ -79,8 +79,10 @@ long emit_state_size(const emit_ctx *cx, const state_spec *sp);
    (compile time follows the total); g1_29dof floating, the largest test robot, is about 143k nodes */
 #define GRID_EMIT_LIBRARY_BUDGET 200000L
 /* rolled = 1: the rolled schedule (sp must have a program); vector = 1: the lane form grid_v_<fn>(const grid_vec
-   *q, *v, *a, *fext, *g, grid_vec *out) */
+   *q, *v, *a, *fext, *g, grid_vec *out, grid_vec *ws), on either schedule (a rolled one's workspace: work vectors) */
 int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats);
+/* "qualifiers void grid_v_<fn>(... grid_vec *ws)\n{\n" and the (void) casts of its parameters */
+void emit_lane_signature(const emit_ctx *cx, const char *qualifiers, const char *fn);
 
 /* coupling.c: on a model with coupled mimic joints, every per-state function is a wrapper around full-coordinate
    functions (grid_s_<fn>_m, written once per translation unit); emit_coupled says whether cx is such a model

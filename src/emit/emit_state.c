@@ -148,21 +148,41 @@ long emit_state_size(const emit_ctx *cx, const state_spec *sp)
     return size;
 }
 
-/* the rolled form: model tables, the program's step functions, then the per-state loop nest */
-static int rolled_function(const emit_ctx *cx, const state_spec *sp, sym_stats *stats)
+/* the signature of a lane function grid_v_<fn>: GRID_LANES states' inputs, outputs and workspace (a rolled
+   function's; unused unrolled) as lane vectors */
+void emit_lane_signature(const emit_ctx *cx, const char *qualifiers, const char *fn)
+{
+    const char *r = cx->t->restrict_kw;
+    ew_printf(cx->w,
+              "%s void grid_v_%s(const grid_vec *%s q, const grid_vec *%s v, const grid_vec *%s a, "
+              "const grid_vec *%s fext, const grid_vec *%s g, grid_vec *%s out, grid_vec *%s ws)\n{\n"
+              "    (void)q; (void)v; (void)a; (void)fext; (void)g; (void)out; (void)ws;\n",
+              qualifiers, fn, r, r, r, r, r, r, r);
+}
+
+/* the rolled form: model tables, the program's step functions, then the per-state loop nest; vector = 1: on lane
+   vectors (grid_v_<fn>, its workspace in vectors) */
+static int rolled_function(const emit_ctx *cx, const state_spec *sp, int vector, sym_stats *stats)
 {
     ew_writer body;
     ew_init(&body);
     long work = 0;
     int rc = -1;
     ep_write_tables(cx->em, cx->w, &cx->st, cx->t->model_table);
-    ep_prog *p = ep_new(cx->em, NULL, 1, sp->fn, NULL, NULL, &cx->st, cx->t, cx->w);
+    ep_prog *p = ep_new(cx->em, NULL, vector ? EP_ROLLED_LANES : EP_ROLLED, sp->fn, NULL, NULL, vector ? &cx->vst : &cx->st,
+                        cx->t, cx->w);
     if (p && run_program(p, cx, sp) == 0 && ep_finish(p, &body, &work, stats) == 0 && !body.oom) {
-        ew_printf(cx->w, "/* %s, rolled schedule: loops over the body tables, %ld reals of workspace */\n", sp->fn, work);
-        ew_printf(cx->w, "%s%s void grid_s_%s", cx->t->group_fn, cx->t->state_fn, sp->fn);
-        emit_rolled_state_params(cx->w, cx->t);
-        ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)g; (void)out; (void)frame; (void)rf; (void)ws;%s%s\n",
-                  cx->t->stride_param[0] ? " (void)st;" : "", cx->t->group_fn[0] ? " (void)gl; (void)gm;" : "");
+        ew_printf(cx->w, "/* %s, rolled schedule%s: loops over the body tables, %ld %s of workspace */\n", sp->fn,
+                  vector ? " on lane vectors" : "", work, vector ? "vectors" : "reals");
+        if (vector) {
+            emit_lane_signature(cx, emit_state_qualifiers(cx), sp->fn);
+            ew_puts(cx->w, "    const int frame = 0; /* (lane functions take no attributes) */\n");
+        } else {
+            ew_printf(cx->w, "%s%s void grid_s_%s", cx->t->group_fn, cx->t->state_fn, sp->fn);
+            emit_rolled_state_params(cx->w, cx->t);
+            ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)g; (void)out; (void)frame; (void)rf; (void)ws;%s%s\n",
+                      cx->t->stride_param[0] ? " (void)st;" : "", cx->t->group_fn[0] ? " (void)gl; (void)gm;" : "");
+        }
         ew_putn(cx->w, body.buf, body.len);
         ew_puts(cx->w, "}\n\n");
         if (stats) {
@@ -209,7 +229,7 @@ int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, in
 {
     if (emit_coupled(cx)) return emit_coupled_function(cx, sp, rolled, vector, stats);
     assert(!rolled || has_program(sp->kind));
-    if (rolled) return rolled_function(cx, sp, stats);
+    if (rolled) return rolled_function(cx, sp, vector, stats);
     int rc = -1;
     sym_graph *g = sym_new();
     sym_stats extra = {0};  /* functions a builder wrote besides this one */
@@ -217,12 +237,7 @@ int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, in
     if (unrolled_graph(cx, sp, g, &extra) != 0) goto done;
 
     if (vector) {
-        const char *r = cx->t->restrict_kw;
-        ew_printf(cx->w,
-                  "%s void grid_v_%s(const grid_vec *%s q, const grid_vec *%s v, const grid_vec *%s a, "
-                  "const grid_vec *%s fext, const grid_vec *%s g, grid_vec *%s out)\n{\n"
-                  "    (void)q; (void)v; (void)a; (void)fext; (void)g; (void)out;\n",
-                  emit_state_qualifiers(cx), sp->fn, r, r, r, r, r, r);
+        emit_lane_signature(cx, emit_state_qualifiers(cx), sp->fn);
     } else {
         /* (not a template on the group size, unlike the rolled form: nvcc's front end takes minutes on a large
            unrolled function template) */

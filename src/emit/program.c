@@ -28,6 +28,7 @@ struct ep_prog {
     const em_model *em;
     ek_kin *k;
     int rolled;
+    int lanes;                /* rolled on lane vectors (EP_ROLLED_LANES): steps take grid_vec arrays */
     char fn[48];
     const sv *in[ARR_OUT];
     sv *res;
@@ -77,7 +78,9 @@ ep_prog *ep_new(const em_model *em, ek_kin *k, int rolled, const char *fn, const
     if (!p) return NULL;
     p->em = em;
     p->k = k;
-    p->rolled = rolled;
+    p->rolled = rolled != EP_UNROLLED;
+    p->lanes = rolled == EP_ROLLED_LANES;
+    assert(!p->lanes || (st && st->fn_splat)); /* the lane style */
     snprintf(p->fn, sizeof p->fn, "%s", fn);
     for (int a = 0; a < ARR_OUT; a++) p->in[a] = in ? in[a] : NULL;
     p->res = res;
@@ -348,6 +351,7 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
     }
     case ACC_FRAME:
         x->arr = sym_array_at(g, "fp", "grid_frame_place_[frame]", "", 0);
+        if (p->lanes) sym_array_broadcast(g, x->arr);
         break;
     case ACC_OUT_FLAT:
         x->arr = sym_array_at(g, "out", "out", "", 1);
@@ -366,6 +370,7 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
         snprintf(tag, sizeof tag, "bt_%s", vs);
         snprintf(base, sizeof base, "%d * %s", EKT_WIDTH, be);
         x->arr = sym_array_at(g, tag, "grid_body_", base, 0);
+        if (p->lanes) sym_array_broadcast(g, x->arr);
         break;
     default:
         assert(0);
@@ -386,15 +391,16 @@ static void step_end(ep_prog *p)
         for (int e = 0; e < (x->what == ACC_BUFK ? 6 : p->buf[x->id].width); e++)
             if (x->set[e]) sym_store(g, x->arr, x->what == ACC_BUFK ? e * p->em->nv : e, x->cache[e]);
     }
-    const char *r = p->t->restrict_kw;
+    const char *r = p->t->restrict_kw, *T = p->lanes ? "grid_vec" : "grid_real";
     ew_printf(p->steps,
-              "%s void grid_r_%s_%d(const int i, const int j, const int c, const int k, const int frame, const grid_real *%s q, const grid_real *%s v, "
-              "const grid_real *%s a, const grid_real *%s fext, const grid_real *%s g, grid_real *%s out",
-              p->inner ? p->t->inner_fn : p->t->state_fn, p->fn, p->nsteps, r, r, r, r, r, r);
-    if (!p->inner) ew_printf(p->steps, ", grid_real *%s ws", r);
+              "%s void grid_r%s_%s_%d(const int i, const int j, const int c, const int k, const int frame, const %s *%s q, const %s *%s v, "
+              "const %s *%s a, const %s *%s fext, const %s *%s g, %s *%s out",
+              p->inner ? p->t->inner_fn : p->t->state_fn, p->lanes ? "v" : "", p->fn, p->nsteps, T, r, T, r, T, r, T, r, T,
+              r, T, r);
+    if (!p->inner) ew_printf(p->steps, ", %s *%s ws", T, r);
     for (int b = 0; b < p->nbuf; b++)
-        if (p->used[b]) ew_printf(p->steps, ", grid_real *%s ws%d_%s", r, b, p->buf[b].name);
-    if (p->outT[0]) ew_printf(p->steps, ", grid_real *%s outT", r);
+        if (p->used[b]) ew_printf(p->steps, ", %s *%s ws%d_%s", T, r, b, p->buf[b].name);
+    if (p->outT[0]) ew_printf(p->steps, ", %s *%s outT", T, r);
     ew_printf(p->steps, "%s)\n{\n    (void)i; (void)j; (void)c; (void)k; (void)frame; (void)q; (void)v; (void)a; (void)fext; (void)g; (void)out;%s%s\n",
               p->t->stride_param, p->inner ? "" : " (void)ws;", p->t->stride_param[0] ? " (void)st;" : "");
     sym_stats s;
@@ -409,8 +415,8 @@ static void step_end(ep_prog *p)
     /* grouped: a columns loop's step runs on every lane (its own columns), any other step on the group's first
        lane only (steps accumulate into their buffers, so they must run once); the syncs publish its stores */
     const int column_step = p->depth == 2 && p->L[1].cols >= 0 && p->L[1].started;
-    ew_printf(&p->skel, "%sgrid_r_%s_%d(i, j, c, k, frame, q, v, a, fext, g, out%s", grouped(p) && !column_step ? "if (gl == 0) " : "",
-              p->fn, p->nsteps, p->inner ? "" : ", ws");
+    ew_printf(&p->skel, "%sgrid_r%s_%s_%d(i, j, c, k, frame, q, v, a, fext, g, out%s", grouped(p) && !column_step ? "if (gl == 0) " : "",
+              p->lanes ? "v" : "", p->fn, p->nsteps, p->inner ? "" : ", ws");
     for (int b = 0; b < p->nbuf; b++)
         if (p->used[b]) ew_printf(&p->skel, ", ws + %ld", p->buf[b].offset);
     if (p->outT[0]) ew_printf(&p->skel, ", out + grid_iv_[%s]%s", p->outT, p->st->elem_scale);
@@ -523,7 +529,7 @@ static int next_rolled(ep_prog *p)
                 ew_printf(&p->skel, "GRID_GROUP_SYNC_();\nfor (k = %s + ((gl - (%s)) & (GRID_G_ - 1)); k < %s; k += GRID_G_) {\n",
                           lo, lo, hi);
             else
-                ew_printf(&p->skel, "%sfor (k = %s; k < %s; k++) {\n", p->t->simd_loop, lo, hi);
+                ew_printf(&p->skel, "%sfor (k = %s; k < %s; k++) {\n", p->lanes ? "" : p->t->simd_loop, lo, hi);
             p->L[1].started = 1;
             return 1;
         }
@@ -738,7 +744,8 @@ void ep_zero_output(ep_prog *p, long nout)
         ew_printf(&p->skel, "for (i = gl; i < %ld; i += GRID_G_) out[i%s] = 0;\nGRID_GROUP_SYNC_();\n", nout,
                   p->st->elem_scale);
     else
-        ew_printf(&p->skel, "for (i = 0; i < %ld; i++) out[i%s] = 0;\n", nout, p->st->elem_scale);
+        ew_printf(&p->skel, "for (i = 0; i < %ld; i++) out[i%s] = %s;\n", nout, p->st->elem_scale,
+                  p->lanes ? "grid_splat_(0)" : "0");
 }
 
 void ep_kinematics(ep_prog *p)

@@ -36,7 +36,11 @@ enum { EP_MAX_BUFFERS = 16 };
 
 typedef struct ep_prog ep_prog;
 
-/* a program over em for the per-state function fn, appending its graph (unrolled) or its step functions
+/* the schedules: unrolled, rolled (scalar steps), rolled on lane vectors (steps on grid_vec arrays, GRID_LANES states
+   at once: the tables are the same for every lane, so the loops and switches are too; model constants broadcast) */
+enum { EP_UNROLLED = 0, EP_ROLLED = 1, EP_ROLLED_LANES = 2 };
+
+/* a program over em for the per-state function fn on schedule `rolled` (EP_*), appending its graph (unrolled) or its step functions
    (rolled, written to steps) and returning the per-state body in ep_finish. in[ARR_Q..ARR_G] are the
    unrolled schedule's input values (NULL for absent inputs), res the unrolled outputs (may be NULL) */
 ep_prog *ep_new(const em_model *em, ek_kin *k, int rolled, const char *fn, const sv *const in[ARR_OUT], sv *res,

@@ -26,6 +26,7 @@ struct sym_graph {
     char base[SYM_MAX_ARRAYS][64];    /* "" or a runtime offset expression: element k is ptr[base + k] */
     int scaled[SYM_MAX_ARRAYS];
     int local_size[SYM_MAX_ARRAYS]; /* > 0: a local array declared at the top */
+    unsigned char broadcast[SYM_MAX_ARRAYS]; /* plain reals under a vector style: loads are splat */
     int narrays;
     int oom;
     long limit;   /* > 0: at most this many nodes; past it every operation returns 0 and `over` is set */
@@ -191,6 +192,12 @@ int sym_array(sym_graph *g, const char *name, int scaled)
 }
 
 /* ---- leaves ---- */
+
+void sym_array_broadcast(sym_graph *g, int array)
+{
+    assert(array >= 0 && array < g->narrays);
+    g->broadcast[array] = 1;
+}
 
 int sym_local_array(sym_graph *g, const char *name, int n)
 {
@@ -570,11 +577,12 @@ static void ensure_loaded(emitter *e, sv x)
     int id = hv_node(x);
     const sym_node *nd = &e->g->nodes[id];
     if (nd->op != SYM_INPUT || e->done[id]) return;
+    const int splat = e->g->broadcast[nd->a] && e->st->fn_splat;
     ew_printf(e->w, "%sconst %s ", e->st->indent, e->st->real);
     put_name(e, id);
-    ew_puts(e->w, " = ");
+    ew_printf(e->w, " = %s%s", splat ? e->st->fn_splat : "", splat ? "(" : "");
     put_element(e, nd->a, nd->b);
-    ew_puts(e->w, ";\n");
+    ew_puts(e->w, splat ? ");\n" : ";\n");
     e->done[id] = 1;
     e->stats->statements++;
     e->stats->loads++;

@@ -49,6 +49,9 @@ int sym_array(sym_graph *g, const char *name, int scaled);
 /* the same over a runtime offset: element k is ptr[base + k] (ptr[(base + k) * st] when scaled),
    its loads named <tag>_<k>; base is C text the emitter writes (never from the URDF) */
 int sym_array_at(sym_graph *g, const char *tag, const char *ptr, const char *base, int scaled);
+/* array holds plain reals read by vector code (a model table): a load broadcasts the element to every lane
+   (fn_splat of the style; nothing in a scalar style) */
+void sym_array_broadcast(sym_graph *g, int array);
 /* a local array of n reals the function declares at its top (stores may move ahead of raw code) */
 int sym_local_array(sym_graph *g, const char *name, int n);
 

@@ -142,8 +142,8 @@ static void write_tile(ew_writer *w, const emit_target *t, const emit_entry *e, 
     const long long nout = e->row->out[0].width;
     ew_printf(w, "%s void grid_tile_%s_%s(const grid_real *%s q, const grid_real *%s v, const grid_real *%s a, "
                  "const grid_real *%s f, const grid_real *%s g, grid_real *%s o, const long long b, const long long n, "
-                 "const int stream)\n{\n",
-              t->state_fn, e->row->name, vr->fn, r, r, r, r, r, r);
+                 "const int stream, grid_vec *%s ws)\n{\n",
+              t->state_fn, e->row->name, vr->fn, r, r, r, r, r, r, r);
     assert(vr->reads[EP_Q]);
     /* padded for the streamed stores, which read whole blocks of four past the last element */
     ew_printf(w, "    grid_vec to[GRID_STREAM_PAD_(%lld)];\n", at_least_1(nout));
@@ -175,7 +175,7 @@ static void write_tile(ew_writer *w, const emit_target *t, const emit_entry *e, 
         else
             ew_printf(w, "            for (int k = 0; k < %lld; k++) t%s[k][l] = %s[s * %lld + k];\n", wd, nm, nm, wd);
     }
-    ew_printf(w, "        }\n    }\n    grid_v_%s(tq, %s, %s, %s, %s, to);\n", vr->fn, vr->reads[EP_V] ? "tv" : "tq",
+    ew_printf(w, "        }\n    }\n    grid_v_%s(tq, %s, %s, %s, %s, to, ws);\n", vr->fn, vr->reads[EP_V] ? "tv" : "tq",
               vr->reads[EP_A] ? "ta" : "tq", vr->reads[EP_F] ? "tf" : "tq", vr->reads[EP_G] ? "tg" : "tq");
     ew_printf(w, "    if (b + GRID_LANES <= n && stream) {\n"
                  "        for (int k = %lld; k < GRID_STREAM_PAD_(%lld); k++) to[k] = grid_splat_(0);\n"
@@ -194,7 +194,6 @@ static void write_tile(ew_writer *w, const emit_target *t, const emit_entry *e, 
 static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
 {
     const int nvar = emit_variant_count(e);
-    assert(!e->vector || e->work == 0); /* lane functions take no workspace */
     if (e->vector)
         for (int k = 0; k < nvar; k++) {
             const emit_variant *vr = emit_variant_at(e, k);
@@ -208,10 +207,19 @@ static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
     emit_write_pointers(w, e);
     if (e->vector) {
         ew_printf(w, "    const long long n = c->batch, tiles = (n + GRID_LANES - 1) / GRID_LANES;\n"
-                     "    const int nt = grid_threads_(c->num_threads, tiles, (%lldLL + GRID_LANES - 1) / GRID_LANES);\n"
+                     "    const int nt = grid_threads_(%s, tiles, (%lldLL + GRID_LANES - 1) / GRID_LANES);\n"
                      "    /* outputs past the caches are streamed (src/emit/lane_store.h) */\n"
                      "    const int stream = n * %lldLL * (long long)sizeof(grid_real) >= GRID_STREAM_MIN_BYTES;\n",
+                  e->work > 0 ? "c->num_threads > 0 ? c->num_threads : 1 /* workspace covers the requested threads */"
+                              : "c->num_threads",
                   e->min_parallel, e->row->out[0].width);
+        if (e->work > 0)
+            ew_printf(w, "    /* workspace: W lane vectors per thread of the team, in c->work (meta.work_bytes per thread) */\n"
+                         "    const size_t W = %lld;\n"
+                         "    grid_vec *const wsb = (grid_vec *)c->work;\n"
+                         "    if (!wsb || c->work_bytes / (W * sizeof(grid_vec)) < (size_t)nt || (size_t)c->work %% sizeof(grid_vec))\n"
+                         "        return 7;\n",
+                      e->work);
     } else {
         emit_write_attrs(w, e);
         ew_printf(w, "    const long long n = c->batch;\n"
@@ -240,9 +248,9 @@ static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
             else ew_printf(w, "%s} else {\n#ifdef _OPENMP\n#pragma omp parallel for schedule(static) num_threads(nt)\n#endif\n", ind);
             if (e->vector) {
                 const char *in2 = team ? "    " : "";
-                ew_printf(w, "%s%s    for (long long i = 0; i < tiles; i++) grid_tile_%s_%s(q, v, a, f, g, o, i * GRID_LANES, n, stream);\n"
+                ew_printf(w, "%s%s    for (long long i = 0; i < tiles; i++) grid_tile_%s_%s(q, v, a, f, g, o, i * GRID_LANES, n, stream, %s);\n"
                              "%s%s    if (stream) grid_stream_fence_();\n",
-                          ind, in2, e->row->name, vr->fn, ind, in2);
+                          ind, in2, e->row->name, vr->fn, e->work > 0 ? "wsb + (size_t)grid_thread_() * W" : "0", ind, in2);
                 if (team) ew_printf(w, "%s    }\n", ind);
             } else {
                 ew_printf(w, "%s    for (long long b = 0; b < n; b++) ", ind);

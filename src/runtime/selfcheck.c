@@ -88,7 +88,8 @@ static double check_method(const grid_lib *lib, const grid_model *m, int algo, c
         oom |= !(out64[k] = malloc((size_t)(CHECK_STATES * w) * sizeof(double)));
         oom |= !(outl[k] = malloc((size_t)(CHECK_STATES * w) * esz));
     }
-    if (meta->work_bytes) oom |= !(work = calloc(1, meta->work_bytes));
+    /* aligned as the ABI asks (lane vectors), a whole number of 64-byte blocks */
+    if (meta->work_bytes) oom |= !(work = aligned_alloc(64, (meta->work_bytes + 63) / 64 * 64));
     if (oom) goto done;
     grid_call c, c64;
     memset(&c, 0, sizeof c);

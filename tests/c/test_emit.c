@@ -938,7 +938,8 @@ int main(void)
 {
     /* workspace for the rolled schedule's calls: up to 4 threads of the largest test robot */
     test_work_len = 16u << 20;
-    test_work_ptr = calloc(1, test_work_len);
+    test_work_ptr = aligned_alloc(64, test_work_len); /* (the ABI's alignment) */
+    if (test_work_ptr) memset(test_work_ptr, 0, test_work_len);
     if (!test_work_ptr) return 1;
     snprintf(tmpdir, sizeof tmpdir, "/tmp/grid_test_emit_XXXXXX");
     if (!mkdtemp(tmpdir)) {
