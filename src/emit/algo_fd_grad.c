@@ -1,5 +1,6 @@
 /* The forward-dynamics gradient and VJP as per-state functions over three others: qdd = FD, the RNEA gradient or VJP at qdd, M^-1. */
 #include <stdio.h>
+#include <stdlib.h>
 #include "emit_ctx.h"
 
 /* d qdd / dx = -M^-1 d tau / dx at qdd = FD(q, v, u, fext) (differentiate M qdd + c = u): the same values as
@@ -7,6 +8,43 @@
    vectors (C) and keeps the gradient's O(nv depth) recursion for the rest.
    The VJP (sp->kind == ST_FD_VJP): g^T dqdd/dx = -(M^-1 g)^T dtau/dx, so with h = M^-1 g (M symmetric) it is the
    RNEA VJP at qdd for the cotangent h, negated, and h itself is the u block: O(nv^2) for h, O(nv) for the rest. */
+/* the nonzero rows of [dtau/dq | dtau/dqd] per block of 3 columns (grid_vneg_matmul_'s tables), written before
+   the function: dtau_t / dx_c vanishes unless t and c lie on one path of the tree (one is an ancestor of the other:
+   the RNEA gradient's pairs), which the elimination tree of M (of G^T M G with couplings) covers */
+static int write_dtau_rows(const emit_ctx *cx, const char *fn)
+{
+    const em_model *em = cx->em;
+    const int nv = em->nv_user, n2 = 2 * nv, nblk = (n2 + 2) / 3;
+    const int *lam = em->coupled_tree;
+    ew_writer *w = cx->w;
+    unsigned char *rel = calloc((size_t)nv * (size_t)(nv > 0 ? nv : 1), 1);
+    if (!rel) return -1;
+    /* rel[t * nv + c]: t an ancestor of c or c of t (each walk up the tree marks both) */
+    for (int c = 0; c < nv; c++)
+        for (int t = c; t >= 0; t = lam[t]) rel[(size_t)t * nv + c] = rel[(size_t)c * nv + t] = 1;
+    ew_printf(w, "static const int grid_dtau_off_%s[%d] = {0", fn, nblk + 1);
+    long total = 0;
+    for (int b = 0; b < nblk; b++) {
+        for (int t = 0; t < nv; t++) {
+            int any = 0;
+            for (int c = 3 * b; c < 3 * b + 3 && c < n2; c++) any |= rel[(size_t)t * nv + c % nv];
+            total += any;
+        }
+        ew_printf(w, ", %ld", total);
+    }
+    ew_printf(w, "};\nstatic const int grid_dtau_rows_%s[%ld] = {", fn, total > 0 ? total : 1);
+    long k = 0;
+    for (int b = 0; b < nblk; b++)
+        for (int t = 0; t < nv; t++) {
+            int any = 0;
+            for (int c = 3 * b; c < 3 * b + 3 && c < n2; c++) any |= rel[(size_t)t * nv + c % nv];
+            if (any) ew_printf(w, "%s%d", k++ ? ", " : "", t);
+        }
+    ew_puts(w, total ? "};\n\n" : "0};\n\n");
+    free(rel);
+    return 0;
+}
+
 int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, int vector,
                           sym_stats *stats)
 {
@@ -42,17 +80,10 @@ int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const compos
                       dn, nv, nv, nv, in->fn[1], n2, nv, n2);
             return 0;
         }
+        if (write_dtau_rows(cx, sp->fn) != 0) return -1;
         ew_printf(w, "    grid_v_%s(q, v, qdd, fext, g, dt, ws);\n"
-                     "    for (int r = 0; r < %d; r++) {\n"
-                     "        grid_vec acc[%d];\n"
-                     "        for (int c = 0; c < %d; c++) acc[c] = grid_splat_(0);\n"
-                     "        for (int k = 0; k < %d; k++) {\n"
-                     "            const grid_vec m = Mi[r * %d + k];\n"
-                     "            for (int c = 0; c < %d; c++) acc[c] -= m * dt[k * %d + c];\n"
-                     "        }\n"
-                     "        for (int c = 0; c < %d; c++) out[r * %d + c] = acc[c];\n"
-                     "    }\n}\n\n",
-                  in->fn[1], nv, n2 > 0 ? n2 : 1, n2, nv, nv, n2, n2, n2, n2);
+                     "    grid_vneg_matmul_(%d, %d, %d, Mi, dt, out, grid_dtau_off_%s, grid_dtau_rows_%s);\n}\n\n",
+                  in->fn[1], nv, nv, n2, sp->fn, sp->fn);
         return 0;
     }
     /* scalar: the state's inputs copied to contiguous arrays (the inner functions run with an element stride of
