@@ -388,6 +388,18 @@ static void check_entry_points(const grid_model *m, const lib *L, const states *
           GRID_ERR_ARG);
     CHECK(L->fn[GRID_ALGO_FRAME_JACOBIAN](test_call_init(&t, GRID_ALGO_FRAME_JACOBIAN, s->q, 0, 0, 0, o1, B, 0, 3)) ==
           GRID_ERR_ARG);
+    /* the FD gradient keeps lane vectors in the workspace (every schedule): too little of it, or a pointer that
+       is not 64-byte aligned, is refused, never read past */
+    c = test_call_init(&t, GRID_ALGO_FD_GRAD, s->q, s->v, s->a, NULL, o1, B, 0, 0);
+    c->num_threads = 1;
+    CHECK(L->meta->methods[GRID_ALGO_FD_GRAD].work_bytes > 0);
+    c->work_bytes = L->meta->methods[GRID_ALGO_FD_GRAD].work_bytes - 1;
+    CHECK(L->fn[GRID_ALGO_FD_GRAD](c) == GRID_ERR_ARG);
+    c->work = (char *)test_work_ptr + 8;
+    c->work_bytes = test_work_len - 64;
+    CHECK(L->fn[GRID_ALGO_FD_GRAD](c) == GRID_ERR_ARG);
+    c->work = test_work_ptr;
+    CHECK(L->fn[GRID_ALGO_FD_GRAD](c) == GRID_OK);
     /* two threads give bitwise the output of one; so does each state alone (B = 1) */
     for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
         long long w = grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
