@@ -135,12 +135,10 @@ def test_the_library_exports_the_tables_rows_for_this_robot(handles):
         assert have["outputs"] == tuple((n, shape, False) for n, shape in want["outputs"])
         assert have["attrs"] == tuple((n, lo, hi) for n, lo, hi, _ in want["attrs"])
         # unrolled per-state code takes no workspace; rolled code (under auto, the floating iiwa's RNEA gradient), the
-        # FD composites that call it (the scalar form: their arrays and the callees' workspace) and the scalar
-        # composites of the end-effector pose (the poses and a Jacobian) take one
+        # FD composites (their M^-1 and dtau, and their callees' workspace) and the scalar composites of the
+        # end-effector pose (the poses and a Jacobian) take one
         rolled = f"/* {r['name']}, rolled schedule" in source
-        # the FD composites take the scalar form (workspace) when the RNEA function they call rolled
-        calls_rolled = {"fd_grad": "/* rnea_grad, rolled", "fd_vjp": "/* rnea_vjp, rolled"}.get(r["name"])
-        composite = r["name"] in ("ee_pose_grad", "ee_pose_vjp") or (calls_rolled is not None and calls_rolled in source)
+        composite = r["name"] in ("ee_pose_grad", "ee_pose_vjp", "fd_grad", "fd_vjp")
         assert (have["work_bytes"] > 0) == (rolled or composite) and have["gpu_map"] == 0, r["name"]
     assert "/* rnea, rolled schedule" not in source and "/* rnea_grad, rolled schedule" in source
 
