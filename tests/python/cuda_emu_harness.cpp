@@ -3,6 +3,7 @@
 // every value of its attributes (a "frame" attribute: the last frame), and compares with the C target's robot.so
 // (argv[1]) at the batch sizes argv[2..]. Prints one line per mismatch and a summary; exit status 1 on any mismatch.
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <random>
@@ -103,7 +104,9 @@ int main(int argc, char **argv)
                 op[0] = oc.data();
                 /* the C library's own workspace (its rows state it: composites and rolled functions take one) */
                 std::vector<unsigned char> cws(cpu_work + 64);
-                c.work = cpu_work ? cws.data() : NULL;
+                /* aligned to 64 bytes, as the ABI asks (lane functions keep vectors there) */
+                unsigned char *cw = cws.data() + ((64 - (reinterpret_cast<uintptr_t>(cws.data()) & 63)) & 63);
+                c.work = cpu_work ? cw : NULL;
                 c.work_bytes = cpu_work;
                 const int rc_cpu = cpu ? cpu(&c) : -1;
                 c.work = NULL;
