@@ -3,11 +3,6 @@
 #include <stdlib.h>
 #include "emit_ctx.h"
 
-/* d qdd / dx = -M^-1 d tau / dx at qdd = FD(q, v, u, fext) (differentiate M qdd + c = u): the same values as
-   Pinocchio's computeABADerivatives. M^-1 is dense, so the product costs 2 nv^3 multiply-adds; it runs on lane
-   vectors (C) and keeps the gradient's O(nv depth) recursion for the rest.
-   The VJP (sp->kind == ST_FD_VJP): g^T dqdd/dx = -(M^-1 g)^T dtau/dx, so with h = M^-1 g (M symmetric) it is the
-   RNEA VJP at qdd for the cotangent h, negated, and h itself is the u block: O(nv^2) for h, O(nv) for the rest. */
 /* the nonzero rows of [dtau/dq | dtau/dqd] per block of 3 columns (grid_vneg_matmul_'s tables), written before
    the function: dtau_t / dx_c vanishes unless t and c lie on one path of the tree (one is an ancestor of the other:
    the RNEA gradient's pairs), which the elimination tree of M (of G^T M G with couplings) covers */
@@ -18,33 +13,42 @@ static int write_dtau_rows(const emit_ctx *cx, const char *fn)
     const int *lam = em->coupled_tree;
     ew_writer *w = cx->w;
     unsigned char *rel = calloc((size_t)nv * (size_t)(nv > 0 ? nv : 1), 1);
-    if (!rel) return -1;
+    int *rows = malloc((size_t)nblk * (size_t)(nv > 0 ? nv : 1) * sizeof *rows), *off = malloc((size_t)(nblk + 1) * sizeof *off);
+    if (!rel || !rows || !off) {
+        free(rel);
+        free(rows);
+        free(off);
+        return -1;
+    }
     /* rel[t * nv + c]: t an ancestor of c or c of t (each walk up the tree marks both) */
     for (int c = 0; c < nv; c++)
         for (int t = c; t >= 0; t = lam[t]) rel[(size_t)t * nv + c] = rel[(size_t)c * nv + t] = 1;
-    ew_printf(w, "static const int grid_dtau_off_%s[%d] = {0", fn, nblk + 1);
-    long total = 0;
+    int n = 0;
+    off[0] = 0;
     for (int b = 0; b < nblk; b++) {
         for (int t = 0; t < nv; t++) {
             int any = 0;
             for (int c = 3 * b; c < 3 * b + 3 && c < n2; c++) any |= rel[(size_t)t * nv + c % nv];
-            total += any;
+            if (any) rows[n++] = t;
         }
-        ew_printf(w, ", %ld", total);
+        off[b + 1] = n;
     }
-    ew_printf(w, "};\nstatic const int grid_dtau_rows_%s[%ld] = {", fn, total > 0 ? total : 1);
-    long k = 0;
-    for (int b = 0; b < nblk; b++)
-        for (int t = 0; t < nv; t++) {
-            int any = 0;
-            for (int c = 3 * b; c < 3 * b + 3 && c < n2; c++) any |= rel[(size_t)t * nv + c % nv];
-            if (any) ew_printf(w, "%s%d", k++ ? ", " : "", t);
-        }
-    ew_puts(w, total ? "};\n\n" : "0};\n\n");
+    ew_printf(w, "static const int grid_dtau_off_%s[%d] = {", fn, nblk + 1);
+    for (int b = 0; b <= nblk; b++) ew_printf(w, "%s%d", b ? ", " : "", off[b]);
+    ew_printf(w, "};\nstatic const int grid_dtau_rows_%s[%d] = {", fn, n > 0 ? n : 1);
+    for (int k = 0; k < n; k++) ew_printf(w, "%s%d", k ? ", " : "", rows[k]);
+    ew_puts(w, n ? "};\n\n" : "0};\n\n");
     free(rel);
+    free(rows);
+    free(off);
     return 0;
 }
 
+/* d qdd / dx = -M^-1 d tau / dx at qdd = FD(q, v, u, fext) (differentiate M qdd + c = u): the same values as
+   Pinocchio's computeABADerivatives. M^-1 is dense; on lane vectors (C) the product skips dtau's structural zeros
+   (nv multiply-adds per nonzero of dtau instead of 2 nv^3), the scalar form (CUDA) is the plain triple loop.
+   The VJP (sp->kind == ST_FD_VJP): g^T dqdd/dx = -(M^-1 g)^T dtau/dx, so with h = M^-1 g (M symmetric) it is the
+   RNEA VJP at qdd for the cotangent h, negated, and h itself is the u block: O(nv^2) for h, O(nv) for the rest. */
 int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, int vector,
                           sym_stats *stats)
 {
@@ -53,7 +57,9 @@ int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const compos
     const int vjp = sp->kind == ST_FD_VJP;
     /* the inner call's output: the gradient (nv x 2 nv) or the RNEA VJP (2 nv) */
     const int dn = vjp ? n2 : nv * n2;
-    const long own = (long)nq + 2L * nv + 6L * nb + nv + (long)nv * nv + dn + (vjp ? 2L * nv : 0);
+    /* its own arrays in the workspace: qdd, M^-1, the inner output, h (the VJP); the scalar form also copies the
+       state's inputs (cq, cv, ca, cf) and the cotangent */
+    const long own = nv + (long)nv * nv + dn + (vjp ? nv : 0) + (vector ? 0 : (long)nq + 2L * nv + 6L * nb + (vjp ? nv : 0));
     stats->statements = 12;
     stats->flops = vjp ? 2L * nv * nv + n2 : 2L * nv * nv * n2;
     stats->transcendental = 0;

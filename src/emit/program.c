@@ -71,15 +71,15 @@ static int kind_root(int kind) { return kind & 1; }
 static int kind_of(const em_body *b) { return 2 * b->type + (b->parent < 0); }
 static int kind_nv(int kind) { return grid_joint_model_of(kind_type(kind))->nv; }
 
-ep_prog *ep_new(const em_model *em, ek_kin *k, int rolled, const char *fn, const sv *const in[ARR_OUT], sv *res,
+ep_prog *ep_new(const em_model *em, ek_kin *k, int schedule, const char *fn, const sv *const in[ARR_OUT], sv *res,
                 const sym_style *st, const emit_target *t, ew_writer *steps)
 {
     ep_prog *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->em = em;
     p->k = k;
-    p->rolled = rolled != EP_UNROLLED;
-    p->lanes = rolled == EP_ROLLED_LANES;
+    p->rolled = schedule != EP_UNROLLED;
+    p->lanes = schedule == EP_ROLLED_LANES;
     assert(!p->lanes || (st && st->fn_splat)); /* the lane style */
     snprintf(p->fn, sizeof p->fn, "%s", fn);
     for (int a = 0; a < ARR_OUT; a++) p->in[a] = in ? in[a] : NULL;

@@ -40,10 +40,10 @@ typedef struct ep_prog ep_prog;
    at once: the tables are the same for every lane, so the loops and switches are too; model constants broadcast) */
 enum { EP_UNROLLED = 0, EP_ROLLED = 1, EP_ROLLED_LANES = 2 };
 
-/* a program over em for the per-state function fn on schedule `rolled` (EP_*), appending its graph (unrolled) or its step functions
+/* a program over em for the per-state function fn on a schedule (EP_*), appending its graph (unrolled) or its step functions
    (rolled, written to steps) and returning the per-state body in ep_finish. in[ARR_Q..ARR_G] are the
    unrolled schedule's input values (NULL for absent inputs), res the unrolled outputs (may be NULL) */
-ep_prog *ep_new(const em_model *em, ek_kin *k, int rolled, const char *fn, const sv *const in[ARR_OUT], sv *res,
+ep_prog *ep_new(const em_model *em, ek_kin *k, int schedule, const char *fn, const sv *const in[ARR_OUT], sv *res,
                 const sym_style *st, const emit_target *t, ew_writer *steps);
 /* the rolled per-state body (loops and calls) appended to w, the workspace it needs in *work (reals);
    returns 0, or -1 on failure (out of memory, a rule broken) */
