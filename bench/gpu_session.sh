@@ -5,7 +5,8 @@
 #
 #   bench/gpu_session.sh prepare     # HERE, before the device call: fills .gpu-deps/{robots,erd} (git-ignored)
 #   bench/gpu_session.sh             # THERE, with carry [".gpu-deps"]; about 9 minutes, budgeted below
-#   bench/gpu_session.sh wide        # THERE: only bench/gpu_wide.py (g1 CRBA/Minv wide-output variants)
+#   bench/gpu_session.sh wide        # THERE: only bench/gpu_wide.py (g1 CRBA/Minv wide-output variants; WIDE_ROBOTS,
+#                                    # WIDE_ALGOS, WIDE_SIZES, WIDE_VARIANTS, WIDE_EXTRA pick others)
 #   bench/gpu_session.sh features    # THERE: only the GPU tests matching GPU_TEST_FILTER (pytest -k)
 #   bench/gpu_session.sh grad        # THERE: the first-order derivatives: their GPU tests on five robots, the bench
 #                                    # of rnea / rnea_grad / fd / fd_grad ($GRAD_ALGOS: e.g. with rnea_vjp,fd_vjp),
@@ -152,7 +153,8 @@ fi
 if [ "${1:-run}" = wide ]; then   # only the wide-output variants (bench/gpu_wide.py)
     ts "gpu_wide.py"
     timeout $(( $(left) - 10 )) python3 bench/gpu_wide.py --out "$OUT" --robots-dir "$DEPS/robots" --jobs "${WIDE_JOBS:-$JOBS}" \
-        --variants "${WIDE_VARIANTS:-}" --dtypes "${WIDE_DTYPES:-float32,float64}" \
+        --variants "${WIDE_VARIANTS:-}" --dtypes "${WIDE_DTYPES:-float32,float64}" --robots "${WIDE_ROBOTS:-g1_29dof}" \
+        --algos "${WIDE_ALGOS:-crba,minv}" --sizes "${WIDE_SIZES:-65536,1048576}" --extra-flags="${WIDE_EXTRA:-}" \
         --budget-s $(( $(left) - 60 )) 2>&1 | tee "$OUT/gpu_wide.log" | tail -30
     ts "done"
     exit 0

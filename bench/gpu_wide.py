@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Wide outputs on the GPU (issue 7, item 5): g1_29dof floating CRBA and Minv (35x35 per state) at B = 65536 and
-1M, float32 and float64: the unrolled chunked output path against the rolled schedule with 1..32 lanes per state
-(GRID_CUDA_GROUP), each checked against the CPU float64 reference first. Markdown to --out/gpu_wide.md.
+"""Wide outputs on the GPU under compile-time variants: by default g1_29dof floating CRBA and Minv (35x35 per state)
+at B = 65536 and 1M (issue 7, item 5); --robots / --algos / --sizes pick others (the gradients of issue 10). The
+unrolled path against the rolled schedule with 1..32 lanes per state (GRID_CUDA_GROUP), each checked against the CPU
+float64 reference first. Markdown to --out/gpu_wide<tag>.md.
 
     python bench/gpu_wide.py --out DIR [--robots-dir .gpu-deps/robots] [--jobs 16]
+    python bench/gpu_wide.py --out DIR --robots go2,g1_29dof --algos rnea_grad,rnea_vjp,fd_grad --sizes 256,1024,65536
 """
 import argparse
 import concurrent.futures
@@ -19,7 +21,7 @@ import gpu_bench as gb  # noqa: E402
 
 # variant -> (nvcc flags, what, codegen schedule)
 WIDE = {
-    "chunked": ("-O3", "default: unrolled, 32-element chunks through a 32x33 tile per warp", "auto"),
+    "chunked": ("-O3", "the default schedule (AUTO; wide unrolled outputs in 32-element chunks through a 32x33 tile per warp)", "auto"),
     "rolled": ("-O3", "rolled, one thread per state", "rolled"),
     "group4": ("-O3 -DGRID_CUDA_GROUP=4", "rolled, 4 lanes per state (columns loops split)", "rolled"),
     "group8": ("-O3 -DGRID_CUDA_GROUP=8", "rolled, 8 lanes per state", "rolled"),
@@ -32,14 +34,22 @@ DTYPES = ("float32", "float64")
 
 
 def job(spec):
-    robots_dir, dtype, k, arch = spec
+    robots_dir, robot, dtype, k, arch, extra = spec
     t0 = time.perf_counter()
+    if extra:   # a spawned worker: the variant's flags as the parent has them
+        gb.VARIANTS["wide_" + k] = (WIDE[k][0] + " " + extra,) + gb.VARIANTS["wide_" + k][1:]
     try:
-        gb.register(robots_dir, "g1_29dof", dtype, variant="wide_" + k, precompile=True, cuda_arch=arch,
+        gb.register(robots_dir, robot, dtype, variant="wide_" + k, precompile=True, cuda_arch=arch,
                     schedule=WIDE[k][2])
         return spec, time.perf_counter() - t0, None
     except Exception as e:
         return spec, time.perf_counter() - t0, f"{type(e).__name__}: {str(e)[:300]}"
+
+
+def inputs(h, algo, n, seed):
+    """the positional inputs of a method on n random states (the FD VJP's cotangent is u, as gpu_bench.method)"""
+    q, qd, u = gb.random_states(h, n, seed=seed)
+    return [x for x in gb.inputs_of(algo, q, qd, u) if x is not None]
 
 
 def main():
@@ -50,73 +60,91 @@ def main():
     ap.add_argument("--budget-s", type=float, default=400)
     ap.add_argument("--variants", default="", help="comma-separated keys of WIDE (default: all)")
     ap.add_argument("--dtypes", default=",".join(DTYPES))
+    ap.add_argument("--robots", default="g1_29dof", help="comma-separated robots of gpu_bench.ROBOTS")
+    ap.add_argument("--algos", default="crba,minv", help="comma-separated rows of gpu_bench.ALGO_ID")
+    ap.add_argument("--sizes", default="65536,1048576", help="batch sizes to time")
+    ap.add_argument("--extra-flags", default="", help="nvcc flags added to every variant's (e.g. -DGRID_CUDA_GROUP_MIN_OUT=32)")
+    ap.add_argument("--tag", default="", help="suffix of the report's name: gpu_wide<tag>.md")
     args = ap.parse_args()
     deadline = time.time() + args.budget_s
     from grid_rbd import cuda
     p = cuda.probe()
     arch = cuda._arch_of(p["devices"][0][1])
+    if args.extra_flags:
+        for k in WIDE:
+            gb.VARIANTS["wide_" + k] = (WIDE[k][0] + " " + args.extra_flags,) + gb.VARIANTS["wide_" + k][1:]
     variants = args.variants.split(",") if args.variants else list(WIDE)
     dtypes = args.dtypes.split(",")
-    specs = [(args.robots_dir, d, k, arch) for d in dtypes for k in variants]
+    robots = args.robots.split(",")
+    algos = args.algos.split(",")
+    sizes = [int(x) for x in args.sizes.split(",")]
+    specs = [(args.robots_dir, r, d, k, arch, args.extra_flags) for r in robots for d in dtypes for k in variants]
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx) as pool:
         for fut in concurrent.futures.as_completed([pool.submit(job, sp) for sp in specs]):
             spec, secs, err = fut.result()
-            gb.log(f"built {spec[1]} {spec[2]} in {secs:.1f} s {err or ''}")
+            gb.log(f"built {spec[1]} {spec[2]} {spec[3]} in {secs:.1f} s {err or ''}")
     bench = gb.Bench(args)
-    ref = gb.grid_rbd.register_robot("wide_ref", urdf_path=gb.urdf_path(args.robots_dir, "g1_29dof.urdf"),
-                                     floating_base=True, dtype="float64", codegen=False, device="cpu", verbose=False)
     rows = []
-    for dtype in dtypes:
-        for k in variants:
-            if time.time() > deadline:
-                rows.append((dtype, k, None, "out of time"))
-                continue
-            try:
-                h = gb.register(args.robots_dir, "g1_29dof", dtype, variant="wide_" + k, schedule=WIDE[k][2])
-            except Exception as e:
-                rows.append((dtype, k, None, f"{type(e).__name__}: {e}"))
-                continue
-            # accuracy: 999 states (a partial last warp) against the float64 reference
-            q, _, _ = gb.random_states(h, 999, seed=7)
-            err = {}
-            for algo in ("crba", "minv"):
-                got = gb.method(h, algo)(q).astype(np.float64)
-                want = gb.method(ref, algo)(q.astype(np.float64))
-                err[algo] = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
-            times = {}
-            for n in (65536, 1048576):
-                arrays = gb.random_states(h, n, seed=n)
-                sets = bench.device_sets(n, arrays)
-                for algo in ("crba", "minv"):
-                    r = bench.resident(h, algo, n, [gb.inputs_of(algo, *x) for x in sets])
-                    times[(algo, n)] = (r["res_us"], r["finite"])
-                del sets
-                bench.torch.cuda.empty_cache()
-            rows.append((dtype, k, (err, times), None))
-            gb.log(dtype, k, err, {f"{a}@{n}": f"{t:.1f}" for (a, n), (t, _) in times.items()})
-    L = ["# g1_29dof floating CRBA / Minv on the H200: wide-output variants", "",
-         "res µs = launch + stream sync on device pointers (median, host clock), input sets rotated past the L2. "
-         "% bound: states/s against ../shared/anchors.md's g1 CRBA bound 1.8e9 (fp32; halved for fp64; Minv "
-         "moves the same bytes). rel err: max |x - ref| / max |ref| over 999 states against the CPU float64 "
-         "reference.", "",
-         "| dtype | variant | flags | CRBA rel err | Minv rel err | CRBA 64K µs | Minv 64K µs | CRBA 1M µs | "
-         "Minv 1M µs | CRBA 1M % bound | Minv 1M % bound |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for dtype, k, res, note in rows:
+    for robot in robots:
+        file, floating = next((f, fb) for r, f, fb in gb.ROBOTS if r == robot)
+        ref = gb.grid_rbd.register_robot(f"wide_ref_{robot}", urdf_path=gb.urdf_path(args.robots_dir, file),
+                                         floating_base=floating, dtype="float64", codegen=False, device="cpu",
+                                         verbose=False)
+        for dtype in dtypes:
+            for k in variants:
+                if time.time() > deadline:
+                    rows.append((robot, dtype, k, None, "out of time"))
+                    continue
+                try:
+                    h = gb.register(args.robots_dir, robot, dtype, variant="wide_" + k, schedule=WIDE[k][2])
+                except Exception as e:
+                    rows.append((robot, dtype, k, None, f"{type(e).__name__}: {e}"))
+                    continue
+                # accuracy: 999 states (a partial last warp) against the float64 reference
+                err = {}
+                for algo in algos:
+                    xs = inputs(h, algo, 999, 7)
+                    got = gb.method(h, algo)(*xs).astype(np.float64)
+                    want = gb.method(ref, algo)(*[x.astype(np.float64) for x in xs])
+                    err[algo] = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+                times = {}
+                for n in sizes:
+                    if time.time() > deadline:
+                        break
+                    arrays = gb.random_states(h, n, seed=n)
+                    sets = bench.device_sets(n, arrays)
+                    for algo in algos:
+                        r = bench.resident(h, algo, n, [gb.inputs_of(algo, *x) for x in sets])
+                        times[(algo, n)] = (r["res_us"], r["finite"])
+                    del sets
+                    bench.torch.cuda.empty_cache()
+                rows.append((robot, dtype, k, (err, times), None))
+                gb.log(robot, dtype, k, err, {f"{a}@{n}": f"{t:.1f}" for (a, n), (t, _) in times.items()})
+    L = [f"# {', '.join(robots)}: {', '.join(algos)} on the H200 under compile-time variants", "",
+         "res µs = launch + stream sync on device pointers (median, host clock), input sets rotated past the L2; "
+         "states/s = B / res; % bound against ../shared/anchors.md where it has the row (fp32; halved for fp64). "
+         "rel err: max |x - ref| / max |ref| over 999 states against the CPU float64 reference. "
+         f"Extra nvcc flags on every variant: `{args.extra_flags or '(none)'}`.", "",
+         "| robot | dtype | variant | flags | algo | rel err | " + " | ".join(f"B={n} µs" for n in sizes) +
+         " | largest B states/s | % bound |", "|---|---|---|---|---|---|" + "---|" * len(sizes) + "---|---|"]
+    for robot, dtype, k, res, note in rows:
         if res is None:
-            L.append(f"| {dtype} | {k} | `{WIDE[k][0]}` {WIDE[k][2]} | {note} |||||||| ")
+            L.append(f"| {robot} | {dtype} | {k} | `{WIDE[k][0]}` {WIDE[k][2]} | | {note} |" + " |" * (len(sizes) + 2))
             continue
         err, times = res
-        bound = 1.8e9 * (0.5 if dtype == "float64" else 1.0)
-        pct = {a: 100 * 1048576 / (times[(a, 1048576)][0] * 1e-6) / bound for a in ("crba", "minv")}
-        fin = all(f for _, f in times.values())
-        L.append(f"| {dtype} | {k} | `{WIDE[k][0]}` {WIDE[k][2]} | {err['crba']:.2e} | {err['minv']:.2e} | "
-                 f"{times[('crba', 65536)][0]:.1f} | {times[('minv', 65536)][0]:.1f} | "
-                 f"{times[('crba', 1048576)][0]:.1f} | {times[('minv', 1048576)][0]:.1f} | {pct['crba']:.1f} | "
-                 f"{pct['minv']:.1f} |" + ("" if fin else " (non-finite output!)"))
+        for algo in algos:
+            cells = [f"{times[(algo, n)][0]:.1f}" if (algo, n) in times else "—" for n in sizes]
+            done = [n for n in sizes if (algo, n) in times]
+            sps = done[-1] / (times[(algo, done[-1])][0] * 1e-6) if done else float("nan")
+            bound = gb.BOUND_FP32.get((robot, "crba" if algo == "minv" else algo))
+            pct = f"{100 * sps / (bound * (0.5 if dtype == 'float64' else 1.0)):.1f}" if bound and done else "—"
+            fin = all(times[(algo, n)][1] for n in done)
+            L.append(f"| {robot} | {dtype} | {k} | `{WIDE[k][0]}` {WIDE[k][2]} | {algo} | {err[algo]:.2e} | " +
+                     " | ".join(cells) + f" | {sps:.3g} | {pct} |" + ("" if fin else " (non-finite output!)"))
     L += ["", "Variants: " + "; ".join(f"{k}: {w}" for k, (_, w, _) in WIDE.items()), ""]
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / "gpu_wide.md").write_text("\n".join(L))
+    (Path(args.out) / f"gpu_wide{args.tag}.md").write_text("\n".join(L))
     print("\n".join(L))
     return 0
 

@@ -93,53 +93,64 @@ int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const compos
         return 0;
     }
     /* scalar: the state's inputs copied to contiguous arrays (the inner functions run with an element stride of
-       1 on them), everything in the workspace after the inner functions' own */
+       1 on them), everything in the workspace after the inner functions' own. Grouped (in->group: a rolled
+       composite on CUDA, whose callees are all rolled templates), the lanes of a group share the state: they call
+       the callees together, split the copies and the product over the lanes (lane k mod GRID_G_ owns element k,
+       each summed in the one-thread order) and meet at a sync after every step that writes what others read. */
     char qe[64], ve[64], ae[64], fe[64], ge[64], oe[64];
     emit_elem(cx, qe, sizeof qe, "q", "k");
     emit_elem(cx, ve, sizeof ve, "v", "k");
     emit_elem(cx, ae, sizeof ae, "a", "k");
     emit_elem(cx, fe, sizeof fe, "fext", "k");
     emit_elem(cx, ge, sizeof ge, "g", "k");
-    emit_elem(cx, oe, sizeof oe, "out", vjp ? "k" : "r * %d + c");
-    char oel[64];
-    snprintf(oel, sizeof oel, oe, n2);
+    emit_elem(cx, oe, sizeof oe, "out", "k");
+    const int grp = in->group;
     const char *st1 = cx->t->stride_param[0] ? ", 1" : "";
-    ew_printf(w, "/* %s: %s at qdd = FD(q, qd, u%s) */\n"
-                 "%s void grid_s_%s",
-              sp->fn, what, sp->reads_fext ? ", f_ext" : "", cx->t->state_fn, sp->fn);
-    emit_state_params(w, cx->t);
-    ew_printf(w, "\n{\n    (void)fext; (void)g; (void)frame; (void)rf;\n"
+    /* a callee's template argument and trailing group arguments; the split loop's start and step; the sync */
+    const char *tm = grp ? "<GRID_G_>" : "", *ga = grp ? ", gl, gm" : "", *k0 = grp ? "gl" : "0";
+    const char *kst = grp ? "k += GRID_G_" : "k++", *sync = grp ? "    GRID_GROUP_SYNC_();\n" : "";
+    ew_printf(w, "/* %s: %s at qdd = FD(q, qd, u%s)%s */\n"
+                 "%s%s void grid_s_%s",
+              sp->fn, what, sp->reads_fext ? ", f_ext" : "", grp ? "; GRID_G_ lanes share the state" : "",
+              grp ? cx->t->group_fn : "", cx->t->state_fn, sp->fn);
+    if (grp) emit_rolled_state_params(w, cx->t);
+    else emit_state_params(w, cx->t);
+    ew_printf(w, "\n{\n    (void)fext; (void)g; (void)frame; (void)rf;%s\n"
                  "    grid_real *cq = ws + %ld, *cv = cq + %d, *ca = cv + %d, *cf = ca + %d;\n"
                  "    grid_real *qdd = cf + %d, *Mi = qdd + %d, *dt = Mi + %d;\n"
-                 "    for (int k = 0; k < %d; k++) cq[k] = %s;\n"
-                 "    for (int k = 0; k < %d; k++) cv[k] = %s;\n"
-                 "    for (int k = 0; k < %d; k++) ca[k] = %s;\n",
-              in->inner_work, nq, nv, nv, 6 * nb, nv, nv * nv, nq, qe, nv, ve, nv, ae);
-    if (sp->reads_fext) ew_printf(w, "    for (int k = 0; k < %d; k++) cf[k] = %s;\n", 6 * nb, fe);
-    ew_printf(w, "    grid_s_%s(cq, cv, ca, cf, 0, qdd, 0, 0, ws%s);\n"
-                 "    grid_s_%s(cq, cv, ca, cf, 0, Mi, 0, 0, ws%s);\n",
-              in->fn[0], st1, in->fn[2], st1);
+                 "    for (int k = %s; k < %d; %s) cq[k] = %s;\n"
+                 "    for (int k = %s; k < %d; %s) cv[k] = %s;\n"
+                 "    for (int k = %s; k < %d; %s) ca[k] = %s;\n",
+              grp ? " (void)gm;" : "", in->inner_work, nq, nv, nv, 6 * nb, nv, nv * nv, k0, nq, kst, qe, k0, nv, kst, ve,
+              k0, nv, kst, ae);
+    if (sp->reads_fext) ew_printf(w, "    for (int k = %s; k < %d; %s) cf[k] = %s;\n", k0, 6 * nb, kst, fe);
+    ew_printf(w, "%s"
+                 "    grid_s_%s%s(cq, cv, ca, cf, 0, qdd, 0, 0, ws%s%s);\n%s"
+                 "    grid_s_%s%s(cq, cv, ca, cf, 0, Mi, 0, 0, ws%s%s);\n%s",
+              sync, in->fn[0], tm, st1, ga, sync, in->fn[2], tm, st1, ga, sync);
     if (vjp) {
         ew_printf(w, "    grid_real *cg = dt + %d, *h = cg + %d;\n"
-                     "    for (int k = 0; k < %d; k++) cg[k] = %s;\n"
-                     "    for (int r = 0; r < %d; r++) {\n"
+                     "    for (int k = %s; k < %d; %s) cg[k] = %s;\n%s"
+                     "    for (int k = %s; k < %d; %s) {\n"
                      "        grid_real s = 0;\n"
-                     "        for (int k = 0; k < %d; k++) s += Mi[r * %d + k] * cg[k];\n"
-                     "        h[r] = s;\n"
-                     "    }\n"
-                     "    grid_s_%s(cq, cv, qdd, cf, h, dt, 0, 0, ws%s);\n"
-                     "    for (int k = 0; k < %d; k++) %s = -dt[k];\n"
-                     "    for (int k = %d; k < %d; k++) %s = h[k - %d];\n}\n\n",
-                  dn, nv, nv, ge, nv, nv, nv, in->fn[1], st1, n2, oel, n2, n2 + nv, oel, n2);
-        return 0;
+                     "        for (int j = 0; j < %d; j++) s += Mi[k * %d + j] * cg[j];\n"
+                     "        h[k] = s;\n"
+                     "    }\n%s"
+                     "    grid_s_%s%s(cq, cv, qdd, cf, h, dt, 0, 0, ws%s%s);\n%s"
+                     "    for (int k = %s; k < %d; %s) %s = k < %d ? -dt[k] : h[k - %d];\n",
+                  dn, nv, k0, nv, kst, ge, sync, k0, nv, kst, nv, nv, sync, in->fn[1], tm, st1, ga, sync, k0, n2 + nv,
+                  kst, oe, n2, n2);
+    } else {
+        ew_printf(w, "    grid_s_%s%s(cq, cv, qdd, cf, 0, dt, 0, 0, ws%s%s);\n%s"
+                     "    for (int k = %s; k < %d; %s) {\n"
+                     "        const int r = k / %d, c = k %% %d;\n"
+                     "        grid_real s = 0;\n"
+                     "        for (int j = 0; j < %d; j++) s -= Mi[r * %d + j] * dt[j * %d + c];\n"
+                     "        %s = s;\n"
+                     "    }\n",
+                  in->fn[1], tm, st1, ga, sync, k0, nv * n2, kst, n2, n2, nv, nv, n2, oe);
     }
-    ew_printf(w, "    grid_s_%s(cq, cv, qdd, cf, 0, dt, 0, 0, ws%s);\n"
-                 "    for (int r = 0; r < %d; r++)\n"
-                 "        for (int c = 0; c < %d; c++) {\n"
-                 "            grid_real s = 0;\n"
-                 "            for (int k = 0; k < %d; k++) s -= Mi[r * %d + k] * dt[k * %d + c];\n"
-                 "            %s = s;\n"
-                 "        }\n}\n\n",
-              in->fn[1], st1, nv, n2, nv, nv, n2, oel);
+    /* the lanes leave together: the caller's next use of the workspace follows every lane's last read */
+    ew_printf(w, "%s}\n\n", sync);
     return 0;
 }

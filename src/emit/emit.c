@@ -269,6 +269,15 @@ static long long min_parallel(long flops)
 #define STATEMENTS_PER_PART 30000L
 #define MAX_PARTS 8
 
+/* 1 when per-state function f is a template on the lanes that share a state (the target's group_fn): a rolled
+   loop nest, or a rolled scalar FD composite, whose callees are then rolled templates too (not a coupled model's
+   wrappers, not a lane function) */
+static int group_template(const emit_ctx *cx, int f, const int *rolled, const int *vec)
+{
+    const int fd = specs[f].kind == ST_FD_GRAD || specs[f].kind == ST_FD_VJP;
+    return cx->t->group_fn[0] && rolled[f] && !vec[f] && !emit_coupled(cx) && (calls[f][0] < 0 || fd);
+}
+
 /* the batch entry of row a */
 static void write_entry(const emit_ctx *cx, int a, const grid_method_info *row, const sym_stats *fstats, const int *vec,
                         const int *rolled)
@@ -287,7 +296,7 @@ static void write_entry(const emit_ctx *cx, int a, const grid_method_info *row, 
         if (L->slot[s] < 0) continue;
         e.variant[s].fn = specs[L->slot[s]].fn;
         e.variant[s].work = fstats[L->slot[s]].work;
-        e.variant[s].rolled = rolled[L->slot[s]] && !emit_coupled(cx) && calls[L->slot[s]][0] < 0;
+        e.variant[s].rolled = group_template(cx, L->slot[s], rolled, vec);
         spec_reads(L->slot[s], e.variant[s].reads);
     }
     e.vector = vec[L->slot[0]];
@@ -560,7 +569,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
                 cs.statements += s1.statements;
                 if (s1.work > inner_work) inner_work = s1.work;
             }
-            composite_inners in = {{name[0], name[1], name[2]}, inner_work};
+            composite_inners in = {{name[0], name[1], name[2]}, inner_work, group_template(&cx, f, rolled, vec)};
             if (frc == 0)
                 frc = specs[f].kind == ST_FD_GRAD || specs[f].kind == ST_FD_VJP
                           ? emit_fd_grad_function(&cx, &specs[f], &in, vec[f], &fstats[f])

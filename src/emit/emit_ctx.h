@@ -102,6 +102,8 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
 typedef struct {
     const char *fn[3]; /* the per-state functions it calls (grid_s_ / grid_v_ names without the prefix), in calls[] order */
     long inner_work;   /* the most workspace any of them takes (reals) */
+    int group;         /* 1: the scalar form as a template on GRID_G_ lanes sharing the state (CUDA, rolled: every
+                          callee is a rolled template) */
 } composite_inners;
 int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, int vector,
                           sym_stats *stats);

@@ -43,11 +43,14 @@
 #define GRID_CUDA_CHUNK_BYTES (64LL << 20) /* host round trip: input (or output) bytes per chunk */
 #endif
 #ifndef GRID_CUDA_GROUP
-#define GRID_CUDA_GROUP 1 /* rolled functions with a wide output: lanes that share one state (a power of two up to
-   32; the columns loops are split over them); 1: one thread per state */
+#define GRID_CUDA_GROUP 8 /* rolled functions with a wide output: lanes that share one state (a power of two up to
+   32; the columns loops are split over them); 1: one thread per state. 8 (bench/RESULTS-gpu.md run 14): the rolled
+   RNEA gradient of g1 at B = 1024 in 352 us against 1883 with one thread per state, 8.8 ms against 23.4 at 65536
+   (32 lanes: 308 us, 12.4 ms) */
 #endif
 #ifndef GRID_CUDA_GROUP_MIN_OUT
-#define GRID_CUDA_GROUP_MIN_OUT 256 /* the output width (elements per state) from which GRID_CUDA_GROUP applies */
+#define GRID_CUDA_GROUP_MIN_OUT 33 /* the output width (elements per state) from which GRID_CUDA_GROUP applies: every
+   output wider than a warp's 32 elements (the VJPs' 2 nv included) */
 #endif
 #ifndef GRID_CUDA_WORK_MAX
 #define GRID_CUDA_WORK_MAX (512LL << 20) /* rolled functions: device workspace bytes one launch may use; a larger

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <math.h>
+#include <time.h>
 
 static int check_passed_, check_failed_, check_test_failed_;
 
@@ -16,8 +17,12 @@ static int check_passed_, check_failed_, check_test_failed_;
     fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 #define CHECK_NEAR(a, b, tol) CHECK_MSG(fabs((double)(a) - (double)(b)) <= (tol), "%.17g vs %.17g", (double)(a), (double)(b))
 
-/* run one test function and count it */
-#define RUN_TEST(fn) do { check_test_failed_ = 0; fn(); \
+static inline double check_seconds_(void) {
+    struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+/* run one test function and count it; a test over a second says how long it took (CI time is budgeted) */
+#define RUN_TEST(fn) do { double t0_ = check_seconds_(); check_test_failed_ = 0; fn(); \
+    double dt_ = check_seconds_() - t0_; if (dt_ > 1.0) { printf("  %s: %.1f s\n", #fn, dt_); fflush(stdout); } \
     if (check_test_failed_) { check_failed_++; fprintf(stderr, "FAIL %s\n", #fn); } \
     else { check_passed_++; } } while (0)
 

@@ -150,7 +150,10 @@ def test_only_rolled_functions_are_group_templates(iiwa64_cuda, iiwa64_rolled_cu
     assert "crba" in templates and "minv" in templates and "rnea_a" in templates, templates
     kernels = set(re.findall(r"static __global__ void __launch_bounds__\(GRID_CUDA_BLOCK, GRID_CUDA_MIN_BLOCKS\)\n"
                              r"grid_kg_(\w+)\(", rolled))
-    assert {"crba", "minv", "fk", "frame_jacobian"} <= kernels and "rnea_a" not in kernels, kernels
+    assert {"crba", "minv", "fk", "frame_jacobian", "rnea_grad", "fd_grad"} <= kernels, kernels
+    assert "rnea_a" not in kernels, kernels
+    # the FD composites share the state's lanes with their (rolled) callees
+    assert re.search(r"grid_s_fd_\w+<GRID_G_>\(cq, cv, ca, cf, 0, qdd, 0, 0, ws, 1, gl, gm\);", rolled)
 
 
 def test_rolled_cuda_compiles_and_states_its_workspace(iiwa64_rolled_cuda):
@@ -218,15 +221,16 @@ def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
     ("synthetic_ff_rolled", ["-DGRID_CUDA_GROUP=4", "-DGRID_CUDA_GROUP_MIN_OUT=1"]),
     ("synthetic_ff_rolled", ["-DGRID_CUDA_GROUP=32", "-DGRID_CUDA_GROUP_MIN_OUT=1", "-DGRID_CUDA_WORK_MAX=1"]),
     ("iiwa_rolled", ["-DGRID_CUDA_GROUP=2", "-DGRID_CUDA_GROUP_MIN_OUT=1"]),
-    ("joints_ff_rolled", ["-DGRID_CUDA_GROUP=8", "-DGRID_CUDA_GROUP_MIN_OUT=1"]),
+    # one thread per state (the rolled default is GRID_CUDA_GROUP = 8 lanes), gradients included
+    ("joints_ff_rolled", ["-DGRID_CUDA_GROUP=1"]),
 ], ids=["iiwa-default", "synthetic_ff-in-place-chunked", "synthetic_ff-all-staged-packed-zero-copy", "iiwa-rolled",
         "synthetic_ff-rolled-sliced-chunked", "joints_ff", "joints_ff-rolled", "mimic_ff", "mimic_ff-rolled",
         "synthetic_ff-rolled-group4", "synthetic_ff-rolled-group32-sliced", "iiwa-rolled-group2",
-        "joints_ff-rolled-group8"])
+        "joints_ff-rolled-thread"])
 def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defines):
     """grid_cuda_<algo> (tiles, plan, tails, variants, rolled workspace and slices) and grid_host_<algo> (chunks,
     packing) run on the CPU, one std::thread per CUDA thread, and must equal the C target of the same robot (float64,
-    1e-10; the unrolled C library also for the rolled CUDA ones) at B = 1, 7, 33, 300"""
+    1e-10; the unrolled C library also for the rolled CUDA ones) at B = 1, 7, 33, 300 (rolled: 70)"""
     gxx = shutil.which("g++") or shutil.which("c++")
     if not gxx:
         pytest.skip("no C++ compiler")
@@ -255,11 +259,13 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defin
     if p.returncode and "barrier" in p.stderr:
         pytest.skip(f"{gxx} has no C++20 <barrier>")
     assert p.returncode == 0, p.stderr[-3000:]
-    # the gradients run in the configurations without knobs (and the rolled / joint-type / mimic ones); the knob
-    # variants exercise the runtime's staging, chunks and slices on the other rows (CI time: docs/cuda.md)
-    env = dict(os.environ, **({"EMU_SKIP_GRADIENTS": "1"} if defines else {}))
-    r = subprocess.run([str(exe), cpu.library_path, "1", "7", "33", "300"], capture_output=True, text=True, timeout=300,
-                       env=env)
+    # the gradients run in the configurations without knobs (and the rolled / joint-type / mimic ones) and with one
+    # thread per state; the knob variants exercise the runtime's staging, chunks and slices on the other rows (CI
+    # time: docs/cuda.md)
+    env = dict(os.environ, **({"EMU_SKIP_GRADIENTS": "1"} if defines and defines != ["-DGRID_CUDA_GROUP=1"] else {}))
+    # a rolled library's wide rows run GRID_CUDA_GROUP threads per state: 70 states span several blocks there
+    sizes = ["1", "7", "33", "70" if which.endswith("rolled") else "300"]
+    r = subprocess.run([str(exe), cpu.library_path, *sizes], capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "0 mismatches" in r.stdout
 
