@@ -124,13 +124,15 @@ def relative(gen, ref):
 def handles(robot_case):
     case, path = robot_case
     return (case, handle_for(case, path, "generated", "float64"), handle_for(case, path, "reference", "float64"),
-            handle_for(case, path, "generated", "float32"))
+            handle_for(case, path, "generated", "float32") if case.float32 else None)
 
 
 def test_handles_use_the_generated_library(handles):
     case, gen, ref, gen32 = handles
-    assert gen.provider == "generated" and gen32.provider == "generated" and ref.provider == "reference"
-    assert gen.library_path.endswith("/robot.so") and gen.library_path != gen32.library_path
+    assert gen.provider == "generated" and ref.provider == "reference"
+    assert gen.library_path.endswith("/robot.so")
+    if gen32 is not None:
+        assert gen32.provider == "generated" and gen.library_path != gen32.library_path
     assert ref.library_path is None and ref.cache_entry is None and ref.build_info is None
     assert gen._runner.algorithm_sources == ("provider",) * len(gen._runner.algorithm_sources)
 
@@ -198,6 +200,8 @@ def family(label):
 
 def test_generated_float32_accuracy(handles):
     case, _, ref, gen32 = handles
+    if gen32 is None:
+        pytest.skip(f"{case.id}: float32 is compiled for a subset of the robots (robot_cases.CASES)")
     row = {"cond": (np.inf, 0.0), "ratio": 0.0}
     failures = []
     for kind in kinds(case):
