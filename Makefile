@@ -11,9 +11,10 @@ SRC := $(sort $(wildcard src/*/*.c))
 OBJ := $(patsubst src/%.c,build/obj/%.o,$(SRC))
 ASAN_OBJ := $(patsubst src/%.c,build/asan/%.o,$(SRC))
 CTESTS := $(patsubst tests/c/%.c,%,$(sort $(wildcard tests/c/test_*.c)))
+NPROC := $(shell nproc 2>/dev/null || echo 2)
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all demo test test-c test-asan fuzz test-python bench bench-large venv clean gridc
+.PHONY: all demo test c-programs test-c test-asan fuzz test-python bench bench-large venv clean gridc
 
 all: build/libgrid.a build/gridc
 
@@ -21,7 +22,10 @@ all: build/libgrid.a build/gridc
 demo: venv
 	$(VPY) examples/demo.py
 
-test: venv test-c test-asan fuzz test-python
+# the C libraries, test programs and fuzzer compile in parallel first; the tests then run one suite at a time
+test: venv
+	@$(MAKE) --no-print-directory -j$(NPROC) c-programs
+	@$(MAKE) --no-print-directory test-c test-asan fuzz test-python
 
 # ---- environment: system packages, virtual environment, editable install ----
 venv: $(VENV)/.installed
@@ -70,6 +74,8 @@ build/tests-asan/%: tests/c/%.c $(wildcard tests/c/*.h) build/libgrid-asan.a
 # the tile stores' streamed path needs AVX (the test skips itself on a CPU without it)
 build/tests/test_lane_store build/tests-asan/test_lane_store: CFLAGS_COMMON += -mavx
 build/tests/test_lane_store build/tests-asan/test_lane_store: src/emit/lane_store.h
+
+c-programs: $(addprefix build/tests/,$(CTESTS)) $(addprefix build/tests-asan/,$(CTESTS)) build/fuzz_urdf build/gridc
 
 test-c: $(addprefix build/tests/,$(CTESTS))
 	@set -e; for t in $^; do echo "== $$t"; $$t; done

@@ -14,6 +14,8 @@ from test_codegen import (FLOAT32_COND_RTOL, FLOAT32_GRAD_RTOL, FLOAT32_RTOL, RT
 ROLLED_CASES = ("iiwa", "hyq_ff", "go2", "g1_29dof_ff", "atlas_ff", "synthetic", "synthetic_ff", "talos_ff", "joints",
                 "joints_ff")
 N = 6
+# float32 on a subset (fixed and floating, branching, every joint type, ill-conditioned, the largest): CI time
+ROLLED_F32 = ("iiwa", "hyq_ff", "g1_29dof_ff", "atlas_ff", "synthetic_ff", "joints_ff")
 
 
 def case_by_id(cid):
@@ -28,7 +30,8 @@ def rolled(request, tmp_path_factory):
     kw = dict(urdf_path=path, floating_base=case.floating_base, ignore_mimic=case.ignore_mimic, verbose=False)
     ref = grid_rbd.register_robot(case.id + "_rref", codegen=False, dtype="float64", **kw)
     r64 = grid_rbd.register_robot(case.id + "_r64", dtype="float64", cache_dir=cache, codegen_schedule="rolled", **kw)
-    r32 = grid_rbd.register_robot(case.id + "_r32", dtype="float32", cache_dir=cache, codegen_schedule="rolled", **kw)
+    r32 = (grid_rbd.register_robot(case.id + "_r32", dtype="float32", cache_dir=cache, codegen_schedule="rolled", **kw)
+           if case.id in ROLLED_F32 else None)
     return case, ref, r64, r32
 
 
@@ -68,6 +71,8 @@ def test_rolled_float64_matches_reference(rolled, kind):
 
 def test_rolled_float32_accuracy(rolled):
     case, ref, _, r32 = rolled
+    if r32 is None:
+        pytest.skip(f"{case.id}: the rolled float32 library is built for ROLLED_F32 only")
     failures = []
     s32 = {k: v.astype(np.float32) for k, v in make_states(ref, "random", N, seed=7).items()}
     s64 = {k: v.astype(np.float64) for k, v in s32.items()}
