@@ -296,7 +296,7 @@ static void write_entry(const emit_ctx *cx, int a, const grid_method_info *row, 
         if (L->slot[s] < 0) continue;
         e.variant[s].fn = specs[L->slot[s]].fn;
         e.variant[s].work = fstats[L->slot[s]].work;
-        e.variant[s].rolled = group_template(cx, L->slot[s], rolled, vec);
+        e.variant[s].grouped = group_template(cx, L->slot[s], rolled, vec);
         spec_reads(L->slot[s], e.variant[s].reads);
     }
     e.vector = vec[L->slot[0]];

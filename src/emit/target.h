@@ -22,7 +22,7 @@ typedef struct {
     const char *fn;           /* per-state function name (NULL: unused slot) */
     int reads[EP_COUNT];      /* 1: the function reads that parameter (q always) */
     long long work;           /* reals of workspace the function needs per state (0: none; rolled functions) */
-    int rolled;               /* 1: a template on the lanes sharing a state (a rolled loop nest, or a rolled FD
+    int grouped;              /* 1: a template on the lanes sharing a state (a rolled loop nest, or a rolled FD
                                  composite of them; not a wrapper): the group form exists */
 } emit_variant;
 

@@ -214,7 +214,7 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
 }
 
 /* a rolled function with a wide output (more than a warp's 32 elements) also has a group kernel */
-static int group_form(const emit_entry *e, const emit_variant *vr) { return vr->rolled && vr->work > 0 && e->row->out[0].width > 32; }
+static int group_form(const emit_entry *e, const emit_variant *vr) { return vr->grouped && vr->work > 0 && e->row->out[0].width > 32; }
 
 /* a rolled function's group kernel: GRID_CUDA_GROUP lanes per state, reading and writing global memory in place
    (the lanes of a group read the same inputs; a columns loop's lanes write consecutive elements), the group's
