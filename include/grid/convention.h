@@ -9,6 +9,10 @@
      qdd_pin = T qdd_mj + Tdot v_mj        (Tdot v_mj = [-omega x v_lin_body; 0])
      nle_mj = T^T rnea_pin(q, T v, Tdot v) (the bias of MuJoCo's coordinates, not T^T nle_pin)
      M_mj = T^T M_pin T,  Minv_mj = T^T Minv_pin T,  J_mj = J_pin T (every reference frame)
+   Derivatives are taken along MuJoCo's tangent (mj_integratePos: p += dp in the world, the quaternion times
+   exp(dtheta) in the body), which is Pinocchio's local tangent through T; the chain rule through T(q), the
+   acceleration's Tdot v and the inputs' conversion adds terms that need the primal output (tau or qdd) and M or
+   M^-1: the job runs those rows too (aux) and the post pass combines them (docs/conventions.md writes it out).
    Placements (fk, ee_pose) are world quantities and only need q converted. f_ext stays body-local wrenches.
    The CUDA runtime includes this header with GRID_CONV_TYPES_ONLY (the types, no host API). */
 
@@ -49,7 +53,8 @@ enum {
     GRID_CONV_IN_Q,        /* configuration */
     GRID_CONV_IN_V,        /* velocity: v_pin = T v */
     GRID_CONV_IN_A,        /* acceleration: a_pin = T a + Tdot v */
-    GRID_CONV_IN_U         /* generalised force: u_pin = T u */
+    GRID_CONV_IN_U,        /* generalised force: u_pin = T u */
+    GRID_CONV_IN_G         /* a VJP's cotangent of a torque or an acceleration: g_pin = T g, as u */
 };
 
 /* what the output is (one output per row today) */
@@ -58,8 +63,15 @@ enum {
     GRID_CONV_OUT_TAU,      /* generalised force: T^T tau */
     GRID_CONV_OUT_QDD,      /* acceleration: T^T (qdd_pin - Tdot v) */
     GRID_CONV_OUT_MAT,      /* nv x nv: T^T X T (M and Minv alike, T being orthogonal) */
-    GRID_CONV_OUT_JAC       /* rows x nv: X T */
+    GRID_CONV_OUT_JAC,      /* rows x nv: X T */
+    GRID_CONV_OUT_DTAU,     /* nv x 2nv [dtau/dq | dtau/dv] (aux: tau, M) */
+    GRID_CONV_OUT_DQDD,     /* nv x 2nv [dqdd/dq | dqdd/dv] (aux: qdd, Minv) */
+    GRID_CONV_OUT_VJP_TAU,  /* 2nv g^T [dtau/dq | dtau/dv] (aux: tau, M) */
+    GRID_CONV_OUT_VJP_QDD   /* 3nv g^T [dqdd/dq | dqdd/dv | dqdd/du] (aux: qdd) */
 };
+
+/* the most extra rows a job runs beside its own */
+#define GRID_CONV_MAX_AUX 2
 
 /* One call's conversion: the row that runs (NLE on a free flyer runs as RNEA with MuJoCo's zero acceleration),
    what each of its inputs is and where it comes from, and what its output is. */
@@ -70,17 +82,23 @@ typedef struct {
     int n_in;                 /* the run row's inputs */
     int role[GRID_MAX_IN];    /* GRID_CONV_IN_* of each */
     int src[GRID_MAX_IN];     /* the caller's input feeding it; -1: absent (NULL to the run row) */
-    int slot_q, slot_v, slot_a, slot_u; /* the run row's input of each role, -1: none */
+    int slot_q, slot_v, slot_a, slot_u, slot_g; /* the run row's input of each role, -1: none */
     int a_zero;               /* the acceleration is built from zero in MuJoCo's basis (slot_a set, no source) */
     int out_kind;             /* GRID_CONV_OUT_* */
     int out_rows;             /* the output per state is out_rows x nv (vectors: 1) */
     long long out_width;      /* elements of the output per state */
+    int n_aux;                        /* rows run beside it on the same converted inputs (0 without a free flyer) */
+    int aux[GRID_CONV_MAX_AUX];       /* their rows: the primal output, then M or Minv */
+    int aux_n_in[GRID_CONV_MAX_AUX];            /* their inputs */
+    int aux_in[GRID_CONV_MAX_AUX][GRID_MAX_IN]; /* each aux input: the run row's input of the same name, -1 */
+    long long aux_width[GRID_CONV_MAX_AUX];     /* their output elements per state */
 } grid_conv_job;
 
-/* a CUDA robot.so's grid_cuda_convention_call (cuda_runtime.cu): job's run row through fn, the host round trip
-   grid_<row> (host != 0: the chunks' device buffers converted in place) or the kernels grid_cuda_<row> on device
-   arrays (host == 0: converted inputs in stream-ordered scratch, nothing synchronised); 0 or a status */
-typedef int (*grid_cuda_convention_fn)(const grid_conv_job *j, grid_batch_fn fn, const grid_call *c, int host);
+/* a CUDA robot.so's grid_cuda_convention_call (cuda_runtime.cu): job's run row through fns[0], the host round trip
+   grid_<row> (host != 0, a job without aux rows: the chunks' device buffers converted in place) or the kernels
+   grid_cuda_<row> on device arrays (host == 0: fns[1 ..] the aux rows' grid_cuda_<row>; converted inputs and aux
+   outputs in stream-ordered scratch, nothing synchronised); 0 or a status */
+typedef int (*grid_cuda_convention_fn)(const grid_conv_job *j, const grid_batch_fn *fns, const grid_call *c, int host);
 
 #ifdef __cplusplus
 }
@@ -111,26 +129,30 @@ static inline int grid_convention_identity(const grid_convention *cv) { return c
 int grid_convention_job(const grid_convention *cv, int algo, const void *const *in, grid_conv_job *job);
 
 /* the per-state passes (float64, float32). pre: the caller's q (and v, a, u: NULL where the job has no such input;
-   a NULL with a_zero) into Pinocchio's qp, vp, ap, up (separate arrays, or the same ones: in place); post: the
-   output in place, from the converted qp and vp of its state. */
+   a NULL with a_zero; g the cotangent) into Pinocchio's qp, vp, ap, up, gp (separate arrays, or the same ones: in
+   place); post: the output in place, from the converted inputs of its state (ap, up, gp as the job has them) and
+   its aux outputs (x[k] for aux row k). */
 void grid_conv_pre_d(const grid_conv_job *j, const double *q, const double *v, const double *a, const double *u,
-                     double *qp, double *vp, double *ap, double *up);
-void grid_conv_post_d(const grid_conv_job *j, const double *qp, const double *vp, double *out);
+                     const double *g, double *qp, double *vp, double *ap, double *up, double *gp);
+void grid_conv_post_d(const grid_conv_job *j, const double *qp, const double *vp, const double *ap, const double *up,
+                      const double *gp, const double *const *x, double *out);
 void grid_conv_pre_f(const grid_conv_job *j, const float *q, const float *v, const float *a, const float *u,
-                     float *qp, float *vp, float *ap, float *up);
-void grid_conv_post_f(const grid_conv_job *j, const float *qp, const float *vp, float *out);
+                     const float *g, float *qp, float *vp, float *ap, float *up, float *gp);
+void grid_conv_post_f(const grid_conv_job *j, const float *qp, const float *vp, const float *ap, const float *up,
+                      const float *gp, const float *const *x, float *out);
 
 /* runs row algo of the provider (or the reference) on a batch: GRID_OK or a status */
 typedef int (*grid_conv_run_fn)(void *user, int algo, const grid_call *c);
 
 /* A whole call in the convention: on up to c->num_threads threads (each over a contiguous slice of the batch, the
-   calling thread one of them), per chunk of states the inputs converted into scratch from ctx, run(user,
-   job.run_algo, chunk call on one thread with the thread's part of c->work), the output converted in place. c is
+   calling thread one of them), per chunk of states (chunk_states, or 0: sized to stay in cache) the inputs
+   converted into scratch from ctx, run(user, row, chunk call on one thread with the thread's part of c->work) for
+   the job's aux rows and then its run row, the output converted in place. c is
    the caller's call (its row's inputs, dtype elements); an output that is exactly an input is fine (every state is
    converted before it runs). Each state's result depends on that state alone: bitwise the same for any batch size,
    chunking or thread count. run must be safe to call from several threads at once. */
 int grid_convention_call(const grid_convention *cv, int algo, int dtype, const grid_call *c, grid_context *ctx,
-                         grid_conv_run_fn run, void *user);
+                         grid_conv_run_fn run, void *user, long long chunk_states);
 
 #ifdef __cplusplus
 }

@@ -347,14 +347,17 @@ static PyObject *cudalib_call(PyObject *s, PyObject *const *args, Py_ssize_t nar
         if (ca.c.n_in != row->n_in) return PyErr_Format(PyExc_ValueError, "%s takes %d inputs", row->name, row->n_in);
         status = grid_convention_job(&self->conv, (int)algo, ca.c.in, &job);
         if (status != GRID_OK) return raise_status(self, status, grid_algo_name((int)algo));
-        if (!(fn = algo_fn(self, job.run_algo, 1))) return NULL;
+        grid_batch_fn fns[1 + GRID_CONV_MAX_AUX];
+        if (!(fns[0] = algo_fn(self, job.run_algo, 1))) return NULL;
+        for (int x = 0; x < job.n_aux; x++)
+            if (!(fns[1 + x] = algo_fn(self, job.aux[x], 1))) return NULL;
         const void *in[GRID_MAX_IN] = {0};
         for (int k = 0; k < job.n_in; k++) in[k] = job.src[k] >= 0 ? ca.c.in[job.src[k]] : NULL;
         grid_call c = ca.c;
         c.in = in;
         c.n_in = job.n_in;
         Py_BEGIN_ALLOW_THREADS
-        status = self->convention_fn(&job, fn, &c, 0);
+        status = self->convention_fn(&job, fns, &c, 0);
         Py_END_ALLOW_THREADS
     } else {
         Py_BEGIN_ALLOW_THREADS

@@ -461,13 +461,23 @@ static int run_row(void *user, int algo, const grid_call *c)
     return fn ? fn(c) : grid_ref_batch(r->model, algo, r->dtype, c);
 }
 
+/* states per chunk of a CUDA library's call whose conversion runs on the host (a derivative's chain rule on a free
+   flyer: its aux rows and run row are host round trips on the chunk) */
+#define CUDA_CONV_CHUNK 16384
+
 /* A call in the output convention through a CUDA library, whose host round trip converts each chunk on the device:
-   the job's run row with the caller's arrays (an acceleration built from zero gets qd's array to be built in). */
-static int run_cuda_convention(const GridPyRunner *r, int algo, const grid_call *c)
+   the job's run row with the caller's arrays (an acceleration built from zero gets qd's array to be built in). A
+   job with aux rows converts on the host instead, around the library's round trips of whole chunks. */
+static int run_cuda_convention(GridPyRunner *r, int algo, const grid_call *c, grid_context *ctx)
 {
     grid_conv_job job;
     int rc = grid_convention_job(&r->conv, algo, c->in, &job);
     if (rc != GRID_OK) return rc;
+    if (job.n_aux > 0) {
+        grid_call one = *c;
+        one.num_threads = 1;
+        return grid_convention_call(&r->conv, algo, r->dtype, &one, ctx, run_row, r, CUDA_CONV_CHUNK);
+    }
     grid_batch_fn fn = r->provider.fns[job.run_algo];
     if (!fn) return GRID_ERR_UNSUPPORTED;
     const void *in[GRID_MAX_IN] = {0};
@@ -476,7 +486,7 @@ static int run_cuda_convention(const GridPyRunner *r, int algo, const grid_call 
     grid_call cc = *c;
     cc.in = in;
     cc.n_in = job.n_in;
-    return r->provider.cuda_convention(&job, fn, &cc, 1);
+    return r->provider.cuda_convention(&job, &fn, &cc, 1);
 }
 
 /* the number of axes numpy sees in obj (-1 when it sees none: the shape check then reports it) */
@@ -598,7 +608,7 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         const int convert = !grid_convention_identity(&r->conv);
         const int cuda_convert = convert && r->has_provider && r->provider.cuda_convention;
         const int needs_work = fn && r->provider.work_bytes > 0;
-        if (needs_work || (convert && !cuda_convert)) {
+        if (needs_work || convert) {
             /* concurrent calls from other Python threads (the GIL is released below) get a fresh context */
             if (!r->ctx_busy) {
                 ctx = &r->ctx;
@@ -633,8 +643,8 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         const grid_model *m = r->model;
         int dtype = r->dtype;
         Py_BEGIN_ALLOW_THREADS
-        if (cuda_convert) status = run_cuda_convention(r, (int)algo, &c);
-        else if (convert) status = grid_convention_call(&r->conv, (int)algo, dtype, &c, ctx, run_row, r);
+        if (cuda_convert) status = run_cuda_convention(r, (int)algo, &c, ctx);
+        else if (convert) status = grid_convention_call(&r->conv, (int)algo, dtype, &c, ctx, run_row, r, 0);
         else status = fn ? fn(&c) : grid_ref_batch(m, (int)algo, dtype, &c);
         for (int k = 0; status == GRID_OK && k < row->n_out; k++)
             if (tmp[k]) memcpy(bout[k].data, out_ptr[k], (size_t)batch * (size_t)row->out[k].width * (size_t)dtype);

@@ -25,11 +25,21 @@ GRID_CV_FN void GRID_CV_NAME(rot_pin)(const GRID_CV_REAL *qp, int o, double R[9]
     GRID_CV_NAME(rot)((double)qp[o + 3], (double)qp[o], (double)qp[o + 1], (double)qp[o + 2], R);
 }
 
-/* Inputs of one state into Pinocchio's basis: qp, vp, ap, up from q, v, a, u (in place when the pointers are equal).
-   A NULL output skips that input; ap with a NULL a is built from MuJoCo's zero acceleration. */
+/* y = R^T x of three entries (y may be x) */
+GRID_CV_FN void GRID_CV_NAME(rot3t)(const double R[9], const GRID_CV_REAL *x, GRID_CV_REAL *y)
+{
+    const double x0 = (double)x[0], x1 = (double)x[1], x2 = (double)x[2];
+    y[0] = (GRID_CV_REAL)(R[0] * x0 + R[3] * x1 + R[6] * x2);
+    y[1] = (GRID_CV_REAL)(R[1] * x0 + R[4] * x1 + R[7] * x2);
+    y[2] = (GRID_CV_REAL)(R[2] * x0 + R[5] * x1 + R[8] * x2);
+}
+
+/* Inputs of one state into Pinocchio's basis: qp, vp, ap, up, gp from q, v, a, u, g (in place when the pointers are
+   equal). A NULL output skips that input; ap with a NULL a is built from MuJoCo's zero acceleration. */
 GRID_CV_FN void GRID_CV_NAME(pre)(const grid_conv_job *j, const GRID_CV_REAL *q, const GRID_CV_REAL *v,
-                                  const GRID_CV_REAL *a, const GRID_CV_REAL *u, GRID_CV_REAL *qp, GRID_CV_REAL *vp,
-                                  GRID_CV_REAL *ap, GRID_CV_REAL *up)
+                                  const GRID_CV_REAL *a, const GRID_CV_REAL *u, const GRID_CV_REAL *g,
+                                  GRID_CV_REAL *qp, GRID_CV_REAL *vp, GRID_CV_REAL *ap, GRID_CV_REAL *up,
+                                  GRID_CV_REAL *gp)
 {
     const grid_convention *cv = &j->cv;
     if (qp != q)
@@ -40,6 +50,8 @@ GRID_CV_FN void GRID_CV_NAME(pre)(const grid_conv_job *j, const GRID_CV_REAL *q,
         for (int i = 0; i < cv->nv; i++) ap[i] = a ? a[i] : (GRID_CV_REAL)0;
     if (up && up != u)
         for (int i = 0; i < cv->nv; i++) up[i] = u[i];
+    if (gp && gp != g)
+        for (int i = 0; i < cv->nv; i++) gp[i] = g[i];
     /* each block reads its own entries before writing them, so in place works */
     for (int b = 0; b < cv->n_blocks; b++) {
         const grid_conv_block *k = &cv->block[b];
@@ -64,12 +76,9 @@ GRID_CV_FN void GRID_CV_NAME(pre)(const grid_conv_job *j, const GRID_CV_REAL *q,
                 ap[i + 2] = (GRID_CV_REAL)(R[2] * a0 + R[5] * a1 + R[8] * a2 - (w0 * b1 - w1 * b0));
             }
         }
-        if (up) {
-            const double u0 = (double)u[i], u1 = (double)u[i + 1], u2 = (double)u[i + 2];
-            up[i] = (GRID_CV_REAL)(R[0] * u0 + R[3] * u1 + R[6] * u2);
-            up[i + 1] = (GRID_CV_REAL)(R[1] * u0 + R[4] * u1 + R[7] * u2);
-            up[i + 2] = (GRID_CV_REAL)(R[2] * u0 + R[5] * u1 + R[8] * u2);
-        }
+        /* a generalised force and a torque's or acceleration's cotangent: x_pin = R^T x_lin */
+        if (up) GRID_CV_NAME(rot3t)(R, u + i, up + i);
+        if (gp) GRID_CV_NAME(rot3t)(R, g + i, gp + i);
     }
 }
 
@@ -82,13 +91,192 @@ GRID_CV_FN void GRID_CV_NAME(rot3)(const double R[9], GRID_CV_REAL *x, long long
     x[2 * s] = (GRID_CV_REAL)(R[6] * x0 + R[7] * x1 + R[8] * x2);
 }
 
-/* The output of one state into MuJoCo's basis, in place, from the state's converted qp and vp. */
+/* c = a x b, and c += s (a x b) */
+GRID_CV_FN void GRID_CV_NAME(cross)(const double *a, const double *b, double *c)
+{
+    c[0] = a[1] * b[2] - a[2] * b[1], c[1] = a[2] * b[0] - a[0] * b[2], c[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+/* three entries x[0..2] += d[0..2] */
+GRID_CV_FN void GRID_CV_NAME(add3)(GRID_CV_REAL *x, const double *d)
+{
+    x[0] = (GRID_CV_REAL)((double)x[0] + d[0]), x[1] = (GRID_CV_REAL)((double)x[1] + d[1]);
+    x[2] = (GRID_CV_REAL)((double)x[2] + d[2]);
+}
+
+/* three entries of x (stride 1) as doubles */
+GRID_CV_FN void GRID_CV_NAME(get3)(const GRID_CV_REAL *x, double *d)
+{
+    d[0] = (double)x[0], d[1] = (double)x[1], d[2] = (double)x[2];
+}
+
+/* rows r0..r0+2 of an out of width w, columns c0..c0+2: += -R [s]x (the derivative of R s along R exp(dtheta)) */
+GRID_CV_FN void GRID_CV_NAME(add_dR)(const double R[9], const double *s, GRID_CV_REAL *out, long long w, long long r0,
+                                     long long c0)
+{
+    const double S[9] = {0, -s[2], s[1], s[2], 0, -s[0], -s[1], s[0], 0};
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) {
+            const double d = R[3 * a] * S[b] + R[3 * a + 1] * S[3 + b] + R[3 * a + 2] * S[6 + b];
+            GRID_CV_REAL *o = out + (r0 + a) * w + c0 + b;
+            *o = (GRID_CV_REAL)((double)*o - d);
+        }
+}
+
+/* Derivatives in MuJoCo's basis from Pinocchio's (see grid/convention.h), per free block of base rotation R, body
+   velocity vl, w and (the inputs Pinocchio's rows ran at) acceleration al or force ul, cotangent gl:
+   inputs     v_pin = R^T v_lin, a_pin = R^T a_lin - w x vl, u_pin = R^T u_lin move with the rotation dtheta:
+              d vl = vl x dth ... written below as row-vector products (r [x]x = r x x);
+   outputs    tau_lin = R tau_pin,lin (d: -R [tau_lin]x dth), qdd_lin = R (qdd_pin,lin + w x vl);
+   columns    q and v (and u) of a free block's linear part: x -> R x per row (dq_pin = R^T dq_mj). */
+GRID_CV_FN void GRID_CV_NAME(post_deriv)(const grid_conv_job *j, const GRID_CV_REAL *qp, const GRID_CV_REAL *vp,
+                                         const GRID_CV_REAL *ap, const GRID_CV_REAL *up, const GRID_CV_REAL *gp,
+                                         const GRID_CV_REAL *const *x, GRID_CV_REAL *out)
+{
+    const grid_convention *cv = &j->cv;
+    const long long n = cv->nv;
+    const int kind = j->out_kind, grad = kind == GRID_CONV_OUT_DTAU || kind == GRID_CONV_OUT_DQDD;
+    const int id = kind == GRID_CONV_OUT_DTAU || kind == GRID_CONV_OUT_VJP_TAU;
+    const long long w = grad ? 2 * n : 0; /* a gradient's row width; a VJP is one row */
+    const GRID_CV_REAL *prim = x[0], *mat = j->n_aux > 1 ? x[1] : NULL;
+    for (int b = 0; b < cv->n_blocks; b++) {
+        const grid_conv_block *k = &cv->block[b];
+        if (k->kind != GRID_CONV_FREE) continue;
+        const long long i = k->iv;
+        double vl[3], om[3], in[3], c1[3], c2[3], c3[3], d[3];
+        GRID_CV_NAME(get3)(vp + i, vl);
+        GRID_CV_NAME(get3)(vp + i + 3, om);
+        /* in: the input that moves with dtheta beside v: the acceleration plus w x vl (ID) or the force (FD) */
+        if (id) {
+            GRID_CV_NAME(get3)(ap + i, in);
+            GRID_CV_NAME(cross)(om, vl, c1);
+            for (int e = 0; e < 3; e++) in[e] += c1[e];
+        } else {
+            GRID_CV_NAME(get3)(up + i, in);
+        }
+        if (grad) {
+            /* every row: the inputs' rotation, through dtau/dv (dqdd/dv) and M (Minv) */
+            for (long long r = 0; r < n; r++) {
+                GRID_CV_REAL *row = out + r * w;
+                double gv[3], m[3];
+                GRID_CV_NAME(get3)(row + n + i, gv);
+                GRID_CV_NAME(get3)(mat + r * n + i, m);
+                GRID_CV_NAME(cross)(gv, vl, c1);
+                GRID_CV_NAME(cross)(m, in, c2);
+                for (int e = 0; e < 3; e++) d[e] = c1[e] + c2[e];
+                if (id) {
+                    /* a_pin's -w x vl and the acceleration's own terms in v: M [-[w]x | [vl]x] */
+                    GRID_CV_NAME(cross)(m, om, c3);
+                    GRID_CV_NAME(cross)(c3, vl, c1);
+                    for (int e = 0; e < 3; e++) d[e] -= c1[e], c3[e] = -c3[e];
+                    GRID_CV_NAME(add3)(row + n + i, c3);
+                    GRID_CV_NAME(cross)(m, vl, c1);
+                    GRID_CV_NAME(add3)(row + n + i + 3, c1);
+                }
+                GRID_CV_NAME(add3)(row + i + 3, d);
+            }
+        } else {
+            /* the one row: g^T through the same terms, M g or g^T Minv (the u block) in place of M's rows */
+            GRID_CV_REAL *vq = out, *vv = out + n;
+            double gv[3], m[3];
+            GRID_CV_NAME(get3)(vv + i, gv);
+            if (id) {
+                for (int e = 0; e < 3; e++) {
+                    double s = 0;
+                    for (long long c = 0; c < n; c++) s += (double)mat[(i + e) * n + c] * (double)gp[c];
+                    m[e] = s;
+                }
+            } else {
+                GRID_CV_NAME(get3)(out + 2 * n + i, m);
+            }
+            GRID_CV_NAME(cross)(gv, vl, c1);
+            GRID_CV_NAME(cross)(m, in, c2);
+            for (int e = 0; e < 3; e++) d[e] = c1[e] + c2[e];
+            double gl[3];
+            GRID_CV_NAME(get3)(gp + i, gl);
+            if (id) {
+                GRID_CV_NAME(cross)(m, om, c3);
+                GRID_CV_NAME(cross)(c3, vl, c1);
+                for (int e = 0; e < 3; e++) d[e] -= c1[e], c3[e] = -c3[e];
+                GRID_CV_NAME(add3)(vv + i, c3);
+                GRID_CV_NAME(cross)(m, vl, c1);
+                GRID_CV_NAME(add3)(vv + i + 3, c1);
+                /* the output's rotation: -g^T R [tau_lin]x = -(g_pin x tau_lin) */
+                double t[3];
+                GRID_CV_NAME(get3)(prim + i, t);
+                GRID_CV_NAME(cross)(gl, t, c1);
+                for (int e = 0; e < 3; e++) d[e] -= c1[e];
+            } else {
+                /* qdd_lin = R (qdd_pin + w x vl): g^T R ([w]x dvl - [vl]x dw + [w]x [vl]x dth), and -(g_pin x s) */
+                double s[3];
+                GRID_CV_NAME(cross)(gl, om, c3);
+                GRID_CV_NAME(cross)(c3, vl, c1);
+                GRID_CV_NAME(get3)(prim + i, s);
+                GRID_CV_NAME(cross)(om, vl, c2);
+                for (int e = 0; e < 3; e++) s[e] += c2[e];
+                GRID_CV_NAME(cross)(gl, s, c2);
+                for (int e = 0; e < 3; e++) d[e] += c1[e] - c2[e];
+                GRID_CV_NAME(add3)(vv + i, c3);
+                GRID_CV_NAME(cross)(gl, vl, c1);
+                for (int e = 0; e < 3; e++) c1[e] = -c1[e];
+                GRID_CV_NAME(add3)(vv + i + 3, c1);
+            }
+            GRID_CV_NAME(add3)(vq + i + 3, d);
+        }
+    }
+    /* a gradient's rows: the acceleration's own terms (FD), R on the free blocks' linear rows, the output's rotation */
+    for (int b = 0; grad && b < cv->n_blocks; b++) {
+        const grid_conv_block *k = &cv->block[b];
+        if (k->kind != GRID_CONV_FREE) continue;
+        const long long i = k->iv;
+        double R[9], vl[3], om[3], s[3], c1[3];
+        GRID_CV_NAME(rot_pin)(qp, k->iq + 3, R);
+        GRID_CV_NAME(get3)(vp + i, vl);
+        GRID_CV_NAME(get3)(vp + i + 3, om);
+        GRID_CV_NAME(get3)(prim + i, s);
+        if (!id) {
+            /* rows of qdd_pin,lin + w x vl: + [w]x in v_lin, - [vl]x in w, + [w]x [vl]x in dtheta */
+            const double W[9] = {0, -om[2], om[1], om[2], 0, -om[0], -om[1], om[0], 0};
+            const double V[9] = {0, -vl[2], vl[1], vl[2], 0, -vl[0], -vl[1], vl[0], 0};
+            for (int a = 0; a < 3; a++) {
+                GRID_CV_REAL *row = out + (i + a) * w;
+                double wv[3];
+                for (int c = 0; c < 3; c++) wv[c] = W[3 * a] * V[c] + W[3 * a + 1] * V[3 + c] + W[3 * a + 2] * V[6 + c];
+                GRID_CV_NAME(add3)(row + n + i, W + 3 * a);
+                const double mv[3] = {-V[3 * a], -V[3 * a + 1], -V[3 * a + 2]};
+                GRID_CV_NAME(add3)(row + n + i + 3, mv);
+                GRID_CV_NAME(add3)(row + i + 3, wv);
+            }
+            GRID_CV_NAME(cross)(om, vl, c1);
+            for (int e = 0; e < 3; e++) s[e] += c1[e];
+        }
+        for (long long c = 0; c < w; c++) GRID_CV_NAME(rot3)(R, out + i * w + c, w);
+        GRID_CV_NAME(add_dR)(R, s, out, w, i, i + 3);
+    }
+    /* the columns: each free block's linear part of q, v (and u) x -> R x */
+    const long long rows = grad ? n : 1, blocks = grad ? 2 : (id ? 2 : 3), bw = grad ? w : 0;
+    for (int b = 0; b < cv->n_blocks; b++) {
+        const grid_conv_block *k = &cv->block[b];
+        if (k->kind != GRID_CONV_FREE) continue;
+        double R[9];
+        GRID_CV_NAME(rot_pin)(qp, k->iq + 3, R);
+        for (long long r = 0; r < rows; r++)
+            for (long long h = 0; h < blocks; h++) GRID_CV_NAME(rot3)(R, out + r * bw + h * n + k->iv, 1);
+    }
+}
+
+/* The output of one state into MuJoCo's basis, in place, from the state's converted inputs and aux outputs. */
 GRID_CV_FN void GRID_CV_NAME(post)(const grid_conv_job *j, const GRID_CV_REAL *qp, const GRID_CV_REAL *vp,
-                                   GRID_CV_REAL *out)
+                                   const GRID_CV_REAL *ap, const GRID_CV_REAL *up, const GRID_CV_REAL *gp,
+                                   const GRID_CV_REAL *const *x, GRID_CV_REAL *out)
 {
     const grid_convention *cv = &j->cv;
     const long long n = cv->nv;
     if (j->out_kind == GRID_CONV_OUT_NONE) return;
+    if (j->out_kind >= GRID_CONV_OUT_DTAU) {
+        GRID_CV_NAME(post_deriv)(j, qp, vp, ap, up, gp, x, out);
+        return;
+    }
     for (int b = 0; b < cv->n_blocks; b++) {
         const grid_conv_block *k = &cv->block[b];
         if (k->kind != GRID_CONV_FREE) continue;

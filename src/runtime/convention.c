@@ -21,20 +21,28 @@
 #undef GRID_CV_FN
 
 void grid_conv_pre_d(const grid_conv_job *j, const double *q, const double *v, const double *a, const double *u,
-                     double *qp, double *vp, double *ap, double *up)
+                     const double *g, double *qp, double *vp, double *ap, double *up, double *gp)
 {
-    cv_d_pre(j, q, v, a, u, qp, vp, ap, up);
+    cv_d_pre(j, q, v, a, u, g, qp, vp, ap, up, gp);
 }
 
-void grid_conv_post_d(const grid_conv_job *j, const double *qp, const double *vp, double *out) { cv_d_post(j, qp, vp, out); }
+void grid_conv_post_d(const grid_conv_job *j, const double *qp, const double *vp, const double *ap, const double *up,
+                      const double *gp, const double *const *x, double *out)
+{
+    cv_d_post(j, qp, vp, ap, up, gp, x, out);
+}
 
 void grid_conv_pre_f(const grid_conv_job *j, const float *q, const float *v, const float *a, const float *u,
-                     float *qp, float *vp, float *ap, float *up)
+                     const float *g, float *qp, float *vp, float *ap, float *up, float *gp)
 {
-    cv_f_pre(j, q, v, a, u, qp, vp, ap, up);
+    cv_f_pre(j, q, v, a, u, g, qp, vp, ap, up, gp);
 }
 
-void grid_conv_post_f(const grid_conv_job *j, const float *qp, const float *vp, float *out) { cv_f_post(j, qp, vp, out); }
+void grid_conv_post_f(const grid_conv_job *j, const float *qp, const float *vp, const float *ap, const float *up,
+                      const float *gp, const float *const *x, float *out)
+{
+    cv_f_post(j, qp, vp, ap, up, gp, x, out);
+}
 
 /* Coupled joints (mimic) have no MuJoCo coordinates (MuJoCo couples joints by equality constraints, not in its
    coordinates): a model with couplings is refused in the MuJoCo convention */
@@ -90,14 +98,31 @@ int grid_convention_init(grid_convention *cv, const grid_model *m, int kind, gri
     return GRID_OK;
 }
 
-/* what each row's output is; 0: not stated (a new row must say, or the MuJoCo convention refuses it) */
+/* What each row's output is (0: not stated: a new row must say, or the MuJoCo convention refuses it), whether its
+   cotangent is a torque's or an acceleration's (converted like u) or a world quantity's (passed), and the rows a
+   derivative's chain rule needs beside it on a free flyer: the primal output, then M or Minv. */
 #define OUT(kind) ((kind) + 1)
-static const signed char out_kinds[GRID_ALGO_COUNT] = {
-    [GRID_ALGO_RNEA] = OUT(GRID_CONV_OUT_TAU),     [GRID_ALGO_NLE] = OUT(GRID_CONV_OUT_TAU),
-    [GRID_ALGO_GRAVITY] = OUT(GRID_CONV_OUT_TAU),  [GRID_ALGO_CRBA] = OUT(GRID_CONV_OUT_MAT),
-    [GRID_ALGO_MINV] = OUT(GRID_CONV_OUT_MAT),     [GRID_ALGO_FD] = OUT(GRID_CONV_OUT_QDD),
-    [GRID_ALGO_ABA] = OUT(GRID_CONV_OUT_QDD),      [GRID_ALGO_FK] = OUT(GRID_CONV_OUT_NONE),
-    [GRID_ALGO_EE_POSE] = OUT(GRID_CONV_OUT_NONE), [GRID_ALGO_FRAME_JACOBIAN] = OUT(GRID_CONV_OUT_JAC),
+#define AUX(a) ((a) + 1)
+static const struct {
+    signed char out, cot_converts;
+    signed char aux[GRID_CONV_MAX_AUX];
+} conv_rows[GRID_ALGO_COUNT] = {
+    [GRID_ALGO_RNEA] = {OUT(GRID_CONV_OUT_TAU), 0, {0}},
+    [GRID_ALGO_NLE] = {OUT(GRID_CONV_OUT_TAU), 0, {0}},
+    [GRID_ALGO_GRAVITY] = {OUT(GRID_CONV_OUT_TAU), 0, {0}},
+    [GRID_ALGO_CRBA] = {OUT(GRID_CONV_OUT_MAT), 0, {0}},
+    [GRID_ALGO_MINV] = {OUT(GRID_CONV_OUT_MAT), 0, {0}},
+    [GRID_ALGO_FD] = {OUT(GRID_CONV_OUT_QDD), 0, {0}},
+    [GRID_ALGO_ABA] = {OUT(GRID_CONV_OUT_QDD), 0, {0}},
+    [GRID_ALGO_FK] = {OUT(GRID_CONV_OUT_NONE), 0, {0}},
+    [GRID_ALGO_EE_POSE] = {OUT(GRID_CONV_OUT_NONE), 0, {0}},
+    [GRID_ALGO_FRAME_JACOBIAN] = {OUT(GRID_CONV_OUT_JAC), 0, {0}},
+    [GRID_ALGO_RNEA_GRAD] = {OUT(GRID_CONV_OUT_DTAU), 0, {AUX(GRID_ALGO_RNEA), AUX(GRID_ALGO_CRBA)}},
+    [GRID_ALGO_FD_GRAD] = {OUT(GRID_CONV_OUT_DQDD), 0, {AUX(GRID_ALGO_FD), AUX(GRID_ALGO_MINV)}},
+    [GRID_ALGO_EE_POSE_GRAD] = {OUT(GRID_CONV_OUT_JAC), 0, {0}},
+    [GRID_ALGO_RNEA_VJP] = {OUT(GRID_CONV_OUT_VJP_TAU), 1, {AUX(GRID_ALGO_RNEA), AUX(GRID_ALGO_CRBA)}},
+    [GRID_ALGO_FD_VJP] = {OUT(GRID_CONV_OUT_VJP_QDD), 1, {AUX(GRID_ALGO_FD)}},
+    [GRID_ALGO_EE_POSE_VJP] = {OUT(GRID_CONV_OUT_TAU), 0, {0}},
 };
 
 /* what an input is, by its name in the row; -1: unknown */
@@ -107,7 +132,7 @@ static int role_of(const char *name)
         const char *name;
         int role;
     } roles[] = {{"q", GRID_CONV_IN_Q},  {"qd", GRID_CONV_IN_V},        {"qdd", GRID_CONV_IN_A},
-                 {"u", GRID_CONV_IN_U},  {"f_ext", GRID_CONV_IN_PASS}};
+                 {"u", GRID_CONV_IN_U},  {"f_ext", GRID_CONV_IN_PASS}, {"cotangent", GRID_CONV_IN_G}};
     for (size_t k = 0; k < sizeof roles / sizeof roles[0]; k++)
         if (strcmp(name, roles[k].name) == 0) return roles[k].role;
     return -1;
@@ -130,13 +155,13 @@ int grid_convention_job(const grid_convention *cv, int algo, const void *const *
     assert(cv && job && cv->n_blocks >= 0 && cv->n_blocks <= GRID_CONV_MAX_BLOCKS);
     const grid_signature_row *row = grid_sig_row(algo);
     if (!row) return GRID_ERR_ARG;
-    if (!out_kinds[algo]) return GRID_ERR_UNSUPPORTED;
+    if (!conv_rows[algo].out) return GRID_ERR_UNSUPPORTED;
     pthread_once(&roles_once, init_roles);
     /* the convention without its unused blocks, then the job's own fields */
     memcpy(&job->cv, cv, offsetof(grid_convention, block) + (size_t)cv->n_blocks * sizeof cv->block[0]);
     job->algo = algo;
-    job->out_kind = out_kinds[algo] - 1;
-    job->slot_q = job->slot_v = job->slot_a = job->slot_u = -1;
+    job->out_kind = conv_rows[algo].out - 1;
+    job->slot_q = job->slot_v = job->slot_a = job->slot_u = job->slot_g = -1;
     job->a_zero = 0;
 
     /* MuJoCo's bias includes Tdot v: on a free flyer NLE runs as RNEA with the zero acceleration of MuJoCo's basis */
@@ -157,6 +182,11 @@ int grid_convention_job(const grid_convention *cv, int algo, const void *const *
         case GRID_CONV_IN_Q: job->slot_q = k; break;
         case GRID_CONV_IN_V: job->slot_v = k; break;
         case GRID_CONV_IN_U: job->slot_u = k; break;
+        case GRID_CONV_IN_G:
+            /* a world quantity's cotangent (the pose's) passes unchanged */
+            if (conv_rows[algo].cot_converts) job->slot_g = k;
+            else job->role[k] = GRID_CONV_IN_PASS;
+            break;
         case GRID_CONV_IN_A:
             /* an absent acceleration is zero in MuJoCo's basis: Tdot v in Pinocchio's (zero without a free flyer) */
             if (job->src[k] >= 0 || cv->n_free > 0) job->slot_a = k;
@@ -172,7 +202,25 @@ int grid_convention_job(const grid_convention *cv, int algo, const void *const *
     job->out_width = grid_sig_shape(&run->out[0], &sz, shape);
     job->out_rows = run->out[0].rank == 2 ? shape[0] : 1;
     if (job->out_kind != GRID_CONV_OUT_NONE)
-        assert(run->out[0].rank >= 1 && shape[run->out[0].rank - 1] == cv->nv && job->out_width == job->out_rows * cv->nv);
+        assert(run->out[0].rank >= 1 && job->out_width % cv->nv == 0 &&
+               (job->out_kind >= GRID_CONV_OUT_DTAU ||
+                (shape[run->out[0].rank - 1] == cv->nv && job->out_width == job->out_rows * cv->nv)));
+    /* a derivative's chain rule on a free flyer: its aux rows, each input the run row's of the same name */
+    job->n_aux = 0;
+    for (int x = 0; cv->n_free > 0 && x < GRID_CONV_MAX_AUX && conv_rows[algo].aux[x]; x++) {
+        const int ax = conv_rows[algo].aux[x] - 1;
+        const grid_signature_row *ar = grid_sig_row(ax);
+        assert(ar && ar->n_out == 1);
+        for (int s = 0; s < GRID_MAX_IN; s++) job->aux_in[x][s] = -1;
+        for (int s = 0; s < ar->n_in; s++)
+            for (int k = 0; k < run->n_in; k++)
+                if (strcmp(ar->in[s].name, run->in[k].name) == 0) job->aux_in[x][s] = k;
+        assert(job->aux_in[x][0] == job->slot_q);
+        job->aux[x] = ax;
+        job->aux_n_in[x] = ar->n_in;
+        job->aux_width[x] = grid_sig_shape(&ar->out[0], &sz, NULL);
+        job->n_aux = x + 1;
+    }
     return GRID_OK;
 }
 
@@ -193,7 +241,8 @@ typedef struct {
     void *user;
     long long begin, end, chunk;      /* its states, and states per chunk */
     const long long *width, *at;      /* per-state widths of the run row's inputs; offsets of the converted ones */
-    char *scratch;                    /* chunk states of converted inputs */
+    long long state_width;            /* elements per state of the converted inputs */
+    char *scratch;                    /* chunk states of converted inputs, then of the aux rows' outputs */
     void *work;                       /* its part of c->work */
     size_t work_bytes;
     int status;
@@ -220,32 +269,54 @@ static void *conv_slice_run(void *arg)
         /* state b of input s: the caller's (NULL when absent) and the converted one (NULL when not converted) */
 #define SRC(s, b) ((s) >= 0 && from[s] ? from[s] + (size_t)((b) * width[s]) * es : NULL)
 #define CNV(s, b) ((s) >= 0 && at[s] >= 0 ? (char *)in[s] + (size_t)((b) * width[s]) * es : NULL)
-        const int q = job->slot_q, v = job->slot_v, a = job->slot_a, u = job->slot_u;
+        const int q = job->slot_q, v = job->slot_v, a = job->slot_a, u = job->slot_u, g = job->slot_g;
         for (long long b = 0; b < k; b++) {
             if (sl->dtype == GRID_FLOAT64)
                 cv_d_pre(job, (const double *)SRC(q, b), (const double *)SRC(v, b), (const double *)SRC(a, b),
-                         (const double *)SRC(u, b), (double *)CNV(q, b), (double *)CNV(v, b), (double *)CNV(a, b),
-                         (double *)CNV(u, b));
+                         (const double *)SRC(u, b), (const double *)SRC(g, b), (double *)CNV(q, b),
+                         (double *)CNV(v, b), (double *)CNV(a, b), (double *)CNV(u, b), (double *)CNV(g, b));
             else
                 cv_f_pre(job, (const float *)SRC(q, b), (const float *)SRC(v, b), (const float *)SRC(a, b),
-                         (const float *)SRC(u, b), (float *)CNV(q, b), (float *)CNV(v, b), (float *)CNV(a, b),
-                         (float *)CNV(u, b));
+                         (const float *)SRC(u, b), (const float *)SRC(g, b), (float *)CNV(q, b), (float *)CNV(v, b),
+                         (float *)CNV(a, b), (float *)CNV(u, b), (float *)CNV(g, b));
         }
         grid_call cc = *c;
-        cc.in = in;
-        cc.out = outs;
         cc.n_in = job->n_in;
         cc.batch = k;
         cc.num_threads = 1;
         cc.work = sl->work;
         cc.work_bytes = sl->work_bytes;
-        sl->status = sl->run(sl->user, job->run_algo, &cc);
+        /* the aux rows first (into scratch after the converted inputs), on the converted inputs of their names */
+        char *aux_out[GRID_CONV_MAX_AUX] = {0};
+        char *next = sl->scratch + (size_t)(sl->state_width * k) * es;
+        for (int x = 0; x < job->n_aux && sl->status == GRID_OK; x++) {
+            const grid_signature_row *ar = grid_sig_row(job->aux[x]);
+            const void *ain[GRID_MAX_IN] = {0};
+            for (int s = 0; s < ar->n_in; s++) ain[s] = job->aux_in[x][s] >= 0 ? in[job->aux_in[x][s]] : NULL;
+            aux_out[x] = next;
+            next += (size_t)(job->aux_width[x] * k) * es;
+            void *aouts[GRID_MAX_OUT] = {aux_out[x]};
+            grid_call ac = cc;
+            ac.in = ain;
+            ac.out = aouts;
+            ac.n_in = ar->n_in;
+            ac.n_out = 1;
+            memset(ac.attr, 0, sizeof ac.attr);
+            sl->status = sl->run(sl->user, job->aux[x], &ac);
+        }
+        cc.in = in;
+        cc.out = outs;
+        if (sl->status == GRID_OK) sl->status = sl->run(sl->user, job->run_algo, &cc);
         for (long long b = 0; sl->status == GRID_OK && job->out_kind != GRID_CONV_OUT_NONE && b < k; b++) {
             char *o = out + (size_t)(b * job->out_width) * es;
+            const void *xs[GRID_CONV_MAX_AUX] = {0};
+            for (int x = 0; x < job->n_aux; x++) xs[x] = aux_out[x] + (size_t)(b * job->aux_width[x]) * es;
             if (sl->dtype == GRID_FLOAT64)
-                cv_d_post(job, (const double *)CNV(q, b), (const double *)CNV(v, b), (double *)o);
+                cv_d_post(job, (const double *)CNV(q, b), (const double *)CNV(v, b), (const double *)CNV(a, b),
+                          (const double *)CNV(u, b), (const double *)CNV(g, b), (const double *const *)xs, (double *)o);
             else
-                cv_f_post(job, (const float *)CNV(q, b), (const float *)CNV(v, b), (float *)o);
+                cv_f_post(job, (const float *)CNV(q, b), (const float *)CNV(v, b), (const float *)CNV(a, b),
+                          (const float *)CNV(u, b), (const float *)CNV(g, b), (const float *const *)xs, (float *)o);
         }
 #undef SRC
 #undef CNV
@@ -254,10 +325,10 @@ static void *conv_slice_run(void *arg)
 }
 
 int grid_convention_call(const grid_convention *cv, int algo, int dtype, const grid_call *c, grid_context *ctx,
-                         grid_conv_run_fn run, void *user)
+                         grid_conv_run_fn run, void *user, long long chunk_states)
 {
     if (!cv || !c || !ctx || !run || (dtype != GRID_FLOAT32 && dtype != GRID_FLOAT64) || c->batch < 0 || !c->in ||
-        !c->out || c->n_out != 1 || !c->out[0])
+        !c->out || c->n_out != 1 || !c->out[0] || chunk_states < 0)
         return GRID_ERR_ARG;
     const grid_signature_row *row = grid_sig_row(algo);
     if (!row || c->n_in != row->n_in) return GRID_ERR_ARG;
@@ -272,12 +343,16 @@ int grid_convention_call(const grid_convention *cv, int algo, int dtype, const g
     long long width[GRID_MAX_IN], at[GRID_MAX_IN], per_state = 0;
     for (int s = 0; s < job.n_in; s++) {
         width[s] = grid_sig_shape(&rr->in[s], &sz, NULL);
-        const int converted = s == job.slot_q || s == job.slot_v || s == job.slot_a || s == job.slot_u;
+        const int converted =
+            s == job.slot_q || s == job.slot_v || s == job.slot_a || s == job.slot_u || s == job.slot_g;
         at[s] = converted ? per_state : -1;
         if (converted) per_state += width[s];
     }
-    const size_t es = (size_t)dtype, state_bytes = (size_t)per_state * es;
-    long long chunk = (long long)(GRID_CONV_CHUNK_BYTES / (state_bytes + (size_t)job.out_width * es));
+    long long aux_width = 0;
+    for (int x = 0; x < job.n_aux; x++) aux_width += job.aux_width[x];
+    const size_t es = (size_t)dtype, state_bytes = (size_t)(per_state + aux_width) * es;
+    long long chunk = chunk_states ? chunk_states
+                                   : (long long)(GRID_CONV_CHUNK_BYTES / (state_bytes + (size_t)job.out_width * es));
     if (chunk < GRID_CONV_CHUNK_MIN) chunk = GRID_CONV_CHUNK_MIN;
 
     /* the slices: threads as asked, each with enough states, each its own scratch and part of the workspace */
@@ -299,8 +374,9 @@ int grid_convention_call(const grid_convention *cv, int algo, int dtype, const g
     char *started = (char *)(tid + threads), *scratch = mem + head;
     for (long long t = 0; t < threads; t++) {
         const long long begin = t * per, end = begin + per < c->batch ? begin + per : c->batch;
-        sl[t] = (conv_slice){&job, c, dtype, run, user, begin, end, chunk, width, at, scratch + (size_t)t * scratch_bytes,
-                             c->work ? (char *)c->work + (size_t)t * work_share : NULL, work_share, GRID_OK};
+        sl[t] = (conv_slice){&job, c, dtype, run, user, begin, end, chunk, width, at, per_state,
+                             scratch + (size_t)t * scratch_bytes, c->work ? (char *)c->work + (size_t)t * work_share : NULL,
+                             work_share, GRID_OK};
         /* the calling thread takes slice 0; a thread that cannot be started has its slice run here afterwards */
         started[t] = t > 0 && pthread_create(&tid[t], NULL, conv_slice_run, &sl[t]) == 0;
     }

@@ -1,6 +1,7 @@
 /* The CUDA host runtime linked into every CUDA robot.so: one context per library (stream, device buffers, pinned staging) behind a mutex, host round trips, reservations, the output conventions' device passes, pinned memory, timing and error messages. */
 /* Compiled once per toolchain (nvcc, arch, flags) into the cache by src/build/cuda_rt.c, never by the plain C
    build. The arithmetic of the round trips is cuda_plan.c, compiled here as part of this translation unit. */
+#include <assert.h>
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -148,23 +149,29 @@ static int grid_mapped_grow_(size_t need)
 
 /* state s of an array of w elements per state, NULL when absent */
 #define GRID_CV_AT(p, s, w) ((p) ? (p) + (s) * (w) : NULL)
-/* the pre and post kernels of one real type */
+/* the pre and post kernels of one real type; x0, x1: the aux rows' outputs (aux_width[k] per state) */
 #define GRID_CV_KERNELS(sfx, real)                                                                                   \
     static __global__ void grid_k_conv_pre_##sfx##_(const __grid_constant__ grid_conv_job j, long long n,           \
                                                     const real *q, const real *v, const real *a, const real *u,    \
-                                                    real *qp, real *vp, real *ap, real *up)                        \
+                                                    const real *g, real *qp, real *vp, real *ap, real *up,         \
+                                                    real *gp)                                                      \
     {                                                                                                               \
         const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x, nq = j.cv.nq, nv = j.cv.nv;           \
         if (s >= n) return;                                                                                         \
         grid_cv_##sfx##_pre(&j, q + s * nq, GRID_CV_AT(v, s, nv), GRID_CV_AT(a, s, nv), GRID_CV_AT(u, s, nv),       \
-                            qp + s * nq, GRID_CV_AT(vp, s, nv), GRID_CV_AT(ap, s, nv), GRID_CV_AT(up, s, nv));      \
+                            GRID_CV_AT(g, s, nv), qp + s * nq, GRID_CV_AT(vp, s, nv), GRID_CV_AT(ap, s, nv),        \
+                            GRID_CV_AT(up, s, nv), GRID_CV_AT(gp, s, nv));                                          \
     }                                                                                                               \
     static __global__ void grid_k_conv_post_##sfx##_(const __grid_constant__ grid_conv_job j, long long n,          \
-                                                     const real *qp, const real *vp, real *out)                    \
+                                                     const real *qp, const real *vp, const real *ap,               \
+                                                     const real *up, const real *gp, const real *x0,               \
+                                                     const real *x1, real *out)                                    \
     {                                                                                                               \
-        const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;                                       \
+        const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x, nv = j.cv.nv;                        \
         if (s >= n) return;                                                                                         \
-        grid_cv_##sfx##_post(&j, qp + s * j.cv.nq, GRID_CV_AT(vp, s, j.cv.nv), out + s * j.out_width);              \
+        const real *x[2] = {GRID_CV_AT(x0, s, j.aux_width[0]), GRID_CV_AT(x1, s, j.aux_width[1])};                  \
+        grid_cv_##sfx##_post(&j, qp + s * j.cv.nq, GRID_CV_AT(vp, s, nv), GRID_CV_AT(ap, s, nv),                    \
+                             GRID_CV_AT(up, s, nv), GRID_CV_AT(gp, s, nv), x, out + s * j.out_width);               \
     }
 GRID_CV_KERNELS(d, double)
 GRID_CV_KERNELS(f, float)
@@ -172,36 +179,42 @@ GRID_CV_KERNELS(f, float)
 /* the job of the host round trip running on this thread (grid_cuda_convention_call sets it around the call) */
 static thread_local const grid_conv_job *grid_conv_job_;
 
-/* The input passes over n states on stream s: q, v, a, u (device, NULL where the job has none; a NULL with a_zero)
-   into qp, vp, ap, up (the same arrays: in place). real_bytes is the library's element size. */
-static int grid_conv_pre_(const grid_conv_job *j, int real_bytes, long long n, const void *q, const void *v,
-                          const void *a, const void *u, void *qp, void *vp, void *ap, void *up, cudaStream_t s)
+/* The input passes over n states on stream s: q, v, a, u, g (device, NULL where the job has none; a NULL with
+   a_zero) into qp, vp, ap, up, gp (the same arrays: in place). real_bytes is the library's element size. */
+static int grid_conv_pre_(const grid_conv_job *j, int real_bytes, long long n, const void *const in[5],
+                          void *const cv[5], cudaStream_t s)
 {
     if (n <= 0) return 0;
     const unsigned blocks = (unsigned)((n + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK);
     if (real_bytes == 8)
-        grid_k_conv_pre_d_<<<blocks, GRID_CUDA_BLOCK, 0, s>>>(*j, n, (const double *)q, (const double *)v,
-                                                              (const double *)a, (const double *)u, (double *)qp,
-                                                              (double *)vp, (double *)ap, (double *)up);
+        grid_k_conv_pre_d_<<<blocks, GRID_CUDA_BLOCK, 0, s>>>(
+            *j, n, (const double *)in[0], (const double *)in[1], (const double *)in[2], (const double *)in[3],
+            (const double *)in[4], (double *)cv[0], (double *)cv[1], (double *)cv[2], (double *)cv[3], (double *)cv[4]);
     else
-        grid_k_conv_pre_f_<<<blocks, GRID_CUDA_BLOCK, 0, s>>>(*j, n, (const float *)q, (const float *)v,
-                                                              (const float *)a, (const float *)u, (float *)qp,
-                                                              (float *)vp, (float *)ap, (float *)up);
+        grid_k_conv_pre_f_<<<blocks, GRID_CUDA_BLOCK, 0, s>>>(
+            *j, n, (const float *)in[0], (const float *)in[1], (const float *)in[2], (const float *)in[3],
+            (const float *)in[4], (float *)cv[0], (float *)cv[1], (float *)cv[2], (float *)cv[3], (float *)cv[4]);
     const cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? 0 : grid_cuda_fail_(e, "launching the output convention's input pass");
 }
 
-/* the output pass over n states on stream s: out in place, from the converted qp and vp */
-static int grid_conv_post_(const grid_conv_job *j, int real_bytes, long long n, const void *qp, const void *vp,
-                           void *out, cudaStream_t s)
+/* the output pass over n states on stream s: out in place, from the converted inputs cv (q, v, a, u, g) and the
+   aux rows' outputs x */
+static int grid_conv_post_(const grid_conv_job *j, int real_bytes, long long n, void *const cv[5],
+                           void *const x[GRID_CONV_MAX_AUX], void *out, cudaStream_t s)
 {
     if (n <= 0 || j->out_kind == GRID_CONV_OUT_NONE) return 0;
     const unsigned blocks = (unsigned)((n + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK);
     if (real_bytes == 8)
-        grid_k_conv_post_d_<<<blocks, GRID_CUDA_BLOCK, 0, s>>>(*j, n, (const double *)qp, (const double *)vp,
-                                                               (double *)out);
+        grid_k_conv_post_d_<<<blocks, GRID_CUDA_BLOCK, 0, s>>>(*j, n, (const double *)cv[0], (const double *)cv[1],
+                                                               (const double *)cv[2], (const double *)cv[3],
+                                                               (const double *)cv[4], (const double *)x[0],
+                                                               (const double *)x[1], (double *)out);
     else
-        grid_k_conv_post_f_<<<blocks, GRID_CUDA_BLOCK, 0, s>>>(*j, n, (const float *)qp, (const float *)vp, (float *)out);
+        grid_k_conv_post_f_<<<blocks, GRID_CUDA_BLOCK, 0, s>>>(*j, n, (const float *)cv[0], (const float *)cv[1],
+                                                               (const float *)cv[2], (const float *)cv[3],
+                                                               (const float *)cv[4], (const float *)x[0],
+                                                               (const float *)x[1], (float *)out);
     const cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? 0 : grid_cuda_fail_(e, "launching the output convention's output pass");
 }
@@ -227,11 +240,16 @@ static int grid_launch_(const grid_call *c, const grid_io_ *io, const grid_cuda_
     /* a convention's passes on this chunk's device buffers, in place: the inputs before, the output after */
     const grid_conv_job *j = grid_conv_job_;
     if (!j) return io->launch(&dc);
-    void *q = d[j->slot_q], *v = j->slot_v >= 0 ? d[j->slot_v] : NULL, *a = j->slot_a >= 0 ? d[j->slot_a] : NULL,
-         *u = j->slot_u >= 0 ? d[j->slot_u] : NULL;
-    int rc = grid_conv_pre_(j, io->real_bytes, k, q, v, j->a_zero ? NULL : a, u, q, v, a, u, grid_ctx_.stream);
+    assert(j->n_aux == 0); /* a job with aux rows runs through the device path (grid_cuda_convention_call) */
+    const int slots[5] = {j->slot_q, j->slot_v, j->slot_a, j->slot_u, j->slot_g};
+    void *cv[5];
+    const void *src[5];
+    for (int k2 = 0; k2 < 5; k2++) src[k2] = cv[k2] = slots[k2] >= 0 ? d[slots[k2]] : NULL;
+    if (j->a_zero) src[2] = NULL;
+    void *const none[GRID_CONV_MAX_AUX] = {NULL};
+    int rc = grid_conv_pre_(j, io->real_bytes, k, src, cv, grid_ctx_.stream);
     if (!rc) rc = io->launch(&dc);
-    if (!rc) rc = grid_conv_post_(j, io->real_bytes, k, q, v, od[0], grid_ctx_.stream);
+    if (!rc) rc = grid_conv_post_(j, io->real_bytes, k, cv, none, od[0], grid_ctx_.stream);
     return rc;
 }
 
@@ -354,53 +372,79 @@ extern "C" __attribute__((visibility("default"))) int grid_cuda_reserve(long lon
 }
 
 /* A call of the job's run row in an output convention (grid/convention.h). c is that row's call (inputs in its
-   order; the acceleration's slot carries any array of its width when a_zero) and fn its entry point: host != 0,
-   fn = grid_<row> on host arrays: the round trip converts each chunk's device buffers in place around the
-   kernels; host == 0, fn = grid_cuda_<row> on device arrays: the converted inputs go to stream-ordered scratch on
-   c->stream, the output is converted in place after the kernels, nothing is synchronised. 0 or a status. */
+   order; the acceleration's slot carries any array of its width when a_zero) and fns[0] its entry point: host != 0,
+   fns[0] = grid_<row> on host arrays: the round trip converts each chunk's device buffers in place around the
+   kernels (a job without aux rows only: the host side runs those with grid_convention_call); host == 0, fns[0] =
+   grid_cuda_<row> on device arrays and fns[1 ..] the job's aux rows' grid_cuda_<row>: the converted inputs and the
+   aux outputs go to stream-ordered scratch on c->stream, the output is converted in place after the kernels,
+   nothing is synchronised. 0 or a status. */
 extern "C" __attribute__((visibility("default"))) int grid_cuda_convention_call(const grid_conv_job *j,
-                                                                                int (*fn)(const grid_call *),
+                                                                                const grid_batch_fn *fns,
                                                                                 const grid_call *c, int host)
 {
-    if (!j || !fn || !c || !c->in || !c->out || c->n_in != j->n_in || c->n_out != 1 || c->batch < 0 ||
-        j->slot_q != 0 || (j->slot_a >= 0 && j->slot_v < 0))
+    if (!j || !fns || !fns[0] || !c || !c->in || !c->out || c->n_in != j->n_in || c->n_out != 1 || c->batch < 0 ||
+        j->slot_q != 0 || (j->slot_a >= 0 && j->slot_v < 0) || j->n_aux < 0 || j->n_aux > GRID_CONV_MAX_AUX ||
+        (host && j->n_aux > 0))
         return 7;
+    for (int x = 0; x < j->n_aux; x++)
+        if (!fns[1 + x]) return 7;
     if (host) {
         if (j->a_zero && !c->in[j->slot_a]) return 7; /* the round trip needs a buffer to build it in */
         grid_conv_job_ = j;
-        const int rc = fn(c);
+        const int rc = fns[0](c);
         grid_conv_job_ = NULL;
         return rc;
     }
     const long long n = c->batch, nq = j->cv.nq, nv = j->cv.nv;
-    if (n == 0) return fn(c);
+    if (n == 0) return fns[0](c);
     const int rb = grid_robot_meta()->dtype;
     const cudaStream_t s = (cudaStream_t)c->stream;
-    /* scratch: q, then v, a, u where the job has them, n states each */
-    const int slots[4] = {j->slot_q, j->slot_v, j->slot_a, j->slot_u};
-    size_t at[4], bytes = 0;
-    for (int k = 0; k < 4; k++) {
+    /* scratch: q, then v, a, u, g where the job has them, then the aux outputs, n states each */
+    const int slots[5] = {j->slot_q, j->slot_v, j->slot_a, j->slot_u, j->slot_g};
+    size_t at[5 + GRID_CONV_MAX_AUX], bytes = 0;
+    for (int k = 0; k < 5; k++) {
         at[k] = bytes;
         if (slots[k] >= 0) bytes += (size_t)n * (size_t)(k ? nv : nq) * (size_t)rb;
+    }
+    for (int x = 0; x < j->n_aux; x++) {
+        at[5 + x] = bytes;
+        bytes += (size_t)n * (size_t)j->aux_width[x] * (size_t)rb;
     }
     void *buf = NULL;
     int rc = grid_cuda_scratch_(bytes, c->stream, &buf);
     if (rc) return rc;
-    void *cv[4];
-    for (int k = 0; k < 4; k++) cv[k] = slots[k] >= 0 ? (char *)buf + at[k] : NULL;
-    rc = grid_conv_pre_(j, rb, n, c->in[0], grid_conv_in_(c->in, j->slot_v),
-                        j->a_zero ? NULL : grid_conv_in_(c->in, j->slot_a), grid_conv_in_(c->in, j->slot_u), cv[0],
-                        cv[1], cv[2], cv[3], s);
+    void *cv[5], *xo[GRID_CONV_MAX_AUX] = {NULL};
+    const void *src[5];
+    for (int k = 0; k < 5; k++) {
+        cv[k] = slots[k] >= 0 ? (char *)buf + at[k] : NULL;
+        src[k] = grid_conv_in_(c->in, slots[k]);
+    }
+    if (j->a_zero) src[2] = NULL;
+    for (int x = 0; x < j->n_aux; x++) xo[x] = (char *)buf + at[5 + x];
+    rc = grid_conv_pre_(j, rb, n, src, cv, s);
+    const void *in[GRID_MAX_IN];
+    for (int k = 0; k < c->n_in; k++) in[k] = c->in[k];
+    for (int k = 0; k < 5; k++)
+        if (slots[k] >= 0) in[slots[k]] = cv[k];
+    /* the aux rows on the converted inputs of their names, then the run row */
+    for (int x = 0; !rc && x < j->n_aux; x++) {
+        const void *ain[GRID_MAX_IN] = {0};
+        void *aout[GRID_MAX_OUT] = {xo[x]};
+        for (int k = 0; k < GRID_MAX_IN; k++) ain[k] = j->aux_in[x][k] >= 0 ? in[j->aux_in[x][k]] : NULL;
+        grid_call ac = *c;
+        ac.in = ain;
+        ac.out = aout;
+        ac.n_in = j->aux_n_in[x];
+        ac.n_out = 1;
+        memset(ac.attr, 0, sizeof ac.attr);
+        rc = fns[1 + x](&ac);
+    }
     if (!rc) {
-        const void *in[GRID_MAX_IN];
-        for (int k = 0; k < c->n_in; k++) in[k] = c->in[k];
-        for (int k = 0; k < 4; k++)
-            if (slots[k] >= 0) in[slots[k]] = cv[k];
         grid_call dc = *c;
         dc.in = in;
-        rc = fn(&dc);
+        rc = fns[0](&dc);
     }
-    if (!rc) rc = grid_conv_post_(j, rb, n, cv[0], cv[1], c->out[0], s);
+    if (!rc) rc = grid_conv_post_(j, rb, n, cv, xo, c->out[0], s);
     const int rf = grid_cuda_scratch_done_(buf, c->stream);
     return rc ? rc : rf;
 }

@@ -36,7 +36,7 @@ static int mj_call(const grid_model *m, const grid_convention *cv, grid_context 
     test_call t;
     grid_call *c = test_call_init(&t, algo, q, v, a, f, out, batch, frame, rf);
     c->num_threads = mj_threads;
-    return grid_convention_call(cv, algo, GRID_FLOAT64, c, ctx, run_ref, (void *)m);
+    return grid_convention_call(cv, algo, GRID_FLOAT64, c, ctx, run_ref, (void *)m, 0);
 }
 
 /* a state in MuJoCo's coordinates: base position, a non-unit quaternion (w x y z), joints; v, a in [-s, s] */
@@ -89,15 +89,20 @@ static void test_blocks(void)
     /* every row's output width is the row's own (fk: nb x 4 x 4, ee_pose: 6 nee) */
     for (int al = 0; al < GRID_ALGO_COUNT; al++) {
         const void *all[GRID_MAX_IN] = {&j, &j, &j, &j};
-        if (al >= GRID_ALGO_RNEA_GRAD) {
-            /* gradients and VJPs in MuJoCo's basis: not yet (refused, never converted wrongly) */
-            CHECK(grid_convention_job(&cv, al, all, &j) == GRID_ERR_UNSUPPORTED);
-            continue;
-        }
         CHECK(grid_convention_job(&cv, al, all, &j) == GRID_OK);
         CHECK_MSG(j.out_width == grid_algo_output_width(al, flo->nq, flo->nv, flo->nb, flo->nee), "%s",
                   grid_algo_name(al));
+        /* the dynamics' derivatives run their primal row and M or Minv beside them; the pose's need nothing */
+        const int dyn = al == GRID_ALGO_RNEA_GRAD || al == GRID_ALGO_FD_GRAD || al == GRID_ALGO_RNEA_VJP ||
+                        al == GRID_ALGO_FD_VJP;
+        CHECK_MSG(dyn ? j.n_aux >= 1 && j.aux_in[0][0] == 0 : j.n_aux == 0, "%s: %d aux rows", grid_algo_name(al),
+                  j.n_aux);
+        CHECK(j.slot_g == (al == GRID_ALGO_RNEA_VJP ? 2 : al == GRID_ALGO_FD_VJP ? 3 : -1));
     }
+    /* without a free flyer a derivative needs no aux rows */
+    grid_convention_init(&cv, fixed, GRID_CONVENTION_MUJOCO, &err);
+    const void *all[GRID_MAX_IN] = {&j, &j, &j, &j};
+    CHECK(grid_convention_job(&cv, GRID_ALGO_RNEA_GRAD, all, &j) == GRID_OK && j.n_aux == 0);
     grid_model_free(fixed);
     grid_model_free(flo);
 }
@@ -116,7 +121,7 @@ static void test_free_pass(void)
     grid_conv_job j;
     const void *in4[4] = {q, v, u, NULL};
     CHECK(grid_convention_job(&cv, GRID_ALGO_FD, in4, &j) == GRID_OK && j.slot_u == 2 && !j.a_zero);
-    grid_conv_pre_d(&j, q, v, a, u, qp, vp, ap, up);
+    grid_conv_pre_d(&j, q, v, a, u, NULL, qp, vp, ap, up, NULL);
     quat_R(q + 3, R);
     CHECK(qp[3] == q[4] && qp[4] == q[5] && qp[5] == q[6] && qp[6] == q[3] && qp[0] == q[0] && qp[nq - 1] == q[nq - 1]);
     double vb[3], ab[3], ub[3];
@@ -141,20 +146,20 @@ static void test_free_pass(void)
     memcpy(v2, v, sizeof v);
     memcpy(a2, a, sizeof a);
     memcpy(u2, u, sizeof u);
-    grid_conv_pre_d(&j, q2, v2, a2, u2, q2, v2, a2, u2);
+    grid_conv_pre_d(&j, q2, v2, a2, u2, NULL, q2, v2, a2, u2, NULL);
     CHECK(!memcmp(q2, qp, nq * sizeof(double)) && !memcmp(v2, vp, nv * sizeof(double)) &&
           !memcmp(a2, ap, nv * sizeof(double)) && !memcmp(u2, up, nv * sizeof(double)));
     /* a zero acceleration in MuJoCo's basis is -omega x v_body in Pinocchio's, in place over any contents */
     j.a_zero = 1;
     double az[16];
-    grid_conv_pre_d(&j, q, v, NULL, NULL, qp, vp, az, NULL);
+    grid_conv_pre_d(&j, q, v, NULL, NULL, NULL, qp, vp, az, NULL, NULL);
     CHECK_NEAR(az[0], -(w[1] * vb[2] - w[2] * vb[1]), 1e-12);
     CHECK(az[nv - 1] == 0);
     /* post of the QDD output undoes the acceleration's pre pass */
     j.out_kind = GRID_CONV_OUT_QDD;
     double back[16];
     memcpy(back, ap, sizeof back);
-    grid_conv_post_d(&j, qp, vp, back);
+    grid_conv_post_d(&j, qp, vp, NULL, NULL, NULL, NULL, back);
     CHECK(max_abs_diff(back, a, nv) < 1e-12);
     /* float32 within its rounding of float64 */
     float qf[16], vf[16], af[16], qpf[16], vpf[16], apf[16];
@@ -162,7 +167,7 @@ static void test_free_pass(void)
     for (int i = 0; i < nv; i++) vf[i] = (float)v[i], af[i] = (float)a[i];
     grid_conv_job jf = j;
     jf.a_zero = 0;
-    grid_conv_pre_f(&jf, qf, vf, af, NULL, qpf, vpf, apf, NULL);
+    grid_conv_pre_f(&jf, qf, vf, af, NULL, NULL, qpf, vpf, apf, NULL, NULL);
     for (int r = 0; r < 3; r++) CHECK_NEAR(vpf[r], vb[r], 1e-4 * 10);
     grid_model_free(m);
 }
@@ -181,11 +186,11 @@ static void test_ball_block(void)
     j.out_rows = 5;
     const double q[6] = {0.3, 0.9, 0.1, 0.2, 0.3, -0.7}, v[5] = {1, 2, 3, 4, 5};
     double qp[6], vp[5], M[25], M0[25];
-    grid_conv_pre_d(&j, q, v, NULL, NULL, qp, vp, NULL, NULL);
+    grid_conv_pre_d(&j, q, v, NULL, NULL, NULL, qp, vp, NULL, NULL, NULL);
     CHECK(qp[0] == 0.3 && qp[1] == 0.1 && qp[2] == 0.2 && qp[3] == 0.3 && qp[4] == 0.9 && qp[5] == -0.7);
     CHECK(!memcmp(vp, v, sizeof v));
     for (int i = 0; i < 25; i++) M[i] = M0[i] = i * 0.5;
-    grid_conv_post_d(&j, qp, vp, M);
+    grid_conv_post_d(&j, qp, vp, NULL, NULL, NULL, NULL, M);
     CHECK(!memcmp(M, M0, sizeof M)); /* a ball joint's velocity is the same in both: outputs unchanged */
 }
 
@@ -270,6 +275,103 @@ static void test_calls_identities(void)
     grid_model_free(m);
 }
 
+/* q moved along MuJoCo's tangent d (mj_integratePos): p += d_lin (world), quaternion (w x y z) times exp(d_ang)
+   in the body, joints += d */
+static void mj_integrate(const grid_model *m, const double *q, const double *d, double *out)
+{
+    memcpy(out, q, sizeof(double) * (size_t)m->nq);
+    for (int i = 0; i < 3; i++) out[i] += d[i];
+    const double t = sqrt(d[3] * d[3] + d[4] * d[4] + d[5] * d[5]);
+    const double c = cos(t / 2), s = t > 0 ? sin(t / 2) / t : 0.5;
+    const double e[4] = {c, s * d[3], s * d[4], s * d[5]}, *a = q + 3;
+    out[3] = a[0] * e[0] - a[1] * e[1] - a[2] * e[2] - a[3] * e[3];
+    out[4] = a[0] * e[1] + a[1] * e[0] + a[2] * e[3] - a[3] * e[2];
+    out[5] = a[0] * e[2] - a[1] * e[3] + a[2] * e[0] + a[3] * e[1];
+    out[6] = a[0] * e[3] + a[1] * e[2] - a[2] * e[1] + a[3] * e[0];
+    for (int i = 7; i < m->nq; i++) out[i] += d[i - 1];
+}
+
+/* The derivatives in MuJoCo's basis against central differences of the converted RNEA, FD and pose along MuJoCo's
+   tangent (h = 1e-6), with and without an acceleration and f_ext, at speeds up to 10; the VJPs against g^T of the
+   gradients. A wrong chain-rule term (any of them) is off by O(|v| |a|), far above the tolerance. */
+static void test_derivatives(void)
+{
+    grid_model *m = load(1);
+    grid_convention cv;
+    grid_convention_init(&cv, m, GRID_CONVENTION_MUJOCO, NULL);
+    grid_context ctx;
+    grid_ctx_init(&ctx, NULL);
+    const int nq = m->nq, nv = m->nv, nb = m->nb, ne = 6 * m->nee;
+    double q[16], v[16], a[16], f[6 * 16], d[16], qq[16], vv[16], yp[96], ym[96], G[16 * 32], F[16 * 32], P[96 * 16];
+    double cot[96], vjp[48], x[16];
+    CHECK(nv <= 16 && nq <= 16 && nb <= 16 && ne <= 96);
+    const double h = 1e-6;
+    unsigned seed = 5;
+    double worst = 0, worst_vjp = 0;
+    for (int trial = 0; trial < 6; trial++) {
+        random_state(m, &seed, q, v, a, trial < 2 ? 1 : 10);
+        for (int i = 0; i < 6 * nb; i++) f[i] = trial % 2 ? 2.0 * rand_r(&seed) / RAND_MAX - 1.0 : 0.0;
+        const double *fx = trial % 2 ? f : NULL, *ax = trial == 4 ? NULL : a;
+        CHECK(mj_call(m, &cv, &ctx, GRID_ALGO_RNEA_GRAD, q, v, ax, fx, G, 1, 0, 0) == GRID_OK);
+        CHECK(mj_call(m, &cv, &ctx, GRID_ALGO_FD_GRAD, q, v, a, fx, F, 1, 0, 0) == GRID_OK);
+        CHECK(mj_call(m, &cv, &ctx, GRID_ALGO_EE_POSE_GRAD, q, NULL, NULL, NULL, P, 1, 0, 0) == GRID_OK);
+        /* column c of each: q along the tangent (c < nv), then v */
+        for (int c = 0; c < 2 * nv; c++) {
+            const int algos[3] = {GRID_ALGO_RNEA, GRID_ALGO_FD, GRID_ALGO_EE_POSE};
+            const double *grads[3] = {G, F, P};
+            for (int k = 0; k < (c < nv ? 3 : 2); k++) {
+                const int rows = k == 2 ? ne : nv, w = k == 2 ? nv : 2 * nv;
+                double *ys[2] = {yp, ym};
+                for (int sgn = 0; sgn < 2; sgn++) {
+                    memset(d, 0, sizeof d);
+                    memcpy(qq, q, sizeof qq);
+                    memcpy(vv, v, sizeof vv);
+                    if (c < nv) {
+                        d[c] = sgn ? -h : h;
+                        mj_integrate(m, q, d, qq);
+                    } else {
+                        vv[c - nv] += sgn ? -h : h;
+                    }
+                    CHECK(mj_call(m, &cv, &ctx, algos[k], qq, vv, k == 0 ? ax : a, fx, ys[sgn], 1, 0, 0) == GRID_OK);
+                }
+                double scale = 1, err = 0;
+                for (int r = 0; r < rows; r++) scale = fmax(scale, fabs(grads[k][r * w + c]));
+                for (int r = 0; r < rows; r++)
+                    err = fmax(err, fabs((yp[r] - ym[r]) / (2 * h) - grads[k][r * w + c]));
+                worst = fmax(worst, err / scale);
+                CHECK_MSG(err <= 1e-6 * scale, "trial %d %s column %d: %.3e (scale %.3e)", trial,
+                          grid_algo_name(algos[k]), c, err, scale);
+            }
+        }
+        /* the VJPs: g^T of the gradients (FD's u block: g^T Minv in MuJoCo's basis) */
+        for (int i = 0; i < ne; i++) cot[i] = 2.0 * rand_r(&seed) / RAND_MAX - 1.0;
+        test_cotangent = cot;
+        double Mi[256];
+        CHECK(mj_call(m, &cv, &ctx, GRID_ALGO_MINV, q, NULL, NULL, NULL, Mi, 1, 0, 0) == GRID_OK);
+        const int vj[3] = {GRID_ALGO_RNEA_VJP, GRID_ALGO_FD_VJP, GRID_ALGO_EE_POSE_VJP};
+        for (int k = 0; k < 3; k++) {
+            CHECK(mj_call(m, &cv, &ctx, vj[k], q, v, k == 0 ? ax : a, fx, vjp, 1, 0, 0) == GRID_OK);
+            const double *J = k == 0 ? G : k == 1 ? F : P;
+            const int rows = k == 2 ? ne : nv, w = k == 2 ? nv : 2 * nv, cols = k == 1 ? 3 * nv : w;
+            for (int c = 0; c < cols; c++) {
+                double s = 0, sc = 0;
+                for (int r = 0; r < rows; r++) {
+                    const double e = c < w ? J[r * w + c] : Mi[r * nv + c - w];
+                    s += cot[r] * e, sc += fabs(cot[r] * e);
+                }
+                x[0] = fabs(vjp[c] - s) / fmax(1, sc);
+                worst_vjp = fmax(worst_vjp, x[0]);
+                CHECK_MSG(x[0] <= 1e-12, "trial %d %s entry %d: %.3e", trial, grid_algo_name(vj[k]), c, x[0]);
+            }
+        }
+        test_cotangent = NULL;
+    }
+    printf("  MuJoCo-basis derivatives: worst central-difference error %.2e, worst VJP error %.2e\n", worst,
+           worst_vjp);
+    grid_ctx_free(&ctx);
+    grid_model_free(m);
+}
+
 /* results bitwise the same for one state and a batch over many chunks on one thread or several (slices of
    uneven length), and with an output over its input */
 static void test_batches_bitwise(void)
@@ -340,18 +442,18 @@ static void test_bad_calls(void)
     q[3] = 1;
     test_call t;
     grid_call *c = test_call_init(&t, GRID_ALGO_GRAVITY, q, NULL, NULL, NULL, out, 1, 0, 0);
-    CHECK(grid_convention_call(&cv, GRID_ALGO_GRAVITY, 3, c, &ctx, run_ref, m) == GRID_ERR_ARG);
-    CHECK(grid_convention_call(&cv, -1, GRID_FLOAT64, c, &ctx, run_ref, m) == GRID_ERR_ARG);
-    CHECK(grid_convention_call(&cv, GRID_ALGO_RNEA, GRID_FLOAT64, c, &ctx, run_ref, m) == GRID_ERR_ARG); /* n_in */
+    CHECK(grid_convention_call(&cv, GRID_ALGO_GRAVITY, 3, c, &ctx, run_ref, m, 0) == GRID_ERR_ARG);
+    CHECK(grid_convention_call(&cv, -1, GRID_FLOAT64, c, &ctx, run_ref, m, 0) == GRID_ERR_ARG);
+    CHECK(grid_convention_call(&cv, GRID_ALGO_RNEA, GRID_FLOAT64, c, &ctx, run_ref, m, 0) == GRID_ERR_ARG); /* n_in */
     c->batch = 0;
-    CHECK(grid_convention_call(&cv, GRID_ALGO_GRAVITY, GRID_FLOAT64, c, &ctx, run_ref, m) == GRID_OK);
+    CHECK(grid_convention_call(&cv, GRID_ALGO_GRAVITY, GRID_FLOAT64, c, &ctx, run_ref, m, 0) == GRID_OK);
     /* a failing run on any thread is the call's status */
     double *qs = calloc(2000 * 16, sizeof(double)), *os = malloc(2000 * 16 * sizeof(double));
     for (int b = 0; b < 2000; b++) qs[b * m->nq + 3] = 1;
     c = test_call_init(&t, GRID_ALGO_GRAVITY, qs, NULL, NULL, NULL, os, 2000, 0, 0);
     c->num_threads = 4;
-    CHECK(grid_convention_call(&cv, GRID_ALGO_GRAVITY, GRID_FLOAT64, c, &ctx, run_fail, m) == GRID_ERR_NOMEM);
-    CHECK(grid_convention_call(&cv, GRID_ALGO_GRAVITY, GRID_FLOAT64, c, &ctx, run_ref, m) == GRID_OK);
+    CHECK(grid_convention_call(&cv, GRID_ALGO_GRAVITY, GRID_FLOAT64, c, &ctx, run_fail, m, 0) == GRID_ERR_NOMEM);
+    CHECK(grid_convention_call(&cv, GRID_ALGO_GRAVITY, GRID_FLOAT64, c, &ctx, run_ref, m, 0) == GRID_OK);
     CHECK(grid_ctx_in_use(&ctx) == 0);
     free(qs);
     free(os);
@@ -365,6 +467,7 @@ int main(void)
     RUN_TEST(test_free_pass);
     RUN_TEST(test_ball_block);
     RUN_TEST(test_calls_identities);
+    RUN_TEST(test_derivatives);
     RUN_TEST(test_batches_bitwise);
     RUN_TEST(test_bad_calls);
     return check_summary("test_convention");
