@@ -10,17 +10,23 @@
 #undef GRID_CONV_TYPES_ONLY /* the runtime above took the types alone; the host API too */
 #include "grid/convention.h"
 #include "grid/urdf.h"
-#define EMU_N_ALGO 10
+#define EMU_N_ALGO 16 /* every row, in the order of their ids (GRID_ALGO_*) */
 static const char *emu_names[EMU_N_ALGO] = {"rnea", "nle", "gravity", "crba", "minv", "fd", "aba", "fk", "ee_pose",
-                                            "frame_jacobian"};
+                                            "frame_jacobian", "rnea_grad", "fd_grad", "ee_pose_grad", "rnea_vjp",
+                                            "fd_vjp", "ee_pose_vjp"};
 static int (*emu_device[EMU_N_ALGO])(const grid_call *) = {
     grid_cuda_rnea, grid_cuda_nle, grid_cuda_gravity, grid_cuda_crba, grid_cuda_minv,
-    grid_cuda_fd, grid_cuda_aba, grid_cuda_fk, grid_cuda_ee_pose, grid_cuda_frame_jacobian};
+    grid_cuda_fd, grid_cuda_aba, grid_cuda_fk, grid_cuda_ee_pose, grid_cuda_frame_jacobian,
+    grid_cuda_rnea_grad, grid_cuda_fd_grad, grid_cuda_ee_pose_grad, grid_cuda_rnea_vjp, grid_cuda_fd_vjp,
+    grid_cuda_ee_pose_vjp};
 static int (*emu_host[EMU_N_ALGO])(const grid_call *) = {
     grid_host_rnea, grid_host_nle, grid_host_gravity, grid_host_crba, grid_host_minv,
-    grid_host_fd, grid_host_aba, grid_host_fk, grid_host_ee_pose, grid_host_frame_jacobian};
+    grid_host_fd, grid_host_aba, grid_host_fk, grid_host_ee_pose, grid_host_frame_jacobian,
+    grid_host_rnea_grad, grid_host_fd_grad, grid_host_ee_pose_grad, grid_host_rnea_vjp, grid_host_fd_vjp,
+    grid_host_ee_pose_vjp};
 
 typedef int (*cpu_fn)(const grid_call *);
+alignas(64) static char emu_cpu_work[16 << 20];
 static cpu_fn emu_cpu[EMU_N_ALGO];
 
 static int emu_cpu_run(void *user, int algo, const grid_call *c)
@@ -69,9 +75,6 @@ int main(int argc, char **argv)
         const long long n = atoll(argv[ni]);
         for (int ri = 0; ri < m->n_methods; ri++) {
             const grid_method_info *r = &m->methods[ri];
-            /* gradients and VJPs in MuJoCo's basis are refused (GRID_ERR_UNSUPPORTED; test_convention checks it) */
-            const std::string rn(r->name);
-            if (rn.find("_grad") != std::string::npos || rn.find("_vjp") != std::string::npos) continue;
             int al = -1;
             for (int k = 0; k < EMU_N_ALGO; k++)
                 if (std::string(emu_names[k]) == r->name) al = k;
@@ -106,6 +109,8 @@ int main(int argc, char **argv)
                 c.n_out = r->n_out;
                 c.batch = n;
                 c.num_threads = 1;
+                c.work = emu_cpu_work; /* the C target's workspace (its rolled and lane functions need one) */
+                c.work_bytes = sizeof emu_cpu_work;
                 int rest = var >> n_opt;
                 for (int k = 0; k < r->n_attr; k++) {
                     if (std::string(r->attr_name[k]) == "frame") {
@@ -119,7 +124,7 @@ int main(int argc, char **argv)
                 /* the CPU convention around the C target */
                 std::vector<grid_real> oc(n * w + 1, NAN), od(n * w + 1, NAN), oh(n * w + 1, NAN);
                 op[0] = oc.data();
-                const int rc_cpu = grid_convention_call(&cv, al, (int)sizeof(grid_real), &c, &ctx, emu_cpu_run, NULL);
+                const int rc_cpu = grid_convention_call(&cv, al, (int)sizeof(grid_real), &c, &ctx, emu_cpu_run, NULL, 0);
                 /* the job's run row with the caller's arrays */
                 grid_conv_job job;
                 const int rc_job = grid_convention_job(&cv, al, ip, &job);
@@ -127,13 +132,24 @@ int main(int argc, char **argv)
                 for (int k = 0; k < job.n_in; k++) rp[k] = hp[k] = job.src[k] >= 0 ? ip[job.src[k]] : NULL;
                 if (job.a_zero) hp[job.slot_a] = hp[job.slot_v]; /* a buffer for the round trip to build it in */
                 grid_call cr = c;
+                cr.work = NULL; /* the CUDA entry points take their own device workspace */
+                cr.work_bytes = 0;
                 cr.in = rp;
                 cr.n_in = job.n_in;
                 op[0] = od.data();
-                const int rc_dev = grid_cuda_convention_call(&job, emu_device[job.run_algo], &cr, 0);
+                grid_batch_fn fns[1 + GRID_CONV_MAX_AUX] = {emu_device[job.run_algo]};
+                for (int x = 0; x < job.n_aux; x++) fns[1 + x] = emu_device[job.aux[x]];
+                const int rc_dev = grid_cuda_convention_call(&job, fns, &cr, 0);
                 cr.in = hp;
                 op[0] = oh.data();
-                const int rc_host = grid_cuda_convention_call(&job, emu_host[job.run_algo], &cr, 1);
+                grid_batch_fn hfn = emu_host[job.run_algo];
+                /* a derivative's chain rule (aux rows) is the device path's alone: the host round trip refuses it
+                   (the Python runner converts those on the host around whole chunks) and the CPU's answer stands in */
+                int rc_host = grid_cuda_convention_call(&job, &hfn, &cr, 1);
+                if (job.n_aux > 0) {
+                    rc_host = rc_host == 7 ? 0 : -rc_host - 1;
+                    oh = oc;
+                }
                 double maxd = 0, maxh = 0, maxa = 0;
                 long long nonfinite = 0, touched = 0;
                 for (long long i = 0; i < n * w; i++) {

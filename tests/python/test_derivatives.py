@@ -410,20 +410,3 @@ def test_rolled_gradients_equal_the_reference(cid, tmp_path):
         a, b = a.reshape(len(a), -1), b.reshape(len(b), -1)
         err = np.linalg.norm(a - b, axis=1) / np.maximum(np.linalg.norm(b, axis=1), 1e-6)
         assert err.max() <= 1e-12, f"{cid} rolled {name}: {err.max():.2e}"
-
-
-def test_mujoco_convention_refuses_the_gradients():
-    """not converted into MuJoCo's basis yet: a clear NotAvailableError, never numbers in the wrong basis"""
-    case = case_by_id("go2_ff")
-    h = grid_rbd.register_robot("go2_mj_grad", urdf_path=case_path(case, synthetic_dir()), floating_base=True,
-                                dtype="float64", output_convention="mujoco", verbose=False)
-    s = make_states(h, "random", 2, seed=1)
-    for call in (lambda: h.inverse_dynamics_gradient(s["q"], s["qd"]),
-                 lambda: h.forward_dynamics_gradient(s["q"], s["qd"], s["u"]),
-                 lambda: h.end_effector_pose_gradient(s["q"]),
-                 lambda: h.inverse_dynamics_vjp(s["q"], s["qd"], s["g"]),
-                 lambda: h.forward_dynamics_vjp(s["q"], s["qd"], s["u"], s["g"]),
-                 lambda: h.end_effector_pose_vjp(s["q"], s["g_pose"])):
-        with pytest.raises(grid_rbd.NotAvailableError, match="output_convention='mujoco'"):
-            call()
-    h.inverse_dynamics(s["q"], s["qd"])   # the other methods still run

@@ -367,6 +367,124 @@ def test_float32_against_float64(robot_name):
     assert not failures, "\n".join(failures)
 
 
+# ---- first-order derivatives in MuJoCo's basis ----
+MJD_RTOL = 1e-5       # ours vs MuJoCo's mjd_inverseFD (its finite differences: measured 5e-7 relative)
+CD_EPS, CD_RTOL = 1e-6, 1e-6   # the pose gradient vs central differences along mj_integratePos
+F32_GRAD_RTOL = 2e-5  # float32 vs float64 RNEA gradient and VJP (test_codegen's bound); FD ones: 1e-6 * cond(M)
+
+
+def mujoco_inverse_fd(mj, q, qd, qdd):
+    """MuJoCo's own finite-difference derivatives of mj_inverse (mjd_inverseFD, outputs transposed there) in grid_rbd's
+    joint order: [dtau/dq | dtau/dv] per state, q along MuJoCo's tangent (mj_integratePos)"""
+    m, d = mj.m, mj.d
+    out = []
+    for k in range(len(q)):
+        mj.set(q[k], qd[k])
+        d.qacc[mj.vperm] = qdd[k]
+        dq, dv, da = (np.zeros((m.nv, m.nv)) for _ in range(3))
+        mujoco.mjd_inverseFD(m, d, 1e-6, 0, dq, dv, da, None, None, None, None)
+        out.append(np.hstack([mj.mat(dq.T), mj.mat(dv.T)]))
+    return np.array(out)
+
+
+def mj_integrate(mj, q, dq):
+    """grid_rbd-ordered q moved by the grid_rbd-ordered tangent dq with MuJoCo's mj_integratePos"""
+    qpos = np.zeros(mj.m.nq)
+    qpos[mj.qperm] = q
+    vel = np.zeros(mj.m.nv)
+    vel[mj.vperm] = dq
+    mujoco.mj_integratePos(mj.m, qpos, vel, 1.0)
+    return qpos[mj.qperm]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("robot_name", ROBOTS)
+def test_derivatives_against_mujoco(robot_name, provider):
+    """inverse_dynamics_gradient in MuJoCo's basis equals MuJoCo's mjd_inverseFD (q along mj_integratePos, v and the
+    torque in MuJoCo's coordinates); forward_dynamics_gradient equals -M^-1 of mjd_inverseFD at MuJoCo's own qacc
+    (mj_forward under qfrc_applied = u), both with the acceleration absent (zero in MuJoCo's basis) too; the pose
+    gradient central differences along mj_integratePos; the VJPs g^T of those gradients to 1e-12"""
+    h = handle(robot_name, provider)
+    mj = mujoco_map(robot_name)
+    nv = h.nv
+    failures, worst = [], _worst.setdefault((robot_name, provider), {})
+
+    def check(name, got, ref, tol):
+        err = rel(got, ref)
+        worst[name] = max(worst.get(name, 0.0), float(err.max()))
+        if not np.all(err <= tol):
+            failures.append(f"{name}: state {int(np.argmax(err))} relative error {err.max():.2e} > {tol:.0e}")
+
+    for kind, seed in (("random", 11), ("extreme", 12)):
+        q, qd, qdd, u = states(h, kind, 4, seed)
+        q = unit(q, True)
+        check("rnea_grad", h.inverse_dynamics_gradient(q, qd, qdd), mujoco_inverse_fd(mj, q, qd, qdd), MJD_RTOL)
+        check("rnea_grad", h.inverse_dynamics_gradient(q, qd), mujoco_inverse_fd(mj, q, qd, 0 * qdd), MJD_RTOL)
+        # forward dynamics: MuJoCo's qacc, then -M^-1 [dtau/dq | dtau/dv] there
+        ref = []
+        for k in range(len(q)):
+            mj.set(q[k], qd[k])
+            mj.d.qfrc_applied[mj.vperm] = u[k]
+            mujoco.mj_forward(mj.m, mj.d)
+            qacc = mj.vec(mj.d.qacc).copy()
+            M = np.zeros((nv, nv))
+            mujoco.mj_fullM(mj.m, mj.d, M)
+            ref.append(-np.linalg.solve(mj.mat(M), mujoco_inverse_fd(mj, q[k:k + 1], qd[k:k + 1], qacc[None])[0]))
+        cond = max(np.linalg.cond(M) for M in h.crba(q))
+        F = h.forward_dynamics_gradient(q, qd, u)
+        check("fd_grad", F, np.array(ref), MJD_RTOL * max(1.0, cond / 1e3))
+        # and exactly (no finite differences): FD's derivative is -M^-1 of ID's at FD's own acceleration
+        inv = -np.linalg.solve(h.crba(q), h.inverse_dynamics_gradient(q, qd, h.forward_dynamics(q, qd, u)))
+        check("fd_grad = -M^-1 rnea_grad", F, inv, 1e-14 * max(1e3, cond))
+        # the pose gradient: central differences along MuJoCo's tangent
+        P = h.end_effector_pose_gradient(q)
+        cd = np.zeros_like(P)
+        for k in range(len(q)):
+            for c in range(nv):
+                e = np.zeros(nv)
+                e[c] = CD_EPS
+                plus, minus = h.end_effector_pose(mj_integrate(mj, q[k], e)), h.end_effector_pose(
+                    mj_integrate(mj, q[k], -e))
+                cd[k, :, c] = ((plus - minus) / (2 * CD_EPS)).reshape(-1)
+        check("ee_pose_grad", P, cd, CD_RTOL)
+        # the VJPs against g^T of the gradients (the FD one's u block: g^T Minv in MuJoCo's basis)
+        rng = np.random.default_rng(seed)
+        g, gp = rng.normal(size=(len(q), nv)), rng.normal(size=(len(q), 6 * len(h.ee_names)))
+        G, F = h.inverse_dynamics_gradient(q, qd, qdd), h.forward_dynamics_gradient(q, qd, u)
+        check("rnea_vjp", h.inverse_dynamics_vjp(q, qd, g, qdd), np.einsum("bi,bij->bj", g, G), 1e-12)
+        fd_ref = np.hstack([np.einsum("bi,bij->bj", g, F), np.einsum("bi,bij->bj", g, h.minv(q))])
+        check("fd_vjp", h.forward_dynamics_vjp(q, qd, u, g), fd_ref, 1e-12)
+        check("ee_pose_vjp", h.end_effector_pose_vjp(q, gp), np.einsum("bi,bij->bj", gp, P), 1e-12)
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("robot_name", ("go2", "atlas"))
+def test_derivatives_float32_against_float64(robot_name):
+    """the generated float32 library's derivatives in MuJoCo's basis against float64 on the same inputs: the RNEA
+    gradient and VJP within 2e-5 relative per state, the FD ones within 1e-6 * cond(M), at |qd| <= 10, |qdd| <= 50"""
+    h32, h64 = handle(robot_name, "generated", "float32"), handle(robot_name, "generated")
+    failures = []
+    for kind, seed in (("random", 21), ("extreme", 22)):
+        s32 = [x.astype(np.float32) for x in states(h64, kind, N, seed)]
+        s64 = [x.astype(np.float64) for x in s32]
+        g32 = np.random.default_rng(seed).normal(size=(N, h64.nv)).astype(np.float32)
+        cond = np.array([np.linalg.cond(M) for M in h64.crba(s64[0])])
+        for name, call, bound in (
+                ("rnea_grad", lambda h, q, qd, qdd, u, g: h.inverse_dynamics_gradient(q, qd, qdd), F32_GRAD_RTOL),
+                ("rnea_vjp", lambda h, q, qd, qdd, u, g: h.inverse_dynamics_vjp(q, qd, g, qdd), F32_GRAD_RTOL),
+                ("fd_grad", lambda h, q, qd, qdd, u, g: h.forward_dynamics_gradient(q, qd, u), F32_COND * cond),
+                ("fd_vjp", lambda h, q, qd, qdd, u, g: h.forward_dynamics_vjp(q, qd, u, g), F32_COND * cond)):
+            err = rel(call(h32, *s32, g32), call(h64, *s64, g32.astype(np.float64)))
+            worst = _worst32.setdefault(robot_name, {})
+            b = np.broadcast_to(bound, err.shape)
+            k = int(np.argmax(err / b))
+            if err[k] / b[k] > worst.get(name, (0, 1))[0] / worst.get(name, (0, 1))[1]:
+                worst[name] = (float(err[k]), float(b[k]))
+            if not np.all(err <= b):
+                failures.append(f"{name} ({kind}): {err.max():.2e} > {b[k]:.1e}")
+    assert not failures, "\n".join(failures)
+
+
 # ---- one build for both conventions ----
 def test_cache_entry_is_shared_with_pinocchio(tmp_path):
     """the convention is not part of the build: the same robot.so answers both, the second registration is a hit"""
