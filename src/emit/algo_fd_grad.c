@@ -1,4 +1,5 @@
 /* The forward-dynamics gradient and VJP as per-state functions over three others: qdd = FD, the RNEA gradient or VJP at qdd, M^-1. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "emit_ctx.h"
@@ -104,51 +105,56 @@ int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const compos
     emit_elem(cx, fe, sizeof fe, "fext", "k");
     emit_elem(cx, ge, sizeof ge, "g", "k");
     emit_elem(cx, oe, sizeof oe, "out", "k");
-    const int grp = in->group;
-    const char *st1 = cx->t->stride_param[0] ? ", 1" : "";
+    const int grp = in->group, il = in->interleave > 1 ? in->interleave : 1;
+    assert(!(grp && il > 1) && (il == 1 || in->inner_work == 0));
+    /* the callees' stride (the element stride of their arrays: 1, or the interleave), and the arrays' index scale */
+    char st1[24] = "", x[24] = "";
+    if (cx->t->stride_param[0]) snprintf(st1, sizeof st1, il > 1 ? ", GRID_IL_" : ", 1");
+    if (il > 1) snprintf(x, sizeof x, " * GRID_IL_");
     /* a callee's template argument and trailing group arguments; the split loop's start and step; the sync */
     const char *tm = grp ? "<GRID_G_>" : "", *ga = grp ? ", gl, gm" : "", *k0 = grp ? "gl" : "0";
     const char *kst = grp ? "k += GRID_G_" : "k++", *sync = grp ? "    GRID_GROUP_SYNC_();\n" : "";
     ew_printf(w, "/* %s: %s at qdd = FD(q, qd, u%s)%s */\n"
                  "%s%s void grid_s_%s",
-              sp->fn, what, sp->reads_fext ? ", f_ext" : "", grp ? "; GRID_G_ lanes share the state" : "",
+              sp->fn, what, sp->reads_fext ? ", f_ext" : "",
+              grp ? "; GRID_G_ lanes share the state" : il > 1 ? "; its arrays interleaved over the warp's lanes" : "",
               grp ? cx->t->group_fn : "", cx->t->state_fn, sp->fn);
     if (grp) emit_rolled_state_params(w, cx->t);
     else emit_state_params(w, cx->t);
     ew_printf(w, "\n{\n    (void)fext; (void)g; (void)frame; (void)rf;%s\n"
-                 "    grid_real *cq = ws + %ld, *cv = cq + %d, *ca = cv + %d, *cf = ca + %d;\n"
-                 "    grid_real *qdd = cf + %d, *Mi = qdd + %d, *dt = Mi + %d;\n"
-                 "    for (int k = %s; k < %d; %s) cq[k] = %s;\n"
-                 "    for (int k = %s; k < %d; %s) cv[k] = %s;\n"
-                 "    for (int k = %s; k < %d; %s) ca[k] = %s;\n",
-              grp ? " (void)gm;" : "", in->inner_work, nq, nv, nv, 6 * nb, nv, nv * nv, k0, nq, kst, qe, k0, nv, kst, ve,
-              k0, nv, kst, ae);
-    if (sp->reads_fext) ew_printf(w, "    for (int k = %s; k < %d; %s) cf[k] = %s;\n", k0, 6 * nb, kst, fe);
+                 "    grid_real *cq = ws + %ld, *cv = cq + %d%s, *ca = cv + %d%s, *cf = ca + %d%s;\n"
+                 "    grid_real *qdd = cf + %d%s, *Mi = qdd + %d%s, *dt = Mi + %d%s;\n"
+                 "    for (int k = %s; k < %d; %s) cq[k%s] = %s;\n"
+                 "    for (int k = %s; k < %d; %s) cv[k%s] = %s;\n"
+                 "    for (int k = %s; k < %d; %s) ca[k%s] = %s;\n",
+              grp ? " (void)gm;" : "", in->inner_work, nq, x, nv, x, nv, x, 6 * nb, x, nv, x, nv * nv, x, k0, nq, kst,
+              x, qe, k0, nv, kst, x, ve, k0, nv, kst, x, ae);
+    if (sp->reads_fext) ew_printf(w, "    for (int k = %s; k < %d; %s) cf[k%s] = %s;\n", k0, 6 * nb, kst, x, fe);
     ew_printf(w, "%s"
                  "    grid_s_%s%s(cq, cv, ca, cf, 0, qdd, 0, 0, ws%s%s);\n%s"
                  "    grid_s_%s%s(cq, cv, ca, cf, 0, Mi, 0, 0, ws%s%s);\n%s",
               sync, in->fn[0], tm, st1, ga, sync, in->fn[2], tm, st1, ga, sync);
     if (vjp) {
-        ew_printf(w, "    grid_real *cg = dt + %d, *h = cg + %d;\n"
-                     "    for (int k = %s; k < %d; %s) cg[k] = %s;\n%s"
+        ew_printf(w, "    grid_real *cg = dt + %d%s, *h = cg + %d%s;\n"
+                     "    for (int k = %s; k < %d; %s) cg[k%s] = %s;\n%s"
                      "    for (int k = %s; k < %d; %s) {\n"
                      "        grid_real s = 0;\n"
-                     "        for (int j = 0; j < %d; j++) s += Mi[k * %d + j] * cg[j];\n"
-                     "        h[k] = s;\n"
+                     "        for (int j = 0; j < %d; j++) s += Mi[(k * %d + j)%s] * cg[j%s];\n"
+                     "        h[k%s] = s;\n"
                      "    }\n%s"
                      "    grid_s_%s%s(cq, cv, qdd, cf, h, dt, 0, 0, ws%s%s);\n%s"
-                     "    for (int k = %s; k < %d; %s) %s = k < %d ? -dt[k] : h[k - %d];\n",
-                  dn, nv, k0, nv, kst, ge, sync, k0, nv, kst, nv, nv, sync, in->fn[1], tm, st1, ga, sync, k0, n2 + nv,
-                  kst, oe, n2, n2);
+                     "    for (int k = %s; k < %d; %s) %s = k < %d ? -dt[k%s] : h[(k - %d)%s];\n",
+                  dn, x, nv, x, k0, nv, kst, x, ge, sync, k0, nv, kst, nv, nv, x, x, x, sync, in->fn[1], tm, st1, ga,
+                  sync, k0, n2 + nv, kst, oe, n2, x, n2, x);
     } else {
         ew_printf(w, "    grid_s_%s%s(cq, cv, qdd, cf, 0, dt, 0, 0, ws%s%s);\n%s"
                      "    for (int k = %s; k < %d; %s) {\n"
                      "        const int r = k / %d, c = k %% %d;\n"
                      "        grid_real s = 0;\n"
-                     "        for (int j = 0; j < %d; j++) s -= Mi[r * %d + j] * dt[j * %d + c];\n"
+                     "        for (int j = 0; j < %d; j++) s -= Mi[(r * %d + j)%s] * dt[(j * %d + c)%s];\n"
                      "        %s = s;\n"
                      "    }\n",
-                  in->fn[1], tm, st1, ga, sync, k0, nv * n2, kst, n2, n2, nv, nv, n2, oe);
+                  in->fn[1], tm, st1, ga, sync, k0, nv * n2, kst, n2, n2, nv, nv, x, n2, x, oe);
     }
     /* the lanes leave together: the caller's next use of the workspace follows every lane's last read */
     ew_printf(w, "%s}\n\n", sync);

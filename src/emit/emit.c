@@ -280,7 +280,7 @@ static int group_template(const emit_ctx *cx, int f, const int *rolled, const in
 
 /* the batch entry of row a */
 static void write_entry(const emit_ctx *cx, int a, const grid_method_info *row, const sym_stats *fstats, const int *vec,
-                        const int *rolled)
+                        const int *rolled, const int *ilv)
 {
     const method_layout *L = &layouts[a];
     emit_entry e;
@@ -297,6 +297,7 @@ static void write_entry(const emit_ctx *cx, int a, const grid_method_info *row, 
         e.variant[s].fn = specs[L->slot[s]].fn;
         e.variant[s].work = fstats[L->slot[s]].work;
         e.variant[s].grouped = group_template(cx, L->slot[s], rolled, vec);
+        e.variant[s].interleaved = ilv[L->slot[s]];
         spec_reads(L->slot[s], e.variant[s].reads);
     }
     e.vector = vec[L->slot[0]];
@@ -530,7 +531,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
             if (calls[f][c] >= 0) need[calls[f][c]] = 1;
     sym_stats fstats[F_COUNT];
     memset(fstats, 0, sizeof fstats);
-    int vec[F_COUNT], rolled[F_COUNT], sched[F_COUNT], any_vec = 0;
+    int vec[F_COUNT], rolled[F_COUNT], sched[F_COUNT], ilv[F_COUNT] = {0}, any_vec = 0;
     if (o.schedule < GRID_SCHEDULE_AUTO || o.schedule > GRID_SCHEDULE_ROLLED) rc = grid_error_set(err, GRID_ERR_ARG, 0, 0, "unknown schedule %d (use GRID_SCHEDULE_AUTO, _UNROLLED or _ROLLED)", o.schedule);
     if (rc == GRID_OK) choose_schedules(&cx, need, rolled);
     /* lane functions on either schedule (a coupled model's wrappers: unrolled only) */
@@ -569,7 +570,11 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
                 cs.statements += s1.statements;
                 if (s1.work > inner_work) inner_work = s1.work;
             }
-            composite_inners in = {{name[0], name[1], name[2]}, inner_work, group_template(&cx, f, rolled, vec)};
+            composite_inners in = {{name[0], name[1], name[2]}, inner_work, group_template(&cx, f, rolled, vec), 0};
+            /* CUDA, one thread per state, callees without workspace: the arrays interleaved over the warp */
+            const int fd = specs[f].kind == ST_FD_GRAD || specs[f].kind == ST_FD_VJP;
+            if (t->group_fn[0] && fd && !vec[f] && !in.group && inner_work == 0) in.interleave = EMIT_WS_INTERLEAVE;
+            ilv[f] = in.interleave > 1;
             if (frc == 0)
                 frc = specs[f].kind == ST_FD_GRAD || specs[f].kind == ST_FD_VJP
                           ? emit_fd_grad_function(&cx, &specs[f], &in, vec[f], &fstats[f])
@@ -648,7 +653,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
         for (int f = 0; f < F_COUNT; f++)
             if (fn_in_part[f]) ew_putn(&w, fw[f].buf, fw[f].len);
         for (int a = 0; a < GRID_ALGO_COUNT; a++)
-            if (part[a] == p) write_entry(&cx, a, &rows[a], fstats, vec, rolled);
+            if (part[a] == p) write_entry(&cx, a, &rows[a], fstats, vec, rolled, ilv);
         if (nparts > 1) ew_printf(&w, "#endif /* GRID_PART %d */\n\n", p + 1);
     }
     if (stats && rc == GRID_OK) {

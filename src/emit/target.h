@@ -24,7 +24,12 @@ typedef struct {
     long long work;           /* reals of workspace the function needs per state (0: none; rolled functions) */
     int grouped;              /* 1: a template on the lanes sharing a state (a rolled loop nest, or a rolled FD
                                  composite of them; not a wrapper): the group form exists */
+    int interleaved;          /* 1: its workspace is interleaved over a warp's 32 lanes (element k of lane l at
+                                 k * 32 + l of the warp's block), so its accesses coalesce (an unrolled composite) */
 } emit_variant;
+
+/* the stride of an interleaved workspace: a warp's lanes */
+#define EMIT_WS_INTERLEAVE 32
 
 /* optional inputs one row may have: its variant slots are the 2^n_opt combinations of them */
 #define EMIT_MAX_OPT 2

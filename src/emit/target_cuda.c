@@ -21,6 +21,8 @@ static const char cuda_config[] =
     "#define GRID_FITS_WIDE_(used, w) ((used) + GRID_TILE_(w) <= GRID_CUDA_SMEM_MAX_WIDE)\n\n"
     "/* rolled functions: GRID_G_ lanes share one state (1: a thread per state); the group's lanes meet here */\n"
     "#define GRID_GROUP_SYNC_() do { if (GRID_G_ > 1) __syncwarp(gm); } while (0)\n"
+    "/* an interleaved workspace's element stride (GRID_CUDA_INTERLEAVE): a warp's lanes, or 1 */\n"
+    "#define GRID_IL_ (GRID_CUDA_INTERLEAVE ? 32 : 1)\n"
     "static_assert(GRID_CUDA_GROUP >= 1 && GRID_CUDA_GROUP <= 32 && (GRID_CUDA_GROUP & (GRID_CUDA_GROUP - 1)) == 0,\n"
     "              \"GRID_CUDA_GROUP must be a power of two up to 32\");\n\n"
     "/* the rows of a warp's m states (consecutive in global memory) into its tile, coalesced */\n"
@@ -150,7 +152,9 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
     /* a rolled function's workspace: a plain array per lane (not strided like the state arrays); lanes past the
        batch have their own, so no two threads share one */
     if (vr->work > 0)
-        ew_puts(w, "    grid_real *const wsl = ws + (b0 + lane) * wst;\n");
+        ew_puts(w, vr->interleaved ? "    /* interleaved over the warp (GRID_IL_ = 32), or contiguous per lane */\n"
+                                     "    grid_real *const wsl = ws + (GRID_IL_ > 1 ? b0 * wst + lane : (b0 + lane) * wst);\n"
+                                   : "    grid_real *const wsl = ws + (b0 + lane) * wst;\n");
     const char *wsarg = vr->work > 0 ? "wsl" : "0";
     const char *ptr[EP_COUNT] = {"0", "0", "0", "0", "0"}; /* q v a f g arguments of the per-state call */
     static const char *const staged[EP_COUNT] = {"sq", "sv", "sa", "sf", "sg"};

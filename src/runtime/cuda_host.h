@@ -52,6 +52,11 @@
 #define GRID_CUDA_GROUP_MIN_OUT 33 /* the output width (elements per state) from which GRID_CUDA_GROUP applies: every
    output wider than a warp's 32 elements (the VJPs' 2 nv included) */
 #endif
+#ifndef GRID_CUDA_INTERLEAVE
+#define GRID_CUDA_INTERLEAVE 1 /* unrolled composites (an FD gradient or VJP over callees without workspace): their
+   per-thread arrays interleaved over the warp's 32 lanes, so that each access of a warp is one coalesced line
+   (0: each thread's arrays contiguous, the layout before bench/RESULTS-gpu.md run 15) */
+#endif
 #ifndef GRID_CUDA_WORK_MAX
 #define GRID_CUDA_WORK_MAX (512LL << 20) /* rolled functions: device workspace bytes one launch may use; a larger
    batch is launched in slices that reuse it */

@@ -206,7 +206,8 @@ def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
 @pytest.mark.parametrize("which,defines", [
     ("iiwa", []),                                                            # the default plan, one chunk
     ("synthetic_ff", ["-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_SMEM_MAX_WIDE=0",
-                      "-DGRID_CUDA_CHUNK_BYTES=4096"]),                     # nothing staged; many chunks
+                      "-DGRID_CUDA_CHUNK_BYTES=4096",                       # nothing staged; many chunks; the FD
+                      "-DGRID_CUDA_INTERLEAVE=0"]),                         # composites' arrays per lane
     ("synthetic_ff", ["-DGRID_CUDA_OUT_STAGE_MAX=4096", "-DGRID_CUDA_SMEM_MAX=1000000", "-DGRID_CUDA_PACK_INPUTS=1",
                       "-DGRID_CUDA_ZERO_COPY_MAX=30000"]),   # everything staged; packed inputs; zero-copy up to B=46
     ("iiwa_rolled", []),                                                     # rolled: per-state workspace
