@@ -27,6 +27,8 @@ WIDE = {
     "group8": ("-O3 -DGRID_CUDA_GROUP=8", "rolled, 8 lanes per state", "rolled"),
     "group16": ("-O3 -DGRID_CUDA_GROUP=16", "rolled, 16 lanes per state", "rolled"),
     "group32": ("-O3 -DGRID_CUDA_GROUP=32", "rolled, a warp per state", "rolled"),
+    "contig": ("-O3 -DGRID_CUDA_INTERLEAVE=0", "AUTO, the unrolled composites' arrays contiguous per lane (before run 15)",
+               "auto"),
 }
 for k, (flags, what, _) in WIDE.items():
     gb.VARIANTS["wide_" + k] = (flags, what, "resident")
