@@ -8,6 +8,7 @@
 #   bench/gpu_session.sh wide        # THERE: only bench/gpu_wide.py (g1 CRBA/Minv wide-output variants; WIDE_ROBOTS,
 #                                    # WIDE_ALGOS, WIDE_SIZES, WIDE_VARIANTS, WIDE_EXTRA pick others)
 #   bench/gpu_session.sh features    # THERE: only the GPU tests matching GPU_TEST_FILTER (pytest -k)
+#   bench/gpu_session.sh sanitize    # THERE: only compute-sanitizer on the derivative rows
 #   bench/gpu_session.sh grad        # THERE: the first-order derivatives: their GPU tests on five robots, the bench
 #                                    # of rnea / rnea_grad / fd / fd_grad ($GRAD_ALGOS: e.g. with rnea_vjp,fd_vjp),
 #                                    # cold builds, compute-sanitizer
@@ -106,6 +107,13 @@ if [ "${1:-run}" = features ]; then   # only the GPU tests whose ids match $GPU_
     GRID_RBD_GPU_REPORT=$OUT/gpu_accuracy.md timeout $((TEST_SECONDS + 10)) \
         python3 -m pytest -m gpu -q -rs -p no:cacheprovider -k "${GPU_TEST_FILTER:-joints}" \
         tests/python/test_cuda.py tests/python/test_cuda_rolled.py 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
+    ts "done"
+    exit 0
+fi
+
+if [ "${1:-run}" = sanitize ]; then   # only compute-sanitizer on the derivative rows (bench/gpu_sanitize_derivs.py)
+    ts "compute-sanitizer: bench/gpu_sanitize_derivs.py"
+    sanitize bench/gpu_sanitize_derivs.py 8
     ts "done"
     exit 0
 fi

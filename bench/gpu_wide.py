@@ -27,6 +27,8 @@ WIDE = {
     "group8": ("-O3 -DGRID_CUDA_GROUP=8", "rolled, 8 lanes per state", "rolled"),
     "group16": ("-O3 -DGRID_CUDA_GROUP=16", "rolled, 16 lanes per state", "rolled"),
     "group32": ("-O3 -DGRID_CUDA_GROUP=32", "rolled, a warp per state", "rolled"),
+    "defaultpool": ("-O3 -DGRID_CUDA_POOL_KEEP=0", "AUTO, workspace from the process's default pool (before run 15)",
+                    "auto"),
     "contig": ("-O3 -DGRID_CUDA_INTERLEAVE=0", "AUTO, the unrolled composites' arrays contiguous per lane (before run 15)",
                "auto"),
 }

@@ -57,6 +57,12 @@
    per-thread arrays interleaved over the warp's 32 lanes, so that each access of a warp is one coalesced line
    (0: each thread's arrays contiguous, the layout before bench/RESULTS-gpu.md run 15) */
 #endif
+#ifndef GRID_CUDA_POOL_KEEP
+#define GRID_CUDA_POOL_KEEP (1LL << 30) /* bytes of stream-ordered workspace the runtime's own pool keeps mapped
+   between calls (its release threshold). The process's default pool (threshold 0) returns its memory at every
+   synchronisation and maps it again on the next call: about 150 us of every call that needs workspace
+   (bench/RESULTS-gpu.md run 15). 0: the default pool (cudaMallocAsync), as before */
+#endif
 #ifndef GRID_CUDA_WORK_MAX
 #define GRID_CUDA_WORK_MAX (512LL << 20) /* rolled functions: device workspace bytes one launch may use; a larger
    batch is launched in slices that reuse it */

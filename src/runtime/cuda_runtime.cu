@@ -449,12 +449,54 @@ extern "C" __attribute__((visibility("default"))) int grid_cuda_convention_call(
     return rc ? rc : rf;
 }
 
+/* The runtime's stream-ordered pool of the current device, created at first use with GRID_CUDA_POOL_KEEP as its
+   release threshold (the process's default pool, which other libraries share, is left as it is); NULL: use the
+   default pool (GRID_CUDA_POOL_KEEP 0, a device past the table, or a device without memory pools). Kept for the
+   process's life. */
+#define GRID_CUDA_POOL_DEVICES 64
+static cudaMemPool_t grid_pools_[GRID_CUDA_POOL_DEVICES];
+static char grid_pool_tried_[GRID_CUDA_POOL_DEVICES];
+static pthread_mutex_t grid_pool_lock_ = PTHREAD_MUTEX_INITIALIZER;
+
+static cudaMemPool_t grid_pool_(void)
+{
+    int dev = -1;
+    if (GRID_CUDA_POOL_KEEP <= 0 || cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= GRID_CUDA_POOL_DEVICES) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    pthread_mutex_lock(&grid_pool_lock_);
+    if (!grid_pool_tried_[dev]) {
+        grid_pool_tried_[dev] = 1;
+        cudaMemPoolProps props;
+        memset(&props, 0, sizeof props);
+        props.allocType = cudaMemAllocationTypePinned;
+        props.handleTypes = cudaMemHandleTypeNone;
+        props.location.type = cudaMemLocationTypeDevice;
+        props.location.id = dev;
+        cudaMemPool_t pool = NULL;
+        unsigned long long keep = (unsigned long long)GRID_CUDA_POOL_KEEP;
+        if (cudaMemPoolCreate(&pool, &props) == cudaSuccess) {
+            if (cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) == cudaSuccess)
+                grid_pools_[dev] = pool;
+            else
+                cudaMemPoolDestroy(pool);
+        }
+        (void)cudaGetLastError(); /* a device without pools falls back to the default one */
+    }
+    cudaMemPool_t pool = grid_pools_[dev];
+    pthread_mutex_unlock(&grid_pool_lock_);
+    return pool;
+}
+
 /* workspace for launches on device arrays the caller gave none for: stream-ordered, so concurrent calls on other
    streams never share it */
 extern "C" GRID_CUDA_HIDDEN int grid_cuda_scratch_(size_t bytes, void *stream, void **p)
 {
     *p = NULL;
-    const cudaError_t e = cudaMallocAsync(p, bytes ? bytes : 1, (cudaStream_t)stream);
+    cudaMemPool_t pool = grid_pool_();
+    const cudaError_t e = pool ? cudaMallocFromPoolAsync(p, bytes ? bytes : 1, pool, (cudaStream_t)stream)
+                               : cudaMallocAsync(p, bytes ? bytes : 1, (cudaStream_t)stream);
     if (e != cudaSuccess) {
         char what[96];
         *p = NULL;

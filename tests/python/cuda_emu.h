@@ -68,6 +68,30 @@ inline cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t)
     if (!e) __atomic_add_fetch(&emu_async_live, 1, __ATOMIC_RELAXED);
     return e;
 }
+// the runtime's own pool (cudaMemPoolCreate): the same counted allocations
+typedef void *cudaMemPool_t;
+enum cudaMemAllocationType { cudaMemAllocationTypePinned = 1 };
+enum cudaMemAllocationHandleType { cudaMemHandleTypeNone = 0 };
+enum cudaMemLocationType { cudaMemLocationTypeDevice = 1 };
+enum cudaMemPoolAttr { cudaMemPoolAttrReleaseThreshold = 4 };
+struct cudaMemLocation { cudaMemLocationType type; int id; };
+struct cudaMemPoolProps { cudaMemAllocationType allocType; cudaMemAllocationHandleType handleTypes; cudaMemLocation location; };
+static int emu_pools = 0;  // pools created (one per device at most)
+inline cudaError_t cudaMemPoolCreate(cudaMemPool_t *p, const cudaMemPoolProps *props)
+{
+    if (props->location.type != cudaMemLocationTypeDevice || props->allocType != cudaMemAllocationTypePinned) return 1;
+    *p = (void *)(0x100 + __atomic_add_fetch(&emu_pools, 1, __ATOMIC_RELAXED));
+    return 0;
+}
+inline cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr a, void *v)
+{
+    return a == cudaMemPoolAttrReleaseThreshold && *(unsigned long long *)v > 0 ? 0 : 1;
+}
+inline cudaError_t cudaMemPoolDestroy(cudaMemPool_t) { return 0; }
+inline cudaError_t cudaMallocFromPoolAsync(void **p, size_t n, cudaMemPool_t pool, cudaStream_t s)
+{
+    return pool ? cudaMallocAsync(p, n, s) : 1;
+}
 inline cudaError_t cudaFreeAsync(void *p, cudaStream_t)
 {
     __atomic_sub_fetch(&emu_async_live, 1, __ATOMIC_RELAXED);
