@@ -64,6 +64,7 @@ enum {
     GRID_CONV_OUT_QDD,      /* acceleration: T^T (qdd_pin - Tdot v) */
     GRID_CONV_OUT_MAT,      /* nv x nv: T^T X T (M and Minv alike, T being orthogonal) */
     GRID_CONV_OUT_JAC,      /* rows x nv: X T */
+    /* the derivatives (last: the post pass tests >= GRID_CONV_OUT_DTAU) */
     GRID_CONV_OUT_DTAU,     /* nv x 2nv [dtau/dq | dtau/dv] (aux: tau, M) */
     GRID_CONV_OUT_DQDD,     /* nv x 2nv [dqdd/dq | dqdd/dv] (aux: qdd, Minv) */
     GRID_CONV_OUT_VJP_TAU,  /* 2nv g^T [dtau/dq | dtau/dv] (aux: tau, M) */

@@ -105,19 +105,17 @@ int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const compos
     emit_elem(cx, fe, sizeof fe, "fext", "k");
     emit_elem(cx, ge, sizeof ge, "g", "k");
     emit_elem(cx, oe, sizeof oe, "out", "k");
-    const int grp = in->group, il = in->interleave > 1 ? in->interleave : 1;
-    assert(!(grp && il > 1) && (il == 1 || in->inner_work == 0));
+    const int grp = in->group, il = in->interleave;
+    assert(!(grp && il) && (!il || in->inner_work == 0));
     /* the callees' stride (the element stride of their arrays: 1, or the interleave), and the arrays' index scale */
-    char st1[24] = "", x[24] = "";
-    if (cx->t->stride_param[0]) snprintf(st1, sizeof st1, il > 1 ? ", GRID_IL_" : ", 1");
-    if (il > 1) snprintf(x, sizeof x, " * GRID_IL_");
+    const char *st1 = !cx->t->stride_param[0] ? "" : il ? ", GRID_IL_" : ", 1", *x = il ? " * GRID_IL_" : "";
     /* a callee's template argument and trailing group arguments; the split loop's start and step; the sync */
     const char *tm = grp ? "<GRID_G_>" : "", *ga = grp ? ", gl, gm" : "", *k0 = grp ? "gl" : "0";
     const char *kst = grp ? "k += GRID_G_" : "k++", *sync = grp ? "    GRID_GROUP_SYNC_();\n" : "";
     ew_printf(w, "/* %s: %s at qdd = FD(q, qd, u%s)%s */\n"
                  "%s%s void grid_s_%s",
               sp->fn, what, sp->reads_fext ? ", f_ext" : "",
-              grp ? "; GRID_G_ lanes share the state" : il > 1 ? "; its arrays interleaved over the warp's lanes" : "",
+              grp ? "; GRID_G_ lanes share the state" : il ? "; its arrays interleaved over the warp's lanes" : "",
               grp ? cx->t->group_fn : "", cx->t->state_fn, sp->fn);
     if (grp) emit_rolled_state_params(w, cx->t);
     else emit_state_params(w, cx->t);

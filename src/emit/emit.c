@@ -573,8 +573,8 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
             composite_inners in = {{name[0], name[1], name[2]}, inner_work, group_template(&cx, f, rolled, vec), 0};
             /* CUDA, one thread per state, callees without workspace: the arrays interleaved over the warp */
             const int fd = specs[f].kind == ST_FD_GRAD || specs[f].kind == ST_FD_VJP;
-            if (t->group_fn[0] && fd && !vec[f] && !in.group && inner_work == 0) in.interleave = EMIT_WS_INTERLEAVE;
-            ilv[f] = in.interleave > 1;
+            in.interleave = t->group_fn[0] && fd && !vec[f] && !in.group && inner_work == 0;
+            ilv[f] = in.interleave;
             if (frc == 0)
                 frc = specs[f].kind == ST_FD_GRAD || specs[f].kind == ST_FD_VJP
                           ? emit_fd_grad_function(&cx, &specs[f], &in, vec[f], &fstats[f])

@@ -104,8 +104,8 @@ typedef struct {
     long inner_work;   /* the most workspace any of them takes (reals) */
     int group;         /* 1: the scalar form as a template on GRID_G_ lanes sharing the state (CUDA, rolled: every
                           callee is a rolled template) */
-    int interleave;    /* > 1: the scalar form's arrays interleaved with this stride (CUDA, one thread per state,
-                          callees without workspace: a warp's 32 lanes), the callees called with it as their stride */
+    int interleave;    /* 1: the scalar form's arrays interleaved over the warp's lanes with the stride GRID_IL_
+                          (CUDA, one thread per state, callees without workspace), the callees called with it */
 } composite_inners;
 int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, int vector,
                           sym_stats *stats);

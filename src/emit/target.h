@@ -28,9 +28,6 @@ typedef struct {
                                  k * 32 + l of the warp's block), so its accesses coalesce (an unrolled composite) */
 } emit_variant;
 
-/* the stride of an interleaved workspace: a warp's lanes */
-#define EMIT_WS_INTERLEAVE 32
-
 /* optional inputs one row may have: its variant slots are the 2^n_opt combinations of them */
 #define EMIT_MAX_OPT 2
 

@@ -123,12 +123,15 @@ GRID_CV_FN void GRID_CV_NAME(add_dR)(const double R[9], const double *s, GRID_CV
         }
 }
 
-/* Derivatives in MuJoCo's basis from Pinocchio's (see grid/convention.h), per free block of base rotation R, body
-   velocity vl, w and (the inputs Pinocchio's rows ran at) acceleration al or force ul, cotangent gl:
-   inputs     v_pin = R^T v_lin, a_pin = R^T a_lin - w x vl, u_pin = R^T u_lin move with the rotation dtheta:
-              d vl = vl x dth ... written below as row-vector products (r [x]x = r x x);
-   outputs    tau_lin = R tau_pin,lin (d: -R [tau_lin]x dth), qdd_lin = R (qdd_pin,lin + w x vl);
-   columns    q and v (and u) of a free block's linear part: x -> R x per row (dq_pin = R^T dq_mj). */
+/* Derivatives in MuJoCo's basis from Pinocchio's (grid/convention.h, docs/python.md "Output conventions"), per free
+   block with base rotation R, body velocity vl, w and body rotation dth along MuJoCo's tangent:
+   - inputs: v_pin = R^T v_lin, a_pin = R^T a_lin - w x vl, u_pin = R^T u_lin move with dth (d vl = [vl]x dth, ...),
+     and a_pin depends on vl and w: these enter through dtau/dv (dqdd/dv) and M (Minv, or the VJP's own u block);
+   - outputs: tau_lin = R tau_pin,lin (d: -R [tau_lin]x dth); qdd_lin = R (qdd_pin,lin + w x vl) adds its v and dth
+     terms before R;
+   - columns: the linear part of q, v (and u) takes R (dq_pin = R^T dq_mj).
+   A row vector r times [x]x is r x x, so the terms below are cross products of 3-vectors. A gradient is nv rows of
+   width 2 nv; a VJP one row (the row transform folded into the cotangent, gp = R^T g). */
 GRID_CV_FN void GRID_CV_NAME(post_deriv)(const grid_conv_job *j, const GRID_CV_REAL *qp, const GRID_CV_REAL *vp,
                                          const GRID_CV_REAL *ap, const GRID_CV_REAL *up, const GRID_CV_REAL *gp,
                                          const GRID_CV_REAL *const *x, GRID_CV_REAL *out)
