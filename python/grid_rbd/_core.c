@@ -2,6 +2,7 @@
 #include <string.h>
 #include "_core.h"
 #include "_numpy.h"
+#include "grid/convention.h"
 #include "grid/emit.h"
 #include "grid/urdf.h"
 
@@ -145,14 +146,20 @@ static PyObject *core_signatures(PyObject *self, PyObject *unused)
             PyTuple_SET_ITEM(attrs, k, x);
         }
         if (aliases) alias_list = PyUnicode_Split(aliases, NULL, -1);
-        if (in && out && attrs && alias_list) {
+        int aux[GRID_CONV_MAX_AUX];
+        const int n_aux = grid_convention_aux_rows(i, aux);
+        PyObject *aux_t = PyTuple_New(n_aux);
+        for (int k = 0; aux_t && k < n_aux; k++) PyTuple_SET_ITEM(aux_t, k, PyLong_FromLong(aux[k]));
+        if (in && out && attrs && alias_list && aux_t) {
             PyObject *alias_t = PyList_AsTuple(alias_list);
             if (alias_t)
-                row = Py_BuildValue("{s:i,s:s,s:s,s:O,s:s,s:O,s:O,s:O,s:s,s:i,s:i}", "id", i, "name", r->name, "py_name",
-                                    r->py_name, "aliases", alias_t, "doc", r->doc, "inputs", in, "outputs", out, "attrs",
-                                    attrs, "gpu_map", gpu_maps[r->gpu_map], "derivative", r->derivative, "vjp", r->vjp);
+                row = Py_BuildValue("{s:i,s:s,s:s,s:O,s:s,s:O,s:O,s:O,s:s,s:i,s:i,s:O}", "id", i, "name", r->name,
+                                    "py_name", r->py_name, "aliases", alias_t, "doc", r->doc, "inputs", in, "outputs",
+                                    out, "attrs", attrs, "gpu_map", gpu_maps[r->gpu_map], "derivative", r->derivative,
+                                    "vjp", r->vjp, "mujoco_aux", aux_t);
             Py_XDECREF(alias_t);
         }
+        Py_XDECREF(aux_t);
         Py_XDECREF(in);
         Py_XDECREF(out);
         Py_XDECREF(attrs);
@@ -240,7 +247,8 @@ static PyMethodDef core_methods[] = {
      "signatures() -> the signature table: per row (in id order) a dict with id, name (the ABI name), py_name and\n"
      "aliases (the RobotHandle methods), doc, inputs and outputs (each a dict: name, desc, shape with 'nv'/'6*nb'\n"
      "strings and int constants, dims as (symbol, multiplier) pairs, optional, absent: 'zeros' or None), attrs\n"
-     "(name, lo, hi: valid lo <= x < hi, range_error), gpu_map, derivative and vjp (row ids, -1 = none)."},
+     "(name, lo, hi: valid lo <= x < hi, range_error), gpu_map, derivative and vjp (row ids, -1 = none), mujoco_aux\n"
+     "(the row ids a derivative runs beside it in output_convention='mujoco' on a free flyer)."},
     {NULL, NULL, 0, NULL},
 };
 

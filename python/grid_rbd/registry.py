@@ -176,6 +176,11 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
     if not isinstance(output_convention, str) or output_convention not in _CONVENTIONS:
         raise ValueError(f"output_convention must be one of {', '.join(map(repr, _CONVENTIONS))}; "
                          f"got {output_convention!r}")
+    if output_convention == "mujoco" and algorithm_list is not None:
+        # a derivative's chain rule through MuJoCo's basis runs its aux rows (tau or qdd, M or Minv): build them too
+        ids = {_signatures.ID[n] for n in algorithm_list}
+        ids |= {a for i in list(ids) for a in _signatures.ROWS[i]["mujoco_aux"]}
+        algorithm_list = [r["name"] for r in _signatures.ROWS if r["id"] in ids]
     mujoco_kernels = reserved.get("enable_mujoco_kernels", True)
     if not isinstance(mujoco_kernels, (bool, np.bool_)):
         raise ValueError(f"enable_mujoco_kernels must be True or False; got {mujoco_kernels!r}")

@@ -125,6 +125,14 @@ static const struct {
     [GRID_ALGO_EE_POSE_VJP] = {OUT(GRID_CONV_OUT_TAU), 0, {0}},
 };
 
+int grid_convention_aux_rows(int algo, int aux[GRID_CONV_MAX_AUX])
+{
+    int n = 0;
+    for (int x = 0; algo >= 0 && algo < GRID_ALGO_COUNT && x < GRID_CONV_MAX_AUX && conv_rows[algo].aux[x]; x++)
+        aux[n++] = conv_rows[algo].aux[x] - 1;
+    return n;
+}
+
 /* what an input is, by its name in the row; -1: unknown */
 static int role_of(const char *name)
 {

@@ -485,6 +485,23 @@ def test_derivatives_float32_against_float64(robot_name):
     assert not failures, "\n".join(failures)
 
 
+def test_a_subset_of_methods_builds_the_derivatives_aux_rows():
+    """algorithm_list=[a derivative] in MuJoCo's convention also builds the rows its chain rule runs beside it (tau
+    and M for the ID gradient, qdd and Minv for the FD gradient: the signature table's mujoco_aux), so the generated
+    library answers them rather than the reference; the results equal the full library's"""
+    full = handle("go2", "generated")
+    for method, want in (("inverse_dynamics_gradient", {"rnea", "crba", "rnea_grad"}),
+                         ("forward_dynamics_vjp", {"fd", "fd_vjp"})):
+        h = grid_rbd.register_robot(f"go2_mj_only_{method}", urdf_path=_need("go2"), floating_base=True,
+                                    dtype="float64", output_convention="mujoco", algorithm_list=[method],
+                                    device="cpu", verbose=False)
+        assert set(h._options["algorithm_list"]) == want
+        q, qd, qdd, u = states(h, "random", 5, 31)
+        g = np.random.default_rng(3).normal(size=qd.shape)
+        args = (q, qd, qdd) if method == "inverse_dynamics_gradient" else (q, qd, u, g)
+        assert rel(getattr(h, method)(*args), getattr(full, method)(*args)).max() <= 1e-12
+
+
 # ---- one build for both conventions ----
 def test_cache_entry_is_shared_with_pinocchio(tmp_path):
     """the convention is not part of the build: the same robot.so answers both, the second registration is a hit"""
