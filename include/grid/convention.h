@@ -122,8 +122,9 @@ extern "C" {
    GRID_CONV_MAX_BLOCKS free and ball joints). */
 int grid_convention_init(grid_convention *cv, const grid_model *m, int kind, grid_error *err);
 
-/* The rows a derivative of row algo runs beside it in MuJoCo's convention on a free flyer (its aux rows) into aux;
-   their count (0: none, or an unknown row). A library built for a subset of the methods needs them too. */
+/* The rows row algo runs besides or instead of its own in MuJoCo's convention on a free flyer (a derivative's aux
+   rows; RNEA for NLE) into aux; their count (0: none, or an unknown row). A library built for a subset of the
+   methods needs them too. */
 int grid_convention_aux_rows(int algo, int aux[GRID_CONV_MAX_AUX]);
 
 /* 1 when calls need no conversion at all */

@@ -130,6 +130,7 @@ int grid_convention_aux_rows(int algo, int aux[GRID_CONV_MAX_AUX])
     int n = 0;
     for (int x = 0; algo >= 0 && algo < GRID_ALGO_COUNT && x < GRID_CONV_MAX_AUX && conv_rows[algo].aux[x]; x++)
         aux[n++] = conv_rows[algo].aux[x] - 1;
+    if (algo == GRID_ALGO_NLE) aux[n++] = GRID_ALGO_RNEA; /* NLE runs as RNEA (grid_convention_job) */
     return n;
 }
 

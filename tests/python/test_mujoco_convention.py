@@ -486,19 +486,20 @@ def test_derivatives_float32_against_float64(robot_name):
 
 
 def test_a_subset_of_methods_builds_the_derivatives_aux_rows():
-    """algorithm_list=[a derivative] in MuJoCo's convention also builds the rows its chain rule runs beside it (tau
-    and M for the ID gradient, qdd and Minv for the FD gradient: the signature table's mujoco_aux), so the generated
-    library answers them rather than the reference; the results equal the full library's"""
+    """algorithm_list=[a method] in MuJoCo's convention also builds the rows it runs there (tau and M beside the ID
+    gradient, qdd beside the FD VJP, RNEA for NLE: the signature table's mujoco_aux), so the generated library
+    answers them rather than the reference; the results equal the full library's"""
     full = handle("go2", "generated")
     for method, want in (("inverse_dynamics_gradient", {"rnea", "crba", "rnea_grad"}),
-                         ("forward_dynamics_vjp", {"fd", "fd_vjp"})):
+                         ("forward_dynamics_vjp", {"fd", "fd_vjp"}), ("nonlinear_effects", {"nle", "rnea"})):
         h = grid_rbd.register_robot(f"go2_mj_only_{method}", urdf_path=_need("go2"), floating_base=True,
                                     dtype="float64", output_convention="mujoco", algorithm_list=[method],
                                     device="cpu", verbose=False)
         assert set(h._options["algorithm_list"]) == want
         q, qd, qdd, u = states(h, "random", 5, 31)
         g = np.random.default_rng(3).normal(size=qd.shape)
-        args = (q, qd, qdd) if method == "inverse_dynamics_gradient" else (q, qd, u, g)
+        args = {"inverse_dynamics_gradient": (q, qd, qdd), "forward_dynamics_vjp": (q, qd, u, g),
+                "nonlinear_effects": (q, qd)}[method]
         assert rel(getattr(h, method)(*args), getattr(full, method)(*args)).max() <= 1e-12
 
 
