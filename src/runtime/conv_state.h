@@ -123,6 +123,30 @@ GRID_CV_FN void GRID_CV_NAME(add_dR)(const double R[9], const double *s, GRID_CV
         }
 }
 
+/* One row's terms from the inputs that move with a free block's rotation: with gv the row's v_lin entries (read
+   before they change) and m its M (Minv, or the VJP's M g / u block) entries, q_rot += gv x vl + m x in; for ID
+   (a_pin = R^T a - w x vl depends on v and dth) also q_rot -= (m x w) x vl, v_lin -= m x w, v_rot += m x vl.
+   qrot and vlin point at the row's entries (v_rot follows v_lin). */
+GRID_CV_FN void GRID_CV_NAME(input_terms)(const double *m, const double *vl, const double *om, const double *in,
+                                          int id, GRID_CV_REAL *qrot, GRID_CV_REAL *vlin)
+{
+    double gv[3], c1[3], c2[3], d[3];
+    GRID_CV_NAME(get3)(vlin, gv);
+    GRID_CV_NAME(cross)(gv, vl, c1);
+    GRID_CV_NAME(cross)(m, in, c2);
+    for (int e = 0; e < 3; e++) d[e] = c1[e] + c2[e];
+    if (id) {
+        double mw[3];
+        GRID_CV_NAME(cross)(m, om, mw);
+        GRID_CV_NAME(cross)(mw, vl, c1);
+        for (int e = 0; e < 3; e++) d[e] -= c1[e], mw[e] = -mw[e];
+        GRID_CV_NAME(add3)(vlin, mw);
+        GRID_CV_NAME(cross)(m, vl, c1);
+        GRID_CV_NAME(add3)(vlin + 3, c1);
+    }
+    GRID_CV_NAME(add3)(qrot, d);
+}
+
 /* Derivatives in MuJoCo's basis from Pinocchio's (grid/convention.h, docs/python.md "Output conventions"), per free
    block with base rotation R, body velocity vl, w and body rotation dth along MuJoCo's tangent:
    - inputs: v_pin = R^T v_lin, a_pin = R^T a_lin - w x vl, u_pin = R^T u_lin move with dth (d vl = [vl]x dth, ...),
@@ -161,28 +185,14 @@ GRID_CV_FN void GRID_CV_NAME(post_deriv)(const grid_conv_job *j, const GRID_CV_R
             /* every row: the inputs' rotation, through dtau/dv (dqdd/dv) and M (Minv) */
             for (long long r = 0; r < n; r++) {
                 GRID_CV_REAL *row = out + r * w;
-                double gv[3], m[3];
-                GRID_CV_NAME(get3)(row + n + i, gv);
+                double m[3];
                 GRID_CV_NAME(get3)(mat + r * n + i, m);
-                GRID_CV_NAME(cross)(gv, vl, c1);
-                GRID_CV_NAME(cross)(m, in, c2);
-                for (int e = 0; e < 3; e++) d[e] = c1[e] + c2[e];
-                if (id) {
-                    /* a_pin's -w x vl and the acceleration's own terms in v: M [-[w]x | [vl]x] */
-                    GRID_CV_NAME(cross)(m, om, c3);
-                    GRID_CV_NAME(cross)(c3, vl, c1);
-                    for (int e = 0; e < 3; e++) d[e] -= c1[e], c3[e] = -c3[e];
-                    GRID_CV_NAME(add3)(row + n + i, c3);
-                    GRID_CV_NAME(cross)(m, vl, c1);
-                    GRID_CV_NAME(add3)(row + n + i + 3, c1);
-                }
-                GRID_CV_NAME(add3)(row + i + 3, d);
+                GRID_CV_NAME(input_terms)(m, vl, om, in, id, row + i + 3, row + n + i);
             }
         } else {
             /* the one row: g^T through the same terms, M g or g^T Minv (the u block) in place of M's rows */
             GRID_CV_REAL *vq = out, *vv = out + n;
-            double gv[3], m[3];
-            GRID_CV_NAME(get3)(vv + i, gv);
+            double m[3];
             if (id) {
                 for (int e = 0; e < 3; e++) {
                     double s = 0;
@@ -192,18 +202,11 @@ GRID_CV_FN void GRID_CV_NAME(post_deriv)(const grid_conv_job *j, const GRID_CV_R
             } else {
                 GRID_CV_NAME(get3)(out + 2 * n + i, m);
             }
-            GRID_CV_NAME(cross)(gv, vl, c1);
-            GRID_CV_NAME(cross)(m, in, c2);
-            for (int e = 0; e < 3; e++) d[e] = c1[e] + c2[e];
+            GRID_CV_NAME(input_terms)(m, vl, om, in, id, vq + i + 3, vv + i);
+            for (int e = 0; e < 3; e++) d[e] = 0;
             double gl[3];
             GRID_CV_NAME(get3)(gp + i, gl);
             if (id) {
-                GRID_CV_NAME(cross)(m, om, c3);
-                GRID_CV_NAME(cross)(c3, vl, c1);
-                for (int e = 0; e < 3; e++) d[e] -= c1[e], c3[e] = -c3[e];
-                GRID_CV_NAME(add3)(vv + i, c3);
-                GRID_CV_NAME(cross)(m, vl, c1);
-                GRID_CV_NAME(add3)(vv + i + 3, c1);
                 /* the output's rotation: -g^T R [tau_lin]x = -(g_pin x tau_lin) */
                 double t[3];
                 GRID_CV_NAME(get3)(prim + i, t);
