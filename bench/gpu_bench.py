@@ -33,6 +33,7 @@ import grid_rbd  # noqa: E402
 from grid_rbd import _core  # noqa: E402
 
 ROBOTS = [("iiwa", "iiwa.urdf", False), ("go2", "go2.urdf", True), ("g1_29dof", "g1_29dof.urdf", True)]
+EXTRA_ROBOTS = [("hyq", "hyq.urdf", False)]  # timed only when named (bench/gpu_wide.py --robots)
 ALGOS = ["rnea", "fd", "minv", "crba", "aba", "rnea_grad", "fd_grad", "rnea_vjp", "fd_vjp"]
 BATCHES = [16, 256, 1024, 65536, 1048576]
 ALGO_ID = {"rnea": _core.ALGO_RNEA, "fd": _core.ALGO_FD, "minv": _core.ALGO_MINV, "crba": _core.ALGO_CRBA,
@@ -100,7 +101,7 @@ def urdf_path(robots_dir, file):
 
 
 def register(robots_dir, robot, dtype, variant=None, device="cuda", precompile=False, cuda_arch=None, schedule="auto"):
-    file, floating = next((f, fb) for r, f, fb in ROBOTS if r == robot)
+    file, floating = next((f, fb) for r, f, fb in ROBOTS + EXTRA_ROBOTS if r == robot)
     flags = VARIANTS[variant][0] if variant else None
     old = os.environ.get("GRID_RBD_NVCC_FLAGS")
     if flags:

@@ -29,6 +29,8 @@ WIDE = {
     "group32": ("-O3 -DGRID_CUDA_GROUP=32", "rolled, a warp per state", "rolled"),
     "defaultpool": ("-O3 -DGRID_CUDA_POOL_KEEP=0", "AUTO, workspace from the process's default pool (before run 15)",
                     "auto"),
+    "nosplit": ("-O3 -DGRID_CUDA_SPLIT_MAX=0", "AUTO, one thread per state at every batch size (before run 16)", "auto"),
+    "split64k": ("-O3 -DGRID_CUDA_SPLIT_MAX=65536", "AUTO, split pieces up to 65536 states (default: 4096)", "auto"),
     "contig": ("-O3 -DGRID_CUDA_INTERLEAVE=0", "AUTO, the unrolled composites' arrays contiguous per lane (before run 15)",
                "auto"),
 }
@@ -91,7 +93,7 @@ def main():
     bench = gb.Bench(args)
     rows = []
     for robot in robots:
-        file, floating = next((f, fb) for r, f, fb in gb.ROBOTS if r == robot)
+        file, floating = next((f, fb) for r, f, fb in gb.ROBOTS + gb.EXTRA_ROBOTS if r == robot)
         ref = gb.grid_rbd.register_robot(f"wide_ref_{robot}", urdf_path=gb.urdf_path(args.robots_dir, file),
                                          floating_base=floating, dtype="float64", codegen=False, device="cpu",
                                          verbose=False)

@@ -519,7 +519,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
     emit_ctx cx = {&em, t, re, {"grid_real", re->is_float, re->fn_sqrt, re->fn_sin, re->fn_cos, re->fn_atan2,
                                 "grid_sincos_", NULL, NULL, t->elem_scale, "    ", re->is_float ? "fabsf" : "fabs"},
                    {"grid_vec", re->is_float, "grid_vsqrt_", "grid_vsin_", "grid_vcos_", "grid_vatan2_", "grid_vsincos_",
-                    "grid_splat_", NULL, "", "    ", "grid_vabs_"}, &w, o.schedule, 0, 0};
+                    "grid_splat_", NULL, "", "    ", "grid_vabs_"}, &w, o.schedule, 0, 0, 0};
 
     /* per-state functions the selected rows call, each into its own buffer */
     int need[F_COUNT] = {0};
@@ -565,7 +565,9 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
                 sp.fn = name[c] = copy[c];
                 ew_printf(cx.w, "#ifndef GRID_COPY_%s\n#define GRID_COPY_%s\n", copy[c], copy[c]);
                 sym_stats s1 = {0};
+                cx.copy = 1;
                 frc = emit_state_function(&cx, &sp, 1, 0, &s1);
+                cx.copy = 0;
                 ew_puts(cx.w, "#endif\n\n");
                 cs.statements += s1.statements;
                 if (s1.work > inner_work) inner_work = s1.work;

@@ -17,6 +17,7 @@ typedef struct {
     int schedule;      /* the requested grid_schedule (emit options) */
     int inner;         /* 1: writing a full-coordinate function of a model with mimic couplings (coupling.c) */
     int called;        /* 1: a composite calls this function too: C writes it out of line, compiled once */
+    int copy;          /* 1: writing a composite's own rolled copy of a callee (never split) */
 } emit_ctx;
 
 /* the qualifiers of a per-state function: the target's, or out of line when a composite calls it as well (else gcc
@@ -79,6 +80,17 @@ long emit_state_size(const emit_ctx *cx, const state_spec *sp);
 /* and of the whole library's unrolled functions: past it, AUTO rolls the largest ones until the rest fits
    (compile time follows the total); g1_29dof floating, the largest test robot, is about 143k nodes */
 #define GRID_EMIT_LIBRARY_BUDGET 200000L
+/* CUDA's split form for small batches (emit_state.c, docs/cuda.md "Split pieces"): a wide output's columns are
+   cut into pieces, each a function of its own on its own thread. A column joins a piece while the piece stays
+   within SLACK % of the heaviest single column's operations; a split is written only when its largest piece costs
+   at most GAIN % of the whole function and all pieces together at most BUDGET operations (nvcc's time follows
+   them: every piece repeats the shared part), for functions of at least MIN operations; a rolled function is
+   split from its unrolled graph when that has at most GRAPH nodes */
+#define GRID_EMIT_SPLIT_MIN 2000L   /* (smaller functions: the launch dominates) */
+#define GRID_EMIT_SPLIT_SLACK 10
+#define GRID_EMIT_SPLIT_GAIN 60
+#define GRID_EMIT_SPLIT_BUDGET 60000L
+#define GRID_EMIT_SPLIT_GRAPH 40000L
 /* rolled = 1: the rolled schedule (sp must have a program); vector = 1: the lane form grid_v_<fn>(const grid_vec
    *q, *v, *a, *fext, *g, grid_vec *out, grid_vec *ws), on either schedule (a rolled one's workspace: work vectors) */
 int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats);

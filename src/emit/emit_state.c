@@ -225,11 +225,161 @@ static int chunked_function(const emit_ctx *cx, const state_spec *sp, const sym_
     return 0;
 }
 
+/* ---- CUDA, small batches: a wide output's columns split over threads ---- */
+
+/* the columns of sp's output (its last dimension: out[i * cols + j]) that pieces are cut along; 0: never split */
+static int split_columns(const emit_ctx *cx, const state_spec *sp)
+{
+    switch (sp->kind) {
+    case ST_RNEA_GRAD: return 2 * cx->em->nv;
+    case ST_CRBA: case ST_MINV: return cx->em->nv;
+    default: return 0;
+    }
+}
+
+/* the operations piece `pc` of the column assignment `piece` needs, every column's for PIECE_ALL (keep: scratch of
+   rows * cols) */
+enum { PIECE_ALL = -2 };
+static long piece_ops(const sym_graph *g, const int *piece, int pc, int rows, int cols, unsigned char *keep)
+{
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) keep[i * cols + j] = (unsigned char)(pc == PIECE_ALL || piece[j] == pc);
+    const sym_subset sub = {"out", keep};
+    return sym_subset_ops(g, &sub);
+}
+
+/* Columns into pieces, heaviest column first: each joins the first piece that stays within GRID_EMIT_SPLIT_SLACK of
+   the heaviest single column's cost, else opens a new one. Returns the pieces (piece[j] = column j's), 0 when a
+   split does not pay (the largest piece costs more than GRID_EMIT_SPLIT_GAIN of the whole function) or the pieces
+   together pass GRID_EMIT_SPLIT_BUDGET; -1 when out of memory */
+static int split_plan(const sym_graph *g, int rows, int cols, int *piece)
+{
+    unsigned char *keep = malloc((size_t)rows * (size_t)cols);
+    long *cost = malloc((size_t)cols * sizeof *cost), *pcost = malloc((size_t)cols * sizeof *pcost);
+    int *order = malloc((size_t)cols * sizeof *order), np = 0, rc = -1;
+    if (!keep || !cost || !pcost || !order) goto done;
+    const long whole = piece_ops(g, piece, PIECE_ALL, rows, cols, keep);
+    long heaviest = 0;
+    for (int j = 0; j < cols; j++) {
+        for (int c = 0; c < cols; c++) piece[c] = c == j ? 0 : -1;
+        cost[j] = piece_ops(g, piece, 0, rows, cols, keep);
+        if (cost[j] > heaviest) heaviest = cost[j];
+        order[j] = j;
+    }
+    for (int a = 1; a < cols; a++) /* insertion sort, heaviest first (ties: lower column first) */
+        for (int b = a; b > 0 && cost[order[b]] > cost[order[b - 1]]; b--) {
+            const int t = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = t;
+        }
+    const long limit = heaviest + heaviest * GRID_EMIT_SPLIT_SLACK / 100;
+    for (int j = 0; j < cols; j++) piece[j] = -1;
+    for (int k = 0; k < cols; k++) {
+        const int j = order[k];
+        int placed = 0;
+        for (int pc = 0; pc < np && !placed; pc++) {
+            piece[j] = pc;
+            const long c = piece_ops(g, piece, pc, rows, cols, keep);
+            if (c <= limit) {
+                pcost[pc] = c;
+                placed = 1;
+            }
+        }
+        if (!placed) {
+            piece[j] = np;
+            pcost[np++] = cost[j];
+        }
+    }
+    long total = 0, largest = 0;
+    for (int pc = 0; pc < np; pc++) {
+        total += pcost[pc];
+        if (pcost[pc] > largest) largest = pcost[pc];
+    }
+    rc = np > 1 && whole >= GRID_EMIT_SPLIT_MIN && largest * 100 <= whole * GRID_EMIT_SPLIT_GAIN &&
+         total <= GRID_EMIT_SPLIT_BUDGET ? np : 0;
+done:
+    free(keep);
+    free(cost);
+    free(pcost);
+    free(order);
+    return rc;
+}
+
+/* The pieces of sp from its unrolled graph g: grid_sx_<fn>_<k>, each the columns of piece k and everything they
+   need (the shared part is computed by every piece), the dispatcher grid_sx_<fn>(piece, ...) and GRID_SPLIT_<fn>
+   (their count), which gives the kernel writer's grid_kx_<fn> a thread per piece and state */
+static int split_functions(const emit_ctx *cx, const state_spec *sp, const sym_graph *g)
+{
+    const int cols = split_columns(cx, sp);
+    const long width = cx->em->nv * (long)cols;
+    int *piece = cols > 0 ? malloc((size_t)cols * sizeof *piece) : NULL;
+    unsigned char *keep = cols > 0 ? malloc((size_t)width) : NULL;
+    int rc = -1;
+    if (cols > 0 && (!piece || !keep)) goto done;
+    const int np = cols > 0 ? split_plan(g, cx->em->nv, cols, piece) : 0;
+    if (np < 0) goto done;
+    for (int pc = 0; pc < np; pc++) {
+        ew_printf(cx->w, "/* %s, piece %d of %d (%ld of the function's %ld operations): columns", sp->fn, pc, np,
+                  piece_ops(g, piece, pc, cx->em->nv, cols, keep), piece_ops(g, piece, PIECE_ALL, cx->em->nv, cols, keep));
+        for (int j = 0; j < cols; j++)
+            if (piece[j] == pc) ew_printf(cx->w, " %d", j);
+        ew_printf(cx->w, " */\n%s void grid_sx_%s_%d", cx->t->state_fn, sp->fn, pc);
+        emit_state_params(cx->w, cx->t);
+        ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)g; (void)out; (void)frame; (void)rf; (void)ws;%s\n",
+                  cx->t->stride_param[0] ? " (void)st;" : "");
+        for (long k = 0; k < width; k++) keep[k] = (unsigned char)(piece[k % cols] == pc);
+        const sym_subset sub = {"out", keep};
+        if (sym_emit_subset(g, &cx->st, cx->w, NULL, &sub) != 0) goto done;
+        ew_puts(cx->w, "}\n\n");
+    }
+    if (np > 0) {
+        ew_printf(cx->w, "#define GRID_SPLIT_%s %d\n%s void grid_sx_%s(const int piece, ", sp->fn, np, cx->t->state_fn, sp->fn);
+        ew_puts(cx->w, "const grid_real *__restrict__ q, const grid_real *__restrict__ v, const grid_real *__restrict__ a,\n"
+                       "    const grid_real *__restrict__ fext, const grid_real *__restrict__ g, grid_real *__restrict__ out, const int frame,\n"
+                       "    const int rf, grid_real *__restrict__ ws, const int st)\n{\n    switch (piece) {\n");
+        for (int pc = 0; pc < np; pc++)
+            ew_printf(cx->w, "    case %d: grid_sx_%s_%d(q, v, a, fext, g, out, frame, rf, ws, st); break;\n", pc, sp->fn, pc);
+        ew_puts(cx->w, "    }\n}\n\n");
+    }
+    rc = 0;
+done:
+    free(piece);
+    free(keep);
+    return rc;
+}
+
+/* split_functions for a function written rolled: from its unrolled graph, when that fits GRID_EMIT_SPLIT_GRAPH */
+static int split_rolled(const emit_ctx *cx, const state_spec *sp)
+{
+    if (split_columns(cx, sp) == 0) return 0;
+    sym_graph *g = sym_new();
+    sym_stats extra = {0};
+    int rc = -1;
+    if (!g) return -1;
+    sym_set_limit(g, GRID_EMIT_SPLIT_GRAPH);
+    if (unrolled_graph(cx, sp, g, &extra) != 0) goto done;
+    assert(extra.statements == 0); /* (the split kinds' builders write no functions besides their own) */
+    rc = sym_over_limit(g) ? 0 : split_functions(cx, sp, g);
+done:
+    sym_free(g);
+    return rc;
+}
+
+/* CUDA's one-thread-per-state functions that the kernel writer may split (a composite's callees are not) */
+static int may_split(const emit_ctx *cx, int vector)
+{
+    return !vector && !cx->inner && !cx->copy && cx->t->id == GRID_TARGET_CUDA;
+}
+
 int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats)
 {
     if (emit_coupled(cx)) return emit_coupled_function(cx, sp, rolled, vector, stats);
     assert(!rolled || has_program(sp->kind));
-    if (rolled) return rolled_function(cx, sp, vector, stats);
+    if (rolled) {
+        if (rolled_function(cx, sp, vector, stats) != 0) return -1;
+        /* (a rolled schedule the caller asked for stays rolled) */
+        return may_split(cx, vector) && cx->schedule == GRID_SCHEDULE_AUTO ? split_rolled(cx, sp) : 0;
+    }
     int rc = -1;
     sym_graph *g = sym_new();
     sym_stats extra = {0};  /* functions a builder wrote besides this one */
@@ -256,7 +406,7 @@ int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, in
     }
     ew_puts(cx->w, "}\n\n");
     /* (a full-coordinate function of a coupled model writes into its wrapper's array, not a tile) */
-    if (!vector && !cx->inner && cx->t->id == GRID_TARGET_CUDA && chunked_function(cx, sp, g) != 0) goto done;
+    if (may_split(cx, vector) && (chunked_function(cx, sp, g) != 0 || split_functions(cx, sp, g) != 0)) goto done;
     rc = 0;
 done:
     sym_free(g);

@@ -568,7 +568,7 @@ static void emit_store(emitter *e, int i)
 static void flush_stores(emitter *e, int id)
 {
     for (int s = e->first_store[id]; s >= 0; s = e->next_store[s])
-        if (!e->done[s] && !(e->ch && e->g->nodes[s].a == e->carr)) emit_store(e, s);
+        if (e->live[s] && !e->done[s] && !(e->ch && e->g->nodes[s].a == e->carr)) emit_store(e, s);
 }
 
 /* an input is loaded just before its first use */
@@ -664,17 +664,17 @@ static void emit_node(emitter *e, int i)
     flush_stores(e, i);
 }
 
-/* the index of the array stored as ch->array, or -1 */
-static int chunk_array(const sym_graph *g, const sym_chunks *ch)
+/* the index of the array whose C name is name, or -1 */
+static int array_named(const sym_graph *g, const char *name)
 {
     for (int a = 0; a < g->narrays; a++)
-        if (strcmp(g->ptr[a], ch->array) == 0) return a;
+        if (strcmp(g->ptr[a], name) == 0) return a;
     return -1;
 }
 
 int sym_chunk_width(const sym_graph *g, const sym_chunks *ch)
 {
-    const int arr = chunk_array(g, ch);
+    const int arr = array_named(g, ch->array);
     if (g->oom || arr < 0 || g->base[arr][0] || g->local_size[arr] > 0 || ch->len <= 0) return 0;
     int width = 0;
     for (int i = 0; i < g->n; i++) {
@@ -695,12 +695,65 @@ int sym_chunk_width(const sym_graph *g, const sym_chunks *ch)
     return all ? width : 0;
 }
 
+/* liveness: stores (those sub keeps, when given) and raw text are roots; walk operands backwards. Returns the
+   live operations (arithmetic and transcendental nodes) */
+static long mark_live(const sym_graph *g, unsigned char *live, const sym_subset *sub)
+{
+    const int arr = sub ? array_named(g, sub->array) : -1;
+    long ops = 0;
+    for (int i = g->n - 1; i >= 0; i--) {
+        const sym_node *nd = &g->nodes[i];
+        if ((nd->op == SYM_STORE && (nd->a != arr || sub->keep[nd->b])) || (nd->op == SYM_TEXT && !nd->b)) live[i] = 1;
+        if (!live[i]) continue;
+        switch (nd->op) {
+        case SYM_ADD: case SYM_SUB: case SYM_MUL: case SYM_DIV: case SYM_ATAN2:
+            live[hv_node(nd->a)] = 1;
+            live[hv_node(nd->b)] = 1;
+            ops++;
+            break;
+        case SYM_SQRT: case SYM_SIN: case SYM_COS: case SYM_ABS:
+            live[hv_node(nd->a)] = 1;
+            ops++;
+            break;
+        case SYM_STORE:
+            live[hv_node(nd->c)] = 1;
+            break;
+        default:
+            break;
+        }
+    }
+    return ops;
+}
+
+long sym_subset_ops(const sym_graph *g, const sym_subset *sub)
+{
+    unsigned char *live = calloc((size_t)g->n + 1, 1);
+    if (!live) return -1;
+    const long ops = mark_live(g, live, sub);
+    free(live);
+    return ops;
+}
+
+static int emit_graph(const sym_graph *g, const sym_style *st, ew_writer *w, sym_stats *stats, const sym_chunks *ch,
+                      const sym_subset *sub);
+
 int sym_emit(const sym_graph *g, const sym_style *st, ew_writer *w, sym_stats *stats)
 {
-    return sym_emit_chunked(g, st, w, stats, NULL);
+    return emit_graph(g, st, w, stats, NULL, NULL);
+}
+
+int sym_emit_subset(const sym_graph *g, const sym_style *st, ew_writer *w, sym_stats *stats, const sym_subset *sub)
+{
+    return emit_graph(g, st, w, stats, NULL, sub);
 }
 
 int sym_emit_chunked(const sym_graph *g, const sym_style *st, ew_writer *w, sym_stats *stats, const sym_chunks *ch)
+{
+    return emit_graph(g, st, w, stats, ch, NULL);
+}
+
+static int emit_graph(const sym_graph *g, const sym_style *st, ew_writer *w, sym_stats *stats, const sym_chunks *ch,
+                      const sym_subset *sub)
 {
     if (g->oom) return -1;
     sym_stats s0;
@@ -716,26 +769,7 @@ int sym_emit_chunked(const sym_graph *g, const sym_style *st, ew_writer *w, sym_
         free(next);
         return -1;
     }
-    /* liveness: stores and raw text are roots; walk operands backwards */
-    for (int i = g->n - 1; i >= 0; i--) {
-        const sym_node *nd = &g->nodes[i];
-        if (nd->op == SYM_STORE || (nd->op == SYM_TEXT && !nd->b)) live[i] = 1;
-        if (!live[i]) continue;
-        switch (nd->op) {
-        case SYM_ADD: case SYM_SUB: case SYM_MUL: case SYM_DIV: case SYM_ATAN2:
-            live[hv_node(nd->a)] = 1;
-            live[hv_node(nd->b)] = 1;
-            break;
-        case SYM_SQRT: case SYM_SIN: case SYM_COS: case SYM_ABS:
-            live[hv_node(nd->a)] = 1;
-            break;
-        case SYM_STORE:
-            live[hv_node(nd->c)] = 1;
-            break;
-        default:
-            break;
-        }
-    }
+    mark_live(g, live, sub);
     /* a comment survives only when a live statement follows it before the next text */
     int seen = 0;
     for (int i = g->n - 1; i >= 0; i--) {
@@ -760,7 +794,7 @@ int sym_emit_chunked(const sym_graph *g, const sym_style *st, ew_writer *w, sym_
         next[i] = first[hv_node(nd->c)];
         first[hv_node(nd->c)] = i;
     }
-    emitter e = {g, st, w, name, live, done, first, next, &s0, ch, ch ? chunk_array(g, ch) : -1};
+    emitter e = {g, st, w, name, live, done, first, next, &s0, ch, ch ? array_named(g, ch->array) : -1};
     /* chunks: when each is ready (its stores' last value node, clast) and its stores in creation order
        (cfirst/cnext); a chunk is written right after its last value, so values wait in registers briefly */
     const int width = ch ? sym_chunk_width(g, ch) : 0;

@@ -128,6 +128,18 @@ int sym_chunk_width(const sym_graph *g, const sym_chunks *ch);
 /* sym_emit with the stores to ch->array in chunks; the graph must have sym_chunk_width > 0 */
 int sym_emit_chunked(const sym_graph *g, const sym_style *st, ew_writer *w, sym_stats *stats, const sym_chunks *ch);
 
+/* Some of the stores to one array: those whose element index k has keep[k] != 0 (keep covers the array's
+   width). The others, and every value only they need, are left out; stores to other arrays and raw code stay. */
+typedef struct {
+    const char *array;         /* the array's C name ("out") */
+    const unsigned char *keep;
+} sym_subset;
+
+/* sym_emit of the subset */
+int sym_emit_subset(const sym_graph *g, const sym_style *st, ew_writer *w, sym_stats *stats, const sym_subset *sub);
+/* the live operations (+ - * / and transcendental) the subset needs: its cost; -1 when out of memory */
+long sym_subset_ops(const sym_graph *g, const sym_subset *sub);
+
 /* write a real literal of value k in the style (shortest text that reads back exactly) */
 void sym_write_literal(ew_writer *w, const sym_style *st, double k);
 

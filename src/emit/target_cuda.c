@@ -217,6 +217,27 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
     ew_printf(w, "}\n#endif /* GRID_KERNEL_%s */\n\n", fn);
 }
 
+/* the split kernel of a function written in pieces as well (GRID_SPLIT_<fn> of emit_state.c): a thread per piece and
+   state, block k running piece k % GRID_SPLIT_<fn> of its GRID_CUDA_BLOCK states (so every warp runs one piece's
+   code), inputs read and outputs written in place */
+static void write_split_kernel(ew_writer *w, const emit_entry *e, const emit_variant *vr)
+{
+    const char *fn = vr->fn;
+    ew_printf(w, "#if defined(GRID_SPLIT_%s) && !defined(GRID_XKERNEL_%s)\n#define GRID_XKERNEL_%s\n", fn, fn, fn);
+    ew_printf(w, "static __global__ void __launch_bounds__(GRID_CUDA_BLOCK, GRID_CUDA_MIN_BLOCKS)\n"
+                 "grid_kx_%s(const grid_real *__restrict__ q, const grid_real *__restrict__ v, const grid_real *__restrict__ a,\n"
+                 "    const grid_real *__restrict__ f, const grid_real *__restrict__ g, grid_real *__restrict__ o, const long long n,\n"
+                 "    const int fr, const int rf)\n{\n"
+                 "    const int piece = (int)(blockIdx.x %% GRID_SPLIT_%s);\n"
+                 "    const long long b = (long long)(blockIdx.x / GRID_SPLIT_%s) * GRID_CUDA_BLOCK + threadIdx.x;\n"
+                 "    if (b >= n) return;\n"
+                 "    (void)v; (void)a; (void)f; (void)g;\n"
+                 "    grid_sx_%s(piece, ",
+              fn, fn, fn, fn);
+    for (int p = 0; p < EP_COUNT; p++) emit_write_state_arg(w, e, vr, p);
+    ew_printf(w, "o + b * %lld, fr, rf, 0, 1);\n}\n#endif\n\n", e->row->out[0].width);
+}
+
 /* a rolled function with a wide output (more than a warp's 32 elements) also has a group kernel */
 static int group_form(const emit_entry *e, const emit_variant *vr) { return vr->grouped && vr->work > 0 && e->row->out[0].width > 32; }
 
@@ -249,7 +270,24 @@ static void write_group_kernel(ew_writer *w, const emit_entry *e, const emit_var
 /* the launch of one kernel on s, with the shared-memory opt-in when its plan needs more than 48 KB; a function
    with workspace is launched in slices over c->work (device memory, whole warps of states) or, when the caller
    passed none, over stream-ordered scratch of at most GRID_CUDA_WORK_MAX bytes */
+static void launch_one_thread(ew_writer *w, const emit_entry *e, const emit_variant *vr, const char *ind);
 static void write_launch(ew_writer *w, const emit_entry *e, const emit_variant *vr, const char *ind)
+{
+    const char *fn = vr->fn;
+    /* a small batch of a split function: a thread per piece and state; else the launch below */
+    ew_printf(w, "#ifdef GRID_SPLIT_%s\n"
+                 "%sif (n <= GRID_CUDA_SPLIT_MAX)\n"
+                 "%s    grid_kx_%s<<<(unsigned)blocks * GRID_SPLIT_%s, GRID_CUDA_BLOCK, 0, s>>>(q, v, a, f, g, o, n, fr, rf);\n"
+                 "%selse\n"
+                 "#endif\n"
+                 "%s{\n",
+              fn, ind, ind, fn, fn, ind, ind);
+    launch_one_thread(w, e, vr, ind);
+    ew_printf(w, "%s}\n", ind);
+}
+
+/* write_launch's one-thread-per-state (or group) launch */
+static void launch_one_thread(ew_writer *w, const emit_entry *e, const emit_variant *vr, const char *ind)
 {
     const char *fn = vr->fn;
     ew_printf(w, "%sif (grid_p_%s_smem > 48 * 1024 &&\n"
@@ -321,6 +359,7 @@ void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e)
         for (int j = 0; j < k; j++) dup |= strcmp(emit_variant_at(e, j)->fn, vr->fn) == 0;
         if (!dup) write_kernel(w, e, vr);
         if (!dup && group_form(e, vr)) write_group_kernel(w, e, vr);
+        if (!dup) write_split_kernel(w, e, vr);
     }
 
     /* device pointers, the caller's stream, no synchronisation */

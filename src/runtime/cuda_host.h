@@ -57,6 +57,11 @@
    per-thread arrays interleaved over the warp's 32 lanes, so that each access of a warp is one coalesced line
    (0: each thread's arrays contiguous, the layout before bench/RESULTS-gpu.md run 15) */
 #endif
+#ifndef GRID_CUDA_SPLIT_MAX
+#define GRID_CUDA_SPLIT_MAX 4096 /* a function written in split pieces as well (grid_sx_<fn>, docs/cuda.md "Split
+   pieces"): batches of at most this many states run a thread per piece and state (grid_kx_<fn>), so a state's
+   work runs on several threads at once; larger batches, one thread per state. 0: never split */
+#endif
 #ifndef GRID_CUDA_POOL_KEEP
 #define GRID_CUDA_POOL_KEEP (1LL << 30) /* bytes of stream-ordered workspace the runtime's own pool keeps mapped
    between calls (its release threshold). The process's default pool (threshold 0) returns its memory at every

@@ -1,4 +1,4 @@
-/* The symbolic engine's chunked emission (CUDA wide outputs): compiled with cc and compared with the plain form. */
+/* The symbolic engine's chunked and subset emission (CUDA wide outputs, split pieces): compiled with cc and compared with the plain form. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +38,10 @@ static sym_graph *make_graph(void)
 
 typedef void (*fn_t)(const double *q, double *out);
 
-/* the plain form and the chunked form (its flush copies the chunk into the full array) in one library */
+#define PIECES 3 /* subsets: element k in piece k % PIECES */
+
+/* the plain form, the chunked form (its flush copies the chunk into the full array) and the PIECES subsets
+   (piece0 ..) in one library */
 static void *build(const sym_graph *g, const sym_chunks *ch)
 {
     ew_writer w;
@@ -49,6 +52,14 @@ static void *build(const sym_graph *g, const sym_chunks *ch)
                 "int nflush;\nvoid chunked(const double *q, double *full)\n{\n    double chunk[32];\n");
     CHECK(sym_emit_chunked(g, &style, &w, NULL, ch) == 0);
     ew_puts(&w, "}\n");
+    for (int p = 0; p < PIECES; p++) {
+        unsigned char keep[WIDTH];
+        for (int k = 0; k < WIDTH; k++) keep[k] = (unsigned char)(k % PIECES == p);
+        const sym_subset sub = {"out", keep};
+        ew_printf(&w, "void piece%d(const double *q, double *out)\n{\n", p);
+        CHECK(sym_emit_subset(g, &style, &w, NULL, &sub) == 0);
+        ew_puts(&w, "}\n");
+    }
     char dir[] = "/tmp/grid-test-sym-XXXXXX", c[96], so[96], cmd[512];
     if (!mkdtemp(dir)) return NULL;
     snprintf(c, sizeof c, "%s/t.c", dir);
@@ -85,6 +96,50 @@ static void test_chunked_matches_plain(void)
         CHECK(*nflush == (WIDTH + CHUNK - 1) / CHUNK); /* each chunk once */
         dlclose(dl);
     }
+    sym_free(g);
+}
+
+/* each subset writes exactly its elements, with the plain form's values (the overwritten element's last store
+   included), and its operations are the ones those need (fewer than the whole for a piece without the last value) */
+static void test_subsets_match_plain(void)
+{
+    sym_graph *g = make_graph();
+    const sym_chunks ch = {"out", CHUNK, "chunk", "FLUSH(%d, %d);"};
+    void *dl = build(g, &ch);
+    CHECK(dl != NULL);
+    const double q[3] = {0.7, -0.4, 1.3};
+    double a[WIDTH];
+    for (int k = 0; k < WIDTH; k++) a[k] = NAN;
+    if (dl) ((fn_t)dlsym(dl, "plain"))(q, a);
+    unsigned char all[WIDTH], none[WIDTH];
+    memset(all, 1, sizeof all);
+    memset(none, 0, sizeof none);
+    const long whole = sym_subset_ops(g, &(sym_subset){"out", all});
+    CHECK(whole > 30 && sym_subset_ops(g, &(sym_subset){"out", none}) == 0);
+    int fewer = 0;
+    for (int p = 0; p < PIECES && dl; p++) {
+        char name[16];
+        snprintf(name, sizeof name, "piece%d", p);
+        fn_t piece = (fn_t)dlsym(dl, name);
+        double b[WIDTH];
+        for (int k = 0; k < WIDTH; k++) b[k] = NAN;
+        piece(q, b);
+        for (int k = 0; k < WIDTH; k++) {
+            if (k % PIECES == p) CHECK_MSG(a[k] == b[k], "piece %d element %d: %g vs %g", p, k, b[k], a[k]);
+            else CHECK_MSG(isnan(b[k]), "piece %d wrote element %d", p, k);
+        }
+        unsigned char keep[WIDTH];
+        for (int k = 0; k < WIDTH; k++) keep[k] = (unsigned char)(k % PIECES == p);
+        const long ops = sym_subset_ops(g, &(sym_subset){"out", keep});
+        CHECK_MSG(ops > 0 && ops <= whole, "piece %d: %ld operations of %ld", p, ops, whole);
+        fewer += ops < whole;
+    }
+    CHECK(fewer > 0);
+    /* the element stored last in the graph (the final acc * acc at 5) needs every step */
+    unsigned char five[WIDTH] = {0};
+    five[5] = 1;
+    CHECK(sym_subset_ops(g, &(sym_subset){"out", five}) == whole);
+    if (dl) dlclose(dl);
     sym_free(g);
 }
 
@@ -144,6 +199,7 @@ int main(void)
 {
     RUN_TEST(test_chunked_matches_plain);
     RUN_TEST(test_chunk_flushes_early);
+    RUN_TEST(test_subsets_match_plain);
     RUN_TEST(test_not_chunkable);
     return check_summary("test_sym");
 }
