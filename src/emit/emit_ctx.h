@@ -88,7 +88,8 @@ long emit_state_size(const emit_ctx *cx, const state_spec *sp);
    split from its unrolled graph when that has at most GRAPH nodes */
 #define GRID_EMIT_SPLIT_MIN 2000L   /* (smaller functions: the launch dominates) */
 #define GRID_EMIT_SPLIT_SLACK 10
-#define GRID_EMIT_SPLIT_GAIN 60
+#define GRID_EMIT_SPLIT_GAIN 45 /* H200, float32 (bench/RESULTS-gpu.md run 16): the RNEA gradient split with its largest
+   piece at 19 % (hyq) and 38 % (go2) of the function ran 3.1x and 1.8x faster at B = 1024; at 56 % (iiwa) slower */
 #define GRID_EMIT_SPLIT_BUDGET 60000L
 #define GRID_EMIT_SPLIT_GRAPH 40000L
 /* rolled = 1: the rolled schedule (sp must have a program); vector = 1: the lane form grid_v_<fn>(const grid_vec

@@ -306,9 +306,10 @@ done:
 }
 
 /* The pieces of sp from its unrolled graph g: grid_sx_<fn>_<k>, each the columns of piece k and everything they
-   need (the shared part is computed by every piece), the dispatcher grid_sx_<fn>(piece, ...) and GRID_SPLIT_<fn>
-   (their count), which gives the kernel writer's grid_kx_<fn> a thread per piece and state */
-static int split_functions(const emit_ctx *cx, const state_spec *sp, const sym_graph *g)
+   need (the shared part is computed by every piece), the dispatcher grid_sx_<fn>(piece, ...), GRID_SPLIT_<fn>
+   (their count), which gives the kernel writer's grid_kx_<fn> a thread per piece and state, and GRID_SPLIT_MAX_<fn>
+   (the largest batch it runs: the knob of a function written unrolled, or rolled = 1, of one written rolled) */
+static int split_functions(const emit_ctx *cx, const state_spec *sp, const sym_graph *g, int rolled)
 {
     const int cols = split_columns(cx, sp);
     const long width = cx->em->nv * (long)cols;
@@ -333,7 +334,10 @@ static int split_functions(const emit_ctx *cx, const state_spec *sp, const sym_g
         ew_puts(cx->w, "}\n\n");
     }
     if (np > 0) {
-        ew_printf(cx->w, "#define GRID_SPLIT_%s %d\n%s void grid_sx_%s(const int piece, ", sp->fn, np, cx->t->state_fn, sp->fn);
+        /* the batches it runs: beside a rolled form, every batch (its unrolled pieces are faster there) */
+        ew_printf(cx->w, "#define GRID_SPLIT_%s %d\n#define GRID_SPLIT_MAX_%s %s\n", sp->fn, np, sp->fn,
+                  rolled ? "GRID_CUDA_SPLIT_MAX_ROLLED" : "GRID_CUDA_SPLIT_MAX");
+        ew_printf(cx->w, "%s void grid_sx_%s(const int piece, ", cx->t->state_fn, sp->fn);
         ew_puts(cx->w, "const grid_real *__restrict__ q, const grid_real *__restrict__ v, const grid_real *__restrict__ a,\n"
                        "    const grid_real *__restrict__ fext, const grid_real *__restrict__ g, grid_real *__restrict__ out, const int frame,\n"
                        "    const int rf, grid_real *__restrict__ ws, const int st)\n{\n    switch (piece) {\n");
@@ -359,7 +363,7 @@ static int split_rolled(const emit_ctx *cx, const state_spec *sp)
     sym_set_limit(g, GRID_EMIT_SPLIT_GRAPH);
     if (unrolled_graph(cx, sp, g, &extra) != 0) goto done;
     assert(extra.statements == 0); /* (the split kinds' builders write no functions besides their own) */
-    rc = sym_over_limit(g) ? 0 : split_functions(cx, sp, g);
+    rc = sym_over_limit(g) ? 0 : split_functions(cx, sp, g, 1);
 done:
     sym_free(g);
     return rc;
@@ -406,7 +410,7 @@ int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, in
     }
     ew_puts(cx->w, "}\n\n");
     /* (a full-coordinate function of a coupled model writes into its wrapper's array, not a tile) */
-    if (may_split(cx, vector) && (chunked_function(cx, sp, g) != 0 || split_functions(cx, sp, g) != 0)) goto done;
+    if (may_split(cx, vector) && (chunked_function(cx, sp, g) != 0 || split_functions(cx, sp, g, 0) != 0)) goto done;
     rc = 0;
 done:
     sym_free(g);

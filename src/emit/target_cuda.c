@@ -276,12 +276,12 @@ static void write_launch(ew_writer *w, const emit_entry *e, const emit_variant *
     const char *fn = vr->fn;
     /* a small batch of a split function: a thread per piece and state; else the launch below */
     ew_printf(w, "#ifdef GRID_SPLIT_%s\n"
-                 "%sif (n <= GRID_CUDA_SPLIT_MAX)\n"
-                 "%s    grid_kx_%s<<<(unsigned)blocks * GRID_SPLIT_%s, GRID_CUDA_BLOCK, 0, s>>>(q, v, a, f, g, o, n, fr, rf);\n"
+                 "%sif (n <= GRID_SPLIT_MAX_%s && blocks * GRID_SPLIT_%s <= 2147483647LL)\n"
+                 "%s    grid_kx_%s<<<(unsigned)(blocks * GRID_SPLIT_%s), GRID_CUDA_BLOCK, 0, s>>>(q, v, a, f, g, o, n, fr, rf);\n"
                  "%selse\n"
                  "#endif\n"
                  "%s{\n",
-              fn, ind, ind, fn, fn, ind, ind);
+              fn, ind, fn, fn, ind, fn, fn, ind, ind);
     launch_one_thread(w, e, vr, ind);
     ew_printf(w, "%s}\n", ind);
 }

@@ -62,6 +62,11 @@
    pieces"): batches of at most this many states run a thread per piece and state (grid_kx_<fn>), so a state's
    work runs on several threads at once; larger batches, one thread per state. 0: never split */
 #endif
+#ifndef GRID_CUDA_SPLIT_MAX_ROLLED
+#define GRID_CUDA_SPLIT_MAX_ROLLED (1LL << 62) /* the same for a function written rolled (its split pieces come from
+   its unrolled graph): every batch, the pieces being faster than the rolled kernel at every size measured (go2's RNEA
+   gradient at 65536: 800 us against 2354, bench/RESULTS-gpu.md run 16). 0: never split */
+#endif
 #ifndef GRID_CUDA_POOL_KEEP
 #define GRID_CUDA_POOL_KEEP (1LL << 30) /* bytes of stream-ordered workspace the runtime's own pool keeps mapped
    between calls (its release threshold). The process's default pool (threshold 0) returns its memory at every

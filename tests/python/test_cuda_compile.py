@@ -204,9 +204,7 @@ def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
 
 
 @pytest.mark.parametrize("which,defines", [
-    ("iiwa", []),                                                            # the default plan, one chunk; the
-                                                                             # RNEA gradient split at every B
-    ("iiwa", ["-DGRID_CUDA_SPLIT_MAX=7"]),                                   # split at B = 1, 7, one thread after
+    ("iiwa", []),                                                            # the default plan, one chunk
     ("synthetic_ff", ["-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_SMEM_MAX_WIDE=0",
                       "-DGRID_CUDA_CHUNK_BYTES=4096",                       # nothing staged; many chunks; the FD
                       "-DGRID_CUDA_INTERLEAVE=0"]),                         # composites' arrays per lane
@@ -215,7 +213,9 @@ def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
     ("iiwa_rolled", []),                                                     # rolled: per-state workspace
     ("synthetic_ff_rolled", ["-DGRID_CUDA_WORK_MAX=1", "-DGRID_CUDA_CHUNK_BYTES=4096", "-DGRID_CUDA_PACK_INPUTS=1",
                              "-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_SMEM_MAX_WIDE=0"]),  # launches in slices of a warp
-    ("joints_ff", []),                                                       # planar and spherical joints
+    ("joints_ff", []),                                                       # planar and spherical joints; the
+                                                                             # RNEA gradient in split pieces
+    ("joints_ff", ["-DGRID_CUDA_SPLIT_MAX_ROLLED=7"]),                       # split at B = 1, 7; rolled after
     ("joints_ff_rolled", []),
     ("mimic_ff", ["-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_SMEM_MAX_WIDE=0"]),  # coupled mimic joints, in place
     ("mimic_ff_rolled", []),
@@ -226,8 +226,8 @@ def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
     ("iiwa_rolled", ["-DGRID_CUDA_GROUP=2", "-DGRID_CUDA_GROUP_MIN_OUT=1"]),
     # one thread per state (the rolled default is GRID_CUDA_GROUP = 8 lanes), gradients included
     ("joints_ff_rolled", ["-DGRID_CUDA_GROUP=1"]),
-], ids=["iiwa-default", "iiwa-split-up-to-7", "synthetic_ff-in-place-chunked", "synthetic_ff-all-staged-packed-zero-copy", "iiwa-rolled",
-        "synthetic_ff-rolled-sliced-chunked", "joints_ff", "joints_ff-rolled", "mimic_ff", "mimic_ff-rolled",
+], ids=["iiwa-default", "synthetic_ff-in-place-chunked", "synthetic_ff-all-staged-packed-zero-copy", "iiwa-rolled",
+        "synthetic_ff-rolled-sliced-chunked", "joints_ff", "joints_ff-split-up-to-7", "joints_ff-rolled", "mimic_ff", "mimic_ff-rolled",
         "synthetic_ff-rolled-group4", "synthetic_ff-rolled-group32-sliced", "iiwa-rolled-group2",
         "joints_ff-rolled-thread"])
 def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defines):
@@ -265,7 +265,7 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defin
     # the gradients run in the configurations without knobs (and the rolled / joint-type / mimic ones), with one
     # thread per state and with the split form for small batches only; the knob variants exercise the runtime's staging, chunks and slices on the other rows (CI
     # time: docs/cuda.md)
-    grads = not defines or defines in (["-DGRID_CUDA_GROUP=1"], ["-DGRID_CUDA_SPLIT_MAX=7"])
+    grads = not defines or defines in (["-DGRID_CUDA_GROUP=1"], ["-DGRID_CUDA_SPLIT_MAX_ROLLED=7"])
     env = dict(os.environ, **({} if grads else {"EMU_SKIP_GRADIENTS": "1"}))
     # a rolled library's wide rows run GRID_CUDA_GROUP threads per state: 70 states span several blocks there
     sizes = ["1", "7", "33", "70" if which.endswith("rolled") else "300"]
