@@ -319,9 +319,10 @@ static int split_functions(const emit_ctx *cx, const state_spec *sp, const sym_g
     if (cols > 0 && (!piece || !keep)) goto done;
     const int np = cols > 0 ? split_plan(g, cx->em->nv, cols, piece) : 0;
     if (np < 0) goto done;
+    const long whole = np > 0 ? piece_ops(g, piece, PIECE_ALL, cx->em->nv, cols, keep) : 0;
     for (int pc = 0; pc < np; pc++) {
         ew_printf(cx->w, "/* %s, piece %d of %d (%ld of the function's %ld operations): columns", sp->fn, pc, np,
-                  piece_ops(g, piece, pc, cx->em->nv, cols, keep), piece_ops(g, piece, PIECE_ALL, cx->em->nv, cols, keep));
+                  piece_ops(g, piece, pc, cx->em->nv, cols, keep), whole);
         for (int j = 0; j < cols; j++)
             if (piece[j] == pc) ew_printf(cx->w, " %d", j);
         ew_printf(cx->w, " */\n%s void grid_sx_%s_%d", cx->t->state_fn, sp->fn, pc);
