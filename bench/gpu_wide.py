@@ -32,6 +32,8 @@ WIDE = {
     "nosplit": ("-O3 -DGRID_CUDA_SPLIT_MAX=0 -DGRID_CUDA_SPLIT_MAX_ROLLED=0",
                 "AUTO, no split pieces: one thread (or a rolled group) per state at every batch size (before run 16)", "auto"),
     "split64k": ("-O3 -DGRID_CUDA_SPLIT_MAX=65536", "AUTO, split pieces up to 65536 states (default: 4096)", "auto"),
+    "unstaged": ("-O3 -DGRID_CUDA_STAGED_MAX=0",
+                 "AUTO, the FD gradient's composite kernel at every batch size, not its stages (before run 17)", "auto"),
     "contig": ("-O3 -DGRID_CUDA_INTERLEAVE=0", "AUTO, the unrolled composites' arrays contiguous per lane (before run 15)",
                "auto"),
 }

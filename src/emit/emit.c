@@ -269,6 +269,11 @@ static long long min_parallel(long flops)
 #define STATEMENTS_PER_PART 30000L
 #define MAX_PARTS 8
 
+/* the schedule of each per-state function: SCHED_ROLLED, SCHED_LANES for a lane function (either schedule), and
+   SCHED_STAGED for a composite whose CUDA entry also launches its callees' own kernels one after another (the FD
+   gradient: docs/cuda.md "Staged FD gradient"), so the library's callees are in its part */
+enum { SCHED_ROLLED = 1, SCHED_LANES = 2, SCHED_STAGED = 4 };
+
 /* 1 when per-state function f is a template on the lanes that share a state (the target's group_fn): a rolled
    loop nest, or a rolled scalar FD composite, whose callees are then rolled templates too (not a coupled model's
    wrappers, not a lane function) */
@@ -278,33 +283,52 @@ static int group_template(const emit_ctx *cx, int f, const int *rolled, const in
     return cx->t->group_fn[0] && rolled[f] && !vec[f] && !emit_coupled(cx) && (calls[f][0] < 0 || fd);
 }
 
-/* the batch entry of row a */
-static void write_entry(const emit_ctx *cx, int a, const grid_method_info *row, const sym_stats *fstats, const int *vec,
-                        const int *rolled, const int *ilv)
+/* row a's entry: its concrete row, parameter mapping, and the per-state function of each variant slot */
+static void fill_entry(const emit_ctx *cx, int a, const grid_method_info *row, const sym_stats *fstats, const int *vec,
+                       const int *rolled, const int *ilv, emit_entry *e)
 {
     const method_layout *L = &layouts[a];
-    emit_entry e;
-    memset(&e, 0, sizeof e);
-    e.row = row;
-    memcpy(e.param_in, L->param_in, sizeof e.param_in);
-    e.attr_frame = L->attr_frame;
-    e.attr_rf = L->attr_rf;
+    memset(e, 0, sizeof *e);
+    e->row = row;
+    memcpy(e->param_in, L->param_in, sizeof e->param_in);
+    e->attr_frame = L->attr_frame;
+    e->attr_rf = L->attr_rf;
     int opt[GRID_MAX_IN];
-    e.n_opt = optional_inputs(grid_sig_row(a), opt);
-    for (int k = 0; k < e.n_opt; k++) e.opt[k] = opt[k];
+    e->n_opt = optional_inputs(grid_sig_row(a), opt);
+    for (int k = 0; k < e->n_opt; k++) e->opt[k] = opt[k];
     for (int s = 0; s < NSLOT; s++) {
         if (L->slot[s] < 0) continue;
-        e.variant[s].fn = specs[L->slot[s]].fn;
-        e.variant[s].work = fstats[L->slot[s]].work;
-        e.variant[s].grouped = group_template(cx, L->slot[s], rolled, vec);
-        e.variant[s].interleaved = ilv[L->slot[s]];
-        spec_reads(L->slot[s], e.variant[s].reads);
+        e->variant[s].fn = specs[L->slot[s]].fn;
+        e->variant[s].work = fstats[L->slot[s]].work;
+        e->variant[s].grouped = group_template(cx, L->slot[s], rolled, vec);
+        e->variant[s].interleaved = ilv[L->slot[s]];
+        spec_reads(L->slot[s], e->variant[s].reads);
     }
-    e.vector = vec[L->slot[0]];
+    e->vector = vec[L->slot[0]];
     for (int s = 0; s < NSLOT; s++)
-        if (L->slot[s] >= 0 && fstats[L->slot[s]].work > e.work) e.work = fstats[L->slot[s]].work;
+        if (L->slot[s] >= 0 && fstats[L->slot[s]].work > e->work) e->work = fstats[L->slot[s]].work;
     const sym_stats *ms = &fstats[L->slot[L->main]];
-    e.min_parallel = min_parallel(ms->flops + 20 * ms->transcendental);
+    e->min_parallel = min_parallel(ms->flops + 20 * ms->transcendental);
+}
+
+/* the rows (and variant slots) whose launchers run a staged composite's callees: its calls[] in order */
+static const int stage_rows[EMIT_STAGES][2] = {{GRID_ALGO_FD, 1}, {GRID_ALGO_RNEA_GRAD, 0}, {GRID_ALGO_MINV, 0}};
+
+/* the batch entry of row a (rows: every row's concrete form, for a staged composite's callees) */
+static void write_entry(const emit_ctx *cx, int a, const grid_method_info *rows, const sym_stats *fstats, const int *vec,
+                        const int *rolled, const int *ilv, const int *sched)
+{
+    emit_entry e, st[EMIT_STAGES];
+    fill_entry(cx, a, &rows[a], fstats, vec, rolled, ilv, &e);
+    const int f = layouts[a].slot[0];
+    if (sched[f] & SCHED_STAGED)
+        for (int k = 0; k < EMIT_STAGES; k++) {
+            const int r = stage_rows[k][0], slot = stage_rows[k][1];
+            fill_entry(cx, r, &rows[r], fstats, vec, rolled, ilv, &st[k]);
+            assert(layouts[r].slot[slot] == calls[f][k]);
+            e.stage[k] = &st[k];
+            e.stage_variant[k] = &st[k].variant[slot];
+        }
     cx->t->batch(cx->w, cx->t, &e);
 }
 
@@ -371,8 +395,6 @@ static void choose_schedules(const emit_ctx *cx, const int *need, int *rolled)
     }
 }
 
-/* the schedule of each per-state function: SCHED_ROLLED, and SCHED_LANES for a lane function (either schedule) */
-enum { SCHED_ROLLED = 1, SCHED_LANES = 2 };
 
 /* 1 when composite g makes rolled copies of the functions it calls that the library keeps unrolled: a rolled scalar
    composite (a lane composite calls the library's lane functions, rolled or not) */
@@ -382,7 +404,7 @@ static int copies_callees(int g, const int *sched) { return (sched[g] & SCHED_RO
 static int calls_fn(int g, int f, const int *sched)
 {
     for (int c = 0; c < MAX_CALLS; c++)
-        if (calls[g][c] == f) return !copies_callees(g, sched) || (sched[f] & SCHED_ROLLED);
+        if (calls[g][c] == f) return !copies_callees(g, sched) || (sched[f] & SCHED_ROLLED) || (sched[g] & SCHED_STAGED);
     return 0;
 }
 
@@ -537,7 +559,8 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
     /* lane functions on either schedule (a coupled model's wrappers: unrolled only) */
     for (int f = 0; f < F_COUNT && rc == GRID_OK; f++) {
         vec[f] = t->lanes && specs[f].lanes_ok && !(rolled[f] && emit_coupled(&cx));
-        sched[f] = (rolled[f] ? SCHED_ROLLED : 0) | (vec[f] ? SCHED_LANES : 0);
+        sched[f] = (rolled[f] ? SCHED_ROLLED : 0) | (vec[f] ? SCHED_LANES : 0) |
+                   (t->id == GRID_TARGET_CUDA && specs[f].kind == ST_FD_GRAD ? SCHED_STAGED : 0);
     }
     for (int f = 0; f < F_COUNT && rc == GRID_OK; f++) {
         if (!need[f]) continue;
@@ -655,7 +678,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
         for (int f = 0; f < F_COUNT; f++)
             if (fn_in_part[f]) ew_putn(&w, fw[f].buf, fw[f].len);
         for (int a = 0; a < GRID_ALGO_COUNT; a++)
-            if (part[a] == p) write_entry(&cx, a, &rows[a], fstats, vec, rolled, ilv);
+            if (part[a] == p) write_entry(&cx, a, rows, fstats, vec, rolled, ilv, sched);
         if (nparts > 1) ew_printf(&w, "#endif /* GRID_PART %d */\n\n", p + 1);
     }
     if (stats && rc == GRID_OK) {

@@ -30,10 +30,12 @@ typedef struct {
 
 /* optional inputs one row may have: its variant slots are the 2^n_opt combinations of them */
 #define EMIT_MAX_OPT 2
+/* the callees of a staged composite */
+#define EMIT_STAGES 3
 
 /* one exported method: its concrete signature row, how the row's inputs and attributes map onto the
    per-state parameters, and the per-state function of each combination of optional inputs */
-typedef struct {
+typedef struct emit_entry {
     const grid_method_info *row;   /* names, widths, optional inputs, attribute ranges (one output) */
     int param_in[EP_COUNT];        /* the row input that feeds each per-state parameter, -1 = none (0 passed) */
     int attr_frame, attr_rf;       /* the row attribute passed as the per-state frame / rf, -1 = none (0) */
@@ -43,6 +45,10 @@ typedef struct {
     long long min_parallel;        /* smallest batch for which a thread team is used */
     int vector;                    /* 1: the variants are lane functions grid_v_<fn>, fed GRID_LANES states per tile */
     long long work;                /* reals of workspace one state's function needs (its thread's slice of c->work) */
+    /* a composite's staged form (CUDA, the FD gradient): its callees' rows and functions, launched one after another
+       by their own launchers on device arrays (qdd = FD, M^-1, the RNEA gradient at qdd), then the product; NULL: none */
+    const struct emit_entry *stage[EMIT_STAGES];
+    const emit_variant *stage_variant[EMIT_STAGES];
 } emit_entry;
 
 /* per-state elements of parameter p (0 when the row does not feed it) */

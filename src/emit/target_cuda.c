@@ -346,6 +346,99 @@ static void launch_one_thread(ew_writer *w, const emit_entry *e, const emit_vari
               ind, ind, ind, ind, ind, ind);
 }
 
+/* a staged composite's kernels: its callees' (each guarded, so a callee's own row shares them) and the product
+   -M^-1 dtau, a thread per state and output column (the column's nv outputs, each summed over j in order) */
+static void write_stage_kernels(ew_writer *w, const emit_entry *e, const emit_variant *vr)
+{
+    for (int k = 0; k < EMIT_STAGES; k++) {
+        write_kernel(w, e->stage[k], e->stage_variant[k]);
+        if (group_form(e->stage[k], e->stage_variant[k])) write_group_kernel(w, e->stage[k], e->stage_variant[k]);
+        write_split_kernel(w, e->stage[k], e->stage_variant[k]);
+    }
+    const long long nv = e->stage[0]->row->out[0].width, n2 = 2 * nv;
+    assert(e->row->out[0].width == nv * n2);
+    ew_printf(w, "/* %s's product d qdd / dx = -M^-1 dtau: a thread per state and column */\n"
+                 "static __global__ void __launch_bounds__(GRID_CUDA_BLOCK, GRID_CUDA_MIN_BLOCKS)\n"
+                 "grid_kp_%s(const grid_real *__restrict__ Mi, const grid_real *__restrict__ dt, grid_real *__restrict__ o,\n"
+                 "    const long long n)\n{\n"
+                 "    const long long t = (long long)blockIdx.x * GRID_CUDA_BLOCK + threadIdx.x, b = t / %lld;\n"
+                 "    if (b >= n) return;\n"
+                 "    const int c = (int)(t - b * %lld);\n"
+                 "    const grid_real *m = Mi + b * %lld, *d = dt + b * %lld + c;\n"
+                 "    grid_real *y = o + b * %lld + c;\n"
+                 "    for (int r = 0; r < %lld; r++) {\n"
+                 "        grid_real s = 0;\n"
+                 "        for (int j = 0; j < %lld; j++) s -= m[r * %lld + j] * d[j * %lld];\n"
+                 "        y[r * %lld] = s;\n"
+                 "    }\n}\n\n",
+              vr->fn, vr->fn, n2, n2, nv * nv, nv * n2, nv * n2, nv, nv, nv, n2, n2);
+}
+
+/* The staged form of composite e (docs/cuda.md "Staged FD gradient"): per slice of the batch, qdd = FD, M^-1 and
+   the RNEA gradient at qdd into device arrays by their own rows' launchers (split pieces where a function has them,
+   else a thread or a group per state), then grid_kp_<fn>. A state's work thus spreads over its callees' pieces and
+   columns instead of one thread. The arrays (and the callees' workspace after them) come from c->work when the
+   caller passed it, else from stream-ordered scratch of at most GRID_CUDA_WORK_MAX bytes. */
+static void write_staged(ew_writer *w, const emit_entry *e, const emit_variant *vr)
+{
+    const char *fn = vr->fn;
+    const long long nv = e->stage[0]->row->out[0].width, nq = emit_param_width(e, EP_Q),
+                    nf = emit_param_width(e, EP_F);
+    long long cw = 0; /* the callees' workspace per state (they run one after another) */
+    for (int k = 0; k < EMIT_STAGES; k++)
+        if (e->stage_variant[k]->work > cw) cw = e->stage_variant[k]->work;
+    assert(emit_param_width(e, EP_V) == nv && emit_param_width(e, EP_A) == nv && e->work >= nv + 3 * nv * nv + cw);
+    write_stage_kernels(w, e, vr);
+    ew_printf(w, "static int grid_st_%s(const grid_call *c, const grid_real *q_, const grid_real *v_, const grid_real *a_,\n"
+                 "    const grid_real *f_, grid_real *o_, const long long n_)\n{\n"
+                 "    const int fr = 0, rf = 0;\n"
+                 "    const grid_real *const g = 0;\n"
+                 "    const cudaStream_t s = (cudaStream_t)c->stream;\n"
+                 "    cudaError_t e;\n"
+                 "    /* per state: qdd (%lld), M^-1 (%lld x %lld), dtau (%lld x %lld); the callees' workspace (%lld reals) */\n"
+                 "    const size_t ob = %lldu * sizeof(grid_real), cb = %lldu * sizeof(grid_real);\n"
+                 "    void *ws = c->work;\n"
+                 "    long long slice;\n"
+                 "    if (ws) {\n"
+                 "        slice = (long long)(c->work_bytes / (ob + cb)) / 32 * 32;\n"
+                 "        if (slice < 32) return 7; /* c->work holds less than one warp's workspace */\n"
+                 "        if (slice > n_) slice = n_;\n"
+                 "    } else {\n"
+                 "        slice = grid_cuda_slice_states(n_, ob, GRID_CUDA_WORK_MAX);\n"
+                 "        const int rc = grid_cuda_scratch_((size_t)slice * ob, c->stream, &ws);\n"
+                 "        if (rc) return rc;\n"
+                 "    }\n"
+                 "    grid_real *const qdd = (grid_real *)ws, *const Mi = qdd + slice * %lld, *const dt = Mi + slice * %lld;\n"
+                 "    grid_call cc = *c;\n"
+                 "    cc.work = c->work ? (void *)(dt + slice * %lld) : 0;\n"
+                 "    cc.work_bytes = c->work ? c->work_bytes - (size_t)slice * ob : 0;\n"
+                 "    for (long long at = 0; at < n_; at += slice) {\n"
+                 "        const grid_call *const c = &cc;\n"
+                 "        const long long n = n_ - at < slice ? n_ - at : slice, blocks = (n + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK;\n"
+                 "        const grid_real *const q = q_ + at * %lld, *const v = v_ + at * %lld, *const f = f_ ? f_ + at * %lld : f_;\n"
+                 "        (void)c; (void)g; (void)v; (void)f;\n",
+              fn, nv, nv, nv, nv, 2 * nv, cw, nv + 3 * nv * nv, cw, nv, nv * nv, 2 * nv * nv, nq, nv, nf);
+    static const char *const what[EMIT_STAGES] = {"qdd = FD(q, qd, u, f_ext)", "dtau at qdd", "M^-1"};
+    static const char *const arrays[EMIT_STAGES][2] = {{"a_ + at * %lld", "qdd"}, {"qdd", "dt"}, {"0", "Mi"}};
+    for (int k = 0; k < EMIT_STAGES; k++) {
+        ew_printf(w, "        { /* %s */\n            const grid_real *const a = ", what[k]);
+        ew_printf(w, arrays[k][0], nv);
+        ew_printf(w, ";\n            grid_real *const o = %s;\n            (void)a;\n", arrays[k][1]);
+        write_launch(w, e->stage[k], e->stage_variant[k], "            ");
+        ew_puts(w, "        }\n");
+    }
+    ew_printf(w, "        grid_kp_%s<<<(unsigned)((n * %lld + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK), GRID_CUDA_BLOCK, 0, s>>>(Mi, dt, "
+                 "o_ + at * %lld, n);\n"
+                 "    }\n"
+                 "    if (!c->work) {\n"
+                 "        const int rc = grid_cuda_scratch_done_(ws, c->stream);\n"
+                 "        if (rc) return rc;\n"
+                 "    }\n"
+                 "    e = cudaGetLastError();\n"
+                 "    return e == cudaSuccess ? 0 : grid_cuda_fail_(e, \"launching the stages of grid_cuda_%s\");\n}\n\n",
+              fn, 2 * nv, 2 * nv * nv, fn);
+}
+
 void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e)
 {
     const grid_method_info *r = e->row;
@@ -361,6 +454,11 @@ void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e)
         if (!dup && group_form(e, vr)) write_group_kernel(w, e, vr);
         if (!dup) write_split_kernel(w, e, vr);
     }
+    /* a staged composite (one function in every slot) */
+    if (e->stage[0]) {
+        for (int k = 1; k < nvar; k++) assert(strcmp(emit_variant_at(e, k)->fn, emit_variant_at(e, 0)->fn) == 0);
+        write_staged(w, e, emit_variant_at(e, 0));
+    }
 
     /* device pointers, the caller's stream, no synchronisation */
     ew_printf(w, "/* %s on device arrays: launched on c->stream, not synchronised */\n", r->name);
@@ -372,6 +470,8 @@ void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e)
     emit_write_attrs(w, e);
     ew_puts(w, "    const cudaStream_t s = (cudaStream_t)c->stream;\n"
                "    cudaError_t e;\n");
+    if (e->stage[0])
+        ew_printf(w, "    if (n <= GRID_CUDA_STAGED_MAX) return grid_st_%s(c, q, v, a, f, o, n);\n", emit_variant_at(e, 0)->fn);
     if (nvar > 1) {
         emit_write_selector(w, e);
         for (int k = 0; k < nvar; k++) {

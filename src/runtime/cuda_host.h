@@ -67,6 +67,12 @@
    its unrolled graph): every batch, the pieces being faster than the rolled kernel at every size measured (go2's RNEA
    gradient at 65536: 800 us against 2354, bench/RESULTS-gpu.md run 16). 0: never split */
 #endif
+#ifndef GRID_CUDA_STAGED_MAX
+#define GRID_CUDA_STAGED_MAX (1LL << 62) /* the FD gradient: batches of at most this many states run staged (docs/cuda.md
+   "Staged FD gradient"): qdd = FD, M^-1 and the RNEA gradient by their own kernels (split pieces where they exist) into
+   device arrays, then the product a thread per state and column; larger batches, the composite kernel (a thread or a
+   group per state). 0: never staged */
+#endif
 #ifndef GRID_CUDA_POOL_KEEP
 #define GRID_CUDA_POOL_KEEP (1LL << 30) /* bytes of stream-ordered workspace the runtime's own pool keeps mapped
    between calls (its release threshold). The process's default pool (threshold 0) returns its memory at every

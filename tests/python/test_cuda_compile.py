@@ -216,7 +216,11 @@ def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
     ("joints_ff", []),                                                       # planar and spherical joints; the
                                                                              # RNEA gradient in split pieces
     ("joints_ff", ["-DGRID_CUDA_SPLIT_MAX_ROLLED=7"]),                       # split at B = 1, 7; rolled after
+    ("joints_ff", ["-DGRID_CUDA_STAGED_MAX=7"]),                             # the FD gradient staged at B = 1, 7
+                                                                             # only: its composite kernel after
     ("joints_ff_rolled", []),
+    ("joints_ff_rolled", ["-DGRID_CUDA_WORK_MAX=1"]),                        # the staged FD gradient in slices of
+                                                                             # a warp, its callees' workspace too
     ("mimic_ff", ["-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_SMEM_MAX_WIDE=0"]),  # coupled mimic joints, in place
     ("mimic_ff_rolled", []),
     # rolled functions with lanes sharing a state (grid_kg_<fn>): the columns loops split over 4 lanes, over a warp
@@ -227,7 +231,8 @@ def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
     # one thread per state (the rolled default is GRID_CUDA_GROUP = 8 lanes), gradients included
     ("joints_ff_rolled", ["-DGRID_CUDA_GROUP=1"]),
 ], ids=["iiwa-default", "synthetic_ff-in-place-chunked", "synthetic_ff-all-staged-packed-zero-copy", "iiwa-rolled",
-        "synthetic_ff-rolled-sliced-chunked", "joints_ff", "joints_ff-split-up-to-7", "joints_ff-rolled", "mimic_ff", "mimic_ff-rolled",
+        "synthetic_ff-rolled-sliced-chunked", "joints_ff", "joints_ff-split-up-to-7", "joints_ff-fd-grad-staged-up-to-7",
+        "joints_ff-rolled", "joints_ff-rolled-sliced", "mimic_ff", "mimic_ff-rolled",
         "synthetic_ff-rolled-group4", "synthetic_ff-rolled-group32-sliced", "iiwa-rolled-group2",
         "joints_ff-rolled-thread"])
 def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defines):
@@ -263,9 +268,11 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defin
         pytest.skip(f"{gxx} has no C++20 <barrier>")
     assert p.returncode == 0, p.stderr[-3000:]
     # the gradients run in the configurations without knobs (and the rolled / joint-type / mimic ones), with one
-    # thread per state and with the split form for small batches only; the knob variants exercise the runtime's staging, chunks and slices on the other rows (CI
-    # time: docs/cuda.md)
-    grads = not defines or defines in (["-DGRID_CUDA_GROUP=1"], ["-DGRID_CUDA_SPLIT_MAX_ROLLED=7"])
+    # thread per state, with the split form or the staged FD gradient for small batches only, and with the staged FD
+    # gradient in slices; the other knob variants exercise the runtime's staging, chunks and slices on the other rows
+    # (CI time: docs/cuda.md)
+    grads = not defines or defines in (["-DGRID_CUDA_GROUP=1"], ["-DGRID_CUDA_SPLIT_MAX_ROLLED=7"],
+                                       ["-DGRID_CUDA_STAGED_MAX=7"], ["-DGRID_CUDA_WORK_MAX=1"])
     env = dict(os.environ, **({} if grads else {"EMU_SKIP_GRADIENTS": "1"}))
     # a rolled library's wide rows run GRID_CUDA_GROUP threads per state: 70 states span several blocks there
     sizes = ["1", "7", "33", "70" if which.endswith("rolled") else "300"]
