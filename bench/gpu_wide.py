@@ -34,6 +34,9 @@ WIDE = {
     "split64k": ("-O3 -DGRID_CUDA_SPLIT_MAX=65536", "AUTO, split pieces up to 65536 states (default: 4096)", "auto"),
     "unstaged": ("-O3 -DGRID_CUDA_STAGED_MAX=0",
                  "AUTO, the FD gradient's composite kernel at every batch size, not its stages (before run 17)", "auto"),
+    "staged8m": ("-O3 -DGRID_CUDA_STAGED_BYTES=8388608", "AUTO, the staged FD gradient in slices of 8 MB of arrays", "auto"),
+    "staged32m": ("-O3 -DGRID_CUDA_STAGED_BYTES=33554432", "AUTO, the staged FD gradient in slices of 32 MB of arrays",
+                  "auto"),
     "contig": ("-O3 -DGRID_CUDA_INTERLEAVE=0", "AUTO, the unrolled composites' arrays contiguous per lane (before run 15)",
                "auto"),
 }

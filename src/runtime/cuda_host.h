@@ -73,6 +73,10 @@
    device arrays, then the product a thread per state and column; larger batches, the composite kernel (a thread or a
    group per state). 0: never staged */
 #endif
+#ifndef GRID_CUDA_STAGED_BYTES
+#define GRID_CUDA_STAGED_BYTES (512LL << 20) /* the staged FD gradient's device arrays (qdd, M^-1, dtau) take at most
+   this many bytes: a larger batch runs in slices that reuse them */
+#endif
 #ifndef GRID_CUDA_POOL_KEEP
 #define GRID_CUDA_POOL_KEEP (1LL << 30) /* bytes of stream-ordered workspace the runtime's own pool keeps mapped
    between calls (its release threshold). The process's default pool (threshold 0) returns its memory at every
