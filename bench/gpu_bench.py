@@ -417,12 +417,14 @@ def _precompile_job(job):
         return job, time.perf_counter() - t0, f"{type(e).__name__}: {str(e)[:300]}"
 
 
-def test_jobs(arch):
-    """(case, dtype, device) of test_cuda.py's handles (CUDA float64/float32, CPU float32)"""
+def test_jobs(arch, cases=None):
+    """(case, dtype, device) of test_cuda.py's handles (CUDA float64/float32, CPU float32); cases: only these ids"""
     import robot_cases
     import test_cuda
     jobs = []
     for case in robot_cases.CASES:
+        if cases and case.id not in cases:
+            continue
         try:
             path = test_cuda.robot_path(case)
         except BaseException:  # pytest.skip: the robot is absent here
@@ -432,17 +434,17 @@ def test_jobs(arch):
     return jobs
 
 
-def precompile_all(robots_dir, jobs_n, tests=True):
+def precompile_all(robots_dir, jobs_n, tests=True, cases=None):
     # the architecture once, here: the workers then need no driver (and no CUDA state crosses processes)
     from grid_rbd import cuda
     p = cuda.probe()
     arch = cuda._arch_of(p["devices"][0][1]) if p["ok"] and p["devices"] else os.environ.get("GRID_RBD_CUDA_ARCH")
     log("GPU", p["devices"] if p["ok"] else p["reason"], "-> cuda_arch", arch)
-    jobs = test_jobs(arch) if tests else []
-    for robot, _, _ in ROBOTS:
+    jobs = test_jobs(arch, cases) if tests else []
+    for robot, _, _ in ROBOTS if not cases else ():
         for dtype in ("float32", "float64"):
             jobs.append(("bench", (robots_dir, robot, dtype, None, "cuda", arch)))
-    for variant, points in VARIANT_POINTS.items():
+    for variant, points in VARIANT_POINTS.items() if not cases else ():
         for robot in sorted({p[0] for p in points}):
             jobs.append(("bench", (robots_dir, robot, "float32", variant, "cuda", arch)))
 
@@ -617,6 +619,7 @@ def main():
     ap.add_argument("--no-build-times", action="store_true")
     ap.add_argument("--precompile", action="store_true", help="only build every library the GPU tests and bench use")
     ap.add_argument("--no-tests", action="store_true", help="with --precompile: the bench's libraries only")
+    ap.add_argument("--cases", default="", help="with --precompile: only these test cases' libraries (comma-separated ids)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--algos", default="", help="comma-separated subset of " + ",".join(ALGOS) + " (default: all)")
     ap.add_argument("--build-child", nargs=4, metavar=("URDF", "FLOATING", "DTYPE", "ARCH"), help=argparse.SUPPRESS)
@@ -631,7 +634,8 @@ def main():
         build_child(urdf, floating == "1", dtype, arch or None)
         return 0
     if args.precompile:
-        return 1 if precompile_all(args.robots_dir, args.jobs, tests=not args.no_tests) else 0
+        return 1 if precompile_all(args.robots_dir, args.jobs, tests=not args.no_tests,
+                                   cases=[c for c in args.cases.split(",") if c]) else 0
     started = time.time()
     try:
         bench = Bench(args)

@@ -101,12 +101,22 @@ print('grid_rbd', grid_rbd.__version__, grid_rbd.__file__)
 print('probe', cuda.probe()); print('nvcc', cuda.nvcc_status())" || exit 1
 
 if [ "${1:-run}" = features ]; then   # only the GPU tests whose ids match $GPU_TEST_FILTER (new features)
-    TEST_SECONDS=$(( $(left) - 20 ))
+    if [ -n "${GPU_PRECOMPILE_CASES:-}" ]; then   # their libraries first, in parallel (comma-separated case ids)
+        ts "precompile $GPU_PRECOMPILE_CASES"
+        timeout $(( $(left) / 2 )) python3 bench/gpu_bench.py --precompile --cases "$GPU_PRECOMPILE_CASES" --jobs "$JOBS" \
+            --robots-dir "$DEPS/robots" > "$OUT/precompile.log" 2>&1 || ts "precompile: some builds failed or timed out"
+        tail -3 "$OUT/precompile.log"
+    fi
+    TEST_SECONDS=$(( $(left) - ${GPU_SANITIZE_SECONDS:-20} ))
     ts "pytest -m gpu -k '${GPU_TEST_FILTER:-joints}' (deadline in $TEST_SECONDS s)"
     export GRID_RBD_GPU_TEST_DEADLINE=$(( $(date +%s) + TEST_SECONDS - 10 ))
     GRID_RBD_GPU_REPORT=$OUT/gpu_accuracy.md timeout $((TEST_SECONDS + 10)) \
         python3 -m pytest -m gpu -q -rs -p no:cacheprovider -k "${GPU_TEST_FILTER:-joints}" \
         tests/python/test_cuda.py tests/python/test_cuda_rolled.py 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
+    if [ -n "${GPU_SANITIZE_SECONDS:-}" ]; then   # then compute-sanitizer on the derivative rows
+        ts "compute-sanitizer: bench/gpu_sanitize_derivs.py"
+        sanitize bench/gpu_sanitize_derivs.py 8
+    fi
     ts "done"
     exit 0
 fi
