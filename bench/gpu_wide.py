@@ -37,6 +37,10 @@ WIDE = {
     "staged8m": ("-O3 -DGRID_CUDA_STAGED_BYTES=8388608", "AUTO, the staged FD gradient in slices of 8 MB of arrays", "auto"),
     "staged32m": ("-O3 -DGRID_CUDA_STAGED_BYTES=33554432", "AUTO, the staged FD gradient in slices of 32 MB of arrays",
                   "auto"),
+    "unfused": ("-O3 -DGRID_CUDA_SPLIT_MAX=0", "AUTO, the staged FD gradient's FD and M^-1 in two launches (and no split "
+                "pieces beside unrolled kernels): before the fused first stage", "auto"),
+    "block64": ("-O3 -DGRID_CUDA_BLOCK=64", "AUTO, 64 threads per block (default 128)", "auto"),
+    "block32": ("-O3 -DGRID_CUDA_BLOCK=32", "AUTO, 32 threads per block", "auto"),
     "contig": ("-O3 -DGRID_CUDA_INTERLEAVE=0", "AUTO, the unrolled composites' arrays contiguous per lane (before run 15)",
                "auto"),
 }

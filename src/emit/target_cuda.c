@@ -374,6 +374,59 @@ static void write_stage_kernels(ew_writer *w, const emit_entry *e, const emit_va
               vr->fn, vr->fn, n2, n2, nv * nv, nv * n2, nv * n2, nv, nv, nv, n2, n2);
 }
 
+/* 1 when a staged composite's FD and M^-1 run in one launch for small batches (grid_ka_<fn>): both written without
+   workspace, so a thread calls either in place */
+static int fused_first_stage(const emit_entry *e) { return e->stage_variant[0]->work == 0 && e->stage_variant[2]->work == 0; }
+
+/* grid_ka_<fn>: the staged composite's first stage in one launch: blocks [0, fdb) run FD, a thread per state; the
+   rest M^-1, a thread per piece and state where it is split (as grid_kx_minv), else per state; inputs and outputs in
+   place. GRID_KA_MINV_BLOCKS_<fn>(n, blocks) is the launch's M^-1 block count. */
+static void write_fused_first_stage(ew_writer *w, const emit_entry *e, const char *fn)
+{
+    const emit_entry *fd = e->stage[0], *mi = e->stage[2];
+    const emit_variant *fv = e->stage_variant[0], *mv = e->stage_variant[2];
+    const long long nv = fd->row->out[0].width, nm = mi->row->out[0].width;
+    ew_printf(w, "#ifdef GRID_SPLIT_%s\n"
+                 "#define GRID_KA_MINV_BLOCKS_%s(n, blocks) ((n) <= GRID_SPLIT_MAX_%s ? (blocks) * GRID_SPLIT_%s : (blocks))\n"
+                 "#else\n#define GRID_KA_MINV_BLOCKS_%s(n, blocks) (blocks)\n#endif\n",
+              mv->fn, fn, mv->fn, mv->fn, fn);
+    ew_printf(w, "/* %s's first stage: %s (a thread per state) and %s in one launch */\n"
+                 "static __global__ void __launch_bounds__(GRID_CUDA_BLOCK, GRID_CUDA_MIN_BLOCKS)\n"
+                 "grid_ka_%s(const grid_real *__restrict__ q, const grid_real *__restrict__ v, const grid_real *__restrict__ a,\n"
+                 "    const grid_real *__restrict__ f, grid_real *__restrict__ qdd, grid_real *__restrict__ Mi, const long long n,\n"
+                 "    const unsigned fdb)\n{\n"
+                 "    const grid_real *const g = 0;\n"
+                 "    const int fr = 0, rf = 0;\n"
+                 "    (void)v; (void)a; (void)f; (void)g;\n"
+                 "    if (blockIdx.x < fdb) {\n"
+                 "        const long long b = (long long)blockIdx.x * GRID_CUDA_BLOCK + threadIdx.x;\n"
+                 "        if (b >= n) return;\n"
+                 "        grid_s_%s(",
+              fn, fv->fn, mv->fn, fn, fv->fn);
+    for (int p = 0; p < EP_COUNT; p++) emit_write_state_arg(w, fd, fv, p);
+    ew_printf(w, "qdd + b * %lld, fr, rf, 0, 1);\n"
+                 "        return;\n"
+                 "    }\n"
+                 "    const unsigned k = blockIdx.x - fdb;\n"
+                 "#ifdef GRID_SPLIT_%s\n"
+                 "    if (n <= GRID_SPLIT_MAX_%s) {\n"
+                 "        const long long b = (long long)(k / GRID_SPLIT_%s) * GRID_CUDA_BLOCK + threadIdx.x;\n"
+                 "        if (b >= n) return;\n"
+                 "        grid_sx_%s((int)(k %% GRID_SPLIT_%s), ",
+              nv, mv->fn, mv->fn, mv->fn, mv->fn, mv->fn);
+    for (int p = 0; p < EP_COUNT; p++) emit_write_state_arg(w, mi, mv, p);
+    ew_printf(w, "Mi + b * %lld, fr, rf, 0, 1);\n"
+                 "        return;\n"
+                 "    }\n"
+                 "#endif\n"
+                 "    const long long b = (long long)k * GRID_CUDA_BLOCK + threadIdx.x;\n"
+                 "    if (b >= n) return;\n"
+                 "    grid_s_%s(",
+              nm, mv->fn);
+    for (int p = 0; p < EP_COUNT; p++) emit_write_state_arg(w, mi, mv, p);
+    ew_printf(w, "Mi + b * %lld, fr, rf, 0, 1);\n}\n\n", nm);
+}
+
 /* The staged form of composite e (docs/cuda.md "Staged FD gradient"): per slice of the batch, qdd = FD, M^-1 and
    the RNEA gradient at qdd into device arrays by their own rows' launchers (split pieces where a function has them,
    else a thread or a group per state), then grid_kp_<fn>. A state's work thus spreads over its callees' pieces and
@@ -389,6 +442,7 @@ static void write_staged(ew_writer *w, const emit_entry *e, const emit_variant *
         if (e->stage_variant[k]->work > cw) cw = e->stage_variant[k]->work;
     assert(emit_param_width(e, EP_V) == nv && emit_param_width(e, EP_A) == nv && e->work >= nv + 3 * nv * nv + cw);
     write_stage_kernels(w, e, vr);
+    if (fused_first_stage(e)) write_fused_first_stage(w, e, fn);
     ew_printf(w, "static int grid_st_%s(const grid_call *c, const grid_real *q_, const grid_real *v_, const grid_real *a_,\n"
                  "    const grid_real *f_, grid_real *o_, const long long n_)\n{\n"
                  "    const int fr = 0, rf = 0;\n"
@@ -417,14 +471,26 @@ static void write_staged(ew_writer *w, const emit_entry *e, const emit_variant *
                  "        const grid_real *const q = q_ + at * %lld, *const v = v_ + at * %lld, *const f = f_ ? f_ + at * %lld : f_;\n"
                  "        (void)c; (void)g; (void)v; (void)f;\n",
               fn, nv, nv, nv, nv, 2 * nv, cw, nv + 3 * nv * nv, cw, nv, nv * nv, 2 * nv * nv, nq, nv, nf);
+    /* FD and M^-1 (stages 0 and 2: independent), then the RNEA gradient at qdd (stage 1) */
     static const char *const what[EMIT_STAGES] = {"qdd = FD(q, qd, u, f_ext)", "dtau at qdd", "M^-1"};
     static const char *const arrays[EMIT_STAGES][2] = {{"a_ + at * %lld", "qdd"}, {"qdd", "dt"}, {"0", "Mi"}};
-    for (int k = 0; k < EMIT_STAGES; k++) {
+    const int fused = fused_first_stage(e);
+    if (fused)
+        ew_printf(w, "        if (n <= GRID_CUDA_SPLIT_MAX) { /* FD and M^-1 in one launch */\n"
+                     "            const long long mb = GRID_KA_MINV_BLOCKS_%s(n, blocks);\n"
+                     "            grid_ka_%s<<<(unsigned)(blocks + mb), GRID_CUDA_BLOCK, 0, s>>>(q, v, a_ + at * %lld, f, qdd, Mi, n, "
+                     "(unsigned)blocks);\n"
+                     "        } else {\n",
+                  fn, fn, nv);
+    static const int order[EMIT_STAGES] = {0, 2, 1};
+    for (int i = 0; i < EMIT_STAGES; i++) {
+        const int k = order[i];
         ew_printf(w, "        { /* %s */\n            const grid_real *const a = ", what[k]);
         ew_printf(w, arrays[k][0], nv);
         ew_printf(w, ";\n            grid_real *const o = %s;\n            (void)a;\n", arrays[k][1]);
         write_launch(w, e->stage[k], e->stage_variant[k], "            ");
         ew_puts(w, "        }\n");
+        if (fused && i == 1) ew_puts(w, "        }\n");
     }
     ew_printf(w, "        grid_kp_%s<<<(unsigned)((n * %lld + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK), GRID_CUDA_BLOCK, 0, s>>>(Mi, dt, "
                  "o_ + at * %lld, n);\n"
