@@ -41,6 +41,9 @@ WIDE = {
                 "pieces beside unrolled kernels): before the fused first stage", "auto"),
     "block64": ("-O3 -DGRID_CUDA_BLOCK=64", "AUTO, 64 threads per block (default 128)", "auto"),
     "block32": ("-O3 -DGRID_CUDA_BLOCK=32", "AUTO, 32 threads per block", "auto"),
+    "block128": ("-O3 -DGRID_CUDA_FILL_BLOCKS=0 -DGRID_CUDA_FUSE_MAX=0",
+                 "AUTO, 128 threads per block at every batch size and the staged FD gradient's FD and M^-1 apart: before "
+                 "grid_cuda_block_of and grid_ka_<fn>", "auto"),
     "contig": ("-O3 -DGRID_CUDA_INTERLEAVE=0", "AUTO, the unrolled composites' arrays contiguous per lane (before run 15)",
                "auto"),
 }

@@ -143,7 +143,7 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
               fn, vr->work > 0 ? ",\n    grid_real *__restrict__ ws, const long long wst" : "");
     ew_puts(w, "    extern __shared__ __align__(16) unsigned char grid_smem_[];\n"
                "    const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5);\n"
-               "    const long long b0 = ((long long)blockIdx.x * GRID_CUDA_WARPS + warp) * 32; /* the warp's first state */\n"
+               "    const long long b0 = ((long long)blockIdx.x * (blockDim.x >> 5) + warp) * 32; /* the warp's first state */\n"
                "    if (b0 >= n) return; /* the whole warp is past the batch */\n"
                "    const int m = n - b0 < 32 ? (int)(n - b0) : 32;\n"
                "    /* lanes past the batch compute a copy of the warp's last state (the warp stays converged) and store nothing */\n"
@@ -229,7 +229,7 @@ static void write_split_kernel(ew_writer *w, const emit_entry *e, const emit_var
                  "    const grid_real *__restrict__ f, const grid_real *__restrict__ g, grid_real *__restrict__ o, const long long n,\n"
                  "    const int fr, const int rf)\n{\n"
                  "    const int piece = (int)(blockIdx.x %% GRID_SPLIT_%s);\n"
-                 "    const long long b = (long long)(blockIdx.x / GRID_SPLIT_%s) * GRID_CUDA_BLOCK + threadIdx.x;\n"
+                 "    const long long b = (long long)(blockIdx.x / GRID_SPLIT_%s) * blockDim.x + threadIdx.x;\n"
                  "    if (b >= n) return;\n"
                  "    (void)v; (void)a; (void)f; (void)g;\n"
                  "    grid_sx_%s(piece, ",
@@ -254,7 +254,7 @@ static void write_group_kernel(ew_writer *w, const emit_entry *e, const emit_var
                  "    const int fr, const int rf,\n"
                  "    grid_real *__restrict__ ws, const long long wst)\n{\n",
               fn);
-    ew_puts(w, "    const long long t = (long long)blockIdx.x * GRID_CUDA_BLOCK + threadIdx.x, b = t / GRID_CUDA_GROUP;\n"
+    ew_puts(w, "    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x, b = t / GRID_CUDA_GROUP;\n"
                "    /* the warp's live lanes: those whose state is in the batch */\n"
                "    const long long live = n * GRID_CUDA_GROUP - (t & ~31LL);\n"
                "    const unsigned gm = live >= 32 ? 0xffffffffu : (1u << (live > 0 ? live : 0)) - 1u;\n"
@@ -276,12 +276,13 @@ static void write_launch(ew_writer *w, const emit_entry *e, const emit_variant *
     const char *fn = vr->fn;
     /* a small batch of a split function: a thread per piece and state; else the launch below */
     ew_printf(w, "#ifdef GRID_SPLIT_%s\n"
-                 "%sif (n <= GRID_SPLIT_MAX_%s && blocks * GRID_SPLIT_%s <= 2147483647LL)\n"
-                 "%s    grid_kx_%s<<<(unsigned)(blocks * GRID_SPLIT_%s), GRID_CUDA_BLOCK, 0, s>>>(q, v, a, f, g, o, n, fr, rf);\n"
-                 "%selse\n"
+                 "%sif (n <= GRID_SPLIT_MAX_%s && blocks * GRID_SPLIT_%s <= 2147483647LL) {\n"
+                 "%s    const int bs = grid_cuda_block_of(n * GRID_SPLIT_%s);\n"
+                 "%s    grid_kx_%s<<<(unsigned)((n + bs - 1) / bs * GRID_SPLIT_%s), bs, 0, s>>>(q, v, a, f, g, o, n, fr, rf);\n"
+                 "%s} else\n"
                  "#endif\n"
                  "%s{\n",
-              fn, ind, fn, fn, ind, fn, fn, ind, ind);
+              fn, ind, fn, fn, ind, fn, ind, fn, fn, ind, ind);
     launch_one_thread(w, e, vr, ind);
     ew_printf(w, "%s}\n", ind);
 }
@@ -295,8 +296,9 @@ static void launch_one_thread(ew_writer *w, const emit_entry *e, const emit_vari
                  "%s    return grid_cuda_fail_(e, \"raising the shared memory of grid_k_%s\");\n",
               ind, fn, ind, fn, fn, ind, fn);
     if (vr->work == 0) {
-        ew_printf(w, "%sgrid_k_%s<<<(unsigned)blocks, GRID_CUDA_BLOCK, grid_p_%s_smem, s>>>(q, v, a, f, g, o, n, fr, rf);\n", ind,
-                  fn, fn);
+        ew_printf(w, "%sconst int bs = grid_cuda_block_of(n);\n"
+                     "%sgrid_k_%s<<<(unsigned)((n + bs - 1) / bs), bs, grid_p_%s_smem, s>>>(q, v, a, f, g, o, n, fr, rf);\n",
+                  ind, ind, fn, fn);
         return;
     }
     ew_printf(w, "%s{\n"
@@ -313,8 +315,9 @@ static void launch_one_thread(ew_writer *w, const emit_entry *e, const emit_vari
                  "%s    }\n"
                  "%s    for (long long off = 0; off < n; off += slice) {\n"
                  "%s        const long long k = n - off < slice ? n - off : slice;\n"
-                 "%s        const unsigned kb = (unsigned)((k + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK);\n",
-              ind, ind, vr->work, ind, vr->work, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind);
+                 "%s        const int bs = grid_cuda_block_of(k);\n"
+                 "%s        const unsigned kb = (unsigned)((k + bs - 1) / bs);\n",
+              ind, ind, vr->work, ind, vr->work, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind);
     /* the slice's arguments, shared by the thread and the group kernel */
     ew_writer args;
     ew_init(&args);
@@ -328,13 +331,13 @@ static void launch_one_thread(ew_writer *w, const emit_entry *e, const emit_vari
     ew_printf(&args, "o + off * %lld, k, fr, rf, (grid_real *)ws, %lldLL", e->row->out[0].width, vr->work);
     const char *av = args.buf && !args.oom ? args.buf : "";
     /* a wide output: GRID_CUDA_GROUP lanes per state (grid_kg_<fn>) */
-    if (group_form(e, vr)) ew_printf(w, "%s        if (GRID_CUDA_GROUP > 1 && %lldLL >= GRID_CUDA_GROUP_MIN_OUT)\n"
-                 "%s            grid_kg_%s<<<(unsigned)((k * GRID_CUDA_GROUP + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK), "
-                 "GRID_CUDA_BLOCK, 0, s>>>(%s);\n"
+    if (group_form(e, vr)) ew_printf(w, "%s        const int gs = grid_cuda_block_of(k * GRID_CUDA_GROUP);\n"
+                 "%s        if (GRID_CUDA_GROUP > 1 && %lldLL >= GRID_CUDA_GROUP_MIN_OUT)\n"
+                 "%s            grid_kg_%s<<<(unsigned)((k * GRID_CUDA_GROUP + gs - 1) / gs), gs, 0, s>>>(%s);\n"
                  "%s        else\n"
-                 "%s            grid_k_%s<<<kb, GRID_CUDA_BLOCK, grid_p_%s_smem, s>>>(%s);\n",
-              ind, e->row->out[0].width, ind, fn, av, ind, ind, fn, fn, av);
-    else ew_printf(w, "%s        grid_k_%s<<<kb, GRID_CUDA_BLOCK, grid_p_%s_smem, s>>>(%s);\n", ind, fn, fn, av);
+                 "%s            grid_k_%s<<<kb, bs, grid_p_%s_smem, s>>>(%s);\n",
+              ind, ind, e->row->out[0].width, ind, fn, av, ind, ind, fn, fn, av);
+    else ew_printf(w, "%s        grid_k_%s<<<kb, bs, grid_p_%s_smem, s>>>(%s);\n", ind, fn, fn, av);
     if (args.oom) w->oom = 1;
     ew_free(&args);
     ew_printf(w, "%s    }\n"
@@ -361,7 +364,7 @@ static void write_stage_kernels(ew_writer *w, const emit_entry *e, const emit_va
                  "static __global__ void __launch_bounds__(GRID_CUDA_BLOCK, GRID_CUDA_MIN_BLOCKS)\n"
                  "grid_kp_%s(const grid_real *__restrict__ Mi, const grid_real *__restrict__ dt, grid_real *__restrict__ o,\n"
                  "    const long long n)\n{\n"
-                 "    const long long t = (long long)blockIdx.x * GRID_CUDA_BLOCK + threadIdx.x, b = t / %lld;\n"
+                 "    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x, b = t / %lld;\n"
                  "    if (b >= n) return;\n"
                  "    const int c = (int)(t - b * %lld);\n"
                  "    const grid_real *m = Mi + b * %lld, *d = dt + b * %lld + c;\n"
@@ -374,8 +377,8 @@ static void write_stage_kernels(ew_writer *w, const emit_entry *e, const emit_va
               vr->fn, vr->fn, n2, n2, nv * nv, nv * n2, nv * n2, nv, nv, nv, n2, n2);
 }
 
-/* 1 when a staged composite's FD and M^-1 run in one launch for small batches (grid_ka_<fn>): both written without
-   workspace, so a thread calls either in place */
+/* 1 when a staged composite's FD and M^-1 run in one launch for batches up to GRID_CUDA_FUSE_MAX (grid_ka_<fn>):
+   both written without workspace, so a thread calls either in place */
 static int fused_first_stage(const emit_entry *e) { return e->stage_variant[0]->work == 0 && e->stage_variant[2]->work == 0; }
 
 /* grid_ka_<fn>: the staged composite's first stage in one launch: blocks [0, fdb) run FD, a thread per state; the
@@ -399,7 +402,7 @@ static void write_fused_first_stage(ew_writer *w, const emit_entry *e, const cha
                  "    const int fr = 0, rf = 0;\n"
                  "    (void)v; (void)a; (void)f; (void)g;\n"
                  "    if (blockIdx.x < fdb) {\n"
-                 "        const long long b = (long long)blockIdx.x * GRID_CUDA_BLOCK + threadIdx.x;\n"
+                 "        const long long b = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
                  "        if (b >= n) return;\n"
                  "        grid_s_%s(",
               fn, fv->fn, mv->fn, fn, fv->fn);
@@ -410,7 +413,7 @@ static void write_fused_first_stage(ew_writer *w, const emit_entry *e, const cha
                  "    const unsigned k = blockIdx.x - fdb;\n"
                  "#ifdef GRID_SPLIT_%s\n"
                  "    if (n <= GRID_SPLIT_MAX_%s) {\n"
-                 "        const long long b = (long long)(k / GRID_SPLIT_%s) * GRID_CUDA_BLOCK + threadIdx.x;\n"
+                 "        const long long b = (long long)(k / GRID_SPLIT_%s) * blockDim.x + threadIdx.x;\n"
                  "        if (b >= n) return;\n"
                  "        grid_sx_%s((int)(k %% GRID_SPLIT_%s), ",
               nv, mv->fn, mv->fn, mv->fn, mv->fn, mv->fn);
@@ -419,7 +422,7 @@ static void write_fused_first_stage(ew_writer *w, const emit_entry *e, const cha
                  "        return;\n"
                  "    }\n"
                  "#endif\n"
-                 "    const long long b = (long long)k * GRID_CUDA_BLOCK + threadIdx.x;\n"
+                 "    const long long b = (long long)k * blockDim.x + threadIdx.x;\n"
                  "    if (b >= n) return;\n"
                  "    grid_s_%s(",
               nm, mv->fn);
@@ -476,10 +479,11 @@ static void write_staged(ew_writer *w, const emit_entry *e, const emit_variant *
     static const char *const arrays[EMIT_STAGES][2] = {{"a_ + at * %lld", "qdd"}, {"qdd", "dt"}, {"0", "Mi"}};
     const int fused = fused_first_stage(e);
     if (fused)
-        ew_printf(w, "        if (n <= GRID_CUDA_SPLIT_MAX) { /* FD and M^-1 in one launch */\n"
-                     "            const long long mb = GRID_KA_MINV_BLOCKS_%s(n, blocks);\n"
-                     "            grid_ka_%s<<<(unsigned)(blocks + mb), GRID_CUDA_BLOCK, 0, s>>>(q, v, a_ + at * %lld, f, qdd, Mi, n, "
-                     "(unsigned)blocks);\n"
+        ew_printf(w, "        if (n <= GRID_CUDA_FUSE_MAX) { /* FD and M^-1 in one launch */\n"
+                     "            const int bs = grid_cuda_block_of(n);\n"
+                     "            const long long fb = (n + bs - 1) / bs, mb = GRID_KA_MINV_BLOCKS_%s(n, fb);\n"
+                     "            grid_ka_%s<<<(unsigned)(fb + mb), bs, 0, s>>>(q, v, a_ + at * %lld, f, qdd, Mi, n, "
+                     "(unsigned)fb);\n"
                      "        } else {\n",
                   fn, fn, nv);
     static const int order[EMIT_STAGES] = {0, 2, 1};
@@ -492,8 +496,8 @@ static void write_staged(ew_writer *w, const emit_entry *e, const emit_variant *
         ew_puts(w, "        }\n");
         if (fused && i == 1) ew_puts(w, "        }\n");
     }
-    ew_printf(w, "        grid_kp_%s<<<(unsigned)((n * %lld + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK), GRID_CUDA_BLOCK, 0, s>>>(Mi, dt, "
-                 "o_ + at * %lld, n);\n"
+    ew_printf(w, "        const int ps = grid_cuda_block_of(n * %lld);\n"
+                 "        grid_kp_%s<<<(unsigned)((n * %lld + ps - 1) / ps), ps, 0, s>>>(Mi, dt, o_ + at * %lld, n);\n"
                  "    }\n"
                  "    if (!c->work) {\n"
                  "        const int rc = grid_cuda_scratch_done_(ws, c->stream);\n"
@@ -501,7 +505,7 @@ static void write_staged(ew_writer *w, const emit_entry *e, const emit_variant *
                  "    }\n"
                  "    e = cudaGetLastError();\n"
                  "    return e == cudaSuccess ? 0 : grid_cuda_fail_(e, \"launching the stages of grid_cuda_%s\");\n}\n\n",
-              fn, 2 * nv, 2 * nv * nv, fn);
+              2 * nv, fn, 2 * nv, 2 * nv * nv, fn);
 }
 
 void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e)

@@ -73,9 +73,20 @@
    device arrays, then the product a thread per state and column; larger batches, the composite kernel (a thread or a
    group per state). 0: never staged */
 #endif
+#ifndef GRID_CUDA_FUSE_MAX
+#define GRID_CUDA_FUSE_MAX 32 /* the staged FD gradient: batches of at most this many states run its FD and M^-1 in one
+   launch (grid_ka_<fn>, in place); faster at B = 1 (go2 51.6 against 58.5 us, g1 189 against 230), slower at 256
+   (in-place stores of M^-1: go2 106 against 86), bench/RESULTS-gpu.md run 17. 0: never */
+#endif
 #ifndef GRID_CUDA_STAGED_BYTES
 #define GRID_CUDA_STAGED_BYTES (512LL << 20) /* the staged FD gradient's device arrays (qdd, M^-1, dtau) take at most
    this many bytes: a larger batch runs in slices that reuse them */
+#endif
+#ifndef GRID_CUDA_FILL_BLOCKS
+#define GRID_CUDA_FILL_BLOCKS 66 /* a launch that would have fewer blocks than this (half the H200's 132 SMs) takes
+   smaller blocks, down to a warp, so that a small batch spreads over more SMs (grid_cuda_block_of): go2's RNEA
+   gradient at B = 1024 in 36.0 us with 64 threads per block against 44.2 with 128, g1's FD gradient at B = 256 in
+   241 us with 32 against 399 (bench/RESULTS-gpu.md run 17). 0: always GRID_CUDA_BLOCK */
 #endif
 #ifndef GRID_CUDA_POOL_KEEP
 #define GRID_CUDA_POOL_KEEP (1LL << 30) /* bytes of stream-ordered workspace the runtime's own pool keeps mapped
@@ -87,6 +98,15 @@
 #define GRID_CUDA_WORK_MAX (512LL << 20) /* rolled functions: device workspace bytes one launch may use; a larger
    batch is launched in slices that reuse it */
 #endif
+
+/* threads per block of a launch of `threads` threads: GRID_CUDA_BLOCK, halved (while it stays a multiple of a warp)
+   as long as the launch would have fewer than GRID_CUDA_FILL_BLOCKS blocks; the kernels index by blockDim */
+static inline int grid_cuda_block_of(long long threads)
+{
+    int bs = GRID_CUDA_BLOCK;
+    while (bs % 64 == 0 && (threads + bs - 1) / bs < GRID_CUDA_FILL_BLOCKS) bs /= 2;
+    return bs;
+}
 
 /* internal symbols of a robot library: shared by its translation units, never exported */
 #define GRID_CUDA_HIDDEN __attribute__((visibility("hidden")))

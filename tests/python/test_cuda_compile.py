@@ -209,15 +209,14 @@ def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
                       "-DGRID_CUDA_CHUNK_BYTES=4096",                       # nothing staged; many chunks; the FD
                       "-DGRID_CUDA_INTERLEAVE=0"]),                         # composites' arrays per lane
     ("synthetic_ff", ["-DGRID_CUDA_OUT_STAGE_MAX=4096", "-DGRID_CUDA_SMEM_MAX=1000000", "-DGRID_CUDA_PACK_INPUTS=1",
-                      "-DGRID_CUDA_ZERO_COPY_MAX=30000"]),   # everything staged; packed inputs; zero-copy up to B=46
+                      "-DGRID_CUDA_ZERO_COPY_MAX=30000",     # everything staged; packed inputs; zero-copy up to B=46;
+                      "-DGRID_CUDA_FILL_BLOCKS=0"]),         # blocks of 128 threads however small the batch
     ("iiwa_rolled", []),                                                     # rolled: per-state workspace
     ("synthetic_ff_rolled", ["-DGRID_CUDA_WORK_MAX=1", "-DGRID_CUDA_CHUNK_BYTES=4096", "-DGRID_CUDA_PACK_INPUTS=1",
                              "-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_SMEM_MAX_WIDE=0"]),  # launches in slices of a warp
     ("joints_ff", []),                                                       # planar and spherical joints; the
                                                                              # RNEA gradient in split pieces
-    ("joints_ff", ["-DGRID_CUDA_SPLIT_MAX_ROLLED=7", "-DGRID_CUDA_SPLIT_MAX=7"]),  # split (and the staged FD
-                                                                             # gradient's FD and M^-1 in one launch)
-                                                                             # at B = 1, 7; rolled (apart) after
+    ("joints_ff", ["-DGRID_CUDA_SPLIT_MAX_ROLLED=7"]),                       # split at B = 1, 7; rolled after
     ("joints_ff", ["-DGRID_CUDA_STAGED_MAX=7"]),                             # the FD gradient staged at B = 1, 7
                                                                              # only: its composite kernel after
     ("joints_ff_rolled", []),
@@ -230,13 +229,13 @@ def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
     # in slices of a warp's states (ragged tails: B = 7, 33), 2 on iiwa and 8 on the joints robot
     ("synthetic_ff_rolled", ["-DGRID_CUDA_GROUP=4", "-DGRID_CUDA_GROUP_MIN_OUT=1"]),
     ("synthetic_ff_rolled", ["-DGRID_CUDA_GROUP=32", "-DGRID_CUDA_GROUP_MIN_OUT=1", "-DGRID_CUDA_WORK_MAX=1"]),
-    ("iiwa_rolled", ["-DGRID_CUDA_GROUP=2", "-DGRID_CUDA_GROUP_MIN_OUT=1"]),
+    ("iiwa_rolled", ["-DGRID_CUDA_GROUP=2", "-DGRID_CUDA_GROUP_MIN_OUT=1", "-DGRID_CUDA_FILL_BLOCKS=0"]),
     # one thread per state (the rolled default is GRID_CUDA_GROUP = 8 lanes), gradients included
     ("joints_ff_rolled", ["-DGRID_CUDA_GROUP=1"]),
-], ids=["iiwa-default", "synthetic_ff-in-place-chunked", "synthetic_ff-all-staged-packed-zero-copy", "iiwa-rolled",
+], ids=["iiwa-default", "synthetic_ff-in-place-chunked", "synthetic_ff-all-staged-packed-zero-copy-block128", "iiwa-rolled",
         "synthetic_ff-rolled-sliced-chunked", "joints_ff", "joints_ff-split-up-to-7", "joints_ff-fd-grad-staged-up-to-7",
         "joints_ff-rolled", "joints_ff-rolled-sliced", "mimic_ff", "mimic_ff-rolled",
-        "synthetic_ff-rolled-group4", "synthetic_ff-rolled-group32-sliced", "iiwa-rolled-group2",
+        "synthetic_ff-rolled-group4", "synthetic_ff-rolled-group32-sliced", "iiwa-rolled-group2-block128",
         "joints_ff-rolled-thread"])
 def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defines):
     """grid_cuda_<algo> (tiles, plan, tails, variants, rolled workspace and slices) and grid_host_<algo> (chunks,
@@ -274,7 +273,7 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defin
     # thread per state, with the split form or the staged FD gradient for small batches only, and with the staged FD
     # gradient in slices; the other knob variants exercise the runtime's staging, chunks and slices on the other rows
     # (CI time: docs/cuda.md)
-    grads = not defines or defines in (["-DGRID_CUDA_GROUP=1"], ["-DGRID_CUDA_SPLIT_MAX_ROLLED=7", "-DGRID_CUDA_SPLIT_MAX=7"],
+    grads = not defines or defines in (["-DGRID_CUDA_GROUP=1"], ["-DGRID_CUDA_SPLIT_MAX_ROLLED=7"],
                                        ["-DGRID_CUDA_STAGED_MAX=7"], ["-DGRID_CUDA_WORK_MAX=1", "-DGRID_CUDA_STAGED_BYTES=1"])
     env = dict(os.environ, **({} if grads else {"EMU_SKIP_GRADIENTS": "1"}))
     # a rolled library's wide rows run GRID_CUDA_GROUP threads per state: 70 states span several blocks there
