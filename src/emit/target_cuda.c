@@ -296,9 +296,8 @@ static void launch_one_thread(ew_writer *w, const emit_entry *e, const emit_vari
                  "%s    return grid_cuda_fail_(e, \"raising the shared memory of grid_k_%s\");\n",
               ind, fn, ind, fn, fn, ind, fn);
     if (vr->work == 0) {
-        ew_printf(w, "%sconst int bs = grid_cuda_block_of(n);\n"
-                     "%sgrid_k_%s<<<(unsigned)((n + bs - 1) / bs), bs, grid_p_%s_smem, s>>>(q, v, a, f, g, o, n, fr, rf);\n",
-                  ind, ind, fn, fn);
+        ew_printf(w, "%sgrid_k_%s<<<(unsigned)blocks, GRID_CUDA_BLOCK, grid_p_%s_smem, s>>>(q, v, a, f, g, o, n, fr, rf);\n", ind,
+                  fn, fn);
         return;
     }
     ew_printf(w, "%s{\n"
@@ -315,9 +314,8 @@ static void launch_one_thread(ew_writer *w, const emit_entry *e, const emit_vari
                  "%s    }\n"
                  "%s    for (long long off = 0; off < n; off += slice) {\n"
                  "%s        const long long k = n - off < slice ? n - off : slice;\n"
-                 "%s        const int bs = grid_cuda_block_of(k);\n"
-                 "%s        const unsigned kb = (unsigned)((k + bs - 1) / bs);\n",
-              ind, ind, vr->work, ind, vr->work, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind);
+                 "%s        const unsigned kb = (unsigned)((k + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK);\n",
+              ind, ind, vr->work, ind, vr->work, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind, ind);
     /* the slice's arguments, shared by the thread and the group kernel */
     ew_writer args;
     ew_init(&args);
@@ -335,9 +333,9 @@ static void launch_one_thread(ew_writer *w, const emit_entry *e, const emit_vari
                  "%s        if (GRID_CUDA_GROUP > 1 && %lldLL >= GRID_CUDA_GROUP_MIN_OUT)\n"
                  "%s            grid_kg_%s<<<(unsigned)((k * GRID_CUDA_GROUP + gs - 1) / gs), gs, 0, s>>>(%s);\n"
                  "%s        else\n"
-                 "%s            grid_k_%s<<<kb, bs, grid_p_%s_smem, s>>>(%s);\n",
+                 "%s            grid_k_%s<<<kb, GRID_CUDA_BLOCK, grid_p_%s_smem, s>>>(%s);\n",
               ind, ind, e->row->out[0].width, ind, fn, av, ind, ind, fn, fn, av);
-    else ew_printf(w, "%s        grid_k_%s<<<kb, bs, grid_p_%s_smem, s>>>(%s);\n", ind, fn, fn, av);
+    else ew_printf(w, "%s        grid_k_%s<<<kb, GRID_CUDA_BLOCK, grid_p_%s_smem, s>>>(%s);\n", ind, fn, fn, av);
     if (args.oom) w->oom = 1;
     ew_free(&args);
     ew_printf(w, "%s    }\n"

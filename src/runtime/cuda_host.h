@@ -83,10 +83,13 @@
    this many bytes: a larger batch runs in slices that reuse them */
 #endif
 #ifndef GRID_CUDA_FILL_BLOCKS
-#define GRID_CUDA_FILL_BLOCKS 66 /* a launch that would have fewer blocks than this (half the H200's 132 SMs) takes
-   smaller blocks, down to a warp, so that a small batch spreads over more SMs (grid_cuda_block_of): go2's RNEA
-   gradient at B = 1024 in 36.0 us with 64 threads per block against 44.2 with 128, g1's FD gradient at B = 256 in
-   241 us with 32 against 399 (bench/RESULTS-gpu.md run 17). 0: always GRID_CUDA_BLOCK */
+#define GRID_CUDA_FILL_BLOCKS 66 /* a launch of the kernels without staging tiles (split pieces, rolled groups, the
+   staged FD gradient's product and fused first stage) that would have fewer blocks than this (half the H200's 132
+   SMs) takes smaller blocks, down to a warp, so that a small batch spreads over more SMs (grid_cuda_block_of):
+   bench/RESULTS-gpu.md run 17, go2's RNEA gradient (split) at B = 256 in 30.5 us with 32 threads per block against
+   43.5 with 128, at 1024 in 36.0 with 64 against 44.2; g1's (rolled groups) at 256 in 125 against 161. The one-thread
+   kernels keep GRID_CUDA_BLOCK: iiwa's RNEA gradient took 22.0 us at B = 1024 in blocks of 32 against 19.6.
+   0: always GRID_CUDA_BLOCK */
 #endif
 #ifndef GRID_CUDA_POOL_KEEP
 #define GRID_CUDA_POOL_KEEP (1LL << 30) /* bytes of stream-ordered workspace the runtime's own pool keeps mapped

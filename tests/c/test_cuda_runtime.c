@@ -52,6 +52,12 @@ static void test_chunks_and_slices(void)
     CHECK(grid_cuda_slice_states(100000, 1000, 1000 * 100) == 96);
     CHECK(grid_cuda_slice_states(100000, 1000, 10) == 32);
     CHECK(grid_cuda_slice_states(50, 8, 1 << 20) == 50);
+    /* a launch's block size (defaults: 128 threads, 66 blocks to fill): halved while it would have fewer blocks,
+       never below a warp; large launches keep the full block */
+    CHECK(GRID_CUDA_BLOCK == 128 && GRID_CUDA_FILL_BLOCKS == 66);
+    CHECK(grid_cuda_block_of(1) == 32 && grid_cuda_block_of(1536) == 32 && grid_cuda_block_of(2048) == 32);
+    CHECK(grid_cuda_block_of(6144) == 64 && grid_cuda_block_of(8192) == 64 && grid_cuda_block_of(4224) == 64);
+    CHECK(grid_cuda_block_of(66 * 128) == 128 && grid_cuda_block_of(1LL << 20) == 128);
 }
 
 static void test_round_trip_plan(void)
