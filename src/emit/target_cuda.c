@@ -433,7 +433,7 @@ static void write_fused_first_stage(ew_writer *w, const emit_entry *e, const cha
    else a thread or a group per state), then grid_kp_<fn>. A state's work thus spreads over its callees' pieces and
    columns instead of one thread. The arrays (and the callees' workspace after them) come from c->work when the
    caller passed it, else from stream-ordered scratch of at most GRID_CUDA_STAGED_BYTES (the callees then take their
-   own). For batches up to GRID_CUDA_FUSE_MAX, FD and M^-1 share a launch (grid_ka_<fn>). */
+   own). For batches up to GRID_CUDA_FUSE_MAX (0 by default), FD and M^-1 share a launch (grid_ka_<fn>). */
 static void write_staged(ew_writer *w, const emit_entry *e, const emit_variant *vr)
 {
     const char *fn = vr->fn;

@@ -217,8 +217,9 @@ def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
     ("joints_ff", []),                                                       # planar and spherical joints; the
                                                                              # RNEA gradient in split pieces
     ("joints_ff", ["-DGRID_CUDA_SPLIT_MAX_ROLLED=7"]),                       # split at B = 1, 7; rolled after
-    ("joints_ff", ["-DGRID_CUDA_STAGED_MAX=7"]),                             # the FD gradient staged at B = 1, 7
-                                                                             # only: its composite kernel after
+    ("joints_ff", ["-DGRID_CUDA_STAGED_MAX=7", "-DGRID_CUDA_FUSE_MAX=7"]),   # the FD gradient staged at B = 1, 7
+                                                                             # only (FD and M^-1 in one launch): its
+                                                                             # composite kernel after
     ("joints_ff_rolled", []),
     ("joints_ff_rolled", ["-DGRID_CUDA_WORK_MAX=1", "-DGRID_CUDA_STAGED_BYTES=1"]),  # the staged FD gradient
                                                                              # in slices of a warp, its callees'
@@ -274,7 +275,8 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defin
     # gradient in slices; the other knob variants exercise the runtime's staging, chunks and slices on the other rows
     # (CI time: docs/cuda.md)
     grads = not defines or defines in (["-DGRID_CUDA_GROUP=1"], ["-DGRID_CUDA_SPLIT_MAX_ROLLED=7"],
-                                       ["-DGRID_CUDA_STAGED_MAX=7"], ["-DGRID_CUDA_WORK_MAX=1", "-DGRID_CUDA_STAGED_BYTES=1"])
+                                       ["-DGRID_CUDA_STAGED_MAX=7", "-DGRID_CUDA_FUSE_MAX=7"],
+                                       ["-DGRID_CUDA_WORK_MAX=1", "-DGRID_CUDA_STAGED_BYTES=1"])
     env = dict(os.environ, **({} if grads else {"EMU_SKIP_GRADIENTS": "1"}))
     # a rolled library's wide rows run GRID_CUDA_GROUP threads per state: 70 states span several blocks there
     sizes = ["1", "7", "33", "70" if which.endswith("rolled") else "300"]
