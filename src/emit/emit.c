@@ -311,8 +311,18 @@ static void fill_entry(const emit_ctx *cx, int a, const grid_method_info *row, c
     e->min_parallel = min_parallel(ms->flops + 20 * ms->transcendental);
 }
 
-/* the rows (and variant slots) whose launchers run a staged composite's callees: its calls[] in order */
-static const int stage_rows[EMIT_STAGES][2] = {{GRID_ALGO_FD, 1}, {GRID_ALGO_RNEA_GRAD, 0}, {GRID_ALGO_MINV, 0}};
+/* the first row (and its variant slot) whose layout runs per-state function f: the launcher a staged composite
+   reuses for that callee */
+static int row_of(int f, int *slot)
+{
+    for (int a = 0; a < GRID_ALGO_COUNT; a++)
+        for (int s = 0; s < NSLOT; s++)
+            if (layouts[a].slot[s] == f) {
+                *slot = s;
+                return a;
+            }
+    return -1;
+}
 
 /* the batch entry of row a (rows: every row's concrete form, for a staged composite's callees) */
 static void write_entry(const emit_ctx *cx, int a, const grid_method_info *rows, const sym_stats *fstats, const int *vec,
@@ -323,9 +333,10 @@ static void write_entry(const emit_ctx *cx, int a, const grid_method_info *rows,
     const int f = layouts[a].slot[0];
     if (sched[f] & SCHED_STAGED)
         for (int k = 0; k < EMIT_STAGES; k++) {
-            const int r = stage_rows[k][0], slot = stage_rows[k][1];
+            int slot = 0;
+            const int r = row_of(calls[f][k], &slot);
+            assert(r >= 0);
             fill_entry(cx, r, &rows[r], fstats, vec, rolled, ilv, &st[k]);
-            assert(layouts[r].slot[slot] == calls[f][k]);
             e.stage[k] = &st[k];
             e.stage_variant[k] = &st[k].variant[slot];
         }

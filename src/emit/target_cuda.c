@@ -387,6 +387,7 @@ static void write_fused_first_stage(ew_writer *w, const emit_entry *e, const cha
     const emit_entry *fd = e->stage[0], *mi = e->stage[2];
     const emit_variant *fv = e->stage_variant[0], *mv = e->stage_variant[2];
     const long long nv = fd->row->out[0].width, nm = mi->row->out[0].width;
+    ew_puts(w, "#if GRID_CUDA_FUSE_MAX > 0 /* off by default: not compiled then */\n");
     ew_printf(w, "#ifdef GRID_SPLIT_%s\n"
                  "#define GRID_KA_MINV_BLOCKS_%s(n, blocks) ((n) <= GRID_SPLIT_MAX_%s ? (blocks) * GRID_SPLIT_%s : (blocks))\n"
                  "#else\n#define GRID_KA_MINV_BLOCKS_%s(n, blocks) (blocks)\n#endif\n",
@@ -425,7 +426,7 @@ static void write_fused_first_stage(ew_writer *w, const emit_entry *e, const cha
                  "    grid_s_%s(",
               nm, mv->fn);
     for (int p = 0; p < EP_COUNT; p++) emit_write_state_arg(w, mi, mv, p);
-    ew_printf(w, "Mi + b * %lld, fr, rf, 0, 1);\n}\n\n", nm);
+    ew_printf(w, "Mi + b * %lld, fr, rf, 0, 1);\n}\n#endif\n\n", nm);
 }
 
 /* The staged form of composite e (docs/cuda.md "Staged FD gradient"): per slice of the batch, qdd = FD, M^-1 and
@@ -478,12 +479,15 @@ static void write_staged(ew_writer *w, const emit_entry *e, const emit_variant *
     static const char *const arrays[EMIT_STAGES][2] = {{"a_ + at * %lld", "qdd"}, {"qdd", "dt"}, {"0", "Mi"}};
     const int fused = fused_first_stage(e);
     if (fused)
-        ew_printf(w, "        if (n <= GRID_CUDA_FUSE_MAX) { /* FD and M^-1 in one launch */\n"
+        ew_printf(w, "#if GRID_CUDA_FUSE_MAX > 0\n"
+                     "        if (n <= GRID_CUDA_FUSE_MAX) { /* FD and M^-1 in one launch */\n"
                      "            const int bs = grid_cuda_block_of(n);\n"
                      "            const long long fb = (n + bs - 1) / bs, mb = GRID_KA_MINV_BLOCKS_%s(n, fb);\n"
                      "            grid_ka_%s<<<(unsigned)(fb + mb), bs, 0, s>>>(q, v, a_ + at * %lld, f, qdd, Mi, n, "
                      "(unsigned)fb);\n"
-                     "        } else {\n",
+                     "        } else\n"
+                     "#endif\n"
+                     "        {\n",
                   fn, fn, nv);
     static const int order[EMIT_STAGES] = {0, 2, 1};
     for (int i = 0; i < EMIT_STAGES; i++) {
