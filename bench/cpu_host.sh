@@ -7,6 +7,8 @@
 #                                #       into .gpu-deps/pin (the device has no pin wheel and no network)
 #   bench/cpu_host.sh            # THERE, with carry [".gpu-deps"]; $OUT receives RESULTS-host*.md and the logs
 #   bench/cpu_host.sh stream     # THERE: only bench/stream_ab.py (streamed against cached stores), $OUT/stream_ab.md
+#   bench/cpu_host.sh flags      # THERE: the grid cells of $CPU_HOST_ROBOTS under each CPU_HOST_VARIANTS entry
+#                                #   ("name=flags;name=flags", "$F" standing for the default tuning flags)
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -50,6 +52,19 @@ if [ "${1:-run}" = stream ]; then   # only bench/stream_ab.py: streamed against 
     exit 0
 fi
 ROBOTS=${CPU_HOST_ROBOTS:-iiwa,hyq,atlas,go2,talos,g1}
+if [ "${1:-run}" = flags ]; then   # the same cells under other compiler flags: CPU_HOST_VARIANTS="name=flags;..."
+    F=$(python3 -c "import sys; sys.path.insert(0, 'bench'); import run; print(' '.join(run.cpu_build_flags()))")
+    IFS=';' read -ra VARIANTS <<< "${CPU_HOST_VARIANTS:-default=$F}"
+    for v in "${VARIANTS[@]}"; do
+        name=${v%%=*}; flags=${v#*=}; flags=${flags//\$F/$F}
+        ts "variant $name: GRID_RBD_CFLAGS=$flags"
+        GRID_RBD_CFLAGS="$flags" timeout ${CPU_HOST_VARIANT_SECONDS:-120} python3 bench/run.py --quick --robots "$ROBOTS" \
+            --only pinocchio,grid --out "$OUT/RESULTS-host-$name.md" > "$OUT/run_$name.log" 2>&1 || ts "exit $?"
+        grep -E "^\| (CRBA|computeMinverse\(q\)) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|" "$OUT/run_$name.log" | sed "s/^/$name /"
+    done
+    ts "done"
+    exit 0
+fi
 ts "bench/run.py --robots $ROBOTS --only pinocchio,grid,store"
 timeout ${CPU_HOST_SECONDS:-330} python3 bench/run.py --robots "$ROBOTS" --only pinocchio,grid,store \
     --out "$OUT/RESULTS-host.md" > "$OUT/run.log" 2>&1 || ts "run.py: exit $?"

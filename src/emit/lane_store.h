@@ -34,7 +34,11 @@ static inline __attribute__((unused)) void grid_scatter_(const grid_vec *to, con
     for (; k + 4 <= n; k += 4) {
         grid_vec x[4];
         grid_block_(to, k / 4, x);
-        for (int l = 0; l < 4; l++) __builtin_memcpy(rows[l] + k, &x[l], sizeof x[l]);
+        /* written out: gcc -O2 keeps a loop over x in memory (go2's CRBA at B = 256: 0.37 against 0.14 us) */
+        __builtin_memcpy(rows[0] + k, &x[0], sizeof x[0]);
+        __builtin_memcpy(rows[1] + k, &x[1], sizeof x[1]);
+        __builtin_memcpy(rows[2] + k, &x[2], sizeof x[2]);
+        __builtin_memcpy(rows[3] + k, &x[3], sizeof x[3]);
     }
 #endif
     for (; k < n; k++)
@@ -115,7 +119,9 @@ static inline __attribute__((always_inline, unused)) void grid_stream_rows_(cons
         grid_row_line_(n, o, d0, 1, j, x);
         grid_row_line_(n, o, d0, 2, j, x);
         grid_row_line_(n, o, d0, 3, j, x);
-        for (int i = 0; i < 8; i++) x[i] = x[i + 8];
+        /* written out, as in grid_scatter_ (go2's CRBA streamed at B = 4096: 0.18 against 0.13 us) */
+        x[0] = x[8], x[1] = x[9], x[2] = x[10], x[3] = x[11];
+        x[4] = x[12], x[5] = x[13], x[6] = x[14], x[7] = x[15];
     }
 }
 #endif
