@@ -266,7 +266,7 @@ static long long min_parallel(long flops)
 
 /* one part per this many statements (compile time grows with function size, not file size,
    so parts only help the wall clock when compiled in parallel) */
-#define STATEMENTS_PER_PART 30000L
+#define STATEMENTS_PER_PART 12000L
 #define MAX_PARTS 8
 
 /* the schedule of each per-state function: SCHED_ROLLED, SCHED_LANES for a lane function (either schedule), and
