@@ -1,13 +1,41 @@
 /* The articulated-body algorithm (Featherstone, Pinocchio's local-frame form) as one program for both schedules. */
 #include <stdlib.h>
+#include <assert.h>
 #include <string.h>
 #include "algos.h"
 
-int ea_aba_program(ep_prog *p, int has_fext)
+/* Mimic couplings (em_model.group_aba; the recursion of bench/coupled_aba_proto.py): a group member (EM_MEMBER, its
+   leader included when the group hangs from a host) eliminates no coordinate. It hands its parent the composite
+   X^T IA X and X^T (IA c + pA), as CRBA does, and three group terms: with ms = mult S,
+       alpha = IA ms + AL,  AL_parent += X^T alpha,
+       BE_parent += ms^T AL + BE + alpha^T ms,
+       GA_parent += ms^T pA + GA - u + alpha^T c        (u: its own input, the group's at the leader, 0 elsewhere).
+   The group's coordinate is eliminated where the group hangs: at its leader (EM_LEADER, every other member below it)
+   with U = IA S + AL, D = S^T (IA S + AL) + S^T AL + BE, u = u - S^T pA - GA; or at the host body its top members
+   hang from (EM_HOST), before the host's own step: IA -= AL AL^T / BE, pA -= AL GA / BE, and after the host's
+   acceleration a, qdd_group = -(GA + AL^T a) / BE. A member's acceleration then adds mult S qdd_group. */
+static void group_terms(sym_graph *g, const ek_body *b, const sv IAi[36], const sv pA[6], const sv al[6], sv be,
+                        sv ga, sv u, sv ms[6], sv alpha[6], sv *beta, sv *gamma)
+{
+    sv t[6], sal, spa;
+    ek_joint_motion(g, b, &b->mult, ms);
+    sp_mat6_vec(g, IAi, ms, t);
+    for (int e = 0; e < 6; e++) alpha[e] = sym_add(g, t[e], al[e]);
+    ek_joint_project(g, b, al, &sal);
+    ek_joint_project(g, b, pA, &spa);
+    *beta = sym_add(g, sym_mul(g, b->mult, sal), be);
+    *gamma = sym_sub(g, sym_add(g, sym_mul(g, b->mult, spa), ga), u);
+}
+
+int ea_aba_program(ep_prog *p, int has_fext, int coupled)
 {
     const int VEL = ep_buffer(p, "vel", 6, 1), CB = ep_buffer(p, "cb", 6, 1), PA = ep_buffer(p, "pA", 6, 1);
     const int IA = ep_buffer(p, "IA", 36, 1), U = ep_buffer(p, "U", 36, 1), DINV = ep_buffer(p, "Dinv", 36, 1);
     const int UU = ep_buffer(p, "uu", 6, 1), ACC = ep_buffer(p, "acc", 6, 1);
+    /* the group terms, a host's group pieces and each member's group acceleration (couplings only) */
+    const int AL = coupled ? ep_buffer(p, "AL", 6, 1) : -1, BE = coupled ? ep_buffer(p, "BE", 1, 1) : -1;
+    const int GA = coupled ? ep_buffer(p, "GA", 1, 1) : -1, GU = coupled ? ep_buffer(p, "GU", 8, 1) : -1;
+    const int QG = coupled ? ep_buffer(p, "QG", 1, 1) : -1;
     /* pass 1: velocities, bias accelerations c_i = v_i x S qd, bias forces v x* (I v) - fext */
     for (ep_bodies(p, 0); ep_next(p);) {
         sym_graph *g = ep_graph(p);
@@ -38,6 +66,11 @@ int ea_aba_program(ep_prog *p, int has_fext)
             ep_set(p, PA, EP_I, EP_SELF, e, pA[e]);
         }
         for (int e = 0; e < 36; e++) ep_set(p, IA, EP_I, EP_SELF, e, IAi[e]);
+        if (coupled) {
+            for (int e = 0; e < 6; e++) ep_set(p, AL, EP_I, EP_SELF, e, zero);
+            ep_set(p, BE, EP_I, EP_SELF, 0, zero);
+            ep_set(p, GA, EP_I, EP_SELF, 0, zero);
+        }
     }
     /* pass 2: articulated inertias and forces, leaves to root */
     for (ep_bodies(p, 1); ep_next(p);) {
@@ -46,13 +79,62 @@ int ea_aba_program(ep_prog *p, int has_fext)
         const int n = b->nv;
         const sv zero = sym_const(g, 0.0);
         sv IAi[36], U_[36] = {0}, Dinv[36] = {0}, pA[6], s[6], uu[6];
+        const int role = coupled ? ep_role(p, EP_I) : EM_PLAIN;
         ep_comment(p, "articulated inertia and force");
         for (int e = 0; e < 36; e++) IAi[e] = ep_get(p, IA, EP_I, EP_SELF, e);
         for (int e = 0; e < 6; e++) pA[e] = ep_get(p, PA, EP_I, EP_SELF, e);
+        sv al[6], be = zero, ga = zero;
+        if (role != EM_PLAIN) {
+            for (int e = 0; e < 6; e++) al[e] = ep_get(p, AL, EP_I, EP_SELF, e);
+            be = ep_get(p, BE, EP_I, EP_SELF, 0);
+            ga = ep_get(p, GA, EP_I, EP_SELF, 0);
+        }
+        if (role == EM_MEMBER) {
+            /* no coordinate of its own: the composite and the group terms to the parent */
+            assert(n == 1 && !ep_is_root(p, EP_I));
+            sv ms[6], alpha[6], beta, gamma, cb[6], t[36], f[6], y[6];
+            group_terms(g, b, IAi, pA, al, be, ga, ep_in(p, ARR_A, EP_I, 0), ms, alpha, &beta, &gamma);
+            for (int e = 0; e < 6; e++) cb[e] = ep_get(p, CB, EP_I, EP_SELF, e);
+            ep_mat6_to_parent(p, EP_I, IAi, t);
+            for (int e = 0; e < 36; e++) ep_set(p, IA, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, IA, EP_I, EP_PARENT, e), t[e]));
+            sp_mat6_vec(g, IAi, cb, f);
+            for (int e = 0; e < 6; e++) f[e] = sym_add(g, f[e], pA[e]);
+            sp_force_act(g, ep_X(p, EP_I), f, y);
+            for (int e = 0; e < 6; e++) ep_set(p, PA, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, PA, EP_I, EP_PARENT, e), y[e]));
+            sp_force_act(g, ep_X(p, EP_I), alpha, y);
+            for (int e = 0; e < 6; e++) ep_set(p, AL, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, AL, EP_I, EP_PARENT, e), y[e]));
+            ep_set(p, BE, EP_I, EP_PARENT, 0,
+                   sym_add(g, ep_get(p, BE, EP_I, EP_PARENT, 0), sym_add(g, beta, sym_dot(g, alpha, ms, 6))));
+            ep_set(p, GA, EP_I, EP_PARENT, 0,
+                   sym_add(g, ep_get(p, GA, EP_I, EP_PARENT, 0), sym_add(g, gamma, sym_dot(g, alpha, cb, 6))));
+            continue;
+        }
+        if (role == EM_HOST) {
+            /* the group hanging from this body first: IA -= AL AL^T / BE, pA -= AL GA / BE */
+            const sv bi = sym_div(g, sym_const(g, 1.0), be), ug = sym_neg(g, ga);
+            for (int r = 0; r < 6; r++) {
+                const sv ar = sym_mul(g, al[r], bi);
+                for (int c = 0; c < 6; c++) IAi[6 * r + c] = sym_sub(g, IAi[6 * r + c], sym_mul(g, ar, al[c]));
+                pA[r] = sym_add(g, pA[r], sym_mul(g, ar, ug));
+            }
+            for (int e = 0; e < 6; e++) ep_set(p, GU, EP_I, EP_SELF, e, al[e]);
+            ep_set(p, GU, EP_I, EP_SELF, 6, bi);
+            ep_set(p, GU, EP_I, EP_SELF, 7, ug);
+        }
         /* U = IA S, D = S^T U, u = tau - S^T pA */
         ea_joint_pieces(g, b, IAi, U_, Dinv);
         ek_joint_project(g, b, pA, s);
         for (int m = 0; m < n; m++) uu[m] = sym_sub(g, ep_in(p, ARR_A, EP_I, m), s[m]);
+        if (role == EM_LEADER) {
+            /* the group's coordinate here: U = IA S + AL, D = S^T U + S^T AL + BE, u -= GA */
+            sv sal;
+            assert(n == 1);
+            for (int e = 0; e < 6; e++) U_[e] = sym_add(g, U_[e], al[e]);
+            ek_joint_project(g, b, U_, s);
+            ek_joint_project(g, b, al, &sal);
+            Dinv[0] = sym_div(g, sym_const(g, 1.0), sym_add(g, sym_add(g, s[0], sal), be));
+            uu[0] = sym_sub(g, uu[0], ga);
+        }
         for (int e = 0; e < 6 * n; e++) ep_set(p, U, EP_I, EP_SELF, e, U_[e]);
         for (int e = 0; e < n * n; e++) ep_set(p, DINV, EP_I, EP_SELF, e, Dinv[e]);
         for (int m = 0; m < n; m++) ep_set(p, UU, EP_I, EP_SELF, m, uu[m]);
@@ -60,7 +142,9 @@ int ea_aba_program(ep_prog *p, int has_fext)
         /* Ia = IA - U Dinv U^T (basis-vector S: its row and column are exactly zero),
            pa = pA + Ia c + U Dinv u */
         sv UD[36], Ia[36], pa[6], Iac[6], t[36], cb[6];
-        ea_articulated_minus_joint(g, b, IAi, U_, Dinv, Ia, UD);
+        ek_body bl = *b;
+        if (role == EM_LEADER) bl.s_basis = -1; /* Ia S = 0 holds for U = IA S only */
+        ea_articulated_minus_joint(g, &bl, IAi, U_, Dinv, Ia, UD);
         for (int e = 0; e < 6; e++) cb[e] = ep_get(p, CB, EP_I, EP_SELF, e);
         sp_mat6_vec(g, Ia, cb, Iac);
         for (int e = 0; e < 6; e++) {
@@ -90,6 +174,16 @@ int ea_aba_program(ep_prog *p, int has_fext)
         }
         sp_motion_act_inv(g, ep_X(p, EP_I), ap, a);
         for (int e = 0; e < 6; e++) a[e] = sym_add(g, a[e], ep_get(p, CB, EP_I, EP_SELF, e));
+        const int role = coupled ? ep_role(p, EP_I) : EM_PLAIN;
+        if (role == EM_MEMBER) {
+            /* the group's acceleration, from the parent (the leader, another member or the host) */
+            const sv qg = ep_get(p, QG, EP_I, EP_PARENT, 0), x = sym_mul(g, b->mult, qg);
+            ep_set(p, QG, EP_I, EP_SELF, 0, qg);
+            ep_out_vec(p, EP_I, 0, x);
+            ek_joint_motion(g, b, &x, sq);
+            for (int e = 0; e < 6; e++) ep_set(p, ACC, EP_I, EP_SELF, e, sym_add(g, a[e], sq[e]));
+            continue;
+        }
         /* qdd = Dinv (u - U^T a) */
         for (int e = 0; e < 6 * n; e++) U_[e] = ep_get(p, U, EP_I, EP_SELF, e);
         for (int m = 0; m < n; m++) ua[m] = sym_sub(g, ep_get(p, UU, EP_I, EP_SELF, m), sym_dot(g, U_ + 6 * m, a, 6));
@@ -101,6 +195,15 @@ int ea_aba_program(ep_prog *p, int has_fext)
         }
         ek_joint_motion(g, b, qdd, sq);
         for (int e = 0; e < 6; e++) ep_set(p, ACC, EP_I, EP_SELF, e, sym_add(g, a[e], sq[e]));
+        if (role == EM_LEADER) ep_set(p, QG, EP_I, EP_SELF, 0, qdd[0]);
+        if (role == EM_HOST) {
+            /* the hanging group's coordinate from this body's acceleration: qdd = (u - U^T a) / D */
+            sv ah[6], gu[6];
+            for (int e = 0; e < 6; e++) ah[e] = sym_add(g, a[e], sq[e]);
+            for (int e = 0; e < 6; e++) gu[e] = ep_get(p, GU, EP_I, EP_SELF, e);
+            const sv x = sym_sub(g, ep_get(p, GU, EP_I, EP_SELF, 7), sym_dot(g, gu, ah, 6));
+            ep_set(p, QG, EP_I, EP_SELF, 0, sym_mul(g, ep_get(p, GU, EP_I, EP_SELF, 6), x));
+        }
     }
     return 0;
 }
@@ -110,7 +213,7 @@ int ea_aba(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd)
     const sv *in[ARR_OUT] = {NULL, v, u, fext, NULL};
     ep_prog *p = ep_new(k->em, k, 0, "aba", in, qdd, NULL, NULL, NULL);
     if (!p) return -1;
-    int rc = ea_aba_program(p, fext != NULL);
+    int rc = ea_aba_program(p, fext != NULL, k->em->group_aba);
     if (rc == 0) rc = ep_finish(p, NULL, NULL, NULL);
     ep_free(p);
     return rc;

@@ -45,7 +45,8 @@ int ea_minv(ek_kin *k, sv *Minv);
 int ea_fd(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd);
 
 int ea_fd_program(ep_prog *p, int has_fext);
-int ea_aba_program(ep_prog *p, int has_fext);
+/* coupled: the recursion with mimic couplings on the full coordinates (em_model.group_aba, crole) */
+int ea_aba_program(ep_prog *p, int has_fext, int coupled);
 
 /* [dtau/dq | dtau/dqd] (nv x 2nv row-major) of RNEA at (q, v, a, fext) in the local tangent (algo_rnea_grad.c);
    a and fext may be absent (has_a, has_fext = 0: exact zeros) */

@@ -1,6 +1,7 @@
 /* Mimic couplings in generated code: per-state wrappers that expand the user's coordinates, call the full-coordinate
-   functions and project their outputs (G^T x, G^T M G, J G), or solve the coupled system M_c = G^T M G by
-   Featherstone's L^T D L on its elimination tree (grid_model_coupled_tree). */
+   functions and project their outputs (G^T x, G^T M G, J G), run FD and ABA by the articulated-body recursion with
+   the couplings (em_model.group_aba), or solve the coupled system M_c = G^T M G by Featherstone's L^T D L on its
+   elimination tree (grid_model_coupled_tree). */
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,9 +13,15 @@ int emit_coupled(const emit_ctx *cx) { return cx->em->nmimic > 0 && !cx->inner; 
 /* the inner (full-coordinate) functions a wrapper of kind k calls: the same kind, or for M^-1, FD and ABA the
    mass matrix and the bias. Wrappers share these by name, so a rolled one's carry "_r": a composite's rolled copy
    of a wrapper can share a translation unit with the library's unrolled wrapper. */
-static int inner_specs(const state_spec *sp, int rolled, state_spec inner[2], char names[2][64])
+static int inner_specs(const em_model *em, const state_spec *sp, int rolled, state_spec inner[2], char names[2][64])
 {
     const char *sfx = rolled ? "_r" : "";
+    if ((sp->kind == ST_FD || sp->kind == ST_ABA) && em->group_aba) {
+        /* the articulated-body recursion with the couplings, on the full coordinates */
+        snprintf(names[0], sizeof names[0], sp->reads_fext ? "aba_f_m%s" : "aba_0_m%s", sfx);
+        inner[0] = (state_spec){names[0], ST_ABA, 1, 1, sp->reads_fext, sp->lanes_ok, 0};
+        return 1;
+    }
     if (sp->kind == ST_MINV || sp->kind == ST_FD || sp->kind == ST_ABA) {
         snprintf(names[0], sizeof names[0], "crba_m%s", sfx);
         inner[0] = (state_spec){names[0], ST_CRBA, 0, 0, 0, sp->lanes_ok, 0};
@@ -35,7 +42,7 @@ int emit_coupled_inners(const emit_ctx *cx, const state_spec *sp, char names[2][
     emit_ctx ix = *cx;
     ix.inner = 1;
     state_spec inner[2];
-    const int n = inner_specs(sp, 0, inner, names);
+    const int n = inner_specs(cx->em, sp, 0, inner, names);
     for (int k = 0; k < n; k++) {
         sizes[k] = emit_state_size(&ix, &inner[k]);
         if (sizes[k] < 0) return -1;
@@ -102,6 +109,11 @@ static void write_tables(wr *x)
             }
         }
     }
+    ew_printf(w, "};\n/* the full velocity coordinate of each user one (its joint's own, not a mimic's) */\n"
+                 "%s int grid_cfull_[%d] = {", tq, em->nv_user > 0 ? em->nv_user : 1);
+    for (int b = 0; b < em->nb; b++)
+        for (int k = 0; !em->b[b].mimic && k < em->b[b].nv; k++) ew_printf(w, "%d, ", em->b[b].iv + k);
+    if (em->nv_user == 0) ew_puts(w, "0");
     ew_printf(w, "};\n/* the elimination tree of G^T M G: the parent of each user velocity coordinate, -1 = none */\n"
                  "%s int grid_clam_[%d] = {", tq, em->nv_user > 0 ? em->nv_user : 1);
     for (int k = 0; k < em->nv_user; k++) ew_printf(w, "%d, ", em->coupled_tree[k]);
@@ -222,7 +234,7 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
     const em_model *em = cx->em;
     state_spec inner[2];
     char names[2][64];
-    const int n = inner_specs(sp, rolled, inner, names);
+    const int n = inner_specs(em, sp, rolled, inner, names);
     /* the inner functions, once per translation unit */
     emit_ctx ix = *cx;
     ix.inner = 1;
@@ -241,7 +253,9 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
         if (s.work > stats->work) stats->work = s.work;
     }
     wr x = {cx, vector, ""};
-    const int solves = sp->kind == ST_MINV || sp->kind == ST_FD || sp->kind == ST_ABA;
+    /* M^-1, and FD and ABA without the coupled recursion (em->group_aba): the dense solve of G^T M G */
+    const int solves = sp->kind == ST_MINV || ((sp->kind == ST_FD || sp->kind == ST_ABA) && !em->group_aba);
+    const int group = (sp->kind == ST_FD || sp->kind == ST_ABA) && em->group_aba;
     write_tables(&x);
     if (solves) write_solve_helper(&x);
 
@@ -260,7 +274,7 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
                  "    (void)q; (void)v; (void)a; (void)fext; (void)g; (void)out;\n", nqf, nvf, nv);
     ew_printf(w, "    %s qf[%d];\n", T, nqf > 0 ? nqf : 1);
     write_expand(&x, "q", 0);
-    const int reads_v = sp->reads_v, reads_a = sp->reads_a && !solves, reads_f = sp->reads_fext;
+    const int reads_v = sp->reads_v, reads_a = sp->reads_a && !solves && !group, reads_f = sp->reads_fext;
     if (reads_v) {
         ew_printf(w, "    %s vf[%d];\n", T, nvf);
         write_expand(&x, "v", 1);
@@ -285,7 +299,18 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
         ew_printf(w, "    %s ff[%d];\n    for (int k = 0; k < %d; k++) ff[k] = %s;\n", T, 6 * nb, 6 * nb, f);
     }
     int rc = 0;
-    if (!solves) {
+    if (group) {
+        /* u on the full coordinates (a mimic joint's entry 0: the group's torque is its leader's), the recursion,
+           and the user's coordinates of its accelerations */
+        char u[96], d[96];
+        elem(&x, u, sizeof u, "a", "k");
+        elem(&x, d, sizeof d, "out", "k");
+        ew_printf(w, "    %s af[%d], of[%d];\n    for (int k = 0; k < %d; k++) af[k] = %s;\n", T, nvf, nvf, nvf,
+                  constant(&x, 0.0));
+        ew_printf(w, "    for (int k = 0; k < %d; k++) af[grid_cfull_[k]] = %s;\n", nv, u);
+        write_inner_call(&x, &inner[0], "of");
+        ew_printf(w, "    for (int k = 0; k < %d; k++) %s = of[grid_cfull_[k]];\n", nv, d);
+    } else if (!solves) {
         /* one inner function, its output projected along the tangent dimensions */
         int rows = 1, cols = 1, trow = 0, tcol = 0;
         switch (sp->kind) {

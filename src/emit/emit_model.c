@@ -54,6 +54,58 @@ static void snap_transform(const grid_transform *t, double R[9], double p[3])
     for (int k = 0; k < 3; k++) p[k] = snap_zero(t->p[k], 1.0);
 }
 
+/* the roles of the articulated-body recursion with couplings (bench/coupled_aba_proto.py, docs/decisions.md): a mimic
+   group is a one-dof leader and the joints that mimic it; it is eliminated at its leader when every other member
+   lies below it, or at the body its top members hang from when that body is no member and hosts no other group.
+   Any other shape leaves group_aba 0 (the dense solve of G^T M G). */
+static void coupling_roles(em_model *em)
+{
+    em->group_aba = 0;
+    if (em->nmimic == 0) return;
+    for (int i = 0; i < em->nb; i++) em->b[i].crole = EM_PLAIN;
+    int ok = 1;
+    for (int l = 0; l < em->nb && ok; l++) {
+        const em_body *L = &em->b[l];
+        if (L->mimic || L->nv != 1) continue;
+        int followers = 0;
+        for (int k = 0; k < em->nb; k++) followers += em->b[k].mimic && em->b[k].uv == L->uv;
+        if (!followers) continue;
+        /* members: l and its followers; top members: those whose parent is no member */
+        int tops = 0, top_other = 0, host = -2;
+        for (int k = 0; k < em->nb; k++) {
+            const em_body *b = &em->b[k];
+            if (!(k == l || (b->mimic && b->uv == L->uv))) continue;
+            ok &= b->nv == 1 && b->crole == EM_PLAIN;
+            const int pa = b->parent;
+            const int pa_member = pa >= 0 && (pa == l || (em->b[pa].mimic && em->b[pa].uv == L->uv));
+            if (pa_member) continue;
+            tops++;
+            top_other |= k != l;
+            if (host == -2) host = pa;
+            else if (host != pa) ok = 0;
+        }
+        if (!ok) break;
+        if (!top_other) {
+            em->b[l].crole = EM_LEADER;
+        } else {
+            /* several top members (or the leader beside them): one host, no member of a group, hosting no other */
+            if (host < 0 || em->b[host].mimic || em->b[host].crole != EM_PLAIN) {
+                ok = 0;
+                break;
+            }
+            em->b[host].crole = EM_HOST;
+            em->b[l].crole = EM_MEMBER;
+        }
+        for (int k = 0; k < em->nb; k++)
+            if (em->b[k].mimic && em->b[k].uv == L->uv) em->b[k].crole = EM_MEMBER;
+    }
+    /* (a host's own group, if it leads one, was placed first: bodies are parents-first, so the check above
+       refuses a host that already has a role) */
+    if (!ok)
+        for (int i = 0; i < em->nb; i++) em->b[i].crole = EM_PLAIN;
+    em->group_aba = ok;
+}
+
 int em_model_init(em_model *em, const grid_model *m, grid_error *err)
 {
     memset(em, 0, sizeof *em);
@@ -157,6 +209,7 @@ int em_model_init(em_model *em, const grid_model *m, grid_error *err)
         }
         em->ee[k] = m->ee_frames[k];
     }
+    coupling_roles(em);
     return GRID_OK;
 }
 

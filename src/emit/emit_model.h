@@ -12,6 +12,9 @@ typedef struct {
     int uq, uv;          /* in the user's (a mimic joint: its leader's) */
     int mimic;           /* coupled: q = mimic_multiplier * q_user[uq] + mimic_offset */
     double mimic_multiplier, mimic_offset;
+    int crole;           /* in the articulated-body recursion of a coupled model (em_model.group_aba): EM_PLAIN, or
+                            a member of a mimic group (its leader included), the leader that eliminates the group's
+                            coordinate (every other member below it), or the host body the group hangs from */
     double R[9], p[3];   /* joint placement in the parent frame (snapped) */
     int place_rot_identity;
     double axis[3];      /* unit axis (snapped) */
@@ -22,6 +25,8 @@ typedef struct {
     double Ic[9];        /* rotational inertia about the centre of mass, body axes (snapped) */
     char label[160];     /* "link 'x' (joint 'y')": sanitized for a block comment */
 } em_body;
+
+enum { EM_PLAIN = 0, EM_MEMBER = 1, EM_LEADER = 2, EM_HOST = 3, EM_ROLES = 4 };
 
 typedef struct {
     int body;            /* -1 = welded to the world */
@@ -37,6 +42,8 @@ typedef struct {
     em_frame *f;
     int *ee;             /* nee frame ids */
     int *coupled_tree;   /* nv_user parents: the elimination tree of G^T M G (grid_model_coupled_tree) */
+    int group_aba;       /* 1: every mimic group hangs from one body (its leader, or a host carrying no other
+                            group), so FD and ABA run the articulated-body recursion with couplings (crole) */
     char robot[96];      /* sanitized robot name */
 } em_model;
 

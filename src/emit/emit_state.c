@@ -112,7 +112,7 @@ static int run_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
     case ST_EE_POSE: return ea_ee_pose_program(p, cx);
     case ST_JACOBIAN: return ea_jacobian_program(p, cx->em->nv);
     case ST_FD: return ea_fd_program(p, sp->reads_fext);
-    case ST_ABA: return ea_aba_program(p, sp->reads_fext);
+    case ST_ABA: return ea_aba_program(p, sp->reads_fext, cx->em->group_aba); /* coupled: a wrapper's inner ABA */
     case ST_RNEA_GRAD: return ea_rnea_grad_program(p, sp->reads_a, sp->reads_fext, cx->em->nv);
     case ST_RNEA_VJP: return ea_rnea_vjp_program(p, sp->reads_a, sp->reads_fext, cx->em->nv);
     default: return -1;

@@ -43,7 +43,7 @@ struct ep_prog {
     int depth;                /* 0: no loop, 1: bodies, 2: ancestors */
     struct { int backward, from_self, started, pos, cols; } L[2];  /* cols: an EP_COLS_* range, -1: ancestors */
     char chain_start[64];     /* rolled: a chain loop's first body (C text); "" for a bodies loop */
-    int kinds[2 * GRID_JOINT_NTYPES], nkinds;
+    int kinds[2 * GRID_JOINT_NTYPES * EM_ROLES], nkinds;
     int cur_kind[2];          /* rolled: the kind of i and j in this iteration */
     int cur_body[2];          /* unrolled: the body of i and j */
     int cur_child;            /* unrolled: the child of j on the path from i */
@@ -66,9 +66,12 @@ struct ep_prog {
     int out_stride;           /* elements per output row of the matrix outputs: nv, or 2 nv for a gradient */
 };
 
-static int kind_type(int kind) { return kind >> 1; }
+/* a joint kind: 2 x joint type + 1 when the parent is the world, plus 2 x GRID_JOINT_NTYPES x the body's role in the
+   coupled articulated-body recursion (EM_PLAIN = 0 for every body of a model without couplings) */
+static int kind_type(int kind) { return (kind % (2 * GRID_JOINT_NTYPES)) >> 1; }
 static int kind_root(int kind) { return kind & 1; }
-static int kind_of(const em_body *b) { return 2 * b->type + (b->parent < 0); }
+static int kind_role(int kind) { return kind / (2 * GRID_JOINT_NTYPES); }
+static int kind_of(const em_body *b) { return 2 * b->type + (b->parent < 0) + 2 * GRID_JOINT_NTYPES * b->crole; }
 static int kind_nv(int kind) { return grid_joint_model_of(kind_type(kind))->nv; }
 
 ep_prog *ep_new(const em_model *em, ek_kin *k, int schedule, const char *fn, const sv *const in[ARR_OUT], sv *res,
@@ -658,6 +661,12 @@ int ep_is_root(ep_prog *p, int var)
     return kind_root(p->cur_kind[var]);
 }
 
+int ep_role(ep_prog *p, int var)
+{
+    if (!p->rolled) return p->em->b[body_of(p, var, EP_SELF)].crole;
+    return kind_role(p->cur_kind[var]);
+}
+
 int ep_nv(ep_prog *p, int var)
 {
     if (!p->rolled) return p->em->b[body_of(p, var, EP_SELF)].nv;
@@ -1070,7 +1079,7 @@ void ep_write_tables(const em_model *em, ew_writer *w, const sym_style *st, cons
     ew_printf(w, "#ifndef GRID_MODEL_TABLES_\n#define GRID_MODEL_TABLES_\n"
                  "/* the model tables of the rolled schedule, bodies parents-first (nb = %d) */\n", em->nb);
     const char *names[6] = {"grid_parent_", "grid_kind_", "grid_iq_", "grid_iv_", "grid_nvsub_", "grid_slot_"};
-    const char *what[6] = {"parent body, -1 = the world", "2 x joint type + 1 when the parent is the world",
+    const char *what[6] = {"parent body, -1 = the world", "2 x joint type + 1 when the parent is the world + 2 x joint types x coupling role",
                            "first coordinate in q", "first coordinate in v", "coordinates of the subtree (the body's own included)",
                            "slot in a buffer shared along chains (EP_PER_CHAIN)"};
     if (chain_slots(em, slot) < 0) {

@@ -84,6 +84,8 @@ sym_graph *ep_graph(ep_prog *p);
 double ep_gravity(const ep_prog *p);   /* signed, along world z */
 const ek_body *ep_body(ep_prog *p, int var);
 int ep_is_root(ep_prog *p, int var);
+/* var's body's role in the coupled articulated-body recursion (EM_PLAIN, EM_MEMBER, EM_LEADER, EM_HOST) */
+int ep_role(ep_prog *p, int var);
 int ep_nv(ep_prog *p, int var);
 /* liMi of var's body (rolled: computed in the first forward bodies loop, or by ep_kinematics, then loaded) */
 const sxf *ep_X(ep_prog *p, int var);

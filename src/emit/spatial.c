@@ -158,6 +158,7 @@ void sp_body_table_row(const em_body *b, double row[EKT_WIDTH])
     memcpy(row + EKT_IC, b->Ic, 9 * sizeof *row);
     for (int i = 0; i < 3; i++) row[EKT_H + i] = b->mass * b->com[i];
     body_io(b, row + EKT_IO);
+    row[EKT_MULT] = b->mimic ? b->mimic_multiplier : 1.0;
 }
 
 /* which entries of a type's S are nonzero for a generic axis (the others are structural zeros); S itself
@@ -201,6 +202,7 @@ void sp_body_literal(sym_graph *g, const em_body *b, ek_body *out)
     for (int i = 0; i < 9; i++) out->Ic[i] = k(g, row[EKT_IC + i]);
     for (int i = 0; i < 3; i++) out->h[i] = k(g, row[EKT_H + i]);
     for (int i = 0; i < 9; i++) out->Io[i] = k(g, row[EKT_IO + i]);
+    out->mult = k(g, row[EKT_MULT]);
 }
 
 void sp_body_loaded(sym_graph *g, int table, int type, ek_body *out)
@@ -226,6 +228,7 @@ void sp_body_loaded(sym_graph *g, int table, int type, ek_body *out)
             out->Io[3 * r + c] = sym_input(g, table, EKT_IO + u);
         }
     for (int i = 0; i < 3; i++) out->h[i] = sym_input(g, table, EKT_H + i);
+    out->mult = sym_input(g, table, EKT_MULT);
 }
 
 void sp_body_inertia_matrix(sym_graph *g, const ek_body *b, sv M[36])

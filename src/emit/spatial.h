@@ -44,11 +44,12 @@ typedef struct {
     sv S[36];            /* motion subspace, 6 x nv row-major */
     sv mass, com[3], Ic[9]; /* mass, centre of mass, rotational inertia about the centre of mass */
     sv h[3], Io[9];      /* m com, and the rotational inertia about the body origin */
+    sv mult;             /* a mimic joint's multiplier (1 for every other joint) */
 } ek_body;
 
 /* the rolled schedule's body table: reals per body and the offset of each field */
 enum { EKT_R = 0, EKT_P = 9, EKT_AXIS = 12, EKT_S = 15 /* 6 x nv, nv <= 3 where S depends on the axis */,
-       EKT_MASS = 33, EKT_COM = 34, EKT_IC = 37, EKT_H = 46, EKT_IO = 49, EKT_WIDTH = 58 };
+       EKT_MASS = 33, EKT_COM = 34, EKT_IC = 37, EKT_H = 46, EKT_IO = 49, EKT_MULT = 58, EKT_WIDTH = 59 };
 
 /* the row of body b in that table (the same doubles the literal view folds) */
 void sp_body_table_row(const em_body *b, double row[EKT_WIDTH]);

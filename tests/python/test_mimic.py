@@ -41,8 +41,10 @@ def mimic_urdf(extra_joint=""):
 COUPLED = {"j2": ("j1", 1.5, 0.1), "j3": ("j1", -0.75, -0.05 + 0.2), "j5": ("j4", 2.0, -0.3)}
 
 
-def expand(indep, coupled, q, v, a):
-    """the independent model's q, v, a of the coupled ones, and G (nv_indep x nv)"""
+def expand(indep, coupled, q, v, a, couplings=None):
+    """the independent model's q, v, a of the coupled ones, and G (nv_indep x nv); couplings: mimic joint ->
+    (leader, multiplier, offset), COUPLED by default"""
+    couplings = COUPLED if couplings is None else couplings
     names = list(indep.joint_names)
     G = np.zeros((indep.nv, coupled.nv))
     B = len(q)
@@ -56,7 +58,7 @@ def expand(indep, coupled, q, v, a):
         if mi.joint_types[i] == "free":
             continue
         iq, iv = mi.joint_idx_q[i], mi.joint_idx_v[i]
-        leader, mult, o = COUPLED.get(n, (n, 1.0, 0.0))
+        leader, mult, o = couplings.get(n, (n, 1.0, 0.0))
         c = coupled.joint_names.index(leader)
         cq, cv = coupled._model.joint_idx_q[coupled._model.joint_names.index(leader)], \
             coupled._model.joint_idx_v[coupled._model.joint_names.index(leader)]
@@ -168,3 +170,49 @@ def test_malformed_couplings_name_file_line_and_element(extra, message, tmp_path
         grid_rbd.register_robot("bad_mimic", urdf_path=path, codegen=False, verbose=False)
     assert message in str(e.value), str(e.value)
     assert e.value.line == line and str(path) in str(e.value) and "<mimic" in str(e.value), (line, str(e.value))
+
+
+def grouped_urdf():
+    """couplings the articulated-body recursion takes (em_model.group_aba): a chain group eliminated at its leader
+    (j2 and j3 below j1, as h1_2's fingers), and two prismatic fingers hanging from one host body, the second
+    mimicking the first with a negative multiplier (as panda's gripper); a continuous joint below a member"""
+    links = "".join(LINK.format(n=n, c=c, m=m) for n, c, m in [
+        ("base", "0 0 0.05", 3.0), ("l1", "0.1 0 0", 1.2), ("l2", "0 0.1 0.02", 0.9), ("l3", "0.05 0.05 0", 0.7),
+        ("hand", "0 0 0.1", 0.8), ("f1", "0.02 0 0.05", 0.5), ("f2", "0 0.03 0.1", 0.6), ("tip", "0 0 0.02", 0.3)])
+    joints = "".join([
+        joint("j1", "revolute", "base", "l1", "0.1 0 0.2", "0 1 0"),
+        joint("j2", "revolute", "l1", "l2", "0.3 0 0", "0 0 1", '<mimic joint="j1" multiplier="1.5" offset="0.1"/>'),
+        joint("j3", "revolute", "l2", "l3", "0.2 0.1 0", "1 0 0", '<mimic joint="j2" multiplier="-0.5" offset="0.2"/>'),
+        joint("wrist", "revolute", "l1", "hand", "-0.1 0.2 0", "0 0.6 0.8"),
+        joint("f1j", "prismatic", "hand", "f1", "0 0.02 0.1", "0 1 0"),
+        joint("f2j", "prismatic", "hand", "f2", "0 -0.02 0.1", "0 1 0", '<mimic joint="f1j" multiplier="-1.0"/>'),
+        joint("tipj", "continuous", "f2", "tip", "0 0 0.05", "1 0 0"),
+    ])
+    return f'<?xml version="1.0"?>\n<robot name="grouped">{links}{joints}</robot>\n'
+
+
+@pytest.mark.parametrize("floating", [False, True], ids=["fixed", "floating"])
+@pytest.mark.parametrize("schedule", ["unrolled", "rolled"])
+def test_coupled_forward_dynamics_by_the_articulated_recursion(floating, schedule):
+    """FD and ABA of couplings that hang from one body run the articulated-body recursion with the couplings (no
+    mass matrix): equal to the dense solve of the projected independent model at high speeds, with and without f_ext"""
+    common = dict(urdf_string=grouped_urdf(), floating_base=floating, dtype="float64", verbose=False)
+    h = grid_rbd.register_robot("grouped_c", codegen_schedule=schedule, algorithm_list=["fd", "aba"], **common)
+    indep = grid_rbd.register_robot("grouped_i", ignore_mimic=True, codegen=False, **common)
+    assert h.nv == indep.nv - 3
+    with open(f"{h.cache_entry}/robot.c") as fh:
+        source = fh.read()
+    assert "aba_0_m" in source and "aba_f_m" in source and "grid_ltl_solve" not in source
+    q, v, a, f = states(h, B=9, seed=3)
+    qi, vi, ai, G = expand(indep, h, q, v, a, {m["name"]: (m["leader"], m["multiplier"], m["offset"])
+                                               for m in h.mimic_joints})
+    M = np.einsum("ji,bjk,kl->bil", G, indep.crba(qi), G)
+    for fe in (None, f):
+        bias = indep.inverse_dynamics(qi, vi, np.zeros_like(vi), f_ext=fe) @ G
+        qdd = np.linalg.solve(M, (a - bias)[..., None])[..., 0]
+        close(h.forward_dynamics(q, v, a, f_ext=fe), qdd, "fd", 1e-10)
+        close(h.aba(q, v, a, f_ext=fe), qdd, "aba", 1e-10)
+        # the coupled recursion really replaced the dense path: a perturbed leader torque moves qdd as M_c^-1 does
+        a2 = a.copy()
+        a2[:, 0] += 1.0
+        close(h.aba(q, v, a2, f_ext=fe) - h.aba(q, v, a, f_ext=fe), np.linalg.inv(M)[:, :, 0], "aba column", 1e-8)
