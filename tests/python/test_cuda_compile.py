@@ -18,7 +18,7 @@ import grid_rbd
 from grid_rbd import _core
 from grid_rbd import cuda as gcuda
 from robot_cases import BUNDLED_IIWA, JOINTS_URDF, SHARED_ROBOTS, SYNTHETIC_URDF, example_robot_data_dir
-from test_mimic import mimic_urdf
+from test_mimic import grouped_urdf, mimic_urdf
 
 
 
@@ -129,6 +129,18 @@ def mimic_ff64_rolled_cuda(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def grouped_ff64_cuda(tmp_path_factory):
+    """mimic groups hanging from one body (a chain at its leader, two fingers at a host): FD and ABA by the
+    articulated-body recursion with the couplings"""
+    return _joints_ff64(tmp_path_factory, "auto", grouped_urdf(), "grouped")
+
+
+@pytest.fixture(scope="module")
+def grouped_ff64_rolled_cuda(tmp_path_factory):
+    return _joints_ff64(tmp_path_factory, "rolled", grouped_urdf(), "grouped")
+
+
+@pytest.fixture(scope="module")
 def joints_ff64_cuda(tmp_path_factory):
     """the planar / spherical test robot on a floating base, float64"""
     return _joints_ff64(tmp_path_factory, "auto")
@@ -226,6 +238,8 @@ def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
                                                                              # workspace too
     ("mimic_ff", ["-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_SMEM_MAX_WIDE=0"]),  # coupled mimic joints, in place
     ("mimic_ff_rolled", []),
+    ("grouped_ff", []),  # FD and ABA by the coupled articulated-body recursion
+    ("grouped_ff_rolled", []),
     # rolled functions with lanes sharing a state (grid_kg_<fn>): the columns loops split over 4 lanes, over a warp
     # in slices of a warp's states (ragged tails: B = 7, 33), 2 on iiwa and 8 on the joints robot
     ("synthetic_ff_rolled", ["-DGRID_CUDA_GROUP=4", "-DGRID_CUDA_GROUP_MIN_OUT=1"]),
@@ -235,7 +249,7 @@ def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
     ("joints_ff_rolled", ["-DGRID_CUDA_GROUP=1"]),
 ], ids=["iiwa-default", "synthetic_ff-in-place-chunked", "synthetic_ff-all-staged-packed-zero-copy-block128", "iiwa-rolled",
         "synthetic_ff-rolled-sliced-chunked", "joints_ff", "joints_ff-split-up-to-7", "joints_ff-fd-grad-staged-up-to-7",
-        "joints_ff-rolled", "joints_ff-rolled-sliced", "mimic_ff", "mimic_ff-rolled",
+        "joints_ff-rolled", "joints_ff-rolled-sliced", "mimic_ff", "mimic_ff-rolled", "grouped_ff", "grouped_ff-rolled",
         "synthetic_ff-rolled-group4", "synthetic_ff-rolled-group32-sliced", "iiwa-rolled-group2-block128",
         "joints_ff-rolled-thread"])
 def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defines):
@@ -248,7 +262,8 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defin
     fixture = {"iiwa": "iiwa64_cuda", "synthetic_ff": "synthetic_ff64_cuda", "iiwa_rolled": "iiwa64_rolled_cuda",
                "synthetic_ff_rolled": "synthetic_ff64_rolled_cuda", "joints_ff": "joints_ff64_cuda",
                "joints_ff_rolled": "joints_ff64_rolled_cuda", "mimic_ff": "mimic_ff64_cuda",
-               "mimic_ff_rolled": "mimic_ff64_rolled_cuda"}[which]
+               "mimic_ff_rolled": "mimic_ff64_rolled_cuda", "grouped_ff": "grouped_ff64_cuda",
+               "grouped_ff_rolled": "grouped_ff64_rolled_cuda"}[which]
     entry = request.getfixturevalue(fixture)
     if which.startswith("iiwa"):
         kw = {"urdf_path": BUNDLED_IIWA}
@@ -256,6 +271,8 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defin
         kw = {"urdf_string": JOINTS_URDF, "floating_base": True}
     elif which.startswith("mimic"):
         kw = {"urdf_string": mimic_urdf(), "floating_base": True}
+    elif which.startswith("grouped"):
+        kw = {"urdf_string": grouped_urdf(), "floating_base": True}
     else:
         kw = {"urdf_string": SYNTHETIC_URDF, "floating_base": True}
     if which.endswith("rolled"):
