@@ -17,7 +17,7 @@
 
    UNROLLED: the loops run here over concrete bodies; constants are literals, buffers are symbolic
    values, everything lands in one straight-line graph (today's fast path).
-   ROLLED: each loop iterates once per joint kind (joint type x root or not) and its body becomes a
+   ROLLED: each loop iterates once per joint kind (joint type x root or not x coupling role) and its body becomes a
    step function grid_r_<fn>_<n>(i, j, ...) with constants loaded from the body table (EKT_*) and
    buffers in the caller's workspace; the per-state function is the C loop nest that calls the steps
    through a switch on grid_kind_[i]. Code size is then independent of the robot's size.
