@@ -752,6 +752,9 @@ def main():
             info["urdf_display"] = "example-robot-data/robots/" + str(urdf).split("example-robot-data/robots/")[-1]
         elif urdf.resolve().is_relative_to(SHARED.resolve()):
             info["urdf_display"] = "shared/" + str(urdf.resolve().relative_to(SHARED.resolve()))
+        elif urdf.resolve().is_relative_to(ROOT.resolve()):
+            # a copy inside the repository (the device's .gpu-deps): named from the repository root
+            info["urdf_display"] = str(urdf.resolve().relative_to(ROOT.resolve()))
         else:
             info["urdf_display"] = str(urdf)
         if has_mimic(urdf):
