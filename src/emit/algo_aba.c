@@ -27,15 +27,24 @@ static void group_terms(sym_graph *g, const ek_body *b, const sv IAi[36], const 
     *gamma = sym_sub(g, sym_add(g, sym_mul(g, b->mult, spa), ga), u);
 }
 
+/* IA_parent += X^T M X and PA_parent += X^T f: what a body hands its parent (articulated, or a member's composite) */
+static void add_to_parent(ep_prog *p, sym_graph *g, int IA, int PA, const sv M[36], const sv f[6])
+{
+    sv t[36], y[6];
+    ep_mat6_to_parent(p, EP_I, M, t);
+    for (int e = 0; e < 36; e++) ep_set(p, IA, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, IA, EP_I, EP_PARENT, e), t[e]));
+    sp_force_act(g, ep_X(p, EP_I), f, y);
+    for (int e = 0; e < 6; e++) ep_set(p, PA, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, PA, EP_I, EP_PARENT, e), y[e]));
+}
+
 int ea_aba_program(ep_prog *p, int has_fext, int coupled)
 {
     const int VEL = ep_buffer(p, "vel", 6, 1), CB = ep_buffer(p, "cb", 6, 1), PA = ep_buffer(p, "pA", 6, 1);
     const int IA = ep_buffer(p, "IA", 36, 1), U = ep_buffer(p, "U", 36, 1), DINV = ep_buffer(p, "Dinv", 36, 1);
     const int UU = ep_buffer(p, "uu", 6, 1), ACC = ep_buffer(p, "acc", 6, 1);
-    /* the group terms, a host's group pieces and each member's group acceleration (couplings only) */
+    /* the group terms (a host keeps its group's in its own slots) and each member's group acceleration */
     const int AL = coupled ? ep_buffer(p, "AL", 6, 1) : -1, BE = coupled ? ep_buffer(p, "BE", 1, 1) : -1;
-    const int GA = coupled ? ep_buffer(p, "GA", 1, 1) : -1, GU = coupled ? ep_buffer(p, "GU", 8, 1) : -1;
-    const int QG = coupled ? ep_buffer(p, "QG", 1, 1) : -1;
+    const int GA = coupled ? ep_buffer(p, "GA", 1, 1) : -1, QG = coupled ? ep_buffer(p, "QG", 1, 1) : -1;
     /* pass 1: velocities, bias accelerations c_i = v_i x S qd, bias forces v x* (I v) - fext */
     for (ep_bodies(p, 0); ep_next(p);) {
         sym_graph *g = ep_graph(p);
@@ -92,15 +101,12 @@ int ea_aba_program(ep_prog *p, int has_fext, int coupled)
         if (role == EM_MEMBER) {
             /* no coordinate of its own: the composite and the group terms to the parent */
             assert(n == 1 && !ep_is_root(p, EP_I));
-            sv ms[6], alpha[6], beta, gamma, cb[6], t[36], f[6], y[6];
+            sv ms[6], alpha[6], beta, gamma, cb[6], f[6], y[6];
             group_terms(g, b, IAi, pA, al, be, ga, ep_in(p, ARR_A, EP_I, 0), ms, alpha, &beta, &gamma);
             for (int e = 0; e < 6; e++) cb[e] = ep_get(p, CB, EP_I, EP_SELF, e);
-            ep_mat6_to_parent(p, EP_I, IAi, t);
-            for (int e = 0; e < 36; e++) ep_set(p, IA, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, IA, EP_I, EP_PARENT, e), t[e]));
             sp_mat6_vec(g, IAi, cb, f);
             for (int e = 0; e < 6; e++) f[e] = sym_add(g, f[e], pA[e]);
-            sp_force_act(g, ep_X(p, EP_I), f, y);
-            for (int e = 0; e < 6; e++) ep_set(p, PA, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, PA, EP_I, EP_PARENT, e), y[e]));
+            add_to_parent(p, g, IA, PA, IAi, f);
             sp_force_act(g, ep_X(p, EP_I), alpha, y);
             for (int e = 0; e < 6; e++) ep_set(p, AL, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, AL, EP_I, EP_PARENT, e), y[e]));
             ep_set(p, BE, EP_I, EP_PARENT, 0,
@@ -117,9 +123,6 @@ int ea_aba_program(ep_prog *p, int has_fext, int coupled)
                 for (int c = 0; c < 6; c++) IAi[6 * r + c] = sym_sub(g, IAi[6 * r + c], sym_mul(g, ar, al[c]));
                 pA[r] = sym_add(g, pA[r], sym_mul(g, ar, ug));
             }
-            for (int e = 0; e < 6; e++) ep_set(p, GU, EP_I, EP_SELF, e, al[e]);
-            ep_set(p, GU, EP_I, EP_SELF, 6, bi);
-            ep_set(p, GU, EP_I, EP_SELF, 7, ug);
         }
         /* U = IA S, D = S^T U, u = tau - S^T pA */
         ea_joint_pieces(g, b, IAi, U_, Dinv);
@@ -141,7 +144,7 @@ int ea_aba_program(ep_prog *p, int has_fext, int coupled)
         if (ep_is_root(p, EP_I)) continue;
         /* Ia = IA - U Dinv U^T (basis-vector S: its row and column are exactly zero),
            pa = pA + Ia c + U Dinv u */
-        sv UD[36], Ia[36], pa[6], Iac[6], t[36], cb[6];
+        sv UD[36], Ia[36], pa[6], Iac[6], cb[6];
         ek_body bl = *b;
         if (role == EM_LEADER) bl.s_basis = -1; /* Ia S = 0 holds for U = IA S only */
         ea_articulated_minus_joint(g, &bl, IAi, U_, Dinv, Ia, UD);
@@ -152,10 +155,7 @@ int ea_aba_program(ep_prog *p, int has_fext, int coupled)
             for (int m = 0; m < n; m++) x = sym_add(g, x, sym_mul(g, UD[6 * m + e], uu[m]));
             pa[e] = x;
         }
-        ep_mat6_to_parent(p, EP_I, Ia, t);
-        for (int e = 0; e < 36; e++) ep_set(p, IA, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, IA, EP_I, EP_PARENT, e), t[e]));
-        sp_force_act(g, ep_X(p, EP_I), pa, pa);
-        for (int e = 0; e < 6; e++) ep_set(p, PA, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, PA, EP_I, EP_PARENT, e), pa[e]));
+        add_to_parent(p, g, IA, PA, Ia, pa);
         (void)zero;
     }
     /* pass 3: accelerations, root to leaves */
@@ -197,12 +197,12 @@ int ea_aba_program(ep_prog *p, int has_fext, int coupled)
         for (int e = 0; e < 6; e++) ep_set(p, ACC, EP_I, EP_SELF, e, sym_add(g, a[e], sq[e]));
         if (role == EM_LEADER) ep_set(p, QG, EP_I, EP_SELF, 0, qdd[0]);
         if (role == EM_HOST) {
-            /* the hanging group's coordinate from this body's acceleration: qdd = (u - U^T a) / D */
-            sv ah[6], gu[6];
+            /* the hanging group's coordinate from this body's acceleration: qdd = -(GA + AL^T a) / BE */
+            sv ah[6], al[6];
             for (int e = 0; e < 6; e++) ah[e] = sym_add(g, a[e], sq[e]);
-            for (int e = 0; e < 6; e++) gu[e] = ep_get(p, GU, EP_I, EP_SELF, e);
-            const sv x = sym_sub(g, ep_get(p, GU, EP_I, EP_SELF, 7), sym_dot(g, gu, ah, 6));
-            ep_set(p, QG, EP_I, EP_SELF, 0, sym_mul(g, ep_get(p, GU, EP_I, EP_SELF, 6), x));
+            for (int e = 0; e < 6; e++) al[e] = ep_get(p, AL, EP_I, EP_SELF, e);
+            const sv x = sym_add(g, ep_get(p, GA, EP_I, EP_SELF, 0), sym_dot(g, al, ah, 6));
+            ep_set(p, QG, EP_I, EP_SELF, 0, sym_neg(g, sym_div(g, x, ep_get(p, BE, EP_I, EP_SELF, 0))));
         }
     }
     return 0;

@@ -58,6 +58,12 @@ static void snap_transform(const grid_transform *t, double R[9], double p[3])
    group is a one-dof leader and the joints that mimic it; it is eliminated at its leader when every other member
    lies below it, or at the body its top members hang from when that body is no member and hosts no other group.
    Any other shape leaves group_aba 0 (the dense solve of G^T M G). */
+/* 1 when body k belongs to the mimic group of leader l (l itself, or a joint mimicking l's coordinate) */
+static int in_group(const em_model *em, int k, int l)
+{
+    return k == l || (em->b[k].mimic && em->b[k].uv == em->b[l].uv);
+}
+
 static void coupling_roles(em_model *em)
 {
     em->group_aba = 0;
@@ -68,18 +74,16 @@ static void coupling_roles(em_model *em)
         const em_body *L = &em->b[l];
         if (L->mimic || L->nv != 1) continue;
         int followers = 0;
-        for (int k = 0; k < em->nb; k++) followers += em->b[k].mimic && em->b[k].uv == L->uv;
+        for (int k = 0; k < em->nb; k++) followers += k != l && in_group(em, k, l);
         if (!followers) continue;
         /* members: l and its followers; top members: those whose parent is no member */
-        int tops = 0, top_other = 0, host = -2;
+        int top_other = 0, host = -2;
         for (int k = 0; k < em->nb; k++) {
             const em_body *b = &em->b[k];
-            if (!(k == l || (b->mimic && b->uv == L->uv))) continue;
+            if (!in_group(em, k, l)) continue;
             ok &= b->nv == 1 && b->crole == EM_PLAIN;
             const int pa = b->parent;
-            const int pa_member = pa >= 0 && (pa == l || (em->b[pa].mimic && em->b[pa].uv == L->uv));
-            if (pa_member) continue;
-            tops++;
+            if (pa >= 0 && in_group(em, pa, l)) continue;
             top_other |= k != l;
             if (host == -2) host = pa;
             else if (host != pa) ok = 0;
@@ -97,7 +101,7 @@ static void coupling_roles(em_model *em)
             em->b[l].crole = EM_MEMBER;
         }
         for (int k = 0; k < em->nb; k++)
-            if (em->b[k].mimic && em->b[k].uv == L->uv) em->b[k].crole = EM_MEMBER;
+            if (k != l && in_group(em, k, l)) em->b[k].crole = EM_MEMBER;
     }
     /* (a host's own group, if it leads one, was placed first: bodies are parents-first, so the check above
        refuses a host that already has a role) */
