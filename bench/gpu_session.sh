@@ -9,6 +9,8 @@
 #                                    # WIDE_ALGOS, WIDE_SIZES, WIDE_VARIANTS, WIDE_EXTRA pick others)
 #   bench/gpu_session.sh features    # THERE: only the GPU tests matching GPU_TEST_FILTER (pytest -k)
 #   bench/gpu_session.sh sanitize    # THERE: only compute-sanitizer on the derivative rows
+#   bench/gpu_session.sh mimic       # THERE: only bench/gpu_mimic.py (h1_2's coupled mimic joints against welded and
+#                                    # independent, checked, then timed)
 #   bench/gpu_session.sh grad        # THERE: the first-order derivatives: their GPU tests on five robots, the bench
 #                                    # of rnea / rnea_grad / fd / fd_grad ($GRAD_ALGOS: e.g. with rnea_vjp,fd_vjp),
 #                                    # cold builds, compute-sanitizer
@@ -165,6 +167,14 @@ EOF
     fi
     ts "done"
     ls -la "$OUT"
+    exit 0
+fi
+
+if [ "${1:-run}" = mimic ]; then   # only bench/gpu_mimic.py (h1_2 coupled / welded / independent on CUDA)
+    ts "gpu_mimic.py"
+    timeout $(( $(left) - 5 )) python3 bench/gpu_mimic.py --out "$OUT" --robots-dir "$DEPS/robots" --jobs "$JOBS" \
+        --budget-s $(( $(left) - 20 ))
+    ts "done (exit $?)"
     exit 0
 fi
 

@@ -14,27 +14,37 @@
    with U = IA S + AL, D = S^T (IA S + AL) + S^T AL + BE, u = u - S^T pA - GA; or at the host body its top members
    hang from (EM_HOST), before the host's own step: IA -= AL AL^T / BE, pA -= AL GA / BE, and after the host's
    acceleration a, qdd_group = -(GA + AL^T a) / BE. A member's acceleration then adds mult S qdd_group. */
-static void group_terms(sym_graph *g, const ek_body *b, const sv IAi[36], const sv pA[6], const sv al[6], sv be,
-                        sv ga, sv u, sv ms[6], sv alpha[6], sv *beta, sv *gamma)
+/* IA_parent += X^T M X (IA >= 0) and PA_parent += X^T f (PA >= 0): what a body hands its parent (articulated, or a
+   member's composite) */
+static void add_to_parent(ep_prog *p, sym_graph *g, int IA, int PA, const sv M[36], const sv f[6])
 {
-    sv t[6], sal, spa;
+    sv t[36], y[6];
+    if (IA >= 0) {
+        ep_mat6_to_parent(p, EP_I, M, t);
+        for (int e = 0; e < 36; e++) ep_set(p, IA, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, IA, EP_I, EP_PARENT, e), t[e]));
+    }
+    if (PA >= 0) {
+        sp_force_act(g, ep_X(p, EP_I), f, y);
+        for (int e = 0; e < 6; e++) ep_set(p, PA, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, PA, EP_I, EP_PARENT, e), y[e]));
+    }
+}
+
+void ea_member_inertia(ep_prog *p, int IA, int AL, int BE, const sv IAi[36], sv ms[6], sv alpha[6])
+{
+    sym_graph *g = ep_graph(p);
+    const ek_body *b = ep_body(p, EP_I);
+    sv t[6], al[6], sal, y[6];
+    assert(b->nv == 1 && !ep_is_root(p, EP_I));
+    for (int e = 0; e < 6; e++) al[e] = ep_get(p, AL, EP_I, EP_SELF, e);
     ek_joint_motion(g, b, &b->mult, ms);
     sp_mat6_vec(g, IAi, ms, t);
     for (int e = 0; e < 6; e++) alpha[e] = sym_add(g, t[e], al[e]);
     ek_joint_project(g, b, al, &sal);
-    ek_joint_project(g, b, pA, &spa);
-    *beta = sym_add(g, sym_mul(g, b->mult, sal), be);
-    *gamma = sym_sub(g, sym_add(g, sym_mul(g, b->mult, spa), ga), u);
-}
-
-/* IA_parent += X^T M X and PA_parent += X^T f: what a body hands its parent (articulated, or a member's composite) */
-static void add_to_parent(ep_prog *p, sym_graph *g, int IA, int PA, const sv M[36], const sv f[6])
-{
-    sv t[36], y[6];
-    ep_mat6_to_parent(p, EP_I, M, t);
-    for (int e = 0; e < 36; e++) ep_set(p, IA, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, IA, EP_I, EP_PARENT, e), t[e]));
-    sp_force_act(g, ep_X(p, EP_I), f, y);
-    for (int e = 0; e < 6; e++) ep_set(p, PA, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, PA, EP_I, EP_PARENT, e), y[e]));
+    const sv beta = sym_add(g, sym_mul(g, b->mult, sal), ep_get(p, BE, EP_I, EP_SELF, 0));
+    add_to_parent(p, g, IA, -1, IAi, NULL);
+    sp_force_act(g, ep_X(p, EP_I), alpha, y);
+    for (int e = 0; e < 6; e++) ep_set(p, AL, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, AL, EP_I, EP_PARENT, e), y[e]));
+    ep_set(p, BE, EP_I, EP_PARENT, 0, sym_add(g, ep_get(p, BE, EP_I, EP_PARENT, 0), sym_add(g, beta, sym_dot(g, alpha, ms, 6))));
 }
 
 int ea_aba_program(ep_prog *p, int has_fext, int coupled)
@@ -100,17 +110,15 @@ int ea_aba_program(ep_prog *p, int has_fext, int coupled)
         }
         if (role == EM_MEMBER) {
             /* no coordinate of its own: the composite and the group terms to the parent */
-            assert(n == 1 && !ep_is_root(p, EP_I));
-            sv ms[6], alpha[6], beta, gamma, cb[6], f[6], y[6];
-            group_terms(g, b, IAi, pA, al, be, ga, ep_in(p, ARR_A, EP_I, 0), ms, alpha, &beta, &gamma);
+            sv ms[6], alpha[6], spa, cb[6], f[6];
+            ea_member_inertia(p, IA, AL, BE, IAi, ms, alpha);
             for (int e = 0; e < 6; e++) cb[e] = ep_get(p, CB, EP_I, EP_SELF, e);
             sp_mat6_vec(g, IAi, cb, f);
             for (int e = 0; e < 6; e++) f[e] = sym_add(g, f[e], pA[e]);
-            add_to_parent(p, g, IA, PA, IAi, f);
-            sp_force_act(g, ep_X(p, EP_I), alpha, y);
-            for (int e = 0; e < 6; e++) ep_set(p, AL, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, AL, EP_I, EP_PARENT, e), y[e]));
-            ep_set(p, BE, EP_I, EP_PARENT, 0,
-                   sym_add(g, ep_get(p, BE, EP_I, EP_PARENT, 0), sym_add(g, beta, sym_dot(g, alpha, ms, 6))));
+            add_to_parent(p, g, -1, PA, NULL, f);
+            /* gamma = ms^T pA + GA - u */
+            ek_joint_project(g, b, pA, &spa);
+            const sv gamma = sym_sub(g, sym_add(g, sym_mul(g, b->mult, spa), ga), ep_in(p, ARR_A, EP_I, 0));
             ep_set(p, GA, EP_I, EP_PARENT, 0,
                    sym_add(g, ep_get(p, GA, EP_I, EP_PARENT, 0), sym_add(g, gamma, sym_dot(g, alpha, cb, 6))));
             continue;

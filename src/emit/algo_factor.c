@@ -54,26 +54,56 @@ void ea_articulated_minus_joint(sym_graph *g, const ek_body *b, const sv IA[36],
     if (UDout) memcpy(UDout, UD, sizeof UD);
 }
 
-int ea_factor_program(ep_prog *p, int U_buf, int DINV_buf)
+int ea_factor_program(ep_prog *p, int U_buf, int DINV_buf, int AL, int BE)
 {
-    const int IA = ep_buffer(p, "IA", 36, 1);
+    const int IA = ep_buffer(p, "IA", 36, 1), coupled = AL >= 0;
     for (ep_bodies(p, 0); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
         sv M[36];
-        sp_body_inertia_matrix(ep_graph(p), ep_body(p, EP_I), M);
+        sp_body_inertia_matrix(g, ep_body(p, EP_I), M);
         for (int e = 0; e < 36; e++) ep_set(p, IA, EP_I, EP_SELF, e, M[e]);
+        for (int e = 0; e < 6 && coupled; e++) ep_set(p, AL, EP_I, EP_SELF, e, sym_const(g, 0.0));
+        if (coupled) ep_set(p, BE, EP_I, EP_SELF, 0, sym_const(g, 0.0));
     }
     for (ep_bodies(p, 1); ep_next(p);) {
         sym_graph *g = ep_graph(p);
         const ek_body *b = ep_body(p, EP_I);
+        const int role = coupled ? ep_role(p, EP_I) : EM_PLAIN;
         sv IAi[36], U[36] = {0}, Dinv[36] = {0};
         ep_comment(p, "articulated inertia");
         for (int e = 0; e < 36; e++) IAi[e] = ep_get(p, IA, EP_I, EP_SELF, e);
+        if (role == EM_MEMBER) {
+            /* a mimic group's member: the composite and the group terms to the parent, no pieces of its own */
+            sv ms[6], alpha[6];
+            ea_member_inertia(p, IA, AL, BE, IAi, ms, alpha);
+            continue;
+        }
+        if (role == EM_HOST) {
+            /* the group hanging from this body first: IA -= AL AL^T / BE */
+            const sv bi = sym_div(g, sym_const(g, 1.0), ep_get(p, BE, EP_I, EP_SELF, 0));
+            for (int r = 0; r < 6; r++) {
+                const sv ar = sym_mul(g, ep_get(p, AL, EP_I, EP_SELF, r), bi);
+                for (int c = 0; c < 6; c++)
+                    IAi[6 * r + c] = sym_sub(g, IAi[6 * r + c], sym_mul(g, ar, ep_get(p, AL, EP_I, EP_SELF, c)));
+            }
+        }
         ea_joint_pieces(g, b, IAi, U, Dinv);
+        ek_body bl = *b;
+        if (role == EM_LEADER) {
+            /* the group's coordinate here: U = IA S + AL, D = S^T U + S^T AL + BE */
+            sv al[6], su, sal;
+            for (int e = 0; e < 6; e++) al[e] = ep_get(p, AL, EP_I, EP_SELF, e);
+            for (int e = 0; e < 6; e++) U[e] = sym_add(g, U[e], al[e]);
+            ek_joint_project(g, b, U, &su);
+            ek_joint_project(g, b, al, &sal);
+            Dinv[0] = sym_div(g, sym_const(g, 1.0), sym_add(g, sym_add(g, su, sal), ep_get(p, BE, EP_I, EP_SELF, 0)));
+            bl.s_basis = -1; /* Ia S = 0 holds for U = IA S only */
+        }
         for (int e = 0; e < 6 * b->nv; e++) ep_set(p, U_buf, EP_I, EP_SELF, e, U[e]);
         for (int e = 0; e < b->nv * b->nv; e++) ep_set(p, DINV_buf, EP_I, EP_SELF, e, Dinv[e]);
         if (!ep_is_root(p, EP_I)) {
             sv Ia[36], t[36];
-            ea_articulated_minus_joint(g, b, IAi, U, Dinv, Ia, NULL);
+            ea_articulated_minus_joint(g, &bl, IAi, U, Dinv, Ia, NULL);
             ep_mat6_to_parent(p, EP_I, Ia, t);
             for (int e = 0; e < 36; e++)
                 ep_set(p, IA, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, IA, EP_I, EP_PARENT, e), t[e]));
@@ -94,11 +124,29 @@ int ea_factor_build(ek_kin *k, ea_factor *fa)
         return -1;
     }
     const int U = ep_buffer(p, "U", 36, 1), DINV = ep_buffer(p, "Dinv", 36, 1);
-    int rc = ea_factor_program(p, U, DINV);
+    const int coupled = k->em->group_minv;
+    const int AL = coupled ? ep_buffer(p, "AL", 6, 1) : -1, BE = coupled ? ep_buffer(p, "BE", 1, 1) : -1;
+    int rc = ea_factor_program(p, U, DINV, AL, BE);
     if (rc == 0) rc = ep_finish(p, NULL, NULL, NULL);
     if (rc == 0) {
         memcpy(fa->U, ep_buffer_values(p, U), (size_t)nb * sizeof *fa->U);
         memcpy(fa->Dinv, ep_buffer_values(p, DINV), (size_t)nb * sizeof *fa->Dinv);
+        /* a group under a host is the host's virtual child: its pieces at the leader (a child of the host), U = AL of
+           the host brought into the leader's frame (carried back up it is AL again), D = BE */
+        for (int l = 0; l < nb && coupled; l++) {
+            const em_body *L = &k->em->b[l];
+            if (L->crole != EM_MEMBER || L->mimic) continue;
+            const sv *al = ep_buffer_values(p, AL) + 6 * L->parent;
+            sym_graph *g = k->g;
+            const sxf *X = &k->X[l];
+            sv f[3], n[3], pxf[3];
+            for (int e = 0; e < 3; e++) pxf[e] = al[e];
+            sp_cross(g, X->p, pxf, f);
+            for (int e = 0; e < 3; e++) n[e] = sym_sub(g, al[3 + e], f[e]);
+            sp_rot_t(g, X->R, al, fa->U[l]);
+            sp_rot_t(g, X->R, n, fa->U[l] + 3);
+            fa->Dinv[l][0] = sym_div(g, sym_const(g, 1.0), ep_buffer_values(p, BE)[L->parent]);
+        }
     } else {
         ea_factor_free(fa);
     }

@@ -8,7 +8,7 @@ int ea_fd_program(ep_prog *p, int has_fext)
     const int PA = ep_buffer(p, "pA", 6, 1), Y = ep_buffer(p, "y", 6, 1), ACC = ep_buffer(p, "acc", 6, 1);
     /* c = rnea(q, v, 0, fext), per body; then the factor */
     if (ea_rnea_program(p, 1, 0, has_fext, TAU) != 0) return -1;
-    if (ea_factor_program(p, U, DINV) != 0) return -1;
+    if (ea_factor_program(p, U, DINV, -1, -1) != 0) return -1;
     /* the children's shares accumulate into pA: it starts at zero (rolled workspace is uninitialised) */
     for (ep_bodies(p, 0); ep_next(p);)
         for (int e = 0; e < 6; e++) ep_set(p, PA, EP_I, EP_SELF, e, sym_const(ep_graph(p), 0.0));

@@ -28,8 +28,9 @@ typedef struct {
 } ea_factor;
 int ea_factor_build(ek_kin *k, ea_factor *fa);
 /* the factor as a program: U (6 x nv by columns) and Dinv (nv x nv) of every body into the two buffers
-   (36 wide, per body) */
-int ea_factor_program(ep_prog *p, int U_buf, int DINV_buf);
+   (36 wide, per body); AL, BE >= 0 (per-body buffers of 6 and 1): with mimic couplings (crole), a member has no
+   pieces and a group eliminated at its leader gives the leader's (ea_factor_build: a hosted group's at its leader) */
+int ea_factor_program(ep_prog *p, int U_buf, int DINV_buf, int AL, int BE);
 /* its pieces: U = IA S, Dinv = (S^T U)^-1; Ia = IA - U Dinv U^T (UD = U Dinv when UD is not NULL) */
 void ea_joint_pieces(sym_graph *g, const ek_body *b, const sv IA[36], sv U[36], sv Dinv[36]);
 void ea_articulated_minus_joint(sym_graph *g, const ek_body *b, const sv IA[36], const sv U[36], const sv Dinv[36],
@@ -37,8 +38,9 @@ void ea_articulated_minus_joint(sym_graph *g, const ek_body *b, const sv IA[36],
 void ea_factor_free(ea_factor *fa);
 
 /* M^-1 (nv x nv row-major, full symmetric) by Carpentier's direct algorithm: the unrolled builder (couplings
-   to every ancestor, fast on small trees) and the rolled program (unit-torque columns in the world frame) */
-int ea_minv_program(ep_prog *p, int nv);
+   to every ancestor, fast on small trees) and the rolled program (unit-torque columns in the world frame); with mimic
+   couplings (em_model.group_minv) both give the user's nv x nv (the program: nv = nv_user, coupled = 1) */
+int ea_minv_program(ep_prog *p, int nv, int coupled);
 int ea_minv(ek_kin *k, sv *Minv);
 
 /* qdd = M^-1 (u - rnea(q, v, 0, fext)): the RNEA builder for the bias, then the factor applied to a vector */
@@ -47,6 +49,10 @@ int ea_fd(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd);
 int ea_fd_program(ep_prog *p, int has_fext);
 /* coupled: the recursion with mimic couplings on the full coordinates (em_model.group_aba, crole) */
 int ea_aba_program(ep_prog *p, int has_fext, int coupled);
+/* in a backward bodies loop, a mimic group member i (EM_MEMBER) hands its parent the group's inertia terms: IA_parent
+   += X^T IAi X; with ms = mult S, alpha = IAi ms + AL: AL_parent += X^T alpha, BE_parent += ms^T AL + BE + alpha^T ms
+   (IA, AL, BE: per-body buffers of 36, 6, 1); ms and alpha out */
+void ea_member_inertia(ep_prog *p, int IA, int AL, int BE, const sv IAi[36], sv ms[6], sv alpha[6]);
 
 /* [dtau/dq | dtau/dqd] (nv x 2nv row-major) of RNEA at (q, v, a, fext) in the local tangent (algo_rnea_grad.c);
    a and fext may be absent (has_a, has_fext = 0: exact zeros) */

@@ -1,6 +1,6 @@
 /* Mimic couplings in generated code: per-state wrappers that expand the user's coordinates, call the full-coordinate
-   functions and project their outputs (G^T x, G^T M G, J G), run FD and ABA by the articulated-body recursion with
-   the couplings (em_model.group_aba), or solve the coupled system M_c = G^T M G by Featherstone's L^T D L on its
+   functions and project their outputs (G^T x, G^T M G, J G), run M^-1, FD and ABA by the articulated-body recursion
+   with the couplings (em_model.group_minv, group_aba), or solve the coupled system M_c = G^T M G by Featherstone's L^T D L on its
    elimination tree (grid_model_coupled_tree). */
 #include <assert.h>
 #include <stdio.h>
@@ -21,6 +21,12 @@ static int inner_specs(const em_model *em, const state_spec *sp, int rolled, sta
            every row (the rows without pass zeros: 6 nb subtractions, against a second unrolled ABA to compile) */
         snprintf(names[0], sizeof names[0], "aba_f_m%s", sfx);
         inner[0] = (state_spec){names[0], ST_ABA, 1, 1, 1, sp->lanes_ok, 0};
+        return 1;
+    }
+    if (sp->kind == ST_MINV && em->group_minv) {
+        /* the same recursion on unit torques: the user's M^-1 from the full kinematics */
+        snprintf(names[0], sizeof names[0], "minv_m%s", sfx);
+        inner[0] = (state_spec){names[0], ST_MINV, 0, 0, 0, sp->lanes_ok, 0};
         return 1;
     }
     if (sp->kind == ST_MINV || sp->kind == ST_FD || sp->kind == ST_ABA) {
@@ -254,9 +260,10 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
         if (s.work > stats->work) stats->work = s.work;
     }
     wr x = {cx, vector, ""};
-    /* M^-1, and FD and ABA without the coupled recursion (em->group_aba): the dense solve of G^T M G */
-    const int solves = sp->kind == ST_MINV || ((sp->kind == ST_FD || sp->kind == ST_ABA) && !em->group_aba);
+    /* M^-1, FD and ABA without the coupled recursion (em->group_minv, em->group_aba): the dense solve of G^T M G */
     const int group = (sp->kind == ST_FD || sp->kind == ST_ABA) && em->group_aba;
+    const int group_minv = sp->kind == ST_MINV && em->group_minv;
+    const int solves = (sp->kind == ST_MINV || sp->kind == ST_FD || sp->kind == ST_ABA) && !group && !group_minv;
     write_tables(&x);
     if (solves) write_solve_helper(&x);
 
@@ -313,6 +320,11 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
         ew_printf(w, "    for (int k = 0; k < %d; k++) af[grid_cfull_[k]] = %s;\n", nv, u);
         write_inner_call(&x, &inner[0], "of");
         ew_printf(w, "    for (int k = 0; k < %d; k++) %s = of[grid_cfull_[k]];\n", nv, d);
+    } else if (group_minv) {
+        /* already the user's matrix */
+        ew_printf(w, "    %s of[%d];\n", T, nv * nv > 0 ? nv * nv : 1);
+        write_inner_call(&x, &inner[0], "of");
+        write_output(&x, "of", nv * nv);
     } else if (!solves) {
         /* one inner function, its output projected along the tangent dimensions */
         int rows = 1, cols = 1, trow = 0, tcol = 0;

@@ -567,9 +567,9 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
     int vec[F_COUNT], rolled[F_COUNT], sched[F_COUNT], ilv[F_COUNT] = {0}, any_vec = 0;
     if (o.schedule < GRID_SCHEDULE_AUTO || o.schedule > GRID_SCHEDULE_ROLLED) rc = grid_error_set(err, GRID_ERR_ARG, 0, 0, "unknown schedule %d (use GRID_SCHEDULE_AUTO, _UNROLLED or _ROLLED)", o.schedule);
     if (rc == GRID_OK) choose_schedules(&cx, need, rolled);
-    /* lane functions on either schedule (a coupled model's wrappers: unrolled only) */
+    /* lane functions on either schedule */
     for (int f = 0; f < F_COUNT && rc == GRID_OK; f++) {
-        vec[f] = t->lanes && specs[f].lanes_ok && !(rolled[f] && emit_coupled(&cx));
+        vec[f] = t->lanes && specs[f].lanes_ok;
         sched[f] = (rolled[f] ? SCHED_ROLLED : 0) | (vec[f] ? SCHED_LANES : 0) |
                    (t->id == GRID_TARGET_CUDA && specs[f].kind == ST_FD_GRAD ? SCHED_STAGED : 0);
     }

@@ -110,6 +110,33 @@ static void coupling_roles(em_model *em)
     em->group_aba = ok;
 }
 
+/* M^-1 by the recursion with couplings (em_model.group_minv) needs below a group member only members of its group
+   (no torque enters a group from below) and, when a group hangs from a host, its leader to be a child of the host; the
+   columns of that M^-1 are the user's coordinates (uc, unc, unsub: a mimic joint has none and sits past the end) */
+static void coupled_columns(em_model *em)
+{
+    int ok = em->group_aba;
+    for (int k = 0; k < em->nb; k++) {
+        em_body *b = &em->b[k];
+        const int pa = b->parent;
+        b->uc = b->mimic ? em->nv_user : b->uv;
+        b->unc = b->mimic ? 0 : b->nv;
+        b->unsub = 0;
+        if (pa < 0 || em->b[pa].crole != EM_MEMBER || !ok) continue;
+        /* below a member: a member of the same group */
+        ok = b->crole == EM_MEMBER && b->uv == em->b[pa].uv;
+    }
+    for (int l = 0; l < em->nb && ok; l++) {
+        const em_body *L = &em->b[l];
+        if (L->crole == EM_MEMBER && !L->mimic) ok = L->parent >= 0 && em->b[L->parent].crole == EM_HOST;
+    }
+    for (int k = em->nb - 1; k >= 0; k--) {
+        em->b[k].unsub += em->b[k].unc;
+        if (em->b[k].parent >= 0) em->b[em->b[k].parent].unsub += em->b[k].unsub;
+    }
+    em->group_minv = ok;
+}
+
 int em_model_init(em_model *em, const grid_model *m, grid_error *err)
 {
     memset(em, 0, sizeof *em);
@@ -214,6 +241,7 @@ int em_model_init(em_model *em, const grid_model *m, grid_error *err)
         em->ee[k] = m->ee_frames[k];
     }
     coupling_roles(em);
+    coupled_columns(em);
     return GRID_OK;
 }
 

@@ -15,6 +15,8 @@ typedef struct {
     int crole;           /* in the articulated-body recursion of a coupled model (em_model.group_aba): EM_PLAIN, or
                             a member of a mimic group (its leader included), the leader that eliminates the group's
                             coordinate (every other member below it), or the host body the group hangs from */
+    int uc, unc, unsub;  /* columns of M^-1 with the couplings (group_minv): the user's coordinates, first, own count
+                            and the subtree's; a mimic joint has none (uc = nv_user) */
     double R[9], p[3];   /* joint placement in the parent frame (snapped) */
     int place_rot_identity;
     double axis[3];      /* unit axis (snapped) */
@@ -44,6 +46,8 @@ typedef struct {
     int *coupled_tree;   /* nv_user parents: the elimination tree of G^T M G (grid_model_coupled_tree) */
     int group_aba;       /* 1: every mimic group hangs from one body (its leader, or a host carrying no other
                             group), so FD and ABA run the articulated-body recursion with couplings (crole) */
+    int group_minv;      /* 1: group_aba, below a member only members of its group, and a hosted group's leader a
+                            child of its host: M^-1 runs the recursion with couplings on the user's columns */
     char robot[96];      /* sanitized robot name */
 } em_model;
 

@@ -27,9 +27,11 @@ static int build(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *
     }
     res = ek_calloc(2 * (size_t)nv * (size_t)nv + 1, sizeof *res);
     if (!res) return -1;
-    /* vector outputs are nv wide, matrices nv x nv, gradients nv x 2 nv, the RNEA VJP 2 nv */
-    n = (sp->kind == ST_CRBA || sp->kind == ST_MINV) ? nv * nv : sp->kind == ST_RNEA_GRAD ? 2 * nv * nv
-        : sp->kind == ST_RNEA_VJP ? 2 * nv : nv;
+    /* vector outputs are nv wide, matrices nv x nv, gradients nv x 2 nv, the RNEA VJP 2 nv; M^-1 with the couplings
+       is the user's nv x nv */
+    const int nu = em->nv_user;
+    n = sp->kind == ST_MINV && em->group_minv ? nu * nu : (sp->kind == ST_CRBA || sp->kind == ST_MINV) ? nv * nv
+        : sp->kind == ST_RNEA_GRAD ? 2 * nv * nv : sp->kind == ST_RNEA_VJP ? 2 * nv : nv;
     switch (sp->kind) {
     case ST_RNEA: rc = ea_rnea(k, v, a, fext, res); break;
     case ST_GRAVITY: rc = ea_rnea(k, NULL, NULL, NULL, res); break;
@@ -107,7 +109,8 @@ static int run_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
     case ST_RNEA: return ea_rnea_program(p, sp->reads_v, sp->reads_a, sp->reads_fext, -1);
     case ST_GRAVITY: return ea_rnea_program(p, 0, 0, 0, -1);
     case ST_CRBA: return ea_crba_program(p, cx->em->nv);
-    case ST_MINV: return ea_minv_program(p, cx->em->nv);
+    case ST_MINV: /* coupled: a wrapper's inner M^-1 on the user's columns */
+        return ea_minv_program(p, cx->em->group_minv ? cx->em->nv_user : cx->em->nv, cx->em->group_minv);
     case ST_FK: return ea_fk_program(p);
     case ST_EE_POSE: return ea_ee_pose_program(p, cx);
     case ST_JACOBIAN: return ea_jacobian_program(p, cx->em->nv);

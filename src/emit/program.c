@@ -64,7 +64,13 @@ struct ep_prog {
                                  through its parameter outT = out + iv(body) */
     sym_stats stats;          /* rolled: all steps together */
     int out_stride;           /* elements per output row of the matrix outputs: nv, or 2 nv for a gradient */
+    int ucols;                /* the columns and the matrix output are the user's coordinates (ep_user_columns) */
 };
+
+/* the column space of the columns loops and of the matrix output: the full coordinates, or the user's */
+static int ncols(const ep_prog *p) { return p->ucols ? p->em->nv_user : p->em->nv; }
+static int col0(const ep_prog *p, int body) { return p->ucols ? p->em->b[body].uc : p->em->b[body].iv; }
+static const char *col_table(const ep_prog *p) { return p->ucols ? "grid_ivc_" : "grid_iv_"; }
 
 /* a joint kind: 2 x joint type + 1 when the parent is the world, plus 2 x GRID_JOINT_NTYPES x the body's role in the
    coupled articulated-body recursion (EM_PLAIN = 0 for every body of a model without couplings) */
@@ -109,6 +115,13 @@ ep_prog *ep_new(const em_model *em, ek_kin *k, int schedule, const char *fn, con
 }
 
 int ep_rolled(const ep_prog *p) { return p->rolled; }
+
+void ep_user_columns(ep_prog *p)
+{
+    assert(p->em->group_minv && p->nbuf == 0);
+    p->ucols = 1;
+    p->out_stride = p->em->nv_user;
+}
 
 /* the rolled loop nest of a target whose per-state functions may share a state between lanes (CUDA) */
 static int grouped(const ep_prog *p) { return p->rolled && p->t->group_fn[0]; }
@@ -292,8 +305,9 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
     case ACC_OUT_MAT:
         /* id: the column offset (a gradient's second block) */
         snprintf(tag, sizeof tag, "out_%s_%s%s", vs, vn[cvar][0], id ? "n" : "");
-        if (id) snprintf(base, sizeof base, "grid_iv_[%s] * %d + %d + grid_iv_[%s]", be, p->out_stride, id, body_expr(cvar, 0));
-        else snprintf(base, sizeof base, "grid_iv_[%s] * %d + grid_iv_[%s]", be, p->out_stride, body_expr(cvar, 0));
+        if (id) snprintf(base, sizeof base, "%s[%s] * %d + %d + %s[%s]", col_table(p), be, p->out_stride, id, col_table(p),
+                         body_expr(cvar, 0));
+        else snprintf(base, sizeof base, "%s[%s] * %d + %s[%s]", col_table(p), be, p->out_stride, col_table(p), body_expr(cvar, 0));
         x->arr = sym_array_at(g, tag, "out", base, 1);
         break;
     case ACC_BUFK: {
@@ -311,8 +325,8 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
     }
     case ACC_OUTK:
         snprintf(tag, sizeof tag, "out_%sk%s", vs, id ? "n" : "");
-        if (id) snprintf(base, sizeof base, "grid_iv_[%s] * %d + %d + k", be, p->out_stride, id);
-        else snprintf(base, sizeof base, "grid_iv_[%s] * %d + k", be, p->out_stride);
+        if (id) snprintf(base, sizeof base, "%s[%s] * %d + %d + k", col_table(p), be, p->out_stride, id);
+        else snprintf(base, sizeof base, "%s[%s] * %d + k", col_table(p), be, p->out_stride);
         x->arr = sym_array_at(g, tag, "out", base, 1);
         break;
     case ACC_OUTKT:
@@ -328,7 +342,7 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
     case ACC_BUF_COL: {
         /* the columns of var's coordinates in a one-slot 6 x nv buffer: element (r, c) at r nv + c */
         const ep_buf *b = &p->buf[id];
-        assert(!b->per_body && b->width == 6 * p->em->nv);
+        assert(!b->per_body && b->width == 6 * p->em->nv && !p->ucols);
         snprintf(tag, sizeof tag, "%.8s_%sc", b->name, vs);
         snprintf(base, sizeof base, "grid_iv_[%s]", be);
         x->arr = buf_array(p, id, tag, base);
@@ -392,7 +406,7 @@ static void step_end(ep_prog *p)
         ep_acc *x = &p->acc[a];
         if (x->what != ACC_BUF && x->what != ACC_BUFK && x->what != ACC_BUF_AT && x->what != ACC_BUF_COL) continue;
         for (int e = 0; e < (x->what == ACC_BUFK ? 6 : p->buf[x->id].width); e++)
-            if (x->set[e]) sym_store(g, x->arr, x->what == ACC_BUFK ? e * p->em->nv : e, x->cache[e]);
+            if (x->set[e]) sym_store(g, x->arr, x->what == ACC_BUFK ? e * ncols(p) : e, x->cache[e]);
     }
     const char *r = p->t->restrict_kw, *T = p->lanes ? "grid_vec" : "grid_real";
     ew_printf(p->steps,
@@ -422,7 +436,7 @@ static void step_end(ep_prog *p)
               p->lanes ? "v" : "", p->fn, p->nsteps, p->inner ? "" : ", ws");
     for (int b = 0; b < p->nbuf; b++)
         if (p->used[b]) ew_printf(&p->skel, ", ws + %ld", p->buf[b].offset);
-    if (p->outT[0]) ew_printf(&p->skel, ", out + grid_iv_[%s]%s", p->outT, p->st->elem_scale);
+    if (p->outT[0]) ew_printf(&p->skel, ", out + %s[%s]%s", col_table(p), p->outT, p->st->elem_scale);
     ew_printf(&p->skel, "%s);\n", p->t->stride_param[0] ? ", st" : "");
     p->nsteps++;
     for (int a = 0; a < p->nacc; a++) {
@@ -489,6 +503,17 @@ void ep_columns(ep_prog *p, int range)
 static void column_bounds(const ep_prog *p, int range, char *lo, char *hi, size_t cap)
 {
     const int ni = kind_nv(p->cur_kind[EP_I]);
+    if (p->ucols) {
+        /* the user's columns: a mimic joint's range is empty (ivc = nv_user, nvc = nvsubc = 0) */
+        switch (range) {
+        case EP_COLS_OWN: snprintf(lo, cap, "grid_ivc_[i]"); snprintf(hi, cap, "grid_ivc_[i] + grid_nvc_[i]"); break;
+        case EP_COLS_BELOW: snprintf(lo, cap, "grid_ivc_[i] + grid_nvc_[i]"); snprintf(hi, cap, "grid_ivc_[i] + grid_nvsubc_[i]"); break;
+        case EP_COLS_SUBTREE: snprintf(lo, cap, "grid_ivc_[i]"); snprintf(hi, cap, "grid_ivc_[i] + grid_nvsubc_[i]"); break;
+        case EP_COLS_LATER: snprintf(lo, cap, "grid_ivc_[i] + grid_nvc_[i]"); snprintf(hi, cap, "%d", ncols(p)); break;
+        default: snprintf(lo, cap, "grid_ivc_[i]"); snprintf(hi, cap, "%d", ncols(p)); break;
+        }
+        return;
+    }
     switch (range) {
     case EP_COLS_OWN: snprintf(lo, cap, "grid_iv_[i]"); snprintf(hi, cap, "grid_iv_[i] + %d", ni); break;
     case EP_COLS_BELOW: snprintf(lo, cap, "grid_iv_[i] + %d", ni); snprintf(hi, cap, "grid_iv_[i] + grid_nvsub_[i]"); break;
@@ -509,12 +534,13 @@ static int subtree_nv(const em_model *em, int b)
 }
 
 /* unrolled: the same bounds for body b */
-static void column_range(const em_model *em, int b, int range, int *lo, int *hi)
+static void column_range(const ep_prog *p, int b, int range, int *lo, int *hi)
 {
-    const int nvsub = subtree_nv(em, b);
-    const int iv = em->b[b].iv, ni = em->b[b].nv;
+    const em_model *em = p->em;
+    const int nvsub = p->ucols ? em->b[b].unsub : subtree_nv(em, b);
+    const int iv = col0(p, b), ni = p->ucols ? em->b[b].unc : em->b[b].nv;
     *lo = range == EP_COLS_BELOW || range == EP_COLS_LATER ? iv + ni : iv;
-    *hi = range == EP_COLS_OWN ? iv + ni : range == EP_COLS_FROM || range == EP_COLS_LATER ? em->nv : iv + nvsub;
+    *hi = range == EP_COLS_OWN ? iv + ni : range == EP_COLS_FROM || range == EP_COLS_LATER ? ncols(p) : iv + nvsub;
 }
 
 static int next_rolled(ep_prog *p)
@@ -591,7 +617,7 @@ static int next_unrolled(ep_prog *p)
     }
     if (p->L[1].cols >= 0) {
         int lo, hi;
-        column_range(em, p->cur_body[EP_I], p->L[1].cols, &lo, &hi);
+        column_range(p, p->cur_body[EP_I], p->L[1].cols, &lo, &hi);
         p->cur_col = p->L[1].started ? p->cur_col + 1 : lo;
         p->L[1].started = 1;
         if (p->cur_col >= hi) {
@@ -817,10 +843,10 @@ sv ep_getk(ep_prog *p, int buf, int var, int rel, int r)
 {
     assert(p->depth == 2 && p->L[1].cols >= 0 && r >= 0 && r < 6);
     if (p->fail) return 0;
-    if (!p->rolled) return *slot(p, buf, var, rel, r * p->em->nv + p->cur_col);
+    if (!p->rolled) return *slot(p, buf, var, rel, r * ncols(p) + p->cur_col);
     ep_acc *x = access(p, ACC_BUFK, buf, var, rel, 0);
     if (!x) return 0;
-    return x->set[r] ? x->cache[r] : sym_input(p->sg, x->arr, r * p->em->nv);
+    return x->set[r] ? x->cache[r] : sym_input(p->sg, x->arr, r * ncols(p));
 }
 
 void ep_setk(ep_prog *p, int buf, int var, int rel, int r, sv val)
@@ -828,7 +854,7 @@ void ep_setk(ep_prog *p, int buf, int var, int rel, int r, sv val)
     assert(p->depth == 2 && p->L[1].cols >= 0 && r >= 0 && r < 6);
     if (p->fail) return;
     if (!p->rolled) {
-        *slot(p, buf, var, rel, r * p->em->nv + p->cur_col) = val;
+        *slot(p, buf, var, rel, r * ncols(p) + p->cur_col) = val;
         return;
     }
     ep_acc *x = access(p, ACC_BUFK, buf, var, rel, 0);
@@ -839,14 +865,14 @@ void ep_setk(ep_prog *p, int buf, int var, int rel, int r, sv val)
 
 void ep_out_stride(ep_prog *p, int stride)
 {
-    assert(stride >= p->em->nv);
+    assert(stride >= ncols(p));
     p->out_stride = stride;
 }
 
 sv ep_out_getk(ep_prog *p, int var, int r)
 {
     assert(p->depth == 2 && p->L[1].cols >= 0);
-    if (!p->rolled) return p->res[(long)(p->em->b[body_of(p, var, EP_SELF)].iv + r) * p->out_stride + p->cur_col];
+    if (!p->rolled) return p->res[(long)(col0(p, body_of(p, var, EP_SELF)) + r) * p->out_stride + p->cur_col];
     ep_acc *x = access(p, ACC_OUTK, 0, var, EP_SELF, 0);
     return x ? sym_input(p->sg, x->arr, r * p->out_stride) : 0;
 }
@@ -855,7 +881,7 @@ void ep_out_setk_off(ep_prog *p, int var, int r, int off, sv val)
 {
     assert(p->depth == 2 && p->L[1].cols >= 0 && off >= 0);
     if (!p->rolled) {
-        p->res[(long)(p->em->b[body_of(p, var, EP_SELF)].iv + r) * p->out_stride + off + p->cur_col] = val;
+        p->res[(long)(col0(p, body_of(p, var, EP_SELF)) + r) * p->out_stride + off + p->cur_col] = val;
         return;
     }
     ep_acc *x = access(p, ACC_OUTK, off, var, EP_SELF, 0);
@@ -868,7 +894,7 @@ void ep_out_setk_t_off(ep_prog *p, int var, int r, int off, sv val)
 {
     assert(p->depth == 2 && (p->L[1].cols == EP_COLS_BELOW || p->L[1].cols == EP_COLS_LATER) && off >= 0);
     if (!p->rolled) {
-        p->res[(long)p->cur_col * p->out_stride + off + p->em->b[body_of(p, var, EP_SELF)].iv + r] = val;
+        p->res[(long)p->cur_col * p->out_stride + off + col0(p, body_of(p, var, EP_SELF)) + r] = val;
         return;
     }
     ep_acc *x = access(p, ACC_OUTKT, off, var, EP_SELF, 0);
@@ -989,7 +1015,7 @@ void ep_out_mat_off(ep_prog *p, int rv, int rrel, int r, int cv, int c, int off,
     assert(!in_columns(p) && off >= 0);
     if (!p->rolled) {
         int rb = body_of(p, rv, rrel), cb = body_of(p, cv, EP_SELF);
-        p->res[(long)(p->em->b[rb].iv + r) * stride + off + p->em->b[cb].iv + c] = val;
+        p->res[(long)(col0(p, rb) + r) * stride + off + col0(p, cb) + c] = val;
         return;
     }
     ep_acc *x = access(p, ACC_OUT_MAT, off, rv, rrel, cv);
@@ -1113,7 +1139,18 @@ void ep_write_tables(const em_model *em, ew_writer *w, const sym_style *st, cons
         }
         ew_puts(w, "\n");
     }
-    ew_puts(w, em->nb ? "};\n#endif\n\n" : "    0\n};\n#endif\n\n");
+    ew_puts(w, em->nb ? "};\n" : "    0\n};\n");
+    if (em->group_minv) {
+        /* the user's columns (ep_user_columns): first, own count, the subtree's; a mimic joint's: none, past the end */
+        const char *cn[3] = {"grid_ivc_", "grid_nvc_", "grid_nvsubc_"};
+        for (int t = 0; t < 3; t++) {
+            ew_printf(w, "%s int %s[%d] = {", qual, cn[t], nb);
+            for (int i = 0; i < em->nb; i++)
+                ew_printf(w, " %d,", t == 0 ? em->b[i].uc : t == 1 ? em->b[i].unc : em->b[i].unsub);
+            ew_puts(w, em->nb ? " };\n" : " 0 };\n");
+        }
+    }
+    ew_puts(w, "#endif\n\n");
     free(nvsub);
     free(slot);
 }

@@ -50,6 +50,9 @@ ep_prog *ep_new(const em_model *em, ek_kin *k, int schedule, const char *fn, con
 int ep_finish(ep_prog *p, ew_writer *w, long *work, sym_stats *stats);
 void ep_free(ep_prog *p);
 int ep_rolled(const ep_prog *p);
+/* the columns loops and the nv x nv matrix output over the user's coordinates instead of the full ones (a coupled
+   model's M^-1, em_model.group_minv; em_body uc, unc, unsub): called before the first buffer */
+void ep_user_columns(ep_prog *p);
 /* 1 once the unrolled graph has more than `nodes` nodes (the budget check of the AUTO schedule) */
 int ep_over(const ep_prog *p, long nodes);
 

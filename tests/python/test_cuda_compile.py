@@ -130,14 +130,14 @@ def mimic_ff64_rolled_cuda(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def grouped_ff64_cuda(tmp_path_factory):
-    """mimic groups hanging from one body (a chain at its leader, two fingers at a host): FD and ABA by the
-    articulated-body recursion with the couplings"""
-    return _joints_ff64(tmp_path_factory, "auto", grouped_urdf(), "grouped")
+    """mimic groups hanging from one body (a chain at its leader, two fingers at a host) with only members below a
+    member: FD, ABA and M^-1 by the articulated-body recursion with the couplings"""
+    return _joints_ff64(tmp_path_factory, "auto", grouped_urdf(leaf=True), "grouped")
 
 
 @pytest.fixture(scope="module")
 def grouped_ff64_rolled_cuda(tmp_path_factory):
-    return _joints_ff64(tmp_path_factory, "rolled", grouped_urdf(), "grouped")
+    return _joints_ff64(tmp_path_factory, "rolled", grouped_urdf(leaf=True), "grouped")
 
 
 @pytest.fixture(scope="module")
@@ -238,7 +238,7 @@ def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
                                                                              # workspace too
     ("mimic_ff", ["-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_SMEM_MAX_WIDE=0"]),  # coupled mimic joints, in place
     ("mimic_ff_rolled", []),
-    ("grouped_ff", []),  # FD and ABA by the coupled articulated-body recursion
+    ("grouped_ff", []),  # FD, ABA and M^-1 by the coupled articulated-body recursion
     ("grouped_ff_rolled", []),
     # rolled functions with lanes sharing a state (grid_kg_<fn>): the columns loops split over 4 lanes, over a warp
     # in slices of a warp's states (ragged tails: B = 7, 33), 2 on iiwa and 8 on the joints robot
@@ -272,7 +272,7 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defin
     elif which.startswith("mimic"):
         kw = {"urdf_string": mimic_urdf(), "floating_base": True}
     elif which.startswith("grouped"):
-        kw = {"urdf_string": grouped_urdf(), "floating_base": True}
+        kw = {"urdf_string": grouped_urdf(leaf=True), "floating_base": True}
     else:
         kw = {"urdf_string": SYNTHETIC_URDF, "floating_base": True}
     if which.endswith("rolled"):

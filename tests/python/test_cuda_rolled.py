@@ -14,7 +14,8 @@ _ok, _why = gcuda.available()
 pytestmark = [pytest.mark.gpu] + ([] if _ok else [pytest.mark.skip(reason=f"needs an NVIDIA GPU and nvcc: {_why}")])
 
 RTOL64 = 1e-10
-CASES_ROLLED = ("iiwa", "go2_ff", "g1_29dof_ff", "atlas_ff", "synthetic_ff", "joints_ff")
+# h1_2_ff and panda: coupled mimic joints (the recursion with couplings in FD, ABA and M^-1: a leader's and a host's)
+CASES_ROLLED = ("iiwa", "go2_ff", "g1_29dof_ff", "atlas_ff", "synthetic_ff", "joints_ff", "h1_2_ff", "panda")
 
 
 def errors(a, b):

@@ -4,6 +4,8 @@ prismatic and negative couplings; layouts and handle.mimic_joints; malformed cou
 ignore_mimic=True. (Pinocchio's mimic=True model is the oracle for the real robot h1_2 in
 test_pinocchio_crosscheck.py.)"""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -172,10 +174,13 @@ def test_malformed_couplings_name_file_line_and_element(extra, message, tmp_path
     assert e.value.line == line and str(path) in str(e.value) and "<mimic" in str(e.value), (line, str(e.value))
 
 
-def grouped_urdf():
+def grouped_urdf(leaf=False):
     """couplings the articulated-body recursion takes (em_model.group_aba): a chain group eliminated at its leader
     (j2 and j3 below j1, as h1_2's fingers), and two prismatic fingers hanging from one host body, the second
-    mimicking the first with a negative multiplier (as panda's gripper); a continuous joint below a member"""
+    mimicking the first with a negative multiplier (as panda's gripper); a continuous joint below a member.
+    leaf: the continuous joint on the host instead, before the fingers, and the first finger mimicking the second,
+    so that only members lie below a member (em_model.group_minv: M^-1 by the recursion too) and a plain joint's
+    column lies between the host's and the group's"""
     links = "".join(LINK.format(n=n, c=c, m=m) for n, c, m in [
         ("base", "0 0 0.05", 3.0), ("l1", "0.1 0 0", 1.2), ("l2", "0 0.1 0.02", 0.9), ("l3", "0.05 0.05 0", 0.7),
         ("hand", "0 0 0.1", 0.8), ("f1", "0.02 0 0.05", 0.5), ("f2", "0 0.03 0.1", 0.6), ("tip", "0 0 0.02", 0.3)])
@@ -184,10 +189,17 @@ def grouped_urdf():
         joint("j2", "revolute", "l1", "l2", "0.3 0 0", "0 0 1", '<mimic joint="j1" multiplier="1.5" offset="0.1"/>'),
         joint("j3", "revolute", "l2", "l3", "0.2 0.1 0", "1 0 0", '<mimic joint="j2" multiplier="-0.5" offset="0.2"/>'),
         joint("wrist", "revolute", "l1", "hand", "-0.1 0.2 0", "0 0.6 0.8"),
-        joint("f1j", "prismatic", "hand", "f1", "0 0.02 0.1", "0 1 0"),
-        joint("f2j", "prismatic", "hand", "f2", "0 -0.02 0.1", "0 1 0", '<mimic joint="f1j" multiplier="-1.0"/>'),
-        joint("tipj", "continuous", "f2", "tip", "0 0 0.05", "1 0 0"),
     ])
+    if leaf:
+        joints += "".join([
+            joint("f1j", "prismatic", "hand", "f1", "0 0.02 0.1", "0 1 0", '<mimic joint="f2j" multiplier="-1.0"/>'),
+            joint("f2j", "prismatic", "hand", "f2", "0 -0.02 0.1", "0 1 0"),
+            joint("etipj", "continuous", "hand", "tip", "0 0 0.05", "1 0 0")])
+    else:
+        joints += "".join([
+            joint("f1j", "prismatic", "hand", "f1", "0 0.02 0.1", "0 1 0"),
+            joint("f2j", "prismatic", "hand", "f2", "0 -0.02 0.1", "0 1 0", '<mimic joint="f1j" multiplier="-1.0"/>'),
+            joint("tipj", "continuous", "f2", "tip", "0 0 0.05", "1 0 0")])
     return f'<?xml version="1.0"?>\n<robot name="grouped">{links}{joints}</robot>\n'
 
 
@@ -216,3 +228,34 @@ def test_coupled_forward_dynamics_by_the_articulated_recursion(floating, schedul
         a2 = a.copy()
         a2[:, 0] += 1.0
         close(h.aba(q, v, a2, f_ext=fe) - h.aba(q, v, a, f_ext=fe), np.linalg.inv(M)[:, :, 0], "aba column", 1e-8)
+
+
+@pytest.mark.parametrize("floating", [False, True], ids=["fixed", "floating"])
+@pytest.mark.parametrize("schedule", ["unrolled", "rolled"])
+@pytest.mark.parametrize("leaf", [True, False], ids=["members-below-members", "plain-below-a-member"])
+def test_coupled_minv_by_the_articulated_recursion(floating, schedule, leaf):
+    """M^-1 of couplings with only members below a member runs the recursion with the couplings on unit torques
+    (the user's columns, no mass matrix) and equals the inverse of the projected independent mass matrix, exactly
+    symmetric; a plain joint below a member keeps the dense solve of G^T M G, which must agree as well (zero, random
+    and wide joint angles)"""
+    common = dict(urdf_string=grouped_urdf(leaf), floating_base=floating, dtype="float64", verbose=False)
+    h = grid_rbd.register_robot("grouped_minv", codegen_schedule=schedule, algorithm_list=["minv"], **common)
+    indep = grid_rbd.register_robot("grouped_minv_i", ignore_mimic=True, codegen=False, **common)
+    with open(f"{h.cache_entry}/robot.c") as fh:
+        source = fh.read()
+    recursion = re.search(r"grid_[sv]_minv_m(_r)?\(", source) is not None
+    assert recursion == leaf and ("grid_ltl_solve" in source) == (not leaf)
+    q, v, a, _ = states(h, B=9, seed=5)
+    q[0] = 0.0
+    if floating:
+        q[0, 6] = 1.0
+    qi, _, _, G = expand(indep, h, q, v, a, {m["name"]: (m["leader"], m["multiplier"], m["offset"])
+                                             for m in h.mimic_joints})
+    M = np.einsum("ji,bjk,kl->bil", G, indep.crba(qi), G)
+    Minv = h.minv(q)
+    close(Minv, np.linalg.inv(M), "minv", 1e-10)
+    # the recursion writes each upper element once and mirrors it; the dense solve is symmetric to rounding
+    if leaf:
+        assert np.array_equal(Minv, np.swapaxes(Minv, 1, 2))
+    close(Minv, np.swapaxes(Minv, 1, 2), "symmetry", 1e-13)
+    close(np.einsum("bij,bjk->bik", Minv, M), np.broadcast_to(np.eye(h.nv), M.shape), "M^-1 M", 1e-10)
