@@ -79,7 +79,7 @@ def main():
                 f"h1_2 (51 moving joints, 12 of them mimic joints in the hands), float64, one thread, B = {a.batch}, "
                 "per state, best of "
                 f"{a.repeats} x 5 calls. *coupled*: the default (39 / 45 coordinates, the code runs on the full 51 / 57 "
-                "and projects; FD and ABA run the articulated-body recursion with the couplings, M^-1 solves G^T M G by L^T D L on its elimination tree); *welded*: the mimic joints made fixed "
+                "and projects; FD, ABA and M^-1 run the articulated-body recursion with the couplings); *welded*: the mimic joints made fixed "
                 "(the same coordinates, 12 fewer bodies); *independent*: ignore_mimic=True (51 / 57 coordinates).\n\n")
         f.write("| base | method | coupled ns | welded ns | independent ns | coupled / welded | coupled / independent |\n")
         f.write("|---|---|---|---|---|---|---|\n")

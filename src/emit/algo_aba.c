@@ -47,6 +47,35 @@ void ea_member_inertia(ep_prog *p, int IA, int AL, int BE, const sv IAi[36], sv 
     ep_set(p, BE, EP_I, EP_PARENT, 0, sym_add(g, ep_get(p, BE, EP_I, EP_PARENT, 0), sym_add(g, beta, sym_dot(g, alpha, ms, 6))));
 }
 
+void ea_group_pieces(ep_prog *p, int role, int AL, int BE, sv IAi[36], sv U[36], sv Dinv[36], ek_body *bl)
+{
+    sym_graph *g = ep_graph(p);
+    const ek_body *b = ep_body(p, EP_I);
+    sv al[6];
+    *bl = *b;
+    if (role == EM_HOST || role == EM_LEADER)
+        for (int e = 0; e < 6; e++) al[e] = ep_get(p, AL, EP_I, EP_SELF, e);
+    if (role == EM_HOST) {
+        /* the group hanging from this body first: IA -= AL AL^T / BE */
+        const sv bi = sym_div(g, sym_const(g, 1.0), ep_get(p, BE, EP_I, EP_SELF, 0));
+        for (int r = 0; r < 6; r++) {
+            const sv ar = sym_mul(g, al[r], bi);
+            for (int c = 0; c < 6; c++) IAi[6 * r + c] = sym_sub(g, IAi[6 * r + c], sym_mul(g, ar, al[c]));
+        }
+    }
+    ea_joint_pieces(g, b, IAi, U, Dinv);
+    if (role == EM_LEADER) {
+        /* the group's coordinate here: U = IA S + AL, D = S^T U + S^T AL + BE */
+        sv su, sal;
+        assert(b->nv == 1);
+        for (int e = 0; e < 6; e++) U[e] = sym_add(g, U[e], al[e]);
+        ek_joint_project(g, b, U, &su);
+        ek_joint_project(g, b, al, &sal);
+        Dinv[0] = sym_div(g, sym_const(g, 1.0), sym_add(g, sym_add(g, su, sal), ep_get(p, BE, EP_I, EP_SELF, 0)));
+        bl->s_basis = -1; /* Ia S = 0 holds for U = IA S only */
+    }
+}
+
 int ea_aba_program(ep_prog *p, int has_fext, int coupled)
 {
     const int VEL = ep_buffer(p, "vel", 6, 1), CB = ep_buffer(p, "cb", 6, 1), PA = ep_buffer(p, "pA", 6, 1);
@@ -124,28 +153,16 @@ int ea_aba_program(ep_prog *p, int has_fext, int coupled)
             continue;
         }
         if (role == EM_HOST) {
-            /* the group hanging from this body first: IA -= AL AL^T / BE, pA -= AL GA / BE */
-            const sv bi = sym_div(g, sym_const(g, 1.0), be), ug = sym_neg(g, ga);
-            for (int r = 0; r < 6; r++) {
-                const sv ar = sym_mul(g, al[r], bi);
-                for (int c = 0; c < 6; c++) IAi[6 * r + c] = sym_sub(g, IAi[6 * r + c], sym_mul(g, ar, al[c]));
-                pA[r] = sym_add(g, pA[r], sym_mul(g, ar, ug));
-            }
+            /* the group hanging from this body first: pA -= AL GA / BE (IA: below) */
+            const sv w = sym_div(g, ga, be);
+            for (int r = 0; r < 6; r++) pA[r] = sym_sub(g, pA[r], sym_mul(g, al[r], w));
         }
-        /* U = IA S, D = S^T U, u = tau - S^T pA */
-        ea_joint_pieces(g, b, IAi, U_, Dinv);
+        /* U = IA S, D = S^T U (a host's and a leader's group in them), u = tau - S^T pA (a leader's: - GA) */
+        ek_body bl;
+        ea_group_pieces(p, role, AL, BE, IAi, U_, Dinv, &bl);
         ek_joint_project(g, b, pA, s);
         for (int m = 0; m < n; m++) uu[m] = sym_sub(g, ep_in(p, ARR_A, EP_I, m), s[m]);
-        if (role == EM_LEADER) {
-            /* the group's coordinate here: U = IA S + AL, D = S^T U + S^T AL + BE, u -= GA */
-            sv sal;
-            assert(n == 1);
-            for (int e = 0; e < 6; e++) U_[e] = sym_add(g, U_[e], al[e]);
-            ek_joint_project(g, b, U_, s);
-            ek_joint_project(g, b, al, &sal);
-            Dinv[0] = sym_div(g, sym_const(g, 1.0), sym_add(g, sym_add(g, s[0], sal), be));
-            uu[0] = sym_sub(g, uu[0], ga);
-        }
+        if (role == EM_LEADER) uu[0] = sym_sub(g, uu[0], ga);
         for (int e = 0; e < 6 * n; e++) ep_set(p, U, EP_I, EP_SELF, e, U_[e]);
         for (int e = 0; e < n * n; e++) ep_set(p, DINV, EP_I, EP_SELF, e, Dinv[e]);
         for (int m = 0; m < n; m++) ep_set(p, UU, EP_I, EP_SELF, m, uu[m]);
@@ -153,8 +170,6 @@ int ea_aba_program(ep_prog *p, int has_fext, int coupled)
         /* Ia = IA - U Dinv U^T (basis-vector S: its row and column are exactly zero),
            pa = pA + Ia c + U Dinv u */
         sv UD[36], Ia[36], pa[6], Iac[6], cb[6];
-        ek_body bl = *b;
-        if (role == EM_LEADER) bl.s_basis = -1; /* Ia S = 0 holds for U = IA S only */
         ea_articulated_minus_joint(g, &bl, IAi, U_, Dinv, Ia, UD);
         for (int e = 0; e < 6; e++) cb[e] = ep_get(p, CB, EP_I, EP_SELF, e);
         sp_mat6_vec(g, Ia, cb, Iac);

@@ -78,27 +78,8 @@ int ea_factor_program(ep_prog *p, int U_buf, int DINV_buf, int AL, int BE)
             ea_member_inertia(p, IA, AL, BE, IAi, ms, alpha);
             continue;
         }
-        if (role == EM_HOST) {
-            /* the group hanging from this body first: IA -= AL AL^T / BE */
-            const sv bi = sym_div(g, sym_const(g, 1.0), ep_get(p, BE, EP_I, EP_SELF, 0));
-            for (int r = 0; r < 6; r++) {
-                const sv ar = sym_mul(g, ep_get(p, AL, EP_I, EP_SELF, r), bi);
-                for (int c = 0; c < 6; c++)
-                    IAi[6 * r + c] = sym_sub(g, IAi[6 * r + c], sym_mul(g, ar, ep_get(p, AL, EP_I, EP_SELF, c)));
-            }
-        }
-        ea_joint_pieces(g, b, IAi, U, Dinv);
-        ek_body bl = *b;
-        if (role == EM_LEADER) {
-            /* the group's coordinate here: U = IA S + AL, D = S^T U + S^T AL + BE */
-            sv al[6], su, sal;
-            for (int e = 0; e < 6; e++) al[e] = ep_get(p, AL, EP_I, EP_SELF, e);
-            for (int e = 0; e < 6; e++) U[e] = sym_add(g, U[e], al[e]);
-            ek_joint_project(g, b, U, &su);
-            ek_joint_project(g, b, al, &sal);
-            Dinv[0] = sym_div(g, sym_const(g, 1.0), sym_add(g, sym_add(g, su, sal), ep_get(p, BE, EP_I, EP_SELF, 0)));
-            bl.s_basis = -1; /* Ia S = 0 holds for U = IA S only */
-        }
+        ek_body bl;
+        ea_group_pieces(p, role, AL, BE, IAi, U, Dinv, &bl);
         for (int e = 0; e < 6 * b->nv; e++) ep_set(p, U_buf, EP_I, EP_SELF, e, U[e]);
         for (int e = 0; e < b->nv * b->nv; e++) ep_set(p, DINV_buf, EP_I, EP_SELF, e, Dinv[e]);
         if (!ep_is_root(p, EP_I)) {

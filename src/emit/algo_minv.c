@@ -230,29 +230,8 @@ int ea_minv_program(ep_prog *p, int nv, int coupled)
             }
             continue;
         }
-        if (role == EM_HOST) {
-            /* the group hanging from this body first: IA -= AL AL^T / BE */
-            sv al[6];
-            const sv bi = sym_div(g, sym_const(g, 1.0), ep_get(p, BE, EP_I, EP_SELF, 0));
-            for (int e = 0; e < 6; e++) al[e] = ep_get(p, AL, EP_I, EP_SELF, e);
-            for (int r = 0; r < 6; r++) {
-                const sv ar = sym_mul(g, al[r], bi);
-                for (int c = 0; c < 6; c++) IAi[6 * r + c] = sym_sub(g, IAi[6 * r + c], sym_mul(g, ar, al[c]));
-            }
-        }
-        ea_joint_pieces(g, b, IAi, U, Dinv);
-        ek_body bl = *b;
-        if (role == EM_LEADER) {
-            /* the group's coordinate here: U = IA S + AL, D = S^T U + S^T AL + BE */
-            sv al[6], s, sal;
-            assert(n == 1);
-            for (int e = 0; e < 6; e++) al[e] = ep_get(p, AL, EP_I, EP_SELF, e);
-            for (int e = 0; e < 6; e++) U[e] = sym_add(g, U[e], al[e]);
-            ek_joint_project(g, b, U, &s);
-            ek_joint_project(g, b, al, &sal);
-            Dinv[0] = sym_div(g, sym_const(g, 1.0), sym_add(g, sym_add(g, s, sal), ep_get(p, BE, EP_I, EP_SELF, 0)));
-            bl.s_basis = -1; /* Ia S = 0 holds for U = IA S only */
-        }
+        ek_body bl;
+        ea_group_pieces(p, role, AL, BE, IAi, U, Dinv, &bl);
         ea_articulated_minus_joint(g, &bl, IAi, U, Dinv, Ia, UD);
         for (int r = 0; r < n; r++)
             for (int c = 0; c < n; c++) ep_out_mat(p, EP_I, EP_SELF, r, EP_I, c, Dinv[n * r + c]);

@@ -53,6 +53,10 @@ int ea_aba_program(ep_prog *p, int has_fext, int coupled);
    += X^T IAi X; with ms = mult S, alpha = IAi ms + AL: AL_parent += X^T alpha, BE_parent += ms^T AL + BE + alpha^T ms
    (IA, AL, BE: per-body buffers of 36, 6, 1); ms and alpha out */
 void ea_member_inertia(ep_prog *p, int IA, int AL, int BE, const sv IAi[36], sv ms[6], sv alpha[6]);
+/* the joint pieces of body i in a backward bodies loop with its coupling role: a host (EM_HOST) first takes its
+   hanging group out of IAi (IAi -= AL AL^T / BE); U = IAi S, Dinv = (S^T U)^-1; a leader (EM_LEADER) has U = IAi S +
+   AL, D = S^T U + S^T AL + BE. bl: i's body, its basis shortcut dropped where Ia S = 0 does not hold */
+void ea_group_pieces(ep_prog *p, int role, int AL, int BE, sv IAi[36], sv U[36], sv Dinv[36], ek_body *bl);
 
 /* [dtau/dq | dtau/dqd] (nv x 2nv row-major) of RNEA at (q, v, a, fext) in the local tangent (algo_rnea_grad.c);
    a and fext may be absent (has_a, has_fext = 0: exact zeros) */
