@@ -224,7 +224,7 @@ static long solve_flops(const em_model *em, int nrhs)
     return factor + (long)nrhs * (2 * subst + em->nv_user);
 }
 
-/* the call of an inner function on the wrapper's full arrays */
+/* the call of an inner function on the wrapper's full arrays (local, contiguous) */
 static void write_inner_call(wr *x, const state_spec *in, const char *out)
 {
     ew_writer *w = x->cx->w;
@@ -321,10 +321,18 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
         write_inner_call(&x, &inner[0], "of");
         ew_printf(w, "    for (int k = 0; k < %d; k++) %s = of[grid_cfull_[k]];\n", nv, d);
     } else if (group_minv) {
-        /* already the user's matrix */
-        ew_printf(w, "    %s of[%d];\n", T, nv * nv > 0 ? nv * nv : 1);
-        write_inner_call(&x, &inner[0], "of");
-        write_output(&x, "of", nv * nv);
+        /* already the user's matrix: into the output itself, where its elements are contiguous (the inner function's
+           one stride is its inputs' too) */
+        if (!vector && cx->t->stride_param[0]) {
+            ew_puts(w, "    if (st == 1) {\n    ");
+            write_inner_call(&x, &inner[0], "out");
+            ew_printf(w, "    } else {\n        %s of[%d];\n    ", T, nv * nv > 0 ? nv * nv : 1);
+            write_inner_call(&x, &inner[0], "of");
+            write_output(&x, "of", nv * nv);
+            ew_puts(w, "    }\n");
+        } else {
+            write_inner_call(&x, &inner[0], "out");
+        }
     } else if (!solves) {
         /* one inner function, its output projected along the tangent dimensions */
         int rows = 1, cols = 1, trow = 0, tcol = 0;
