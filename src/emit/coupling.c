@@ -121,6 +121,11 @@ static void write_tables(wr *x)
     for (int b = 0; b < em->nb; b++)
         for (int k = 0; !em->b[b].mimic && k < em->b[b].nv; k++) ew_printf(w, "%d, ", em->b[b].iv + k);
     if (em->nv_user == 0) ew_puts(w, "0");
+    ew_printf(w, "};\n/* the full velocity coordinates of the mimic joints */\n%s int grid_cfol_[%d] = {", tq,
+              em->nv > em->nv_user ? em->nv - em->nv_user : 1);
+    for (int b = 0; b < em->nb; b++)
+        for (int k = 0; em->b[b].mimic && k < em->b[b].nv; k++) ew_printf(w, "%d, ", em->b[b].iv + k);
+    if (em->nv == em->nv_user) ew_puts(w, "0");
     ew_printf(w, "};\n/* the elimination tree of G^T M G: the parent of each user velocity coordinate, -1 = none */\n"
                  "%s int grid_clam_[%d] = {", tq, em->nv_user > 0 ? em->nv_user : 1);
     for (int k = 0; k < em->nv_user; k++) ew_printf(w, "%d, ", em->coupled_tree[k]);
@@ -151,28 +156,37 @@ static void write_expand(wr *x, const char *name, int tangent)
                   weight(x, "grid_cqw_[k]", wt, sizeof wt), lookup, weight(x, "grid_cqo_[k]", off, sizeof off));
 }
 
-/* dst (the user's shape, a local array) = the projection of the full output src (rows x cols, row-major;
-   trow / tcol: the rows / columns are tangent coordinates; tcol = 2: two blocks of them, a gradient's), as sums over
-   the full elements */
+/* dst (the user's shape, a local array; NULL: the wrapper's output) = the projection of the full output src (rows x cols, row-major;
+   trow / tcol: the rows / columns are tangent coordinates; tcol = 2: two blocks of them, a gradient's): each mimic
+   coordinate's column, then row, folded into its leader's in src (src[., leader] += w src[., mimic]; a leader's own
+   weight is 1), then the leaders' elements gathered. Contiguous row updates and one read per output element, not a
+   scatter over every full element */
 static void write_project(wr *x, const char *src, const char *dst, int rows, int cols, int trow, int tcol)
 {
     const em_model *em = x->cx->em;
     ew_writer *w = x->cx->w;
-    const int nv = em->nv_user, urows = trow ? nv : rows, ucols = tcol ? tcol * nv : cols;
-    char wr_[96], wc_[96];
-    ew_printf(w, "    for (int k = 0; k < %d; k++) %s[k] = %s;\n", urows * ucols, dst, constant(x, 0.0));
-    /* a tangent column c; a gradient [d/dq | d/dv] has two blocks of em->nv full columns */
-    char col[96] = "c", cwt[48] = "grid_cvw_[c]";
-    if (tcol == 1) snprintf(col, sizeof col, "grid_cv_[c]");
-    if (tcol == 2) {
-        snprintf(col, sizeof col, "(c / %d) * %d + grid_cv_[c %% %d]", em->nv, nv, em->nv);
-        snprintf(cwt, sizeof cwt, "grid_cvw_[c %% %d]", em->nv);
-    }
+    const int nv = em->nv_user, nvf = em->nv, urows = trow ? nv : rows, ucols = tcol ? tcol * nv : cols;
+    const int nfol = nvf - nv;
+    char wt[96];
+    for (int blk = 0; blk < tcol && nfol > 0; blk++)
+        ew_printf(w, "    for (int f = 0; f < %d; f++)\n        for (int r = 0; r < %d; r++)\n"
+                     "            %s[r * %d + %d + grid_cfull_[grid_cv_[grid_cfol_[f]]]] += %s * %s[r * %d + %d + grid_cfol_[f]];\n",
+                  nfol, rows, src, cols, blk * nvf, weight(x, "grid_cvw_[grid_cfol_[f]]", wt, sizeof wt), src, cols, blk * nvf);
+    if (trow && nfol > 0)
+        ew_printf(w, "    for (int f = 0; f < %d; f++)\n        for (int c = 0; c < %d; c++)\n"
+                     "            %s[grid_cfull_[grid_cv_[grid_cfol_[f]]] * %d + c] += %s * %s[grid_cfol_[f] * %d + c];\n",
+                  nfol, cols, src, cols, weight(x, "grid_cvw_[grid_cfol_[f]]", wt, sizeof wt), src, cols);
+    /* a user column c: its leader's full column (two blocks for a gradient) */
+    char col[96] = "c";
+    if (tcol == 1) snprintf(col, sizeof col, "grid_cfull_[c]");
+    if (tcol == 2) snprintf(col, sizeof col, "(c / %d) * %d + grid_cfull_[c %% %d]", nv, nvf, nv);
+    char d[128], at[48];
+    snprintf(at, sizeof at, "r * %d + c", ucols);
+    if (dst) snprintf(d, sizeof d, "%s[%s]", dst, at);
+    else elem(x, d, sizeof d, "out", at);
     ew_printf(w, "    for (int r = 0; r < %d; r++)\n        for (int c = 0; c < %d; c++)\n"
-                 "            %s[%s * %d + %s] += %s%s%s%s%s[r * %d + c];\n",
-              rows, cols, dst, trow ? "grid_cv_[r]" : "r", ucols, col,
-              trow ? weight(x, "grid_cvw_[r]", wr_, sizeof wr_) : "", trow ? " * " : "",
-              tcol ? weight(x, cwt, wc_, sizeof wc_) : "", tcol ? " * " : "", src, cols);
+                 "            %s = %s[%s * %d + %s];\n",
+              urows, ucols, d, src, trow ? "grid_cfull_[r]" : "r", cols, col);
 }
 
 /* the wrapper's output parameter from a local array of n elements */
@@ -346,11 +360,9 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
         case ST_EE_POSE: cols = 6 * em->nee; break;
         default: return -1;
         }
-        const int nout = (trow ? nv : rows) * (tcol ? tcol * nv : cols);
-        ew_printf(w, "    %s of[%d], po[%d];\n", T, rows * cols > 0 ? rows * cols : 1, nout > 0 ? nout : 1);
+        ew_printf(w, "    %s of[%d];\n", T, rows * cols > 0 ? rows * cols : 1);
         write_inner_call(&x, &inner[0], "of");
-        write_project(&x, "of", "po", rows, cols, trow, tcol);
-        write_output(&x, "po", nout);
+        write_project(&x, "of", NULL, rows, cols, trow, tcol);
     } else {
         /* M_c = G^T M G; M^-1: M_c^-1 I; FD, ABA: M_c^-1 (u - G^T rnea(q, v, 0, fext)), by the L^T D L helper */
         ew_printf(w, "    %s Mf[%d], Mc[%d];\n", T, nvf * nvf, nv * nv);
