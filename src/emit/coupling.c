@@ -335,15 +335,13 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
         write_inner_call(&x, &inner[0], "of");
         ew_printf(w, "    for (int k = 0; k < %d; k++) %s = of[grid_cfull_[k]];\n", nv, d);
     } else if (group_minv) {
-        /* already the user's matrix: into the output itself, where its elements are contiguous (the inner function's
-           one stride is its inputs' too) */
+        /* already the user's matrix: on the C target into the output itself; on CUDA through a local array (the
+           inner function's one stride is its inputs' too, and writing a state's rows in place measured 1.6x slower
+           at 65536 states than the copy, bench/RESULTS-gpu.md run 19) */
         if (!vector && cx->t->stride_param[0]) {
-            ew_puts(w, "    if (st == 1) {\n    ");
-            write_inner_call(&x, &inner[0], "out");
-            ew_printf(w, "    } else {\n        %s of[%d];\n    ", T, nv * nv > 0 ? nv * nv : 1);
+            ew_printf(w, "    %s of[%d];\n", T, nv * nv > 0 ? nv * nv : 1);
             write_inner_call(&x, &inner[0], "of");
             write_output(&x, "of", nv * nv);
-            ew_puts(w, "    }\n");
         } else {
             write_inner_call(&x, &inner[0], "out");
         }
