@@ -259,3 +259,48 @@ def test_coupled_minv_by_the_articulated_recursion(floating, schedule, leaf):
         assert np.array_equal(Minv, np.swapaxes(Minv, 1, 2))
     close(Minv, np.swapaxes(Minv, 1, 2), "symmetry", 1e-13)
     close(np.einsum("bij,bjk->bik", Minv, M), np.broadcast_to(np.eye(h.nv), M.shape), "M^-1 M", 1e-10)
+
+
+@pytest.mark.parametrize("schedule", ["auto", "rolled"])
+def test_talos_grippers_against_pinocchio_projected(schedule):
+    """talos_full_v2 (floating, 12 coupled gripper joints; Pinocchio 4.1 refuses its mimic=True model): RNEA with
+    f_ext, CRBA, M^-1, FD and ABA against Pinocchio's independent model projected with G (G^T tau, G^T M G, the dense
+    solve), at random, zero, fast and strongly accelerated states"""
+    pytest.importorskip("pinocchio")
+    import pinocchio as pin
+    from robot_cases import PinMap, example_robot_data_dir
+    erd = example_robot_data_dir()
+    if erd is None:
+        pytest.skip("example-robot-data is not installed")
+    path = erd / "talos_data/robots/talos_full_v2.urdf"
+    common = dict(urdf_path=path, floating_base=True, dtype="float64", verbose=False)
+    h = grid_rbd.register_robot("talos_c", codegen_schedule=schedule, algorithm_list=["rnea", "crba", "minv", "fd",
+                                                                                        "aba"], **common)
+    indep = grid_rbd.register_robot("talos_i", ignore_mimic=True, codegen=False, **common)
+    assert len(h.mimic_joints) == 12 and h.nv == indep.nv - 12
+    with open(f"{h.cache_entry}/robot.c") as fh:
+        source = fh.read()
+    assert "grid_ltl_solve" not in source  # M^-1, FD and ABA by the recursion with the couplings
+    pm = PinMap(indep, path, True)
+    q, v, a, f = states(h, B=8, seed=11)
+    q[0] = 0.0
+    q[0, 6] = 1.0
+    v[0] = a[0] = f[0] = 0.0
+    v[1] *= 10.0
+    a[2] *= 10.0
+    qi, vi, ai, G = expand(indep, h, q, v, a, {m["name"]: (m["leader"], m["multiplier"], m["offset"])
+                                               for m in h.mimic_joints})
+    tau, M, h0 = [], [], []
+    for b in range(len(q)):
+        pq, pv, pa = pm.q(qi[b]), pm.v(vi[b]), pm.v(ai[b])
+        tau.append(pm.vec(pin.rnea(pm.model, pm.data, pq, pv, pa, pm.fext(f[b]))))
+        h0.append(pm.vec(pin.rnea(pm.model, pm.data, pq, pv, np.zeros(pm.model.nv), pm.fext(f[b]))))
+        Mb = pin.crba(pm.model, pm.data, pq)
+        M.append(pm.mat(np.triu(Mb) + np.triu(Mb, 1).T))
+    tau, h0, M = np.array(tau) @ G, np.array(h0) @ G, np.einsum("ji,bjk,kl->bil", G, np.array(M), G)
+    close(h.inverse_dynamics(q, v, a, f_ext=f), tau, "rnea", 1e-9)
+    close(h.crba(q), M, "crba", 1e-9)
+    close(h.minv(q), np.linalg.inv(M), "minv", 1e-9)
+    qdd = np.linalg.solve(M, (a - h0)[..., None])[..., 0]
+    close(h.forward_dynamics(q, v, a, f_ext=f), qdd, "fd", 1e-9)
+    close(h.aba(q, v, a, f_ext=f), qdd, "aba", 1e-9)
