@@ -1,7 +1,7 @@
 /* Mimic couplings in generated code: per-state wrappers that expand the user's coordinates, call the full-coordinate
    functions and project their outputs (G^T x, G^T M G, J G), run M^-1, FD and ABA by the articulated-body recursion
-   with the couplings (em_model.group_minv, group_aba), or solve the coupled system M_c = G^T M G by Featherstone's L^T D L on its
-   elimination tree (grid_model_coupled_tree). */
+   with the couplings (em_model.group_minv, group_aba), or solve the coupled system M_c = G^T M G by Featherstone's
+   L^T D L on its elimination tree (grid_model_coupled_tree). */
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
