@@ -117,16 +117,8 @@ int ea_factor_build(ek_kin *k, ea_factor *fa)
         for (int l = 0; l < nb && coupled; l++) {
             const em_body *L = &k->em->b[l];
             if (L->crole != EM_MEMBER || L->mimic) continue;
-            const sv *al = ep_buffer_values(p, AL) + 6 * L->parent;
-            sym_graph *g = k->g;
-            const sxf *X = &k->X[l];
-            sv f[3], n[3], pxf[3];
-            for (int e = 0; e < 3; e++) pxf[e] = al[e];
-            sp_cross(g, X->p, pxf, f);
-            for (int e = 0; e < 3; e++) n[e] = sym_sub(g, al[3 + e], f[e]);
-            sp_rot_t(g, X->R, al, fa->U[l]);
-            sp_rot_t(g, X->R, n, fa->U[l] + 3);
-            fa->Dinv[l][0] = sym_div(g, sym_const(g, 1.0), ep_buffer_values(p, BE)[L->parent]);
+            sp_force_act_inv(k->g, &k->X[l], ep_buffer_values(p, AL) + 6 * L->parent, fa->U[l]);
+            fa->Dinv[l][0] = sym_div(k->g, sym_const(k->g, 1.0), ep_buffer_values(p, BE)[L->parent]);
         }
     } else {
         ea_factor_free(fa);

@@ -502,24 +502,18 @@ void ep_columns(ep_prog *p, int range)
 /* rolled: the bounds of a columns loop as C text */
 static void column_bounds(const ep_prog *p, int range, char *lo, char *hi, size_t cap)
 {
-    const int ni = kind_nv(p->cur_kind[EP_I]);
-    if (p->ucols) {
-        /* the user's columns: a mimic joint's range is empty (ivc = nv_user, nvc = nvsubc = 0) */
-        switch (range) {
-        case EP_COLS_OWN: snprintf(lo, cap, "grid_ivc_[i]"); snprintf(hi, cap, "grid_ivc_[i] + grid_nvc_[i]"); break;
-        case EP_COLS_BELOW: snprintf(lo, cap, "grid_ivc_[i] + grid_nvc_[i]"); snprintf(hi, cap, "grid_ivc_[i] + grid_nvsubc_[i]"); break;
-        case EP_COLS_SUBTREE: snprintf(lo, cap, "grid_ivc_[i]"); snprintf(hi, cap, "grid_ivc_[i] + grid_nvsubc_[i]"); break;
-        case EP_COLS_LATER: snprintf(lo, cap, "grid_ivc_[i] + grid_nvc_[i]"); snprintf(hi, cap, "%d", ncols(p)); break;
-        default: snprintf(lo, cap, "grid_ivc_[i]"); snprintf(hi, cap, "%d", ncols(p)); break;
-        }
-        return;
-    }
+    /* the body's first column, its own count (the kind's, or in the user's columns a table's: a mimic joint's range
+       is empty, ivc = nv_user, nvc = nvsubc = 0) and its subtree's */
+    char own[24];
+    if (p->ucols) snprintf(own, sizeof own, "grid_nvc_[i]");
+    else snprintf(own, sizeof own, "%d", kind_nv(p->cur_kind[EP_I]));
+    const char *iv = col_table(p), *sub = p->ucols ? "grid_nvsubc_" : "grid_nvsub_";
     switch (range) {
-    case EP_COLS_OWN: snprintf(lo, cap, "grid_iv_[i]"); snprintf(hi, cap, "grid_iv_[i] + %d", ni); break;
-    case EP_COLS_BELOW: snprintf(lo, cap, "grid_iv_[i] + %d", ni); snprintf(hi, cap, "grid_iv_[i] + grid_nvsub_[i]"); break;
-    case EP_COLS_SUBTREE: snprintf(lo, cap, "grid_iv_[i]"); snprintf(hi, cap, "grid_iv_[i] + grid_nvsub_[i]"); break;
-    case EP_COLS_LATER: snprintf(lo, cap, "grid_iv_[i] + %d", ni); snprintf(hi, cap, "%d", p->em->nv); break;
-    default: snprintf(lo, cap, "grid_iv_[i]"); snprintf(hi, cap, "%d", p->em->nv); break;
+    case EP_COLS_OWN: snprintf(lo, cap, "%s[i]", iv); snprintf(hi, cap, "%s[i] + %s", iv, own); break;
+    case EP_COLS_BELOW: snprintf(lo, cap, "%s[i] + %s", iv, own); snprintf(hi, cap, "%s[i] + %s[i]", iv, sub); break;
+    case EP_COLS_SUBTREE: snprintf(lo, cap, "%s[i]", iv); snprintf(hi, cap, "%s[i] + %s[i]", iv, sub); break;
+    case EP_COLS_LATER: snprintf(lo, cap, "%s[i] + %s", iv, own); snprintf(hi, cap, "%d", ncols(p)); break;
+    default: snprintf(lo, cap, "%s[i]", iv); snprintf(hi, cap, "%d", ncols(p)); break;
     }
 }
 

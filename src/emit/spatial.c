@@ -87,6 +87,17 @@ void sp_force_act(sym_graph *g, const sxf *X, const sv f[6], sv out[6])
     }
 }
 
+void sp_force_act_inv(sym_graph *g, const sxf *X, const sv f[6], sv out[6])
+{
+    /* force: R^T f; torque: R^T (n - p x f) */
+    sv pxf[3], d[3], rf[3];
+    sp_cross(g, X->p, f, pxf);
+    for (int i = 0; i < 3; i++) d[i] = sym_sub(g, f[3 + i], pxf[i]);
+    sp_rot_t(g, X->R, f, rf);
+    sp_rot_t(g, X->R, d, out + 3);
+    memcpy(out, rf, sizeof rf);
+}
+
 void sp_motion_cross(sym_graph *g, const sv v[6], const sv m[6], sv out[6])
 {
     /* linear: w x m_lin + v_lin x m_ang; angular: w x m_ang */

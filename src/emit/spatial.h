@@ -28,7 +28,8 @@ void sp_rot_t(sym_graph *g, const sv R[9], const sv x[3], sv out[3]);    /* R^T 
 /* spatial vectors are [linear; angular] (motion) and [force; torque] (force) */
 void sp_motion_act(sym_graph *g, const sxf *X, const sv m[6], sv out[6]);
 void sp_motion_act_inv(sym_graph *g, const sxf *X, const sv m[6], sv out[6]);
-void sp_force_act(sym_graph *g, const sxf *X, const sv f[6], sv out[6]);
+void sp_force_act(sym_graph *g, const sxf *X, const sv f[6], sv out[6]);      /* parent <- child: X^T f */
+void sp_force_act_inv(sym_graph *g, const sxf *X, const sv f[6], sv out[6]);  /* child <- parent: X^-T f */
 void sp_motion_cross(sym_graph *g, const sv v[6], const sv m[6], sv out[6]);  /* v x m */
 void sp_force_cross(sym_graph *g, const sv v[6], const sv f[6], sv out[6]);   /* v x* f */
 
