@@ -295,7 +295,7 @@ int grid_build(const grid_build_request *req, grid_build_result *res, grid_error
     grid_toolchain tc;
     int rc = grid_cache_open(req->cache_dir, &d, err);
     if (rc) return rc;
-    if ((rc = grid_toolchain_resolve(req->target, req->cuda_arch, &tc, err))) return rc;
+    if ((rc = grid_toolchain_resolve(req->target, req->cuda_arch, req->cancel, req->cancel_ctx, &tc, err))) return rc;
     input_key(req, &tc, res->input_key);
     char *owned = NULL;
     char ck[65];

@@ -18,6 +18,17 @@
 /* ---- time ---- */
 double grid_now(void);   /* monotonic seconds */
 
+/* ---- numeric environment knobs (env_knobs.c) ---- */
+
+/* *out = the value of the knob `name` (dflt when unset); GRID_ERR_ARG naming the variable, its value and the valid
+   ones (what: what it sets) when it is not a number (whole: digits only; else digits[.digits]) in [lo, hi] */
+int grid_env_number(const char *name, int whole, double lo, double hi, double dflt, const char *what, double *out,
+                    grid_error *err);
+/* GRID_RBD_PROBE_TIMEOUT in ms (default GRID_PROBE_TIMEOUT_S) */
+#define GRID_PROBE_TIMEOUT_S 30
+#define GRID_PROBE_TIMEOUT_MAX_S 3600
+int grid_env_probe_timeout_ms(long *ms, grid_error *err);
+
 /* ---- files (fsutil.c); failures set GRID_ERR_CACHE naming the path, errno text and the override hint ---- */
 
 #define GRID_CACHE_HINT "set GRID_RBD_CACHE_DIR or pass cache_dir= to use a writable directory"
@@ -96,19 +107,24 @@ typedef struct {
     int c_locale;
     grid_cancel_fn cancel;  /* NULL: never cancelled */
     void *cancel_ctx;
+    long timeout_ms;        /* > 0: stopped like a cancel once it has run this long (result.timed_out) */
 } grid_job;
 
 typedef struct {
     int start_errno;      /* a step could not be started: its errno (0: every step started) */
     int status;           /* wait status of the first step that failed; 0 when all exited 0 */
     int cancelled;        /* the cancel callback stopped the job */
+    int timed_out;        /* the job ran past timeout_ms and was stopped */
     int supervisor_died;  /* the supervisor was killed from outside; status is its wait status */
 } grid_job_result;
 
 /* run a job; 0 with *r filled, or the errno of a failed set-up (no process is left running either way) */
 int grid_run_job(const grid_job *job, grid_job_result *r);
-/* run one program (a job of one step); returns 0 with *wstatus set, or the errno of a failed start */
-int grid_spawn(char *const argv[], const char *cwd, int out_fd, grid_buf *capture, int c_locale, int *wstatus);
+/* run a probe (a job of one step, LC_ALL=C, output into capture): stopped with every process it started when cancel
+   returns nonzero or after timeout_ms (> 0); 0 with *r filled (status, cancelled, timed_out), or the errno of a
+   failed set-up or start */
+int grid_spawn(char *const argv[], grid_buf *capture, long timeout_ms, grid_cancel_fn cancel, void *cancel_ctx,
+               grid_job_result *r);
 /* the absolute path of an executable: name with a '/' is checked as is (made absolute),
    a bare name is searched on $PATH; returns 0 or an errno value */
 int grid_find_program(const char *name, char *out, size_t cap);
@@ -130,7 +146,9 @@ typedef struct {
     char display[256];                  /* short command for progress lines */
 } grid_toolchain;
 
-int grid_toolchain_resolve(int target, const char *cuda_arch, grid_toolchain *tc, grid_error *err);
+/* cancel (may be NULL) stops the compiler probes; GRID_ERR_CANCELLED then */
+int grid_toolchain_resolve(int target, const char *cuda_arch, grid_cancel_fn cancel, void *cancel_ctx,
+                           grid_toolchain *tc, grid_error *err);
 void grid_toolchain_free(grid_toolchain *tc);
 /* normalise "sm_90", "compute_90", "9.0", "90a" to "90"/"90a"; -1 when not an arch */
 int grid_cuda_arch_normalize(const char *in, char out[16]);

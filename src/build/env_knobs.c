@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "grid/build.h"
+#include "build_internal.h"
 
 /* Every getenv in the library goes through grid_env(), which only answers for names listed here;
    tests/c/test_build.c scans src/ for getenv and grid_env calls and checks each name is in this table. */
@@ -24,6 +25,9 @@ static const grid_env_knob env_knobs[] = {
     {"GRID_RBD_VERBOSE", GRID_KNOB_RUNTIME, "1: print build progress on stderr as if verbose=True"},
     {"GRID_RBD_BUILD_JOBS", GRID_KNOB_RUNTIME,
      "most compiler processes one build runs at once (default: min(parts, usable CPUs, available memory / 512 MiB))"},
+    {"GRID_RBD_PROBE_TIMEOUT", GRID_KNOB_RUNTIME,
+     "seconds a compiler's --version (or nvidia-smi) may take before the build gives up on it, more than 0 and at "
+     "most 3600 (default 30)"},
 };
 
 int grid_env_knob_count(void)
@@ -44,4 +48,52 @@ const char *grid_env(const char *name)
         return v && *v ? v : NULL;
     }
     return NULL;
+}
+
+/* digits, optionally one '.' and more digits (frac: allowed), between optional blanks; -1 when not that */
+static int parse_number(const char *v, int frac, double *out)
+{
+    while (*v == ' ' || *v == '\t') v++;
+    double x = 0, scale = 0;
+    int digits = 0;
+    for (; *v; v++) {
+        if (*v >= '0' && *v <= '9') {
+            if (scale) x += (*v - '0') * (scale /= 10);
+            else x = x * 10 + (*v - '0');
+            if (++digits > 12) return -1;
+        } else if (*v == '.' && frac && !scale && digits) {
+            scale = 1;
+        } else {
+            break;
+        }
+    }
+    while (*v == ' ' || *v == '\t' || *v == '\n') v++;
+    if (!digits || *v || scale == 1) return -1; /* "", "2x", "-3", "1." */
+    *out = x;
+    return 0;
+}
+
+int grid_env_number(const char *name, int whole, double lo, double hi, double dflt, const char *what, double *out,
+                    grid_error *err)
+{
+    const char *v = grid_env(name);
+    *out = dflt;
+    if (!v) return GRID_OK;
+    double x;
+    if (parse_number(v, !whole, &x) == 0 && x >= lo && x <= hi) {
+        *out = x;
+        return GRID_OK;
+    }
+    return grid_error_set(err, GRID_ERR_ARG, 0, 0,
+                          "%s is '%.100s': it must be %s from %g to %g (%s); set it to one, or unset it for the default",
+                          name, v, whole ? "a whole number" : "a number of seconds", lo, hi, what);
+}
+
+int grid_env_probe_timeout_ms(long *ms, grid_error *err)
+{
+    double v;
+    int rc = grid_env_number("GRID_RBD_PROBE_TIMEOUT", 0, 0.001, GRID_PROBE_TIMEOUT_MAX_S, GRID_PROBE_TIMEOUT_S,
+                             "how long a compiler's --version may take", &v, err);
+    *ms = rc ? GRID_PROBE_TIMEOUT_S * 1000L : (long)(v * 1000 + 0.5);
+    return rc;
 }

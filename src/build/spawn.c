@@ -411,6 +411,7 @@ int grid_run_job(const grid_job *job, grid_job_result *r)
     memset(steps, 0, sizeof steps);
     int msg[3], got = 0, done = 0;
     long cancel_deadline = 0;
+    const long time_limit = j.timeout_ms > 0 ? now_ms() + j.timeout_ms : 0;
     while (res[0] >= 0) {
         struct pollfd pf[2] = {{res[0], POLLIN, 0}, {cap[0], POLLIN, 0}};
         int n = poll(pf, cap[0] >= 0 ? 2 : 1, JOB_TICK_MS);
@@ -431,13 +432,15 @@ int grid_run_job(const grid_job *job, grid_job_result *r)
                     r->status = msg[2];
                     done = 1;
                 } else if (msg[0] == MSG_CANCELLED) {
-                    r->cancelled = 1;
+                    if (!r->timed_out) r->cancelled = 1;
                     done = 1;
                 }
             }
         }
-        if (!cancel_deadline && j.cancel && j.cancel(j.cancel_ctx)) {
-            r->cancelled = 1;
+        /* a cancel or the time limit: ask S to stop everything (the same path for both) */
+        if (!cancel_deadline && !done && time_limit && now_ms() > time_limit) r->timed_out = 1;
+        else if (!cancel_deadline && !done && j.cancel && j.cancel(j.cancel_ctx)) r->cancelled = 1;
+        if (!cancel_deadline && (r->timed_out || r->cancelled) && !done) {
             write_all(ctl[1], "k", 1);
             cancel_deadline = now_ms() + JOB_CANCEL_WAIT_MS;
         }
@@ -454,7 +457,7 @@ int grid_run_job(const grid_job *job, grid_job_result *r)
         /* S died without reporting (killed from outside): its steps have PDEATHSIG; kill their groups too */
         for (int i = 0; i < GRID_JOB_MAX_STEPS; i++)
             if (steps[i] > 0) kill(-steps[i], SIGKILL);
-        if (!r->cancelled) {
+        if (!r->cancelled && !r->timed_out) {
             r->status = w == sup && sst ? sst : SIGKILL; /* a wait status: killed by a signal */
             r->supervisor_died = 1;
         }
@@ -469,7 +472,8 @@ int grid_run_job(const grid_job *job, grid_job_result *r)
     return 0;
 }
 
-int grid_spawn(char *const argv[], const char *cwd, int out_fd, grid_buf *capture, int c_locale, int *wstatus)
+int grid_spawn(char *const argv[], grid_buf *capture, long timeout_ms, grid_cancel_fn cancel, void *cancel_ctx,
+               grid_job_result *r)
 {
     grid_step step = {argv, NULL};
     grid_job job;
@@ -478,16 +482,15 @@ int grid_spawn(char *const argv[], const char *cwd, int out_fd, grid_buf *captur
     job.nstages = 1;
     job.stage_len[0] = 1;
     job.jobs = 1;
-    job.cwd = cwd;
-    job.out_fd = out_fd;
+    job.out_fd = -1;
     job.capture = capture;
-    job.c_locale = c_locale;
-    grid_job_result r;
-    int rc = grid_run_job(&job, &r);
+    job.c_locale = 1;
+    job.cancel = cancel;
+    job.cancel_ctx = cancel_ctx;
+    job.timeout_ms = timeout_ms;
+    int rc = grid_run_job(&job, r);
     if (rc) return rc;
-    if (r.start_errno) return r.start_errno;
-    *wstatus = r.status;
-    return 0;
+    return r->start_errno;
 }
 
 /* 0 for an existing, executable, non-directory file, else an errno value */

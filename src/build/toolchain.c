@@ -87,8 +87,18 @@ static int with_hint(grid_error *err, const char *hint)
     return GRID_ERR_BUILD;
 }
 
-/* "<path> --version": first line (cc) or last line (nvcc), memoised per file identity */
-static int program_version(const char *path, int last_line, char *out, size_t cap, grid_error *err)
+/* how long a probe may run and what stops it (Ctrl-C in Python) */
+typedef struct {
+    long timeout_ms;
+    grid_cancel_fn cancel;
+    void *cancel_ctx;
+} probe_ctl;
+
+/* "<path> --version": first line (cc) or last line (nvcc), memoised per file identity; env names the variable
+   that picks this compiler. A probe that runs past the time limit (a ccache or distcc wrapper stuck on a lock, a
+   licence server, NFS) is killed with everything it started and is a GRID_ERR_BUILD naming the compiler. */
+static int program_version(const char *path, int last_line, const char *env, const probe_ctl *pc, char *out,
+                           size_t cap, grid_error *err)
 {
     struct stat st;
     if (stat(path, &st) != 0)
@@ -107,14 +117,30 @@ static int program_version(const char *path, int last_line, char *out, size_t ca
     char *argv[] = {(char *)path, "--version", NULL};
     grid_buf text;
     grid_buf_init(&text);
-    int status = 0;
-    int rc = grid_spawn(argv, NULL, -1, &text, 1, &status);
-    if (rc || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.oom) {
+    grid_job_result jr;
+    int rc = grid_spawn(argv, &text, pc->timeout_ms, pc->cancel, pc->cancel_ctx, &jr);
+    if (!rc && jr.cancelled) {
+        grid_buf_free(&text);
+        return grid_error_set(err, GRID_ERR_CANCELLED, 0, 0, "cancelled while running '%s --version'", path);
+    }
+    if (!rc && jr.timed_out) {
         grid_buf_free(&text);
         grid_error_set(err, GRID_ERR_BUILD, 0, 0,
-                       "'%s --version' failed (%s); is it a working compiler? "
-                       "Set GRID_RBD_CC (or GRID_RBD_NVCC) to one", path, rc ? strerror(rc) : "nonzero exit status");
-        return with_hint(err, "set GRID_RBD_CC (or GRID_RBD_NVCC) to a working compiler");
+                       "'%s --version' did not finish within %g s (GRID_RBD_PROBE_TIMEOUT), so it was killed: the "
+                       "compiler, or a wrapper around it (ccache, distcc) or a licence server or network file system "
+                       "it waits on, seems stuck; fix it, set %s to a working compiler, or raise GRID_RBD_PROBE_TIMEOUT",
+                       path, (double)pc->timeout_ms / 1000, env);
+        char hint[200];
+        snprintf(hint, sizeof hint, "set %s to a working compiler, or raise GRID_RBD_PROBE_TIMEOUT (seconds)", env);
+        return with_hint(err, hint);
+    }
+    if (rc || !WIFEXITED(jr.status) || WEXITSTATUS(jr.status) != 0 || text.oom) {
+        grid_buf_free(&text);
+        grid_error_set(err, GRID_ERR_BUILD, 0, 0, "'%s --version' failed (%s); is it a working compiler? Set %s to one",
+                       path, rc ? strerror(rc) : "nonzero exit status", env);
+        char hint[200];
+        snprintf(hint, sizeof hint, "set %s to a working compiler", env);
+        return with_hint(err, hint);
     }
     pick_line(text.data ? text.data : "", last_line, out, cap);
     grid_buf_free(&text);
@@ -149,7 +175,7 @@ static const char *cpuinfo_value(const char *line, const char *key)
 }
 
 /* CPU model and a hash of its feature flags: what -march=native resolves from (first processor) */
-static void cpu_identity(const char *compiler, char cpu[256], char flags_hex[65])
+static void cpu_identity(const char *compiler, const probe_ctl *pc, char cpu[256], char flags_hex[65])
 {
     pthread_mutex_lock(&memo_lock);
     if (memo_cpu_done) {
@@ -190,8 +216,9 @@ static void cpu_identity(const char *compiler, char cpu[256], char flags_hex[65]
         char *argv[] = {(char *)compiler, "-march=native", "-Q", "--help=target", NULL};
         grid_buf text;
         grid_buf_init(&text);
-        int status;
-        if (grid_spawn(argv, NULL, -1, &text, 1, &status) == 0 && text.data) {
+        grid_job_result jr;
+        if (grid_spawn(argv, &text, pc->timeout_ms, pc->cancel, pc->cancel_ctx, &jr) == 0 && !jr.cancelled &&
+            !jr.timed_out && text.data) {
             const char *m = strstr(text.data, "-march=");
             if (m) {
                 char line[200];
@@ -240,8 +267,9 @@ int grid_cuda_arch_normalize(const char *in, char out[16])
     return 0;
 }
 
-/* the compute capability of GPU 0 from nvidia-smi, memoised; -1 when there is none */
-static int detect_cuda_arch(char out[16])
+/* the compute capability of GPU 0 from nvidia-smi, memoised; -1 when there is none, -2 when nvidia-smi ran past the
+   time limit, -3 when cancelled (neither memoised) */
+static int detect_cuda_arch(const probe_ctl *pc, char out[16])
 {
     pthread_mutex_lock(&memo_lock);
     if (memo_arch_done) {
@@ -258,9 +286,13 @@ static int detect_cuda_arch(char out[16])
         char *argv[] = {smi, "--query-gpu=compute_cap", "--format=csv,noheader", NULL};
         grid_buf text;
         grid_buf_init(&text);
-        int status;
-        if (grid_spawn(argv, NULL, -1, &text, 1, &status) == 0 && WIFEXITED(status) &&
-            WEXITSTATUS(status) == 0 && text.data) {
+        grid_job_result jr;
+        int rc = grid_spawn(argv, &text, pc->timeout_ms, pc->cancel, pc->cancel_ctx, &jr);
+        if (rc == 0 && (jr.timed_out || jr.cancelled)) {
+            grid_buf_free(&text);
+            return jr.cancelled ? -3 : -2;
+        }
+        if (rc == 0 && WIFEXITED(jr.status) && WEXITSTATUS(jr.status) == 0 && text.data) {
             char line[64];
             pick_line(text.data, 0, line, sizeof line);
             if (grid_cuda_arch_normalize(line, out) != 0) out[0] = '\0';
@@ -423,7 +455,7 @@ static int argv_uses_native(char *const *argv)
 }
 
 /* the JSON object with the canonical identity of tc */
-static char *identity_json(const grid_toolchain *tc)
+static char *identity_json(const grid_toolchain *tc, const probe_ctl *pc)
 {
     grid_json_obj o;
     grid_json_obj_init(&o);
@@ -453,7 +485,7 @@ static char *identity_json(const grid_toolchain *tc)
     /* -march=native and friends: the code depends on this CPU */
     if (argv_uses_native(tc->argv)) {
         char cpu[256], flags[65];
-        cpu_identity(tc->target == GRID_TARGET_CUDA ? tc->ccbin : tc->compiler, cpu, flags);
+        cpu_identity(tc->target == GRID_TARGET_CUDA ? tc->ccbin : tc->compiler, pc, cpu, flags);
         grid_json_obj_str(&o, "cpu", cpu);
         grid_json_obj_str(&o, "cpu_flags_sha256", flags);
     }
@@ -475,23 +507,27 @@ static char *generation_env_json(void)
 }
 
 /* the streaming threshold of this CPU's vendor, when the table has one (the CPU is in the build identity) */
-static int add_stream_threshold(grid_toolchain *tc)
+static int add_stream_threshold(grid_toolchain *tc, const probe_ctl *pc)
 {
     char cpu[256], flags[65];
-    cpu_identity(tc->compiler, cpu, flags);
+    cpu_identity(tc->compiler, pc, cpu, flags);
     for (int k = 0; c_stream_threshold[k].vendor; k++)
         if (strstr(cpu, c_stream_threshold[k].vendor))
             return argv_add(&tc->argv, &tc->argc, c_stream_threshold[k].flag);
     return 0;
 }
 
-int grid_toolchain_resolve(int target, const char *cuda_arch, grid_toolchain *tc, grid_error *err)
+int grid_toolchain_resolve(int target, const char *cuda_arch, grid_cancel_fn cancel, void *cancel_ctx,
+                           grid_toolchain *tc, grid_error *err)
 {
     memset(tc, 0, sizeof *tc);
     tc->target = target;
     int rc;
     if (target != GRID_TARGET_C && target != GRID_TARGET_CUDA)
         return grid_error_set(err, GRID_ERR_ARG, 0, 0, "unknown build target %d (0 = C, 1 = CUDA)", target);
+    /* the probe's time limit is checked before anything runs, like the flags below */
+    probe_ctl pc = {0, cancel, cancel_ctx};
+    if ((rc = grid_env_probe_timeout_ms(&pc.timeout_ms, err))) return rc;
 
     if ((rc = check_flags("GRID_RBD_CFLAGS", target == GRID_TARGET_C ? grid_env("GRID_RBD_CFLAGS") : NULL, err)) ||
         (rc = check_flags("GRID_RBD_NVCC_FLAGS", target == GRID_TARGET_CUDA ? grid_env("GRID_RBD_NVCC_FLAGS") : NULL, err)))
@@ -499,14 +535,15 @@ int grid_toolchain_resolve(int target, const char *cuda_arch, grid_toolchain *tc
     if (target == GRID_TARGET_C) {
         /* cc <tuning> <required> -o robot.so robot.c -lm */
         if ((rc = resolve_c_compiler(tc->compiler, sizeof tc->compiler, err))) return rc;
-        if ((rc = program_version(tc->compiler, 0, tc->compiler_version, sizeof tc->compiler_version, err)))
+        if ((rc = program_version(tc->compiler, 0, "GRID_RBD_CC", &pc, tc->compiler_version,
+                                  sizeof tc->compiler_version, err)))
             return rc;
         snprintf(tc->source_name, sizeof tc->source_name, "robot.c");
         int bad = argv_add(&tc->argv, &tc->argc, tc->compiler) ||
                   argv_add_flags(&tc->argv, &tc->argc, c_tuning_default, grid_env("GRID_RBD_CFLAGS")) ||
                   (!grid_env("GRID_RBD_CFLAGS") && !strstr(tc->compiler_version, "clang") &&
                    argv_add_flags(&tc->argv, &tc->argc, c_tuning_gcc_extra, NULL)) ||
-                  (!grid_env("GRID_RBD_CFLAGS") && add_stream_threshold(tc)) ||
+                  (!grid_env("GRID_RBD_CFLAGS") && add_stream_threshold(tc, &pc)) ||
                   argv_add_flags(&tc->argv, &tc->argc, c_required, NULL) ||
                   argv_add(&tc->argv, &tc->argc, "-o") || argv_add(&tc->argv, &tc->argc, "robot.so") ||
                   argv_add(&tc->argv, &tc->argc, tc->source_name) ||
@@ -519,18 +556,29 @@ int grid_toolchain_resolve(int target, const char *cuda_arch, grid_toolchain *tc
             if (grid_cuda_arch_normalize(arch, tc->cuda_arch))
                 return grid_error_set(err, GRID_ERR_ARG, 0, 0,
                                       "CUDA arch '%s' is not an architecture such as 90, sm_90 or 9.0", arch);
-        } else if (detect_cuda_arch(tc->cuda_arch)) {
+        } else if ((rc = detect_cuda_arch(&pc, tc->cuda_arch)) == -3) {
+            return grid_error_set(err, GRID_ERR_CANCELLED, 0, 0, "cancelled while running nvidia-smi");
+        } else if (rc == -2) {
+            grid_error_set(err, GRID_ERR_BUILD, 0, 0,
+                           "cannot tell the CUDA architecture: nvidia-smi did not finish within %g s "
+                           "(GRID_RBD_PROBE_TIMEOUT), so it was killed; pass cuda_arch= or set GRID_RBD_CUDA_ARCH "
+                           "(e.g. 90 for an H100)", (double)pc.timeout_ms / 1000);
+            return with_hint(err, "pass cuda_arch= or set GRID_RBD_CUDA_ARCH (e.g. 90 for an H100)");
+        } else if (rc) {
             grid_error_set(err, GRID_ERR_BUILD, 0, 0,
                            "cannot tell the CUDA architecture: nvidia-smi found no GPU; pass cuda_arch= "
                            "or set GRID_RBD_CUDA_ARCH (e.g. 90 for an H100)");
             return with_hint(err, "pass cuda_arch= or set GRID_RBD_CUDA_ARCH (e.g. 90 for an H100)");
         }
         if ((rc = resolve_nvcc(tc->compiler, sizeof tc->compiler, err))) return rc;
-        if ((rc = program_version(tc->compiler, 1, tc->compiler_version, sizeof tc->compiler_version, err)))
+        if ((rc = program_version(tc->compiler, 1, "GRID_RBD_NVCC", &pc, tc->compiler_version,
+                                  sizeof tc->compiler_version, err)))
             return rc;
         /* host compiler: $GRID_RBD_NVCC_CCBIN, else a C++ driver on PATH (nvcc links with it) */
         if ((rc = resolve_cuda_host(tc->ccbin, sizeof tc->ccbin, err))) return rc;
-        if ((rc = program_version(tc->ccbin, 0, tc->ccbin_version, sizeof tc->ccbin_version, err))) return rc;
+        if ((rc = program_version(tc->ccbin, 0, "GRID_RBD_NVCC_CCBIN", &pc, tc->ccbin_version,
+                                  sizeof tc->ccbin_version, err)))
+            return rc;
         snprintf(tc->source_name, sizeof tc->source_name, "robot.cu");
         char archflag[32];
         snprintf(archflag, sizeof archflag, "-arch=sm_%s", tc->cuda_arch);
@@ -553,7 +601,7 @@ int grid_toolchain_resolve(int target, const char *cuda_arch, grid_toolchain *tc
         used += (size_t)snprintf(tc->display + used, sizeof tc->display - used, " %s", tc->argv[i]);
     }
 
-    tc->identity_json = identity_json(tc);
+    tc->identity_json = identity_json(tc, &pc);
     tc->generation_env_json = generation_env_json();
     if (!tc->identity_json || !tc->generation_env_json) goto oom;
     return GRID_OK;
@@ -577,7 +625,7 @@ int grid_build_identity_json(int target, const char *cuda_arch, char **json, gri
 {
     grid_toolchain tc;
     *json = NULL;
-    int rc = grid_toolchain_resolve(target, cuda_arch, &tc, err);
+    int rc = grid_toolchain_resolve(target, cuda_arch, NULL, NULL, &tc, err);
     if (rc) return rc;
     *json = tc.identity_json;
     tc.identity_json = NULL;

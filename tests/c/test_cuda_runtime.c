@@ -180,7 +180,7 @@ static void test_build_with_nvcc(void)
     grid_cache_dirs d;
     grid_toolchain tc;
     CHECK(grid_cache_open(root, &d, &err) == GRID_OK);
-    CHECK_MSG(grid_toolchain_resolve(GRID_TARGET_CUDA, "90", &tc, &err) == GRID_OK, "%s", err.message);
+    CHECK_MSG(grid_toolchain_resolve(GRID_TARGET_CUDA, "90", NULL, NULL, &tc, &err) == GRID_OK, "%s", err.message);
     CHECK(strstr(tc.identity_json, "\"cuda_runtime_sha256\"") && strstr(tc.identity_json, grid_cuda_runtime_hash()));
     char dir[GRID_PATH_CAP], dir2[GRID_PATH_CAP], path[GRID_PATH_CAP + 64];
     int compiled = 0;
@@ -230,7 +230,7 @@ static void test_build_with_nvcc(void)
 
     /* a compile that fails: GRID_ERR_BUILD naming the runtime, with the kept log */
     setenv("GRID_RBD_NVCC_FLAGS", "-O3 -DGRID_CUDA_BLOCK=", 1);
-    CHECK(grid_toolchain_resolve(GRID_TARGET_CUDA, "90", &tc, &err) == GRID_OK);
+    CHECK(grid_toolchain_resolve(GRID_TARGET_CUDA, "90", NULL, NULL, &tc, &err) == GRID_OK);
     rc = grid_cuda_runtime_ensure(&d, &tc, dir2, sizeof dir2, &compiled, NULL, NULL, &err);
     CHECK_MSG(rc == GRID_ERR_BUILD && strstr(err.message, "CUDA host runtime") && strstr(err.path, ".failed.log") &&
                   access(err.path, R_OK) == 0,
