@@ -24,9 +24,11 @@ double grid_now(void);   /* monotonic seconds */
    ones (what: what it sets) when it is not a number (whole: digits only; else digits[.digits]) in [lo, hi] */
 int grid_env_number(const char *name, int whole, double lo, double hi, double dflt, const char *what, double *out,
                     grid_error *err);
-/* GRID_RBD_PROBE_TIMEOUT in ms (default GRID_PROBE_TIMEOUT_S) */
+/* GRID_RBD_BUILD_JOBS (0 when unset) and GRID_RBD_PROBE_TIMEOUT in ms (default GRID_PROBE_TIMEOUT_S) */
+#define GRID_BUILD_JOBS_MAX 1024
 #define GRID_PROBE_TIMEOUT_S 30
 #define GRID_PROBE_TIMEOUT_MAX_S 3600
+int grid_env_build_jobs(int *jobs, grid_error *err);
 int grid_env_probe_timeout_ms(long *ms, grid_error *err);
 
 /* ---- files (fsutil.c); failures set GRID_ERR_CACHE naming the path, errno text and the override hint ---- */

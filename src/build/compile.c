@@ -159,8 +159,10 @@ static long long usable_memory(void)
 int grid_build_jobs(int parts)
 {
     if (parts < 1) parts = 1;
-    const char *env = grid_env("GRID_RBD_BUILD_JOBS");
-    if (env && atoi(env) > 0) return atoi(env) < parts ? atoi(env) : parts;
+    /* the knob is validated with the toolchain, before anything is built (a bad value never gets here) */
+    int env = 0;
+    grid_error ignored;
+    if (grid_env_build_jobs(&env, &ignored) == GRID_OK && env > 0) return env < parts ? env : parts;
     int jobs = parts;
     cpu_set_t set;
     long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);

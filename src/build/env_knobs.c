@@ -24,7 +24,8 @@ static const grid_env_knob env_knobs[] = {
     {"HOME", GRID_KNOB_LOCATION, "cache root is ~/.cache/grid-rbd otherwise"},
     {"GRID_RBD_VERBOSE", GRID_KNOB_RUNTIME, "1: print build progress on stderr as if verbose=True"},
     {"GRID_RBD_BUILD_JOBS", GRID_KNOB_RUNTIME,
-     "most compiler processes one build runs at once (default: min(parts, usable CPUs, available memory / 512 MiB))"},
+     "most compiler processes one build runs at once, a whole number from 1 to 1024 (default: min(parts, usable "
+     "CPUs, available memory / 512 MiB))"},
     {"GRID_RBD_PROBE_TIMEOUT", GRID_KNOB_RUNTIME,
      "seconds a compiler's --version (or nvidia-smi) may take before the build gives up on it, more than 0 and at "
      "most 3600 (default 30)"},
@@ -87,6 +88,15 @@ int grid_env_number(const char *name, int whole, double lo, double hi, double df
     return grid_error_set(err, GRID_ERR_ARG, 0, 0,
                           "%s is '%.100s': it must be %s from %g to %g (%s); set it to one, or unset it for the default",
                           name, v, whole ? "a whole number" : "a number of seconds", lo, hi, what);
+}
+
+int grid_env_build_jobs(int *jobs, grid_error *err)
+{
+    double v;
+    int rc = grid_env_number("GRID_RBD_BUILD_JOBS", 1, 1, GRID_BUILD_JOBS_MAX, 0,
+                             "the most compiler processes one build runs at once", &v, err);
+    *jobs = rc ? 0 : (int)v;
+    return rc;
 }
 
 int grid_env_probe_timeout_ms(long *ms, grid_error *err)

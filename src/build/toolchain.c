@@ -525,9 +525,10 @@ int grid_toolchain_resolve(int target, const char *cuda_arch, grid_cancel_fn can
     int rc;
     if (target != GRID_TARGET_C && target != GRID_TARGET_CUDA)
         return grid_error_set(err, GRID_ERR_ARG, 0, 0, "unknown build target %d (0 = C, 1 = CUDA)", target);
-    /* the probe's time limit is checked before anything runs, like the flags below */
+    /* the numeric knobs are checked before anything runs, like the flags below */
     probe_ctl pc = {0, cancel, cancel_ctx};
-    if ((rc = grid_env_probe_timeout_ms(&pc.timeout_ms, err))) return rc;
+    int jobs;
+    if ((rc = grid_env_build_jobs(&jobs, err)) || (rc = grid_env_probe_timeout_ms(&pc.timeout_ms, err))) return rc;
 
     if ((rc = check_flags("GRID_RBD_CFLAGS", target == GRID_TARGET_C ? grid_env("GRID_RBD_CFLAGS") : NULL, err)) ||
         (rc = check_flags("GRID_RBD_NVCC_FLAGS", target == GRID_TARGET_CUDA ? grid_env("GRID_RBD_NVCC_FLAGS") : NULL, err)))

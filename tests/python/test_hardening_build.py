@@ -129,3 +129,24 @@ def test_self_check_leaves_nothing_mapped(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
     assert "mapped 0" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-3", "2x", "1.5", "1025"])
+def test_bad_build_jobs_is_refused_naming_the_variable(tmp_path, monkeypatch, value):
+    # garbage used to be ignored silently (atoi): refused before anything runs, like a bad GRID_RBD_CFLAGS
+    from robot_cases import BUNDLED_IIWA
+    monkeypatch.setenv("GRID_RBD_BUILD_JOBS", value)
+    with pytest.raises(grid_rbd.GridArgumentError) as ei:
+        grid_rbd.register_robot("jobs", urdf_path=BUNDLED_IIWA, device="cpu", cache_dir=tmp_path, verbose=False,
+                                algorithm_list=["rnea"])
+    msg = str(ei.value)
+    assert f"GRID_RBD_BUILD_JOBS is '{value}'" in msg and "whole number from 1 to 1024" in msg, msg
+    assert store_entries(tmp_path) == []
+
+
+def test_valid_build_jobs_builds(tmp_path, monkeypatch):
+    from robot_cases import BUNDLED_IIWA
+    monkeypatch.setenv("GRID_RBD_BUILD_JOBS", " 2 ")
+    h = grid_rbd.register_robot("jobs", urdf_path=BUNDLED_IIWA, device="cpu", cache_dir=tmp_path, verbose=False,
+                                algorithm_list=["rnea"])
+    assert h.build_info["compiled"]
