@@ -175,8 +175,12 @@ typedef struct {
     char bykey[GRID_PATH_CAP];
 } grid_cache_dirs;
 
-/* resolve the root and create root, store/ and bykey/ */
+/* resolve the root and create root, store/ and bykey/ (a file or dangling link in the place of store/ or bykey/ is
+   removed first) */
 int grid_cache_open(const char *cache_dir, grid_cache_dirs *d, grid_error *err);
+/* unlink path when it is neither a directory nor a link to one (never following a link): 1 removed, 0 nothing to do,
+   -1 with errno */
+int grid_cache_drop_non_directory(const char *path);
 int grid_is_key(const char *s);   /* 64 lowercase hex digits */
 /* content key of a stage-1 pointer, or -1 when absent or malformed */
 int grid_cache_bykey_read(const grid_cache_dirs *d, const char *input_key, char content_key[65]);
@@ -188,7 +192,8 @@ int grid_cache_entry_verify(const grid_cache_dirs *d, const char *content_key, c
 /* the same; when complete and so_fd is not NULL, *so_fd is the open descriptor of the robot.so that was
    verified (at offset 0, the caller closes it), else -1 */
 int grid_cache_entry_verify_fd(const grid_cache_dirs *d, const char *content_key, const char *identity, int *so_fd);
-/* move store/<key> aside and delete it (caller holds the entry lock) */
+/* move store/<key> aside and delete it, whatever it is (a link is moved, not followed; caller holds the entry lock);
+   0 or an errno value (a missing entry is 0) */
 int grid_cache_entry_remove(const grid_cache_dirs *d, const char *content_key);
 /* manifest.json: read a name's content key (-1 when absent); set or delete under manifest.lock */
 int grid_cache_manifest_get(const grid_cache_dirs *d, const char *name, char content_key[65]);

@@ -61,6 +61,14 @@ int grid_cache_root(const char *cache_dir, char *out, size_t cap, grid_error *er
     return GRID_OK;
 }
 
+int grid_cache_drop_non_directory(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || S_ISDIR(st.st_mode)) return 0;
+    if (S_ISLNK(st.st_mode) && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return 0; /* a link to a directory */
+    return unlink(path) == 0 || errno == ENOENT ? 1 : -1;  /* the file or the link itself, never its target */
+}
+
 int grid_cache_open(const char *cache_dir, grid_cache_dirs *d, grid_error *err)
 {
     int rc = grid_cache_root(cache_dir, d->root, sizeof d->root, err);
@@ -68,9 +76,11 @@ int grid_cache_open(const char *cache_dir, grid_cache_dirs *d, grid_error *err)
     if (grid_pathf(d->store, sizeof d->store, "%s/store", d->root) != 0 ||
         grid_pathf(d->bykey, sizeof d->bykey, "%s/bykey", d->root) != 0)
         return grid_cache_error(err, "use directory", d->root, ENAMETOOLONG);
-    if ((rc = grid_fs_mkdirs(d->root, err)) || (rc = grid_fs_mkdirs(d->store, err)) ||
-        (rc = grid_fs_mkdirs(d->bykey, err)))
-        return rc;
+    if ((rc = grid_fs_mkdirs(d->root, err))) return rc;
+    /* a file or a dangling link where store/ or bykey/ belongs only ever holds garbage: replace it */
+    grid_cache_drop_non_directory(d->store);
+    grid_cache_drop_non_directory(d->bykey);
+    if ((rc = grid_fs_mkdirs(d->store, err)) || (rc = grid_fs_mkdirs(d->bykey, err))) return rc;
     return GRID_OK;
 }
 
@@ -112,6 +122,10 @@ int grid_cache_entry_verify_fd(const grid_cache_dirs *d, const char *content_key
     size_t len;
     int ok = 0, fd = -1;
     if (so_fd) *so_fd = -1;
+    /* the entry is a directory of its own: a file, or a link (to anything, even a valid entry elsewhere), in its
+       place is corrupt, a miss that is moved aside and rebuilt */
+    struct stat st;
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return -1;
     /* built under the same toolchain identity (every metadata file: regular, at most GRID_FS_META_MAX) */
     if (identity) {
         grid_pathf(path, sizeof path, "%s/build_inputs.json", dir);
@@ -131,7 +145,6 @@ int grid_cache_entry_verify_fd(const grid_cache_dirs *d, const char *content_key
     /* open once and check what was opened: a size check first (cheap), then the hash of at most so_bytes + 1
        bytes; the caller may load this very descriptor (a concurrent clear cannot swap the file under it) */
     grid_pathf(path, sizeof path, "%s/robot.so", dir);
-    struct stat st;
     fd = grid_fs_open_regular(path, &st);
     if (fd < 0 || (long long)st.st_size != want_bytes) goto done;
     char hex[65];
@@ -154,12 +167,15 @@ int grid_cache_entry_verify(const grid_cache_dirs *d, const char *content_key, c
 
 int grid_cache_entry_remove(const grid_cache_dirs *d, const char *content_key)
 {
-    char dir[GRID_PATH_CAP], trash[GRID_PATH_CAP];
+    char dir[GRID_PATH_CAP], trash[GRID_PATH_CAP], inside[GRID_PATH_CAP];
     grid_pathf(dir, sizeof dir, "%s/%s", d->store, content_key);
     grid_pathf(trash, sizeof trash, "%s/.tmp-%s-%ld-trash-XXXXXX", d->store, content_key, (long)getpid());
-    /* rename onto an empty temp directory (atomic), then delete at leisure */
+    struct stat st;
+    if (lstat(dir, &st) != 0) return errno == ENOENT ? 0 : errno;
+    /* rename into an empty temp directory (atomic, whatever it is: a directory, a file, or a link, which is moved
+       itself, never followed), then delete at leisure */
     if (!mkdtemp(trash)) return errno;
-    if (rename(dir, trash) != 0) {
+    if (grid_pathf(inside, sizeof inside, "%s/entry", trash) != 0 || rename(dir, inside) != 0) {
         int e = errno;
         rmdir(trash);
         return e == ENOENT ? 0 : e;
@@ -205,8 +221,9 @@ int grid_cache_manifest_load(const grid_cache_dirs *d, grid_manifest *m)
     grid_pathf(path, sizeof path, "%s/manifest.json", d->root);
     int e = grid_fs_read_max(path, GRID_FS_MANIFEST_MAX, &text, &len);
     /* a malformed manifest reads as empty: it only names entries, the store is the truth; so does one that
-       is not a regular file or is larger than GRID_FS_MANIFEST_MAX (the next write replaces it) */
-    if (e == ENOENT || e == EINVAL || e == EFBIG) return 0;
+       is not a regular file (a directory, a link loop) or is larger than GRID_FS_MANIFEST_MAX (the next write
+       replaces it) */
+    if (e == ENOENT || e == EINVAL || e == EFBIG || e == EISDIR || e == ELOOP || e == ENOTDIR) return 0;
     if (e) return e;
     manifest_reader r = {m, 0};
     grid_json_each(text, len, manifest_member, &r);

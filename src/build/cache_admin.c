@@ -31,7 +31,7 @@ static int store_keys(const grid_cache_dirs *d, char ***keys, int *n)
     *keys = NULL;
     *n = 0;
     DIR *dh = opendir(d->store);
-    if (!dh) return errno == ENOENT ? 0 : errno;
+    if (!dh) return errno == ENOENT || errno == ENOTDIR ? 0 : errno; /* a file as store/: no entries */
     struct dirent *de;
     int e = 0;
     while ((de = readdir(dh)) != NULL) {
@@ -235,7 +235,7 @@ int grid_cache_info_json(const char *cache_dir, const char *name_or_key, char **
     struct stat st;
     if (found == 0) {
         grid_pathf(dir, sizeof dir, "%s/%s", d.store, ck);
-        if (stat(dir, &st) != 0) found = -1;
+        if (lstat(dir, &st) != 0) found = -1;  /* a dangling link is shown (incomplete), not followed */
     }
     if (found != 0) {
         grid_cache_manifest_free(&m);
@@ -260,17 +260,22 @@ int grid_cache_info_json(const char *cache_dir, const char *name_or_key, char **
     return *json ? GRID_OK : grid_error_set(err, GRID_ERR_NOMEM, 0, 0, "out of memory describing the entry");
 }
 
-/* remove one entry with its pointers and failed log, under its lock */
-static void remove_entry(const grid_cache_dirs *d, const char *ck)
+/* remove one entry (whatever is at store/<ck>: a link is removed, not followed) with its pointers and failed log,
+   under its lock; 1 when something was there and is gone */
+static int remove_entry(const grid_cache_dirs *d, const char *ck)
 {
-    char lock_path[GRID_PATH_CAP], failed[GRID_PATH_CAP];
+    char lock_path[GRID_PATH_CAP], failed[GRID_PATH_CAP], dir[GRID_PATH_CAP];
     grid_pathf(lock_path, sizeof lock_path, "%s/%s.lock", d->store, ck);
     grid_pathf(failed, sizeof failed, "%s/%s.failed.log", d->store, ck);
+    grid_pathf(dir, sizeof dir, "%s/%s", d->store, ck);
     int fd = grid_fs_lock(lock_path, 0);
-    grid_cache_entry_remove(d, ck);
+    struct stat st;
+    int existed = lstat(dir, &st) == 0;
+    int gone = grid_cache_entry_remove(d, ck) == 0 && lstat(dir, &st) != 0;
     free(pointers_to(d, ck, 1));
     unlink(failed);
     grid_fs_unlock(fd);
+    return existed && gone;
 }
 
 int grid_cache_clear(const char *cache_dir, const char *name, int *removed, grid_error *err)
@@ -294,11 +299,16 @@ int grid_cache_clear(const char *cache_dir, const char *name, int *removed, grid
     rc = GRID_OK;
     if (!name) {
         /* everything: entries, pointers, abandoned temporaries, the CUDA runtimes, names */
+        /* a file or dangling link as store/ or bykey/ goes too (the next registration makes the directory) */
+        grid_cache_drop_non_directory(d.store);
+        grid_cache_drop_non_directory(d.bykey);
         char **keys;
         int n;
         if (store_keys(&d, &keys, &n) == 0) {
-            for (int i = 0; i < n; i++) remove_entry(&d, keys[i]);
-            if (removed) *removed = n;
+            for (int i = 0; i < n; i++) {
+                int gone = remove_entry(&d, keys[i]);
+                if (removed) *removed += gone;
+            }
             free_keys(keys, n);
         }
         DIR *dh = opendir(d.bykey);
@@ -307,7 +317,7 @@ int grid_cache_clear(const char *cache_dir, const char *name, int *removed, grid
             if (!grid_is_key(de->d_name)) continue;
             char path[GRID_PATH_CAP];
             grid_pathf(path, sizeof path, "%s/%s", d.bykey, de->d_name);
-            unlink(path);
+            grid_fs_rmtree(path); /* a pointer, or a directory in its place */
         }
         if (dh) closedir(dh);
         grid_cache_clean_stale(&d, -1.0);
@@ -338,11 +348,8 @@ int grid_cache_clear(const char *cache_dir, const char *name, int *removed, grid
                 }
             }
             if (!still_used) {
-                char dir[GRID_PATH_CAP];
-                struct stat st;
-                grid_pathf(dir, sizeof dir, "%s/%s", d.store, ck);
-                if (removed && stat(dir, &st) == 0) *removed = 1;
-                remove_entry(&d, ck);
+                int gone = remove_entry(&d, ck);
+                if (removed) *removed = gone;
             }
         }
     }

@@ -170,6 +170,16 @@ int grid_fs_write_atomic(const char *dir, const char *name, const void *data, si
     if (!e && fsync(fd) != 0 && errno != EINVAL && errno != EROFS) e = errno;
     if (close(fd) != 0 && !e) e = errno;
     if (!e && rename(tmp, dst) != 0) e = errno;
+    if (e == EISDIR) {
+        /* a directory where the file belongs (corrupt): move it aside (the link or directory itself, never
+           followed), put the file in place, then delete what was moved */
+        char aside[GRID_PATH_CAP], inside[GRID_PATH_CAP];
+        if (grid_pathf(aside, sizeof aside, "%s/.%s.tmp-%ld-aside-XXXXXX", dir, name, (long)getpid()) == 0 &&
+            mkdtemp(aside) && grid_pathf(inside, sizeof inside, "%s/old", aside) == 0) {
+            if (rename(dst, inside) == 0 || errno == ENOENT) e = rename(tmp, dst) == 0 ? 0 : errno;
+            grid_fs_rmtree(aside);
+        }
+    }
     if (e) {
         unlink(tmp);
         return grid_cache_error(err, "write file", dst, e);

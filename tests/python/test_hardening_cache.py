@@ -415,3 +415,91 @@ def test_docs_state_what_users_can_rely_on():
     text = (REPO / "docs" / "cache.md").read_text()
     for phrase in ("regular file", "FIFO", "RTLD_NODELETE", "relative", "1 MiB", "/proc/self/fd"):
         assert phrase in text, phrase
+
+
+# ---- a thing that is not a directory where the cache needs one (and a directory where it needs a file) ----
+
+def plant(path, kind, tmp_path):
+    """replace path (a cache directory or file) by kind; returns what a link points at, which must survive"""
+    shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    target = None
+    if kind == "file":
+        path.write_text("not an entry\n")
+    elif kind == "symlink":
+        # to a directory outside the cache holding a valid copy of the entry: following the link would find it
+        # complete, and removing it through the link would delete someone else's files
+        target = tmp_path / "elsewhere"
+        shutil.copytree(tmp_path / "cache-copy", target)
+        path.symlink_to(target)
+    elif kind == "dangling symlink":
+        path.symlink_to(tmp_path / "nowhere")
+    else:  # "directory", where a file belongs
+        path.mkdir()
+        (path / "inside").write_text("x")
+    return target
+
+
+@pytest.mark.parametrize("force", [False, True], ids=["register", "force_rebuild"])
+@pytest.mark.parametrize("kind", ["file", "symlink", "dangling symlink"])
+def test_non_directory_entry_is_moved_aside_and_rebuilt(cache, tmp_path, kind, force):
+    ck = names(cache)["synth"]
+    entry = cache / "store" / ck
+    shutil.copytree(entry, tmp_path / "cache-copy")
+    target = plant(entry, kind, tmp_path)
+    r = json.loads(ok(f'h = reg("synth", force_rebuild={force})\n'
+                      'print(json.dumps({"compiled": h.build_info["compiled"], "entry": h.cache_entry}))',
+                      cache).strip().splitlines()[-1])
+    assert r["compiled"] and Path(r["entry"]).name == ck, r
+    assert entry.is_dir() and not entry.is_symlink()
+    assert_healthy(cache)
+    if target is not None:  # the link was moved aside, not followed
+        assert sorted(p.name for p in target.iterdir()) == sorted(p.name for p in (tmp_path / "cache-copy").iterdir())
+
+
+@pytest.mark.parametrize("kind", ["file", "symlink", "dangling symlink"])
+def test_cache_clear_removes_a_non_directory_entry(cache, tmp_path, kind):
+    ck = names(cache)["synth"]
+    entry = cache / "store" / ck
+    shutil.copytree(entry, tmp_path / "cache-copy")
+    target = plant(entry, kind, tmp_path)
+    rc, out, err = cli("clear", cache_dir=cache)
+    assert rc == 0 and "2 entries removed" in out, (out, err)
+    assert not os.path.lexists(entry) and [p for p in (cache / "store").iterdir() if len(p.name) == 64] == []
+    if target is not None:
+        assert (target / "robot.so").is_file() and (target / "meta.json").is_file()
+    r = register_json(cache)
+    assert r["compiled"], r
+    assert_healthy(cache)
+
+
+def test_manifest_that_is_a_directory_is_replaced(cache, tmp_path):
+    ck = names(cache)["synth"]
+    plant(cache / "manifest.json", "directory", tmp_path)
+    for args in (("list",), ("list", "--json")):
+        rc, out, err = cli(*args, cache_dir=cache)
+        assert rc == 0 and ck[:12] in out, (args, out, err)  # the entries are listed
+    r = register_json(cache)
+    assert r["hit"], r
+    assert_healthy(cache)   # manifest.json is a regular file again, naming synth
+    plant(cache / "manifest.json", "directory", tmp_path)
+    rc, out, err = cli("clear", cache_dir=cache)
+    assert rc == 0 and "2 entries removed" in out, (out, err)
+    assert (cache / "manifest.json").is_file() and names(cache) == {}
+
+
+@pytest.mark.parametrize("kind", ["file", "dangling symlink"])
+@pytest.mark.parametrize("which", ["store", "bykey"])
+def test_store_or_bykey_that_is_not_a_directory_is_replaced(cache, tmp_path, which, kind):
+    plant(cache / which, kind, tmp_path)
+    r = json.loads(ok('h = reg("synth")\nprint(json.dumps({"compiled": h.build_info["compiled"]}))',
+                      cache).strip().splitlines()[-1])
+    assert r["compiled"] == (which == "store"), r  # without bykey/ the entry is found by its content key
+    assert_healthy(cache)
+    # and `cache clear` removes it instead of reporting success and leaving it
+    plant(cache / which, kind, tmp_path)
+    rc, out, err = cli("clear", cache_dir=cache)
+    assert rc == 0, (out, err)
+    assert not os.path.lexists(cache / which) or (cache / which).is_dir()
+    r = register_json(cache)
+    assert r["nq"] == 4, r
+    assert_healthy(cache)
