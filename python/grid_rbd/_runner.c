@@ -436,18 +436,16 @@ static int overlaps(const void *a, size_t na, const void *b, size_t nb)
     return na && nb && x < y + nb && y < x + na;
 }
 
-/* Must output k be computed into a temporary? When it shares memory with an input other than exactly (the same start
-   and size: states are read before they are written, so out=q is safe) or with an earlier output: the provider would
-   read states it has already overwritten. */
+/* Must output k be computed into a temporary? When it shares memory with any input (numpy's rule: an out= equal to
+   an input, or a view overlapping one) or with an earlier output. A provider may write a state's output before it has
+   read all of that state's inputs (the pose VJP writes its vjp while it still reads the cotangent), so even an exact
+   alias is not safe in place; the temporary is copied into out after the call. */
 static int needs_temporary(const grid_method_info *row, const arg_buf *bin, const arg_buf *bout, int k, size_t batch,
                            size_t elem)
 {
     const size_t nk = batch * (size_t)row->out[k].width * elem;
-    for (int j = 0; j < row->n_in; j++) {
-        const size_t nj = batch * (size_t)row->in[j].width * elem;
-        if (bin[j].data && overlaps(bin[j].data, nj, bout[k].data, nk) && !(bin[j].data == bout[k].data && nj == nk))
-            return 1;
-    }
+    for (int j = 0; j < row->n_in; j++)
+        if (bin[j].data && overlaps(bin[j].data, batch * (size_t)row->in[j].width * elem, bout[k].data, nk)) return 1;
     for (int j = 0; j < k; j++)
         if (overlaps(bout[j].data, batch * (size_t)row->out[j].width * elem, bout[k].data, nk)) return 1;
     return 0;

@@ -1,0 +1,113 @@
+"""Regressions of API defects: out= aliasing an input on every row, the model CLI on mimic joints, option and out=
+checks and messages, and RobotHandle.close() / the context-manager protocol."""
+
+import numpy as np
+import pytest
+
+import grid_rbd
+from grid_rbd import _signatures
+
+LINK = """<link name="{n}"><inertial><origin xyz="{c}" rpy="0.1 0.2 -0.1"/><mass value="{m}"/>
+    <inertia ixx="0.011" ixy="0.001" ixz="-0.0005" iyy="0.012" iyz="0.0007" izz="0.009"/></inertial></link>"""
+
+
+def arm6_urdf():
+    """a 6-dof arm with one end effector: nq = nv = 6 * nee = 6, nb = 6"""
+    axes = ["0 0 1", "0 1 0", "1 0 0", "0 1 0", "0 0 1", "0.6 0 0.8"]
+    links = "".join(LINK.format(n=f"l{i}", c="0.05 0.02 0.1", m=1.0 + 0.1 * i) for i in range(7))
+    joints = "".join(f'<joint name="j{i}" type="revolute"><parent link="l{i}"/><child link="l{i + 1}"/>'
+                     f'<origin xyz="0.1 0 0.2" rpy="0.2 -0.1 0.3"/><axis xyz="{axes[i]}"/>'
+                     f'<limit lower="-2" upper="2" effort="5" velocity="2"/></joint>' for i in range(6))
+    return f'<?xml version="1.0"?>\n<robot name="arm6">{links}{joints}</robot>\n'
+
+
+def body_urdf():
+    """one link: with floating_base=True a free body, nv = 6 = 6 * nee"""
+    return f'<?xml version="1.0"?>\n<robot name="body">{LINK.format(n="b", c="0.05 0.02 0.1", m=2.0)}</robot>\n'
+
+
+# ---- 7. out= aliasing an input, every row ----
+ALIAS_ROBOTS = {"arm6": (arm6_urdf, False), "free_body": (body_urdf, True)}
+
+
+def _sizes(text, floating):
+    m = grid_rbd._core.Model(text.encode(), "<urdf_string>", floating_base=floating)
+    return _signatures.sizes_of(m)
+
+
+def aliasable(sizes):
+    """(row, output shape, [input indices whose per-state width equals the output's]) of every row of the table"""
+    out = []
+    for r in _signatures.ROWS:
+        c = _signatures.concrete(r, sizes)
+        shape = c["outputs"][0][1]
+        width = int(np.prod(shape))
+        ks = [k for k, a in enumerate(c["inputs"]) if int(np.prod(a[1])) == width]
+        if ks:
+            out.append((r, shape, ks))
+    return out
+
+
+@pytest.fixture(scope="module")
+def alias_handles():
+    """robot -> {(provider, convention): handle}; the generated library holds the aliasable rows and their MuJoCo
+    aux rows, so both conventions share one build"""
+    handles = {}
+    for robot, (urdf, floating) in ALIAS_ROBOTS.items():
+        text = urdf()
+        ids = {r["id"] for r, _, _ in aliasable(_sizes(text, floating))}
+        ids |= {a for i in list(ids) for a in _signatures.ROWS[i]["mujoco_aux"]}
+        algos = [r["name"] for r in _signatures.ROWS if r["id"] in ids]
+        for codegen in (True, False):
+            for conv in ("pinocchio", "mujoco"):
+                handles[robot, "generated" if codegen else "reference", conv] = grid_rbd.register_robot(
+                    f"alias_{robot}_{codegen}_{conv}", urdf_string=text, floating_base=floating, dtype="float64",
+                    device="cpu", codegen=codegen, verbose=False, output_convention=conv, algorithm_list=algos)
+    return handles
+
+
+def test_alias_robots_have_the_shapes_that_alias():
+    """the pose VJP (out nv, cotangent 6 * nee) aliases on both robots"""
+    for robot, (urdf, floating) in ALIAS_ROBOTS.items():
+        names = {r["name"] for r, _, _ in aliasable(_sizes(urdf(), floating))}
+        assert {"ee_pose_vjp", "rnea", "fd"} <= names, robot
+
+
+@pytest.mark.parametrize("B", [5, 3000])
+@pytest.mark.parametrize("conv", ["pinocchio", "mujoco"])
+@pytest.mark.parametrize("provider", ["generated", "reference"])
+@pytest.mark.parametrize("which", list(ALIAS_ROBOTS))
+def test_out_aliasing_an_input_on_every_row(alias_handles, which, provider, conv, B):
+    """out= exactly an input (the same memory, viewed in the output's shape) gives the non-aliased result"""
+    h = alias_handles[which, provider, conv]
+    rng = np.random.default_rng(B)
+    sizes = _signatures.sizes_of(h._model)
+    checked = 0
+    for r, shape, ks in aliasable(sizes):
+        c = _signatures.concrete(r, sizes)
+        args = [rng.uniform(-1, 1, (B,) + a[1]) for a in c["inputs"]]
+        method = getattr(h, r["py_name"])
+        expected = method(*[a.copy() for a in args])
+        for k in ks:
+            inputs = [a.copy() for a in args]
+            out = inputs[k].reshape((B,) + shape)
+            assert np.shares_memory(out, inputs[k])
+            got = method(*inputs, out=out)
+            assert got is out
+            np.testing.assert_array_equal(out, expected, err_msg=f"{r['py_name']} out={c['inputs'][k][0]}")
+            checked += 1
+    assert checked >= 5
+
+
+@pytest.mark.parametrize("provider", ["generated", "reference"])
+def test_out_partly_overlapping_the_cotangent(alias_handles, provider):
+    """a view overlapping an input without being it: computed into a temporary, then copied (numpy's rule)"""
+    h = alias_handles["arm6", provider, "pinocchio"]
+    B = 40
+    rng = np.random.default_rng(1)
+    q = rng.uniform(-1, 1, (B, 6))
+    buf = rng.uniform(-1, 1, B * 6 + 3)
+    g, out = buf[3:].reshape(B, 6), buf[:B * 6].reshape(B, 6)
+    expected = h.end_effector_pose_vjp(q, g.copy())
+    assert h.end_effector_pose_vjp(q, g, out=out) is out
+    np.testing.assert_array_equal(out, expected)
