@@ -111,3 +111,26 @@ def test_out_partly_overlapping_the_cotangent(alias_handles, provider):
     expected = h.end_effector_pose_vjp(q, g.copy())
     assert h.end_effector_pose_vjp(q, g, out=out) is out
     np.testing.assert_array_equal(out, expected)
+
+
+# ---- 8. python -m grid_rbd model on mimic joints ----
+def mimic_cli_urdf():
+    """j1 mimics j0 (a chain of three bodies, then an independent j2)"""
+    links = "".join(LINK.format(n=f"l{i}", c="0.05 0 0.1", m=1.0 + i) for i in range(4))
+    joint = ('<joint name="j{i}" type="revolute"><parent link="l{i}"/><child link="l{c}"/><origin xyz="0 0 0.2"/>'
+             '<axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="5" velocity="2"/>{x}</joint>')
+    joints = (joint.format(i=0, c=1, x="") + joint.format(i=1, c=2, x='<mimic joint="j0" multiplier="-2" offset="0.5"/>')
+              + joint.format(i=2, c=3, x=""))
+    return f'<?xml version="1.0"?>\n<robot name="mimic_cli">{links}{joints}</robot>\n'
+
+
+def test_model_cli_prints_each_joints_own_row_and_the_couplings(tmp_path, capsys):
+    from grid_rbd.__main__ import main
+    path = tmp_path / "mimic_cli.urdf"
+    path.write_text(mimic_cli_urdf())
+    assert main(["model", str(path)]) == 0
+    rows = {line.split()[1]: line for line in capsys.readouterr().out.splitlines() if line.startswith("    ")}
+    assert set(rows) == {"j0", "j1", "j2"}
+    assert "q[0:1] v[0:1] body 'l1'" in rows["j0"] and "parent 'world'" in rows["j0"]
+    assert "mimics 'j0': q = -2 * q[0] + 0.5, v = -2 * v[0] body 'l2'" in rows["j1"] and "parent 'l1'" in rows["j1"]
+    assert "q[1:2] v[1:2] body 'l3'" in rows["j2"] and "parent 'l2'" in rows["j2"]
