@@ -8,8 +8,6 @@ import numpy as np
 
 from . import _core
 from ._signatures import ID as _ID
-from ._signatures import concrete as _concrete
-from ._signatures import sizes_of as _sizes_of
 from ._errors import NotAvailableError
 
 __all__ = ["RobotHandle", "REFERENCE_FRAMES"]
@@ -30,7 +28,9 @@ _FK, _EE_POSE, _JAC = _ID["fk"], _ID["ee_pose"], _ID["frame_jacobian"]
 class RobotHandle:
     """Batched rigid-body dynamics of one robot. Every method takes arrays with the batch of B
     states on axis 0 (any array-like; copied only when not C-contiguous in the handle dtype) and an
-    optional ``out`` (a C-contiguous array of the output shape and handle dtype, filled and returned).
+    optional ``out`` (a C-contiguous array of the output shape and handle dtype, filled and returned; for a matrix
+    output also a numpy array of its flat (B, width) block, returned as its view in the output's shape). An ``out``
+    sharing memory with an input (equal to it or overlapping it) is computed into a temporary and then copied.
 
     Widths: q is (B, nq); qd, qdd and u are (B, nv) (the tangent width, also on a floating base);
     f_ext is (B, 6*nb), one body-local spatial force [f; tau] per body. Coordinates follow output_convention
@@ -400,21 +400,6 @@ class RobotHandle:
 
 
 
-def _flat_out_view(h, out, row):
-    """A matrix output's out= may also be the flat block of its states (the specification's (B, 2 nv^2) for a
-    gradient, e.g. from pinned_empty): a C-contiguous numpy array of shape (B, width) or (width,) is used through its
-    (B, *shape) view, which the method fills and returns. Anything else is passed on unchanged (and checked there)."""
-    if not isinstance(out, np.ndarray) or not out.flags.c_contiguous or out.ndim > 2:
-        return out
-    shape = _concrete(row, _sizes_of(h._model))["outputs"][0][1]
-    width = int(np.prod(shape))
-    if out.ndim == 2 and out.shape[1] == width and width != shape[-1]:
-        return out.reshape((out.shape[0],) + shape)
-    if out.ndim == 1 and out.shape[0] == width and width != shape[-1]:
-        return out.reshape(shape)
-    return out
-
-
 def _subset_call(call, built):
     """runner.call for a library holding only the rows named in built"""
     from ._signatures import ROWS
@@ -439,11 +424,7 @@ def _generic_method(row):
     attrs = [(a["name"], a["lo"]) for a in row["attrs"]]
     algo = row["id"]
 
-    wide = len(row["outputs"][0]["dims"]) > 1
-
     def method(self, *args, out=None, **kwargs):
-        if out is not None and wide:
-            out = _flat_out_view(self, out, row)
         if len(args) > len(inputs):
             raise TypeError(f"{row['py_name']}() takes {len(inputs)} inputs ({', '.join(inputs)}); {len(args)} given")
         values = list(args) + [None] * (len(inputs) - len(args))

@@ -134,3 +134,109 @@ def test_model_cli_prints_each_joints_own_row_and_the_couplings(tmp_path, capsys
     assert "q[0:1] v[0:1] body 'l1'" in rows["j0"] and "parent 'world'" in rows["j0"]
     assert "mimics 'j0': q = -2 * q[0] + 0.5, v = -2 * v[0] body 'l2'" in rows["j1"] and "parent 'l1'" in rows["j1"]
     assert "q[1:2] v[1:2] body 'l3'" in rows["j2"] and "parent 'l2'" in rows["j2"]
+
+
+# ---- 13. smaller defects ----
+def pendulum_urdf(extra=""):
+    """one revolute joint (nv = 1), and whatever extra joints and links are given"""
+    return (f'<?xml version="1.0"?>\n<robot name="pendulum">{LINK.format(n="base", c="0 0 0", m=1.0)}'
+            f'{LINK.format(n="arm", c="0 0 -0.3", m=0.5)}<joint name="hinge" type="revolute"><parent link="base"/>'
+            f'<child link="arm"/><origin xyz="0 0 1"/><axis xyz="0 1 0"/><limit lower="-2" upper="2"/></joint>'
+            f'{extra}</robot>\n')
+
+
+@pytest.fixture(scope="module")
+def pendulum():
+    return grid_rbd.register_robot("defects_pendulum", urdf_string=pendulum_urdf(), dtype="float64", codegen=False,
+                                   verbose=False)
+
+
+def test_mimic_in_a_fixed_joint_is_a_urdf_error(tmp_path):
+    path = tmp_path / "fixed_mimic.urdf"
+    text = pendulum_urdf(f'{LINK.format(n="tip", c="0 0 0", m=0.1)}\n<joint name="weld" type="fixed">'
+                         '<parent link="arm"/><child link="tip"/>\n<mimic joint="hinge"/></joint>')
+    path.write_text(text)
+    line = text[:text.index("<mimic")].count("\n") + 1
+    with pytest.raises(grid_rbd.URDFError) as e:
+        grid_rbd.register_robot("fixed_mimic", urdf_path=path, codegen=False, verbose=False)
+    assert str(e.value).startswith(f"{path}:{line}:") and e.value.line == line
+    assert f"<mimic> line {line}: joint 'weld' is fixed: only revolute, continuous and prismatic joints can mimic" in str(e.value)
+    # ignore_mimic=True ignores every <mimic>, this one too
+    grid_rbd.register_robot("fixed_mimic", urdf_path=path, codegen=False, verbose=False, ignore_mimic=True)
+
+
+def _wide_rows():
+    return [r for r in _signatures.ROWS if len(r["outputs"][0]["dims"]) > 1]
+
+
+def test_flat_out_of_every_matrix_output_when_nv_is_1(pendulum):
+    """the flat (B, width) or (width,) out= of every matrix output, also when nv = 1 (a (B, 2) gradient block)"""
+    h = pendulum
+    assert h.nv == 1
+    B = 3
+    rng = np.random.default_rng(3)
+    sizes = _signatures.sizes_of(h._model)
+    for r in _wide_rows():
+        c = _signatures.concrete(r, sizes)
+        shape = c["outputs"][0][1]
+        args = [rng.uniform(-1, 1, (B,) + a[1]) for a in c["inputs"]]
+        method = getattr(h, r["py_name"])
+        want = method(*args)
+        flat = np.full((B, int(np.prod(shape))), np.nan)
+        got = method(*args, out=flat)
+        assert got.shape == (B,) + shape and np.shares_memory(got, flat), r["name"]
+        np.testing.assert_array_equal(got, want, err_msg=r["name"])
+        one = np.full(int(np.prod(shape)), np.nan)
+        got = method(*[a[1] for a in args], out=one)
+        assert got.shape == shape and np.shares_memory(got, one), r["name"]
+        np.testing.assert_array_equal(got, want[1], err_msg=r["name"])
+
+
+def test_wrong_flat_out_is_reported_with_the_shape_given(alias_handles):
+    h = alias_handles["arm6", "reference", "pinocchio"]
+    q = np.zeros((4, 6))
+    for out in (np.empty((10, 72)), np.empty((4, 72), dtype=np.float32), np.empty((4, 71))):
+        with pytest.raises(ValueError) as e:
+            h.inverse_dynamics_gradient(q, q, out=out)
+        msg = str(e.value)
+        assert f"of shape {out.shape}" in msg and "(10, 6, 12)" not in msg and "(4, 6, 12) (or" in msg, msg
+
+
+def test_scalar_cotangent_is_reported_as_a_scalar(alias_handles):
+    h = alias_handles["arm6", "reference", "pinocchio"]
+    with pytest.raises(ValueError) as e:
+        h.end_effector_pose_vjp(np.zeros((4, 6)), 1.0)
+    assert str(e.value).startswith("cotangent must have shape (B, 6)") and str(e.value).endswith("got ()"), str(e.value)
+
+
+BOOL_OPTIONS = ("floating_base", "ignore_mimic", "codegen", "force_rebuild", "verbose", "enable_mujoco_kernels")
+
+
+@pytest.mark.parametrize("option", BOOL_OPTIONS)
+@pytest.mark.parametrize("value", ["False", 1, None])
+def test_boolean_options_refuse_non_bools(tmp_path, option, value):
+    kw = dict(urdf_string=pendulum_urdf(), cache_dir=tmp_path, verbose=False)
+    kw[option] = value
+    with pytest.raises(ValueError, match=f"^{option} must be True or False"):
+        grid_rbd.register_robot("bad_bool", **kw)
+    if option != "codegen":  # precompile builds; its codegen is always True
+        with pytest.raises(ValueError, match=f"^{option} must be True or False"):
+            grid_rbd.precompile("bad_bool", **kw)
+    assert not any(tmp_path.iterdir())  # refused before anything was built
+
+
+def test_boolean_options_take_numpy_bools():
+    h = grid_rbd.register_robot("np_bool", urdf_string=pendulum_urdf(), codegen=np.False_, floating_base=np.True_,
+                                ignore_mimic=np.False_, force_rebuild=np.False_, verbose=np.False_,
+                                enable_mujoco_kernels=np.True_)
+    assert h.floating_base is True and h.nv == 7 and h.provider == "reference"
+    assert h.options["codegen"] is False and type(h.options["verbose"]) is bool
+
+
+def test_mujoco_convention_names_the_planar_joint():
+    text = pendulum_urdf(f'{LINK.format(n="puck", c="0 0 0", m=0.2)}<joint name="slide_plane" type="planar">'
+                         '<parent link="arm"/><child link="puck"/><axis xyz="0 0 1"/></joint>')
+    with pytest.raises(ValueError) as e:
+        grid_rbd.register_robot("mj_planar", urdf_string=text, codegen=False, output_convention="mujoco")
+    assert "joint 'slide_plane' is planar" in str(e.value) and "body" not in str(e.value), str(e.value)
+
