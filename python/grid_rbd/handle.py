@@ -8,7 +8,7 @@ import numpy as np
 
 from . import _core
 from ._signatures import ID as _ID
-from ._errors import NotAvailableError
+from ._errors import HandleClosedError, NotAvailableError
 
 __all__ = ["RobotHandle", "REFERENCE_FRAMES"]
 
@@ -23,6 +23,27 @@ REFERENCE_FRAMES = {
 _RNEA, _NLE, _GRAVITY = _ID["rnea"], _ID["nle"], _ID["gravity"]
 _CRBA, _MINV, _FD, _ABA = _ID["crba"], _ID["minv"], _ID["fd"], _ID["aba"]
 _FK, _EE_POSE, _JAC = _ID["fk"], _ID["ee_pose"], _ID["frame_jacobian"]
+
+
+class _Closed:
+    """What a closed handle holds in place of its runner: every use raises HandleClosedError naming the handle."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name):
+        object.__setattr__(self, "_name", name)
+
+    def _refuse(self, *args, **kwargs):
+        raise HandleClosedError(f"RobotHandle {object.__getattribute__(self, '_name')!r} is closed: its runner and "
+                                "library were released by close(); register the robot again to compute with it")
+
+    def __getattr__(self, attr):
+        self._refuse()
+
+    def __setattr__(self, attr, value):
+        self._refuse()
+
+    call = _refuse
 
 
 class RobotHandle:
@@ -70,6 +91,32 @@ class RobotHandle:
         for i, link in enumerate(self._frame_names):
             lookup[link] = i
         self._frame_lookup = lookup
+
+    # ---- lifetime ----
+    def close(self):
+        """Release this handle's runner and library references (a CUDA library's device buffers with them, once
+        nothing else holds them) and unregister its name (when the registry still holds this handle; a later
+        registration under the same name is left alone), so get_robot(name) raises RobotNotRegisteredError. Other
+        handles of the same robot keep working. Idempotent; every method or runner attribute (dtype, num_threads,
+        provider) of a closed handle raises HandleClosedError, while sizes, names and options stay readable. A
+        call already running in another thread finishes first (it holds its own reference to the runner)."""
+        if self.closed:
+            return
+        from .registry import _unregister
+        _unregister(self._name, self)
+        closed = _Closed(self._name)
+        self._runner, self._call, self._library = closed, closed.call, closed
+
+    @property
+    def closed(self):
+        """True after close()"""
+        return type(self._runner) is _Closed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()  # exceptions propagate
 
     # ---- sizes and names ----
     @property
@@ -247,9 +294,9 @@ class RobotHandle:
     def provider(self):
         """what computes the results: 'generated' (this robot's compiled robot.so) or 'reference'
         (the float64 C reference, codegen=False); a Runner built by hand on another provider shows its name"""
+        name = self._runner.provider  # (HandleClosedError after close())
         if self._library is not None:
             return "generated"
-        name = self._runner.provider
         return "reference" if name.startswith("reference") else name
 
     @property
@@ -290,6 +337,8 @@ class RobotHandle:
         """Pickling (multiprocessing's spawn and forkserver): the other process registers the robot again under the
         same name, from the URDF text and the same options and num_threads (a cache hit when it sees the same
         cache)."""
+        if self.closed:
+            self._runner.call()  # raises HandleClosedError
         if self._urdf is None:
             raise TypeError(f"cannot pickle RobotHandle {self._name!r}: only handles made by register_robot can be "
                             "pickled (they are registered again from their URDF in the other process)")
@@ -326,6 +375,8 @@ class RobotHandle:
         return ""
 
     def __repr__(self):
+        if self.closed:
+            return f"RobotHandle(name={self._name!r}, robot={self._model.robot_name!r}, closed)"
         return (f"RobotHandle(name={self._name!r}, robot={self._model.robot_name!r}, nq={self.nq}, "
                 f"nv={self.nv}, nb={self.nb}, nee={self.num_ees}, floating_base={self.floating_base}, "
                 f"dtype={self.dtype.name}, device={self.device!r}{self._device_note()}, backend={self.backend!r}, "

@@ -143,6 +143,13 @@ def get_robot(name):
                                           "(register_robot(name=...) registers one)") from None
 
 
+def _unregister(name, handle):
+    """drop name from the registry when it still holds this handle (RobotHandle.close)"""
+    with _registry_lock:
+        if _registry.get(name) is handle:
+            del _registry[name]
+
+
 def list_registered():
     """The names register_robot registered in this process, sorted."""
     with _registry_lock:

@@ -1,6 +1,9 @@
 """Regressions of API defects: out= aliasing an input on every row, the model CLI on mimic joints, option and out=
 checks and messages, and RobotHandle.close() / the context-manager protocol."""
 
+import pickle
+import time
+
 import numpy as np
 import pytest
 
@@ -240,3 +243,79 @@ def test_mujoco_convention_names_the_planar_joint():
         grid_rbd.register_robot("mj_planar", urdf_string=text, codegen=False, output_convention="mujoco")
     assert "joint 'slide_plane' is planar" in str(e.value) and "body" not in str(e.value), str(e.value)
 
+
+# ---- 14. close() and the context-manager protocol ----
+@pytest.mark.parametrize("codegen", [True, False])
+def test_close_releases_unregisters_and_refuses_calls(codegen):
+    h = grid_rbd.register_robot("closing", urdf_string=pendulum_urdf(), dtype="float64", codegen=codegen,
+                                verbose=False, algorithm_list=["rnea"])
+    runner, library = h._runner, h._library
+    q = np.zeros((3, 1))
+    h.inverse_dynamics(q, q)
+    assert not h.closed
+    h.close()
+    assert h.closed and h._runner is not runner and h._library is not library
+    with pytest.raises(grid_rbd.RobotNotRegisteredError):
+        grid_rbd.get_robot("closing")
+    for use in (lambda: h.inverse_dynamics(q, q), lambda: h.rnea(q, q), lambda: h.crba(q), lambda: h.dtype,
+                lambda: h.provider, lambda: h.num_threads, lambda: setattr(h, "num_threads", 1),
+                lambda: h.library_path, lambda: pickle.dumps(h)):
+        with pytest.raises(grid_rbd.HandleClosedError, match="'closing' is closed"):
+            use()
+    assert issubclass(grid_rbd.HandleClosedError, (RuntimeError, grid_rbd.GridError))
+    assert h.nq == 1 and h.joint_names == ("hinge",) and h.options["codegen"] is codegen  # still readable
+    assert "closed" in repr(h)
+    h.close()  # idempotent
+    assert h.closed
+
+
+def test_close_leaves_other_handles_and_a_newer_registration():
+    text = pendulum_urdf()
+    old = grid_rbd.register_robot("shared_name", urdf_string=text, dtype="float64", codegen=False)
+    new = grid_rbd.register_robot("shared_name", urdf_string=text, dtype="float64", codegen=False)
+    other = grid_rbd.register_robot("other_name", urdf_string=text, dtype="float64", codegen=False)
+    old.close()
+    assert grid_rbd.get_robot("shared_name") is new  # the registry held the newer handle: kept
+    q = np.full((2, 1), 0.3)
+    np.testing.assert_array_equal(new.generalized_gravity(q), other.generalized_gravity(q))
+    other.close()
+    assert new.generalized_gravity(q).shape == (2, 1)
+    new.close()
+    assert "shared_name" not in grid_rbd.list_registered()
+
+
+def test_with_closes_on_exit_and_on_an_exception():
+    q = np.zeros((2, 1))
+    with grid_rbd.register_robot("ctx", urdf_string=pendulum_urdf(), codegen=False) as r:
+        assert r.generalized_gravity(q).shape == (2, 1) and grid_rbd.get_robot("ctx") is r
+    assert r.closed and "ctx" not in grid_rbd.list_registered()
+    with pytest.raises(KeyError, match="inside"):
+        with grid_rbd.register_robot("ctx", urdf_string=pendulum_urdf(), codegen=False) as r2:
+            raise KeyError("inside")
+    assert r2.closed and "ctx" not in grid_rbd.list_registered()
+
+
+def test_close_while_a_call_runs_in_another_thread(alias_handles):
+    """the running call holds its own reference to the runner: it finishes with the right numbers"""
+    import threading
+    text = arm6_urdf()
+    h = grid_rbd.register_robot("close_busy", urdf_string=text, dtype="float64", device="cpu", verbose=False,
+                                algorithm_list=alias_handles["arm6", "generated", "pinocchio"].options["algorithm_list"])
+    q = np.random.default_rng(0).uniform(-1, 1, (200000, 6))
+    want = alias_handles["arm6", "generated", "pinocchio"].inverse_dynamics(q, q)
+    got = []
+
+    def run():
+        try:
+            got.append(h.inverse_dynamics(q, q))
+        except grid_rbd.HandleClosedError as e:  # the thread was slower than close()
+            got.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(0.02)
+    h.close()
+    t.join()
+    assert h.closed and len(got) == 1
+    if not isinstance(got[0], grid_rbd.HandleClosedError):
+        np.testing.assert_array_equal(got[0], want)
