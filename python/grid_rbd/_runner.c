@@ -235,8 +235,8 @@ static void describe_arg(char *s, size_t cap, const grid_sig_arg *sa, const grid
     if (n < cap) snprintf(s + n, cap - n, " %s", sa->desc);
 }
 
-/* Get a C-contiguous view of obj in the runner's dtype with shape (batch, *a->shape); converts through
-   numpy.ascontiguousarray when obj is not already that. *batch < 0 means obj sets it (the first input,
+/* Get a C-contiguous view of obj in the runner's dtype with shape (batch, *a->shape); converts a copy (numpy's
+   cast, obj's shape kept) when obj is not already that. *batch < 0 means obj sets it (the first input,
    named first). sa is the row's symbolic argument (for the messages). */
 static int get_input(GridPyRunner *r, PyObject *obj, const grid_sig_arg *sa, const grid_arg_info *ai,
                      const char *first, Py_ssize_t *batch, arg_buf *a, const int one)
