@@ -9,8 +9,8 @@ the default); codegen=False answers from the float64 C reference. `python -m gri
 """
 
 from ._errors import (BuildError, CacheError, CudaError, GridArgumentError, GridError, GridIOError,
-                      GridMemoryError, LoadError, NotAvailableError, RobotNotRegisteredError, UnsupportedURDFError,
-                      URDFError)
+                      GridMemoryError, HandleClosedError, LoadError, NotAvailableError, RobotNotRegisteredError,
+                      UnsupportedURDFError, URDFError)
 from .handle import REFERENCE_FRAMES, RobotHandle
 from .registry import get_robot, list_registered, precompile, register_robot
 from . import _core, cache
@@ -21,6 +21,6 @@ __all__ = [
     "register_robot", "get_robot", "list_registered", "precompile", "cache", "RobotHandle", "REFERENCE_FRAMES",
     "GridError", "URDFError", "UnsupportedURDFError", "GridIOError", "GridArgumentError",
     "GridMemoryError", "BuildError", "CacheError", "LoadError", "CudaError", "NotAvailableError",
-    "RobotNotRegisteredError",
+    "RobotNotRegisteredError", "HandleClosedError",
     "__version__",
 ]

@@ -24,12 +24,22 @@ def cmd_model(args):
     m = h._model
     print(f"robot {m.robot_name!r}: nq={h.nq} nv={h.nv} nb={h.nb} frames={len(h.frame_names)} "
           f"end effectors={h.num_ees} floating_base={h.floating_base}")
-    print("joints (q/v order):")
-    for i, name in enumerate(h.joint_names):
+    # the model's tables are per body (one joint each, coupled mimic joints included); h.joint_names lists only the
+    # joints with coordinates of their own, so every row is read from the body tables by the body's index
+    print("joints (tree order; a coupled <mimic> joint has no coordinates: it follows its leader's):")
+    for i, name in enumerate(m.joint_names):
         parent = m.joint_parents[i]
-        print(f"  {i:3d} {name:32s} {m.joint_types[i]:10s} q[{m.joint_idx_q[i]}:{m.joint_idx_q[i] + m.joint_nq[i]}] "
-              f"v[{m.joint_idx_v[i]}:{m.joint_idx_v[i] + m.joint_nv[i]}] body {m.body_names[i]!r} "
-              f"mass {m.body_masses[i]:.4g} parent {h.body_names[parent] if parent >= 0 else 'world'!r}")
+        mimic = m.joint_mimic[i]
+        if mimic is None:
+            coords = (f"q[{m.joint_idx_q[i]}:{m.joint_idx_q[i] + m.joint_nq[i]}] "
+                      f"v[{m.joint_idx_v[i]}:{m.joint_idx_v[i] + m.joint_nv[i]}]")
+        else:
+            leader, mult, offset = mimic
+            sign = "-" if offset < 0 else "+"
+            coords = (f"mimics {m.joint_names[leader]!r}: q = {mult:.6g} * q[{m.joint_idx_q[i]}] {sign} {abs(offset):.6g}, "
+                      f"v = {mult:.6g} * v[{m.joint_idx_v[i]}]")
+        print(f"  {i:3d} {name:32s} {m.joint_types[i]:10s} {coords} body {m.body_names[i]!r} "
+              f"mass {m.body_masses[i]:.4g} parent {m.body_names[parent] if parent >= 0 else 'world'!r}")
     print("end effectors:", ", ".join(h.ee_names))
     return 0
 

@@ -3,6 +3,7 @@
 __all__ = [
     "GridError", "URDFError", "UnsupportedURDFError", "GridIOError", "GridArgumentError",
     "GridMemoryError", "BuildError", "CacheError", "LoadError", "CudaError", "NotAvailableError",
+    "HandleClosedError",
 ]
 
 
@@ -69,6 +70,10 @@ class CudaError(GridError):
 
 class NotAvailableError(GridError, NotImplementedError):
     """A documented option or backend that this version does not provide yet."""
+
+
+class HandleClosedError(GridError, RuntimeError):
+    """A method of a RobotHandle after its close() (sizes, names and options stay readable)."""
 
 
 class RobotNotRegisteredError(GridError, KeyError):

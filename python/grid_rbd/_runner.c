@@ -25,7 +25,6 @@ typedef struct {
     PyObject *owner;                 /* whatever keeps the provider's code loaded (or None) */
     grid_context ctx;                /* the workspace of calls: its arena is reused by every call ... */
     int ctx_busy;                    /* ... except while another one uses it (set under the GIL) */
-    PyObject *np_ascontiguous;       /* numpy.ascontiguousarray */
     PyObject *np_dtype;              /* numpy.dtype of the handle */
     grid_convention conv;            /* the output convention (grid/convention.h): identity = no conversion */
 } GridPyRunner;
@@ -100,9 +99,8 @@ static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     /* numpy entry points used per call */
     numpy = PyImport_ImportModule("numpy");
     if (!numpy) goto fail;
-    self->np_ascontiguous = PyObject_GetAttrString(numpy, "ascontiguousarray");
     PyObject *dtype_fn = PyObject_GetAttrString(numpy, "dtype");
-    if (!self->np_ascontiguous || !dtype_fn) { Py_XDECREF(dtype_fn); goto fail; }
+    if (!dtype_fn) goto fail;
     self->np_dtype = PyObject_CallFunction(dtype_fn, "s", dtype == GRID_FLOAT32 ? "float32" : "float64");
     Py_DECREF(dtype_fn);
     if (!self->np_dtype) goto fail;
@@ -118,7 +116,6 @@ static void runner_dealloc(GridPyRunner *self)
 {
     grid_ctx_free(&self->ctx);
     Py_XDECREF(self->np_dtype);
-    Py_XDECREF(self->np_ascontiguous);
     Py_XDECREF(self->provider_name);
     Py_XDECREF(self->provider_keep);
     Py_XDECREF(self->owner);
@@ -238,8 +235,8 @@ static void describe_arg(char *s, size_t cap, const grid_sig_arg *sa, const grid
     if (n < cap) snprintf(s + n, cap - n, " %s", sa->desc);
 }
 
-/* Get a C-contiguous view of obj in the runner's dtype with shape (batch, *a->shape); converts through
-   numpy.ascontiguousarray when obj is not already that. *batch < 0 means obj sets it (the first input,
+/* Get a C-contiguous view of obj in the runner's dtype with shape (batch, *a->shape); converts a copy (numpy's
+   cast, obj's shape kept) when obj is not already that. *batch < 0 means obj sets it (the first input,
    named first). sa is the row's symbolic argument (for the messages). */
 static int get_input(GridPyRunner *r, PyObject *obj, const grid_sig_arg *sa, const grid_arg_info *ai,
                      const char *first, Py_ssize_t *batch, arg_buf *a, const int one)
@@ -274,8 +271,9 @@ static int get_input(GridPyRunner *r, PyObject *obj, const grid_sig_arg *sa, con
             Py_DECREF(arr);
             return -1;
         }
-        PyObject *args[2] = {arr, r->np_dtype};
-        a->converted = PyObject_Vectorcall(r->np_ascontiguous, args, 2, NULL);
+        /* cast and made C-contiguous with its shape kept (numpy.ascontiguousarray would make a scalar (1,)) */
+        a->converted = PyArray_FromArray((PyArrayObject *)arr, PyArray_DescrFromType(r->type_num),
+                                         NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_FORCECAST);
         Py_DECREF(arr);
         if (!a->converted) return -1;
         if (PyObject_GetBuffer(a->converted, &a->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
@@ -354,16 +352,23 @@ static void format_dims(char *s, size_t cap, const Py_ssize_t *shape, int ndim)
     format_shape(s, cap, &v);
 }
 
-/* a writable C-contiguous array for the output: out itself (checked to have exactly the output shape
-   and dtype) or a fresh array */
-static int get_output(GridPyRunner *r, PyObject **out, const char *name, int ndim, const Py_ssize_t *shape, arg_buf *a)
+/* a writable C-contiguous array for the output: out itself (checked to have exactly the output shape and dtype), its
+   flat block, or a fresh array. axes: the batch axes of shape (1, or 0 for one state). The flat block of a matrix
+   output is a numpy array of shape (B, width) (or (width,) for one state; the specification's (B, 2 nv^2) for a
+   gradient): the call fills it through its view in the output's shape, and *out becomes that view. */
+static int get_output(GridPyRunner *r, PyObject **out, const char *name, int ndim, const Py_ssize_t *shape, int axes,
+                      arg_buf *a)
 {
-    char want[96], got[128], kind[96];
+    char want[160], got[128], kind[96];
     const char *tname = r->dtype == GRID_FLOAT32 ? "float32" : "float64";
+    npy_intp dims[GRID_MAX_RANK + 1], flat[2];
+    for (int i = 0; i < ndim; i++) dims[i] = (npy_intp)shape[i];
+    const int has_flat = ndim - axes > 1, flat_ndim = axes + 1;
+    flat[0] = dims[0];
+    flat[axes] = 1;
+    for (int i = axes; i < ndim; i++) flat[axes] *= dims[i];
     /* fast paths: a fresh array, or an out= that is exactly right */
     if (*out == Py_None) {
-        npy_intp dims[GRID_MAX_RANK + 1];
-        for (int i = 0; i < ndim; i++) dims[i] = (npy_intp)shape[i];
         PyObject *arr = PyArray_SimpleNew(ndim, dims, r->type_num);
         if (!arr) return -1;
         a->converted = arr; /* owned here until returned */
@@ -372,9 +377,9 @@ static int get_output(GridPyRunner *r, PyObject **out, const char *name, int ndi
         return 0;
     }
     if (fast_array(*out, r->type_num, ndim) && PyArray_ISWRITEABLE((PyArrayObject *)*out)) {
-        const npy_intp *dims = PyArray_DIMS((PyArrayObject *)*out);
+        const npy_intp *d = PyArray_DIMS((PyArrayObject *)*out);
         int same = 1;
-        for (int i = 0; i < ndim; i++) same &= dims[i] == (npy_intp)shape[i];
+        for (int i = 0; i < ndim; i++) same &= d[i] == dims[i];
         if (same) {
             Py_INCREF(*out);
             a->converted = *out;
@@ -382,8 +387,29 @@ static int get_output(GridPyRunner *r, PyObject **out, const char *name, int ndi
             return 0;
         }
     }
+    if (has_flat && PyArray_Check(*out) && PyArray_NDIM((PyArrayObject *)*out) == flat_ndim &&
+        PyArray_TYPE((PyArrayObject *)*out) == r->type_num && PyArray_ISCARRAY((PyArrayObject *)*out) &&
+        PyArray_ISNOTSWAPPED((PyArrayObject *)*out)) {
+        const npy_intp *d = PyArray_DIMS((PyArrayObject *)*out);
+        if (d[0] == flat[0] && d[flat_ndim - 1] == flat[flat_ndim - 1]) {
+            PyArray_Dims newshape = {dims, ndim};
+            PyObject *view = PyArray_Newshape((PyArrayObject *)*out, &newshape, NPY_CORDER);
+            if (!view) return -1;
+            a->converted = view; /* a view of the caller's array, returned in its place */
+            a->data = PyArray_DATA((PyArrayObject *)view);
+            *out = view;
+            return 0;
+        }
+    }
 
     format_dims(want, sizeof want, shape, ndim);
+    if (has_flat) {
+        Py_ssize_t fs[2] = {(Py_ssize_t)flat[0], (Py_ssize_t)flat[axes]};
+        char f[64];
+        format_dims(f, sizeof f, fs, flat_ndim);
+        const size_t n = strlen(want);
+        snprintf(want + n, sizeof want - n, " (or its flat %s)", f);
+    }
     if (!PyObject_CheckBuffer(*out) ||
         PyObject_GetBuffer(*out, &a->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
         /* describe what we were given */
@@ -436,18 +462,16 @@ static int overlaps(const void *a, size_t na, const void *b, size_t nb)
     return na && nb && x < y + nb && y < x + na;
 }
 
-/* Must output k be computed into a temporary? When it shares memory with an input other than exactly (the same start
-   and size: states are read before they are written, so out=q is safe) or with an earlier output: the provider would
-   read states it has already overwritten. */
+/* Must output k be computed into a temporary? When it shares memory with any input (numpy's rule: an out= equal to
+   an input, or a view overlapping one) or with an earlier output. A provider may write a state's output before it has
+   read all of that state's inputs (the pose VJP writes its vjp while it still reads the cotangent), so even an exact
+   alias is not safe in place; the temporary is copied into out after the call. */
 static int needs_temporary(const grid_method_info *row, const arg_buf *bin, const arg_buf *bout, int k, size_t batch,
                            size_t elem)
 {
     const size_t nk = batch * (size_t)row->out[k].width * elem;
-    for (int j = 0; j < row->n_in; j++) {
-        const size_t nj = batch * (size_t)row->in[j].width * elem;
-        if (bin[j].data && overlaps(bin[j].data, nj, bout[k].data, nk) && !(bin[j].data == bout[k].data && nj == nk))
-            return 1;
-    }
+    for (int j = 0; j < row->n_in; j++)
+        if (bin[j].data && overlaps(bin[j].data, batch * (size_t)row->in[j].width * elem, bout[k].data, nk)) return 1;
     for (int j = 0; j < k; j++)
         if (overlaps(bout[j].data, batch * (size_t)row->out[j].width * elem, bout[k].data, nk)) return 1;
     return 0;
@@ -594,7 +618,7 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         bout[k].held = 0;
         bout[k].converted = NULL;
         int ndim = output_shape(&row->out[k], batch, shape, one);
-        if (get_output(r, &outs[k], name, ndim, shape, &bout[k]) < 0) {
+        if (get_output(r, &outs[k], name, ndim, shape, one ? 0 : 1, &bout[k]) < 0) {
             n_out++;
             goto fail;
         }
@@ -699,7 +723,9 @@ static PyMethodDef runner_methods[] = {
      "Runs one batched method: row algo of the signature table (_core.signatures()). inputs is a tuple in\n"
      "the row's order, arrays of (B, per-state shape) in the runner dtype (others are converted), None for\n"
      "an absent optional input; attrs a tuple of the row's integer attributes; out None (allocated) or a\n"
-     "C-contiguous array of the output shape (a tuple of them for a row with several outputs)."},
+     "C-contiguous array of the output shape (a tuple of them for a row with several outputs), or a numpy array\n"
+     "of a matrix output's flat (B, width) block (its view in the output's shape is returned). An out sharing\n"
+     "memory with an input is computed into a temporary, then copied."},
     {NULL, NULL, 0, NULL},
 };
 

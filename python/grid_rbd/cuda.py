@@ -276,7 +276,24 @@ class CudaRunner:
             stream = dq.stream or 0
         if dq.device is not None:
             self._cuda.use_device(dq.device)
-        self._cuda.call(algo, tuple(ptrs), (do.ptr,), batch, tuple(int(x) for x in attrs), stream)
+        # out sharing memory with an input (equal to it or overlapping it): computed into a temporary, then copied
+        # (numpy's rule, as on the CPU: a kernel may write a state's output before it has read all its inputs)
+        size = self._dtype.itemsize * batch
+        alias = any(p and _ranges_meet(p, size * math.prod(s[1]), do.ptr, size * math.prod(row["outputs"][0][1]))
+                    for p, s in zip(ptrs, specs))
+        target = out
+        if alias:
+            if not dq.torch and type(out).__module__.split(".")[0] != "cupy":
+                raise ValueError("out shares memory with an input; pass a separate out= array (grid_rbd makes the "
+                                 "temporary this needs only for torch and cupy arrays)")
+            target = torch.empty_like(out) if dq.torch else _allocate_like(q, shape, self._dtype)
+        dt = _DeviceArray(target, "out")
+        self._cuda.call(algo, tuple(ptrs), (dt.ptr,), batch, tuple(int(x) for x in attrs), stream)
+        if alias:
+            if dq.torch:
+                out.copy_(target)
+            else:
+                out[...] = target
         return out
 
     def _check(self, d, name, shape, batch, what, first, one=False):
@@ -306,6 +323,11 @@ class CudaRunner:
         count = math.prod(shape)
         buf = self._cuda.pinned(count * self._dtype.itemsize)
         return np.frombuffer(buf, dtype=self._dtype, count=count).reshape(shape)
+
+
+def _ranges_meet(a, na, b, nb):
+    """do the device byte ranges [a, a + na) and [b, b + nb) meet?"""
+    return na > 0 and nb > 0 and a < b + nb and b < a + na
 
 
 def _type_name(typestr):

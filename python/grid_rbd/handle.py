@@ -8,9 +8,7 @@ import numpy as np
 
 from . import _core
 from ._signatures import ID as _ID
-from ._signatures import concrete as _concrete
-from ._signatures import sizes_of as _sizes_of
-from ._errors import NotAvailableError
+from ._errors import HandleClosedError, NotAvailableError
 
 __all__ = ["RobotHandle", "REFERENCE_FRAMES"]
 
@@ -27,10 +25,33 @@ _CRBA, _MINV, _FD, _ABA = _ID["crba"], _ID["minv"], _ID["fd"], _ID["aba"]
 _FK, _EE_POSE, _JAC = _ID["fk"], _ID["ee_pose"], _ID["frame_jacobian"]
 
 
+class _Closed:
+    """What a closed handle holds in place of its runner: every use raises HandleClosedError naming the handle."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name):
+        object.__setattr__(self, "_name", name)
+
+    def _refuse(self, *args, **kwargs):
+        raise HandleClosedError(f"RobotHandle {object.__getattribute__(self, '_name')!r} is closed: its runner and "
+                                "library were released by close(); register the robot again to compute with it")
+
+    def __getattr__(self, attr):
+        self._refuse()
+
+    def __setattr__(self, attr, value):
+        self._refuse()
+
+    call = _refuse
+
+
 class RobotHandle:
     """Batched rigid-body dynamics of one robot. Every method takes arrays with the batch of B
     states on axis 0 (any array-like; copied only when not C-contiguous in the handle dtype) and an
-    optional ``out`` (a C-contiguous array of the output shape and handle dtype, filled and returned).
+    optional ``out`` (a C-contiguous array of the output shape and handle dtype, filled and returned; for a matrix
+    output also a numpy array of its flat (B, width) block, returned as its view in the output's shape). An ``out``
+    sharing memory with an input (equal to it or overlapping it) is computed into a temporary and then copied.
 
     Widths: q is (B, nq); qd, qdd and u are (B, nv) (the tangent width, also on a floating base);
     f_ext is (B, 6*nb), one body-local spatial force [f; tau] per body. Coordinates follow output_convention
@@ -70,6 +91,32 @@ class RobotHandle:
         for i, link in enumerate(self._frame_names):
             lookup[link] = i
         self._frame_lookup = lookup
+
+    # ---- lifetime ----
+    def close(self):
+        """Release this handle's runner and library references (a CUDA library's device buffers with them, once
+        nothing else holds them) and unregister its name (when the registry still holds this handle; a later
+        registration under the same name is left alone), so get_robot(name) raises RobotNotRegisteredError. Other
+        handles of the same robot keep working. Idempotent; every method or runner attribute (dtype, num_threads,
+        provider) of a closed handle raises HandleClosedError, while sizes, names and options stay readable. A
+        call already running in another thread finishes first (it holds its own reference to the runner)."""
+        if self.closed:
+            return
+        from .registry import _unregister
+        _unregister(self._name, self)
+        closed = _Closed(self._name)
+        self._runner, self._call, self._library = closed, closed.call, closed
+
+    @property
+    def closed(self):
+        """True after close()"""
+        return type(self._runner) is _Closed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()  # exceptions propagate
 
     # ---- sizes and names ----
     @property
@@ -247,9 +294,9 @@ class RobotHandle:
     def provider(self):
         """what computes the results: 'generated' (this robot's compiled robot.so) or 'reference'
         (the float64 C reference, codegen=False); a Runner built by hand on another provider shows its name"""
+        name = self._runner.provider  # (HandleClosedError after close())
         if self._library is not None:
             return "generated"
-        name = self._runner.provider
         return "reference" if name.startswith("reference") else name
 
     @property
@@ -290,6 +337,8 @@ class RobotHandle:
         """Pickling (multiprocessing's spawn and forkserver): the other process registers the robot again under the
         same name, from the URDF text and the same options and num_threads (a cache hit when it sees the same
         cache)."""
+        if self.closed:
+            self._runner.call()  # raises HandleClosedError
         if self._urdf is None:
             raise TypeError(f"cannot pickle RobotHandle {self._name!r}: only handles made by register_robot can be "
                             "pickled (they are registered again from their URDF in the other process)")
@@ -326,6 +375,8 @@ class RobotHandle:
         return ""
 
     def __repr__(self):
+        if self.closed:
+            return f"RobotHandle(name={self._name!r}, robot={self._model.robot_name!r}, closed)"
         return (f"RobotHandle(name={self._name!r}, robot={self._model.robot_name!r}, nq={self.nq}, "
                 f"nv={self.nv}, nb={self.nb}, nee={self.num_ees}, floating_base={self.floating_base}, "
                 f"dtype={self.dtype.name}, device={self.device!r}{self._device_note()}, backend={self.backend!r}, "
@@ -400,21 +451,6 @@ class RobotHandle:
 
 
 
-def _flat_out_view(h, out, row):
-    """A matrix output's out= may also be the flat block of its states (the specification's (B, 2 nv^2) for a
-    gradient, e.g. from pinned_empty): a C-contiguous numpy array of shape (B, width) or (width,) is used through its
-    (B, *shape) view, which the method fills and returns. Anything else is passed on unchanged (and checked there)."""
-    if not isinstance(out, np.ndarray) or not out.flags.c_contiguous or out.ndim > 2:
-        return out
-    shape = _concrete(row, _sizes_of(h._model))["outputs"][0][1]
-    width = int(np.prod(shape))
-    if out.ndim == 2 and out.shape[1] == width and width != shape[-1]:
-        return out.reshape((out.shape[0],) + shape)
-    if out.ndim == 1 and out.shape[0] == width and width != shape[-1]:
-        return out.reshape(shape)
-    return out
-
-
 def _subset_call(call, built):
     """runner.call for a library holding only the rows named in built"""
     from ._signatures import ROWS
@@ -439,11 +475,7 @@ def _generic_method(row):
     attrs = [(a["name"], a["lo"]) for a in row["attrs"]]
     algo = row["id"]
 
-    wide = len(row["outputs"][0]["dims"]) > 1
-
     def method(self, *args, out=None, **kwargs):
-        if out is not None and wide:
-            out = _flat_out_view(self, out, row)
         if len(args) > len(inputs):
             raise TypeError(f"{row['py_name']}() takes {len(inputs)} inputs ({', '.join(inputs)}); {len(args)} given")
         values = list(args) + [None] * (len(inputs) - len(args))

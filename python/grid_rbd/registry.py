@@ -143,6 +143,13 @@ def get_robot(name):
                                           "(register_robot(name=...) registers one)") from None
 
 
+def _unregister(name, handle):
+    """drop name from the registry when it still holds this handle (RobotHandle.close)"""
+    with _registry_lock:
+        if _registry.get(name) is handle:
+            del _registry[name]
+
+
 def list_registered():
     """The names register_robot registered in this process, sorted."""
     with _registry_lock:
@@ -155,6 +162,9 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
     """Validate every register_robot argument; return the canonical options dict."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty str; got {name!r}")
+    floating_base, ignore_mimic, codegen, force_rebuild, verbose = (
+        check_bool(k, v) for k, v in (("floating_base", floating_base), ("ignore_mimic", ignore_mimic),
+                                      ("codegen", codegen), ("force_rebuild", force_rebuild), ("verbose", verbose)))
     if (urdf_path is None) == (urdf_string is None):
         raise ValueError("pass exactly one of urdf_path= or urdf_string=")
     if urdf_path is not None:
@@ -181,9 +191,7 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
         ids = {_signatures.ID[n] for n in algorithm_list}
         ids |= {a for i in list(ids) for a in _signatures.ROWS[i]["mujoco_aux"]}
         algorithm_list = [r["name"] for r in _signatures.ROWS if r["id"] in ids]
-    mujoco_kernels = reserved.get("enable_mujoco_kernels", True)
-    if not isinstance(mujoco_kernels, (bool, np.bool_)):
-        raise ValueError(f"enable_mujoco_kernels must be True or False; got {mujoco_kernels!r}")
+    mujoco_kernels = check_bool("enable_mujoco_kernels", reserved.get("enable_mujoco_kernels", True))
     if output_convention == "mujoco" and not mujoco_kernels:
         raise ValueError("enable_mujoco_kernels=False contradicts output_convention='mujoco' (the two are mutually "
                          "exclusive); drop enable_mujoco_kernels: the MuJoCo convention needs no separate kernels")
@@ -215,7 +223,7 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
     extra = {}
     for key, value in reserved.items():
         if key in _BUILD_OPTIONS:
-            extra[key] = bool(value)
+            extra[key] = check_bool(key, value)
         elif key in _LATER_OPTIONS:
             if value != _LATER_OPTIONS[key]:
                 raise NotAvailableError(f"register_robot option {key}={value!r} comes in a later version "
@@ -263,6 +271,14 @@ def _check_algorithm_list(names):
     if not ids:
         raise ValueError("algorithm_list must name at least one method (None builds every method)")
     return [r["name"] for r in _signatures.ROWS if r["id"] in ids]
+
+
+def check_bool(option, value):
+    """a boolean option as a bool: True or False (numpy's too); anything else ("False", 0, None) is a ValueError naming
+    the option, never read as truthy"""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{option} must be True or False; got {value!r}")
+    return bool(value)
 
 
 def check_num_threads(n):

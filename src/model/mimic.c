@@ -41,6 +41,15 @@ int grid_model_couple_mimics(grid_model *m, const grid_robot_desc *r, const grid
         m->bodies[k].joint.mimic_offset = 0.0;
     }
     int rc = GRID_OK;
+    /* the kind of every URDF joint carrying a <mimic>, over the URDF's joints: a fixed joint has no body (it is
+       merged away) and a floating one no desc[] entry, so the per-body checks below would never see them */
+    for (int j = 0; j < r->njoints && rc == GRID_OK && !ignore_mimic; j++) {
+        const grid_joint_desc *jd = &r->joints[j];
+        if (jd->has_mimic && !one_coordinate(jd->kind))
+            rc = grid_desc_error(err, GRID_ERR_URDF, jd->mimic_pos, "mimic", NULL,
+                                 "joint '%s' is %s: only revolute, continuous and prismatic joints can mimic",
+                                 grid_name_for_message(jd->name, n1, sizeof n1), kind_name(jd->kind));
+    }
     /* direct leaders, checked */
     for (int k = 0; k < nb && rc == GRID_OK && !ignore_mimic; k++) {
         if (desc[k] < 0 || !r->joints[desc[k]].has_mimic) continue;
@@ -48,11 +57,7 @@ int grid_model_couple_mimics(grid_model *m, const grid_robot_desc *r, const grid
         const int lj = grid_name_index_find(joints, jd->mimic_joint);
         const char *self = grid_name_for_message(jd->name, n1, sizeof n1);
         const char *lead = grid_name_for_message(jd->mimic_joint, n2, sizeof n2);
-        if (!one_coordinate(jd->kind))
-            rc = grid_desc_error(err, GRID_ERR_URDF, jd->mimic_pos, "mimic", NULL,
-                                 "joint '%s' is %s: only revolute, continuous and prismatic joints can mimic", self,
-                                 kind_name(jd->kind));
-        else if (lj < 0)
+        if (lj < 0)
             rc = grid_desc_error(err, GRID_ERR_URDF, jd->mimic_pos, "mimic", NULL,
                                  "joint '%s' mimics '%s', which is not a joint of this robot", self, lead);
         else if (lj == desc[k])

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "grid/convention.h"
 #include "grid/signature.h"
+#include "../model/robot_desc.h" /* grid_name_for_message */
 
 /* the per-state passes, once per real type, and their public names */
 #define GRID_CV_FN static
@@ -80,9 +81,12 @@ int grid_convention_init(grid_convention *cv, const grid_model *m, int kind, gri
             break;
         case GRID_JOINT_PLANAR:
             /* MuJoCo has no planar joint: it composes slide, slide, hinge, whose rates are the parent-frame ones */
-            return grid_error_set(err, GRID_ERR_ARG, 0, 0, "output_convention='mujoco': the joint of body %d is planar, "
-                                  "which has no MuJoCo joint of its own (MuJoCo writes it as two slides and a hinge); "
-                                  "use output_convention='pinocchio'", b);
+        {
+            char name[80];
+            return grid_error_set(err, GRID_ERR_ARG, 0, 0, "output_convention='mujoco': joint '%s' is planar, which has "
+                                  "no MuJoCo joint of its own (MuJoCo writes it as two slides and a hinge); use "
+                                  "output_convention='pinocchio'", grid_name_for_message(jt->name, name, sizeof name));
+        }
         case GRID_JOINT_NTYPES:
             assert(0);
             break;
