@@ -32,9 +32,10 @@
 #define NOISE_OVER_SIGMA 16.0
 #define PATH_ULPS 8.0         /* batch paths run the same per-state code: equal to the small batch within this */
 #define PATH_SECONDS 0.1      /* the threaded, streamed batch is skipped when it would take longer than this */
-#define PATH_BYTES (256LL << 20)
+#define PATH_BYTES (16LL << 20)
 #define STREAM_BYTES (8LL << 20) /* GRID_STREAM_MIN_BYTES of src/emit/lane_store.h */
-#define BIG_STATES 16384LL    /* the largest team threshold the emitter sets (emit.c, min_parallel) */
+#define BIG_STATES 16384LL
+#define MAX_COMBOS 16384LL    /* attribute combinations checked one by one (a Jacobian's frames x reference frames) */    /* the largest team threshold the emitter sets (emit.c, min_parallel) */
 
 /* a reproducible number in [-1, 1) */
 static double next_unit(unsigned long long *s)
@@ -602,10 +603,12 @@ static int check_point(checker *c, unsigned absent, const int *attr, long long n
         long long in_w = 0;
         for (int k = 0; k < c->r->n_in; k++) in_w += absent >> k & 1 ? 0 : c->r->in[k].width;
         const long long out_bytes = c->r->out[0].width * (long long)c->esz;
-        long long big = (STREAM_BYTES + out_bytes - 1) / (out_bytes > 0 ? out_bytes : 1) + TAIL_STATES;
-        if (big < BIG_STATES) big = BIG_STATES;
         long long state_bytes = in_w * (long long)c->esz;
         for (int o = 0; o < c->r->n_out; o++) state_bytes += c->r->out[o].width * (long long)c->esz;
+        /* the streamed stores where they fit the memory at hand, else the team alone */
+        long long big = (STREAM_BYTES + out_bytes - 1) / (out_bytes > 0 ? out_bytes : 1) + TAIL_STATES;
+        if (big * state_bytes > PATH_BYTES) big = BIG_STATES;
+        if (big < BIG_STATES) big = BIG_STATES;
         if (rc == 0 && absent == 0 && big * state_bytes <= PATH_BYTES && (double)big * per_state <= PATH_SECONDS) {
             rc = check_path(c, &b, big, 2, absent, attr);
             c->rep->threaded = 1;
@@ -653,13 +656,23 @@ static int check_method(const grid_lib *lib, const grid_model *m, int algo, grid
         }
         if (((absent - opt) & opt) == 0) break;
     }
-    /* then every value of every attribute (every frame, each under one of the reference frames) on one state */
-    int cover = 0;
-    for (int a = 0; a < r->n_attr; a++)
-        if (r->attr_hi[a] - r->attr_lo[a] > cover) cover = r->attr_hi[a] - r->attr_lo[a];
-    for (int i = 0; i < cover && r->n_attr > 0; i++) {
+    /* then every combination of attribute values (every frame under every reference frame) on one state, or,
+       past MAX_COMBOS, every value of each attribute at least once */
+    long long all = 1, cover = 0;
+    for (int a = 0; a < r->n_attr; a++) {
+        const long long range = r->attr_hi[a] - r->attr_lo[a];
+        all *= range > 0 ? range : 1;
+        cover = range > cover ? range : cover;
+    }
+    const int product = all <= MAX_COMBOS;
+    for (long long i = 0; i < (product ? all : cover) && r->n_attr > 0; i++) {
         int attr[GRID_MAX_ATTR] = {0};
-        for (int a = 0; a < r->n_attr; a++) attr[a] = r->attr_lo[a] + i % (r->attr_hi[a] - r->attr_lo[a]);
+        long long rest = i;
+        for (int a = 0; a < r->n_attr; a++) {
+            const long long range = r->attr_hi[a] - r->attr_lo[a] > 0 ? r->attr_hi[a] - r->attr_lo[a] : 1;
+            attr[a] = r->attr_lo[a] + (int)((product ? rest : i) % range);
+            rest /= range;
+        }
         rc = check_point(&c, 0, attr, 1, seed + 104729u * (unsigned)i, 0, err);
         if (rc) goto done;
     }
