@@ -576,7 +576,7 @@ static int fail_message(const checker *c, unsigned absent, const int *attr, grid
     const double rel = c->fail_scale > 0 ? c->fail_err / c->fail_scale : c->fail_err;
     return grid_error_set(err, GRID_ERR_BUILD, 0, 0,
                           "self-check failed: the compiled %s%s%s (%s) disagrees with the float64 reference on "
-                          "check state %d, output '%s': error %.3g (relative %.3g), while rounding the problem in %s "
+                          "check state %d, output '%s': error %.3g (relative error %.3g), while rounding the problem in %s "
                           "moves the answer by only %.3g (%.3g of its scale %.3g; the bound is %.0fx that plus %.0fx "
                           "one rounding of the scale, %.3g). An error this far beyond round-off points at the "
                           "compiler or its flags, and the entry was not published. %s",
