@@ -77,6 +77,10 @@ typedef struct {
     int *ee_frames;            /* end-effector frame ids (indices into frames) */
 } grid_model;
 
+/* the largest |gravity| a model takes (about 1e5 g: past any physical use, far below where float32 products of
+   robot-sized masses, lengths and accelerations overflow) */
+#define GRID_GRAVITY_MAX 1e6
+
 /* options for building a model out of a parsed URDF */
 typedef struct {
     int floating_base;               /* add a free-flyer root joint named "root_joint" */

@@ -55,6 +55,11 @@ const char *grid_lib_path(const grid_lib *lib);
 /* dlclose and free (NULL is fine) */
 void grid_lib_close(grid_lib *lib);
 
+/* keep the OpenMP runtime lib runs its thread teams on loaded for the life of the process (RTLD_NODELETE), so a
+   library that ran a team can be unloaded while the runtime's idle workers live on; 1 when pinned, 0 when the
+   library has no OpenMP runtime */
+int grid_lib_pin_openmp(const grid_lib *lib);
+
 /* ---- the CUDA host runtime's sources (src/runtime/cuda_runtime.cu and what it includes), embedded in the
    library: a CUDA build writes them into the cache and compiles them once per toolchain (docs/cuda.md) ---- */
 typedef struct {

@@ -311,6 +311,10 @@ PyMODINIT_FUNC PyInit__core(void)
     if (PyModule_AddObject(m, "ALGORITHMS", names) < 0) { Py_DECREF(names); goto fail; }
 
     if (add_int_consts(m, consts) < 0) goto fail;
+    {
+        PyObject *g = PyFloat_FromDouble(GRID_GRAVITY_MAX);
+        if (!g || PyModule_AddObject(m, "GRAVITY_MAX", g) < 0) { Py_XDECREF(g); goto fail; }
+    }
     if (PyModule_AddStringConstant(m, "PROVIDER_CAPSULE", GRID_PY_PROVIDER_CAPSULE) < 0) goto fail;
     /* set by setup.py at build time: the package version and a SHA-256 over the generator's sources */
     if (PyModule_AddStringConstant(m, "PACKAGE_VERSION", GRID_PACKAGE_VERSION) < 0) goto fail;

@@ -110,6 +110,22 @@ typedef struct {
     const grid_lib_expect *expect;
 } self_check_ctx;
 
+/* selfcheck.json beside robot.so: what the check saw, published with the entry */
+static int write_report(const grid_selfcheck_report *rep, int dtype, const char *so_path, grid_error *err)
+{
+    char json[8192], path[4096];
+    const char *slash = strrchr(so_path, '/');
+    const int dir = slash ? (int)(slash - so_path) : 1;
+    if (grid_selfcheck_report_json(rep, dtype, json, sizeof json) < 0 ||
+        snprintf(path, sizeof path, "%.*s/selfcheck.json", dir, slash ? so_path : ".") >= (int)sizeof path)
+        return grid_error_set(err, GRID_ERR_BUILD, 0, 0, "self-check: its report does not fit");
+    FILE *f = fopen(path, "w");
+    const size_t len = strlen(json);
+    const int ok = f && fwrite(json, 1, len, f) == len;
+    if (f && fclose(f) != 0) return grid_error_set(err, GRID_ERR_CACHE, 0, 0, "cannot write %s", path);
+    return ok ? GRID_OK : grid_error_set(err, GRID_ERR_CACHE, 0, 0, "cannot write %s", path);
+}
+
 static int self_check(void *ctx, const char *so_path, grid_error *err)
 {
     const self_check_ctx *sc = ctx;
@@ -119,12 +135,15 @@ static int self_check(void *ctx, const char *so_path, grid_error *err)
     grid_error le;
     grid_error_clear(&le);
     /* unloaded again after the check (so precompile leaves nothing mapped, and a later change to the file cannot
-       fault this process): its code runs on one thread below the team threshold, so no OpenMP thread exists */
+       fault this process); the check pins the OpenMP runtime its large batches ran their teams on */
     grid_lib_expect x = *sc->expect;
     x.inspect_only = 1;
     int rc = grid_lib_open(so_path, &x, &lib, &le);
-    if (rc == GRID_OK) rc = grid_lib_selfcheck(lib, sc->model, err);
-    else /* a library that does not load as this model's (another robot's, say) is refused, not published */
+    if (rc == GRID_OK) {
+        grid_selfcheck_report rep;
+        rc = grid_lib_selfcheck(lib, sc->model, &rep, err);
+        if (rc == GRID_OK) rc = write_report(&rep, grid_lib_meta(lib)->dtype, so_path, err);
+    } else /* a library that does not load as this model's (another robot's, say) is refused, not published */
         rc = grid_error_set(err, GRID_ERR_BUILD, 0, 0, "self-check failed: the compiled library does not load as "
                             "this model's (%s); the compiler (GRID_RBD_CC) did not build this source, and the entry "
                             "was not published", le.message);

@@ -205,8 +205,10 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
 
     if not isinstance(max_batch_size, numbers.Integral) or isinstance(max_batch_size, bool) or max_batch_size < 1:
         raise ValueError(f"max_batch_size must be a positive int; got {max_batch_size!r}")
-    if not isinstance(gravity, numbers.Real) or isinstance(gravity, (bool, np.bool_)) or not math.isfinite(gravity):
-        raise ValueError(f"gravity must be a finite number (signed acceleration along world z); got {gravity!r}")
+    if not isinstance(gravity, numbers.Real) or isinstance(gravity, (bool, np.bool_)) or not math.isfinite(gravity) \
+            or abs(gravity) > _core.GRAVITY_MAX:
+        raise ValueError(f"gravity must be a finite number of at most {_core.GRAVITY_MAX:g} m/s^2 in magnitude (signed "
+                         f"acceleration along world z; larger values overflow the dynamics); got {gravity!r}")
 
     if ee_joint_names is not None:
         if isinstance(ee_joint_names, str):

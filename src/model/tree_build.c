@@ -206,8 +206,11 @@ int grid_model_build(const grid_robot_desc *r, const grid_model_options *opts,
     if (!opts) opts = &defaults;
     if (!out) return grid_error_set(err, GRID_ERR_ARG, 0, 0, "out (the model pointer) is NULL");
     *out = NULL;
-    if (!isfinite(opts->gravity))
-        return grid_error_set(err, GRID_ERR_ARG, 0, 0, "gravity must be a finite number");
+    if (!isfinite(opts->gravity) || fabs(opts->gravity) > GRID_GRAVITY_MAX)
+        return grid_error_set(err, GRID_ERR_ARG, 0, 0,
+                              "gravity must be a finite number of at most %g m/s^2 in magnitude (got %g): larger "
+                              "values overflow the dynamics' products of masses, lengths and accelerations",
+                              GRID_GRAVITY_MAX, opts->gravity);
     if (opts->ee_joint_names && opts->n_ee_joint_names < 0)
         return grid_error_set(err, GRID_ERR_ARG, 0, 0, "n_ee_joint_names is negative (%d)", opts->n_ee_joint_names);
     if (r->nlinks == 0)

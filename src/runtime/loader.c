@@ -183,6 +183,18 @@ fail:
     return rc;
 }
 
+int grid_lib_pin_openmp(const grid_lib *lib)
+{
+    /* the runtime is whichever object defines omp_get_max_threads for the library (libgomp, libomp, ...) */
+    void *sym = lib && lib->handle ? dlsym(lib->handle, "omp_get_max_threads") : NULL;
+    Dl_info info;
+    if (!sym || !dladdr(sym, &info) || !info.dli_fname) return 0;
+    void *pin = dlopen(info.dli_fname, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD | RTLD_NODELETE);
+    if (!pin) return 0;
+    dlclose(pin);
+    return 1;
+}
+
 int grid_lib_open(const char *so_path, const grid_lib_expect *expect, grid_lib **out, grid_error *err)
 {
     return lib_open(so_path, so_path, expect, out, err);
