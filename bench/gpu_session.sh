@@ -11,6 +11,9 @@
 #   bench/gpu_session.sh sanitize    # THERE: only compute-sanitizer on the derivative rows
 #   bench/gpu_session.sh mimic       # THERE: only bench/gpu_mimic.py (h1_2's coupled mimic joints against welded and
 #                                    # independent, checked, then timed)
+#   bench/gpu_session.sh sweep       # THERE: bench/robot_sweep.py on the host's CPUs: every URDF of example-robot-data
+#                                    # (.gpu-deps/erd-all) and the shared robots, float32/float64, fixed/floating,
+#                                    # default options; $OUT/RESULTS-sweep.md and sweep.json
 #   bench/gpu_session.sh grad        # THERE: the first-order derivatives: their GPU tests on five robots, the bench
 #                                    # of rnea / rnea_grad / fd / fd_grad ($GRAD_ALGOS: e.g. with rnea_vjp,fd_vjp),
 #                                    # cold builds, compute-sanitizer
@@ -45,6 +48,18 @@ for case in robot_cases.CASES:
         shutil.copyfile(erd / case.relpath, dst)
         print("copied", case.relpath)
 EOF
+    # every URDF of example-robot-data, for the sweep
+    "$PY" - "$DEPS/erd-all" <<'EOF2'
+import shutil, sys
+from pathlib import Path
+sys.path.insert(0, "tests/python")
+import robot_cases
+erd = robot_cases.example_robot_data_dir()
+for p in sorted(erd.rglob("*.urdf")) if erd else []:
+    dst = Path(sys.argv[1]) / p.relative_to(erd)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(p, dst)
+EOF2
     if [ ! -f "$DEPS/include/expat.h" ] || ! ls "$DEPS"/lib/libexpat.so* >/dev/null 2>&1; then
         mkdir -p "$DEPS/include" "$DEPS/lib"
         cp /usr/include/expat.h /usr/include/expat_external.h "$DEPS/include/"
@@ -119,6 +134,15 @@ if [ "${1:-run}" = features ]; then   # only the GPU tests whose ids match $GPU_
         ts "compute-sanitizer: bench/gpu_sanitize_derivs.py"
         sanitize bench/gpu_sanitize_derivs.py 8
     fi
+    ts "done"
+    exit 0
+fi
+
+if [ "${1:-run}" = sweep ]; then   # every robot in both dtypes, fixed and floating, on the host's CPUs
+    ts "bench/robot_sweep.py --jobs $JOBS"
+    timeout $(( $(left) - 5 )) python3 bench/robot_sweep.py --jobs "$JOBS" --erd "$DEPS/erd-all" --shared "$DEPS/robots" \
+        --json "$OUT/sweep.json" > "$OUT/RESULTS-sweep.md" 2> "$OUT/sweep.log"
+    ts "sweep exit $?"; tail -5 "$OUT/sweep.log"; head -8 "$OUT/RESULTS-sweep.md"
     ts "done"
     exit 0
 fi
