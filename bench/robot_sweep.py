@@ -47,7 +47,21 @@ def one(path, dtype, floating, cache):
         return {"ok": False, "seconds": time.time() - t, "error": f"{type(e).__name__}: {e}"}
 
 
+def one_in_child(path, dtype, floating, cache):
+    """one() in a child process, so that a crash is recorded as one (a signal, the tail of its stderr)"""
+    import subprocess
+    r = subprocess.run([sys.executable, __file__, "--one", str(path), dtype, str(int(floating)), cache],
+                       capture_output=True, text=True)
+    if r.returncode == 0 and r.stdout.strip():
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    tail = " / ".join(r.stderr.strip().splitlines()[-3:])
+    return {"ok": False, "crash": True, "seconds": 0.0, "error": f"CRASH (exit {r.returncode}): {tail}"}
+
+
 def main():
+    if len(sys.argv) == 6 and sys.argv[1] == "--one":
+        print(json.dumps(one(sys.argv[2], sys.argv[3], sys.argv[4] == "1", sys.argv[5])))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2))
     ap.add_argument("--erd", default=None, help="example-robot-data's robots/ (default: the installed package's)")
@@ -65,8 +79,8 @@ def main():
     os.environ["GRID_RBD_BUILD_JOBS"] = "1"  # the sweep runs builds side by side instead
     t0 = time.time()
     results = {}
-    with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
-        futs = {pool.submit(one, p, dt, fb, cache): (src, str(rel), dt, fb) for src, p, rel in urdfs for dt, fb in CONFIGS}
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        futs = {pool.submit(one_in_child, p, dt, fb, cache): (src, str(rel), dt, fb) for src, p, rel in urdfs for dt, fb in CONFIGS}
         for f in concurrent.futures.as_completed(futs):
             results[futs[f]] = f.result()
             r = results[futs[f]]
