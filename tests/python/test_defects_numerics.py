@@ -184,3 +184,30 @@ def test_ee_pose_grad_at_pi_and_gimbal_lock(allegro):
         d = gen.end_effector_pose(qp) - gen.end_effector_pose(qm)
         d[:, rpy_rows] = np.remainder(d[:, rpy_rows] + np.pi, 2 * np.pi) - np.pi
         np.testing.assert_allclose(Gg[s], (d / (2 * eps)).T, atol=1e-7)
+
+
+
+@pytest.fixture(scope="module")
+def iiwa_fdg(tmp_path_factory):
+    from robot_cases import BUNDLED_IIWA
+    h32 = grid_rbd.register_robot("iiwa_fdg32", urdf_path=BUNDLED_IIWA, dtype="float32", algorithm_list=["fd_grad"],
+                                  cache_dir=tmp_path_factory.mktemp("iiwa-fdg"), verbose=False)
+    ref = grid_rbd.register_robot("iiwa_fdg_ref", urdf_path=BUNDLED_IIWA, dtype="float64", codegen=False,
+                                  verbose=False)
+    return h32, ref
+
+
+@pytest.mark.parametrize("scale", [1, pytest.param(5, marks=pytest.mark.xfail(strict=True, reason=(
+    "not reached: state 2 of the x5 torques (|qdd| up to 957) is 1.1e-2 off; the float32 dtau/dq carries it "
+    "(7e-5 on entries of 90, through M^-1 of cond 1.2e3), float32 inputs and constants alone give 2e-5")))])
+def test_float32_fd_grad_at_large_accelerations(iiwa_fdg, scale):
+    """iiwa, float32: dqdd/dq within the specification's 5e-3 of the float64 reference on the issue's draw of q, qd,
+    u (default_rng(0), (4, 7) each) and with those torques x5 (|qdd_7| = 2211 on state 1)"""
+    h32, ref = iiwa_fdg
+    rng = np.random.default_rng(0)
+    q, qd, u = (rng.standard_normal((4, 7)).astype(np.float32) for _ in range(3))
+    u = (u * scale).astype(np.float32)
+    got = np.asarray(h32.forward_dynamics_gradient(q, qd, u), dtype=np.float64)
+    want = ref.forward_dynamics_gradient(*(np.asarray(x, dtype=np.float64) for x in (q, qd, u)))
+    err = np.abs(got - want)[..., :7].max(axis=(1, 2))
+    assert err.max() < 5e-3, err
