@@ -39,13 +39,21 @@ void emit_rpy_helper(const emit_ctx *cx)
 {
     const emit_real *re = cx->re;
     const char *f = re->is_float ? "f" : "";
+    /* Pinocchio rounds every product; -ffp-contract=fast (nvcc: --fmad) would fuse them, and the roll's sign at
+       +-pi comes from the rounding residual of s1 R02 - c1 R12: grid_rpy_mul_ keeps each product rounded */
     ew_printf(cx->w,
-              "/* roll, pitch, yaw of R (row-major) exactly as pinocchio.rpy.matrixToRpy:\n"
+              "/* a * b rounded, never fused into an fma */\n"
+              "%s grid_real grid_rpy_mul_(const grid_real a, const grid_real b)\n{\n"
+              "#ifdef __CUDA_ARCH__\n    return __%cmul_rn(a, b);\n#else\n"
+              "    volatile grid_real p = a * b;\n    return p;\n#endif\n}\n\n",
+              cx->t->helper_fn, re->is_float ? 'f' : 'd');
+    ew_printf(cx->w,
+              "/* roll, pitch, yaw of R (row-major) exactly as pinocchio.rpy.matrixToRpy, bit for bit:\n"
               "   Eigen's eulerAngles(2, 1, 0) reversed, then the pitch folded into [-pi/2, pi/2] */\n"
               "%s void grid_rpy_(const grid_real *R, grid_real *rpy)\n{\n"
               "    const grid_real pi = 3.14159265358979323846%s;\n"
               "    grid_real a0 = %s(R[3], R[0]);\n"
-              "    const grid_real c2 = %s(R[8] * R[8] + R[7] * R[7]);\n"
+              "    const grid_real c2 = %s(grid_rpy_mul_(R[8], R[8]) + grid_rpy_mul_(R[7], R[7]));\n"
               "    grid_real a1;\n"
               "    if (a0 < 0) {\n"
               "        a0 += pi;\n"
@@ -54,7 +62,8 @@ void emit_rpy_helper(const emit_ctx *cx)
               "        a1 = %s(-R[6], c2);\n"
               "    }\n"
               "    const grid_real s1 = %s(a0), c1 = %s(a0);\n"
-              "    grid_real r = %s(s1 * R[2] - c1 * R[5], c1 * R[4] - s1 * R[1]), p = a1, y = a0;\n"
+              "    grid_real r = %s(grid_rpy_mul_(s1, R[2]) - grid_rpy_mul_(c1, R[5]),\n"
+              "                     grid_rpy_mul_(c1, R[4]) - grid_rpy_mul_(s1, R[1])), p = a1, y = a0;\n"
               "    if (p < -pi / 2) p += 2 * pi;\n"
               "    if (p > pi / 2) {\n"
               "        p = pi - p;\n"

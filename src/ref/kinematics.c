@@ -47,7 +47,15 @@ void grid_ref_frame_placement(const grid_model *m, const double *q, int frame, d
     grid_sp_xform_to_homogeneous(x, oMf);
 }
 
-/* roll, pitch, yaw with R = Rz(yaw) Ry(pitch) Rx(roll), exactly as pinocchio.rpy.matrixToRpy:
+/* a * b rounded, never fused into an fma (a compiler may contract a * b - c * d where FMA is native) */
+static double rounded_mul(double a, double b)
+{
+    volatile double p = a * b;
+    return p;
+}
+
+/* roll, pitch, yaw with R = Rz(yaw) Ry(pitch) Rx(roll), exactly as pinocchio.rpy.matrixToRpy, bit for bit (every
+   product rounded: at roll +-pi the sign comes from the rounding residual of s1 R02 - c1 R12):
    Eigen's eulerAngles(2, 1, 0) reversed, then pitch folded into [-pi/2, pi/2] */
 static void matrix_to_rpy(const double R[9], double rpy[3])
 {
@@ -55,7 +63,7 @@ static void matrix_to_rpy(const double R[9], double rpy[3])
 #define RM(r, c) R[3 * (r) + (c)]
     /* Eigen's Graphics Gems IV branch for axes (2, 1, 0): first angle in [0, pi] */
     double a0 = atan2(RM(1, 0), RM(0, 0));
-    const double c2 = sqrt(RM(2, 2) * RM(2, 2) + RM(2, 1) * RM(2, 1));
+    const double c2 = sqrt(rounded_mul(RM(2, 2), RM(2, 2)) + rounded_mul(RM(2, 1), RM(2, 1)));
     double a1;
     if (a0 < 0.0) {
         a0 += pi;
@@ -64,7 +72,8 @@ static void matrix_to_rpy(const double R[9], double rpy[3])
         a1 = atan2(-RM(2, 0), c2);
     }
     const double s1 = sin(a0), c1 = cos(a0);
-    const double a2 = atan2(s1 * RM(0, 2) - c1 * RM(1, 2), c1 * RM(1, 1) - s1 * RM(0, 1));
+    const double a2 = atan2(rounded_mul(s1, RM(0, 2)) - rounded_mul(c1, RM(1, 2)),
+                            rounded_mul(c1, RM(1, 1)) - rounded_mul(s1, RM(0, 1)));
 #undef RM
     /* reversed: roll, pitch, yaw */
     double r = a2, p = a1, y = a0;
