@@ -91,3 +91,56 @@ def test_large_tiles_run_on_a_1mib_thread_stack(tmp_path, n, methods):
 def test_700_link_crba_registers_on_the_default_stack(tmp_path):
     """registration's self-check segfaulted: CRBA's tile is 15.7 MB at nv = 700, against an 8 MiB stack"""
     run_child(tmp_path, 700, ["crba"], 0)
+
+
+def star_urdf(legs, depth):
+    """`legs` chains of `depth` revolute joints on one base link: `legs` leaf bodies, so as many end effectors"""
+    s = ['<?xml version="1.0"?>', f'<robot name="star{legs}">',
+         '<link name="base"><inertial><mass value="2"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/>'
+         '</inertial></link>']
+    for leg in range(legs):
+        parent = "base"
+        for d in range(depth):
+            name = f"l{leg}_{d}"
+            s.append(f'<link name="{name}"><inertial><origin xyz="0.01 0 0.02"/><mass value="0.{1 + (leg + d) % 9}"/>'
+                     '<inertia ixx="1e-3" ixy="1e-5" ixz="0" iyy="8e-4" iyz="0" izz="6e-4"/></inertial></link>')
+            ax = ["0 0 1", "0 1 0", "1 0 0"][(leg + d) % 3]
+            xyz = f"{0.1 * (leg % 7)} {0.05 * (leg % 5)} 0.03" if d == 0 else "0 0.01 0.05"
+            s.append(f'<joint name="j{leg}_{d}" type="revolute"><parent link="{parent}"/><child link="{name}"/>'
+                     f'<origin xyz="{xyz}" rpy="0.1 {0.01 * leg} 0.05"/><axis xyz="{ax}"/>'
+                     '<limit lower="-3" upper="3" effort="1" velocity="1"/></joint>')
+            parent = name
+    s.append('</robot>')
+    return "\n".join(s)
+
+
+def check_star(tmp_path, legs, depth, schedule, methods):
+    urdf = star_urdf(legs, depth)
+    kw = dict(urdf_string=urdf, dtype="float64", verbose=False)
+    lib = grid_rbd.register_robot(f"star{legs}_{schedule}", cache_dir=str(tmp_path), codegen_schedule=schedule,
+                                  algorithm_list=methods, device="cpu", **kw)
+    ref = grid_rbd.register_robot(f"star{legs}_ref", codegen=False, **kw)
+    pose = ref.end_effector_pose(np.zeros((1, ref.nq)))
+    assert pose.size == 6 * legs
+    src = open(lib.library_path[:-len("robot.so")] + "robot.c").read()
+    assert "/* ee_pose, rolled schedule:" in src  # the function that hit the limit
+    rng = np.random.default_rng(legs)
+    q = rng.uniform(-1, 1, (3, lib.nq))
+    g = rng.uniform(-1, 1, (3,) + pose.shape[1:])
+    for m in methods:
+        args = (q, g) if m.endswith("_vjp") else (q,)
+        got, want = getattr(lib, m)(*args), getattr(ref, m)(*args)
+        assert got.shape == want.shape, m
+        err = np.abs(got - want).max() / np.abs(want).max()
+        assert err < 1e-12, f"star {legs} {schedule} {m}: relative error {err:.2e}"
+
+
+def test_47_end_effectors_build_rolled(tmp_path):
+    """a rolled step declared one array per fixed body it read, at most 48 (SYM_MAX_ARRAYS): the end-effector pose
+    of 47 leaves failed with 'out of memory emitting ee_pose'"""
+    check_star(tmp_path, 48, 2, "rolled", ["end_effector_pose", "end_effector_pose_gradient", "end_effector_pose_vjp"])
+
+
+def test_210_end_effectors_build_under_auto(tmp_path):
+    """under auto, the pose of 201-300 leaves passes the unroll budget, rolls and hit the same limit"""
+    check_star(tmp_path, 210, 3, "auto", ["end_effector_pose"])
