@@ -37,6 +37,8 @@ typedef struct {
     int dtype;                            /* grid_dtype the entry points take */
     int nq, nv, nb, nee;                  /* must equal the model's sizes */
     size_t work_bytes;                    /* workspace one call gets (grid_call.work_bytes; 0 = none) */
+    int work_threads;                     /* threads work_bytes covers (evenly); a call gets the share of the
+                                             threads it runs on (0: all of work_bytes) */
     grid_batch_fn fns[GRID_ALGO_COUNT];   /* indexed by row id (grid/signature.h) */
     grid_cuda_convention_fn cuda_convention; /* a CUDA library's output-convention passes on the device (its host
                                                 round trips convert there); NULL: the CPU converts (convention.c) */

@@ -96,6 +96,7 @@ static int fill_provider(GridPyLibrary *self)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         self->work_threads = n > GRID_PY_WORK_THREADS_MIN ? (int)n : GRID_PY_WORK_THREADS_MIN;
         p->work_bytes = meta->work_bytes * (size_t)self->work_threads;
+        p->work_threads = self->work_threads;
     }
     for (int a = 0; a < GRID_ALGO_COUNT; a++) p->fns[a] = grid_lib_fn(self->lib, a);
     /* a CUDA library converts output conventions on the device, in its host round trips */

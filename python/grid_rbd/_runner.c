@@ -642,7 +642,13 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
                 ctx = &spare;
             }
             mark = grid_ctx_mark(ctx);
-            if (needs_work && grid_ctx_work(ctx, r->provider.work_bytes, 1, &work, &work_bytes) != GRID_OK) {
+            /* the workspace of the threads this call runs on, not of every thread the provider covers: a lane
+               row's tile may live there (nv^2 lane vectors: 537 MB per thread on a 4096-link chain's CRBA) */
+            const int wt = r->provider.work_threads;
+            const int used = fn ? grid_py_threads_used(r->num_threads, r->cpus) : 1; /* the call's threads below */
+            const size_t per = wt > 0 ? r->provider.work_bytes / (size_t)wt : r->provider.work_bytes;
+            const int nwt = wt <= 0 ? 1 : used < 1 ? 1 : used > wt ? wt : used;
+            if (needs_work && grid_ctx_work(ctx, (per + 63) / 64 * 64, nwt, &work, &work_bytes) != GRID_OK) {
                 PyErr_NoMemory();
                 goto fail;
             }
@@ -660,7 +666,9 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
             if (!(tmp[k] = PyArray_SimpleNew(ndim, dims, r->type_num))) goto fail;
             out_ptr[k] = PyArray_DATA((PyArrayObject *)tmp[k]);
         }
-        const int threads = fn ? grid_py_threads_for_call(r->num_threads, r->cpus) : 1; /* the reference runs on one */
+        int threads = fn ? grid_py_threads_for_call(r->num_threads, r->cpus) : 1; /* the reference runs on one */
+        if (needs_work && r->provider.work_threads > 0 && threads > r->provider.work_threads)
+            threads = r->provider.work_threads; /* never more than the workspace covers */
         grid_call c = {in_ptr, out_ptr, row->n_in, row->n_out, (long long)batch, {0}, threads, work, work_bytes, NULL};
         memcpy(c.attr, attr, sizeof c.attr);
         int status;

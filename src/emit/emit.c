@@ -307,6 +307,11 @@ static void fill_entry(const emit_ctx *cx, int a, const grid_method_info *row, c
     e->vector = vec[L->slot[0]];
     for (int s = 0; s < NSLOT; s++)
         if (L->slot[s] >= 0 && fstats[L->slot[s]].work > e->work) e->work = fstats[L->slot[s]].work;
+    if (e->vector) {
+        e->tile_at = e->work;
+        e->tile = emit_lane_tile(row, L->param_in);
+        e->work += e->tile;
+    }
     const sym_stats *ms = &fstats[L->slot[L->main]];
     e->min_parallel = min_parallel(ms->flops + 20 * ms->transcendental);
 }
@@ -646,8 +651,13 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
         long work = 0;
         for (int s = 0; s < NSLOT; s++)
             if (layouts[a].slot[s] >= 0 && fstats[layouts[a].slot[s]].work > work) work = fstats[layouts[a].slot[s]].work;
-        grid_sig_concrete(a, &sizes, (size_t)work * (size_t)o.dtype, &rows[a]);
         row_lanes[a] = rc == GRID_OK && vec[layouts[a].slot[0]];
+        if (row_lanes[a]) { /* a large tile lives in the workspace (fill_entry, the same sum) */
+            grid_method_info r0;
+            grid_sig_concrete(a, &sizes, 0, &r0);
+            work += (long)emit_lane_tile(&r0, layouts[a].param_in);
+        }
+        grid_sig_concrete(a, &sizes, (size_t)work * (size_t)o.dtype, &rows[a]);
         for (int k = 0; sel[a] && k < rows[a].n_in; k++)
             if (rows[a].in[k].optional && rows[a].in[k].width > nz) nz = rows[a].in[k].width;
     }

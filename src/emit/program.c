@@ -49,8 +49,8 @@ struct ep_prog {
     int cur_child;            /* unrolled: the child of j on the path from i */
     int cur_col;              /* unrolled: k of a columns loop */
     sym_graph *sg;            /* rolled: the current step's graph (NULL between steps) */
-    ep_acc acc[SYM_MAX_ARRAYS];
-    int nacc;
+    ep_acc *acc;              /* rolled: the current step's arrays (grown: one per fixed body a step addresses) */
+    int nacc, acccap;
     ek_body view[2];
     int have_view[2];
     sxf X[3];
@@ -259,7 +259,15 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
         ep_acc *x = &p->acc[a];
         if (x->what == what && x->id == id && x->var == var && x->rel == rel && x->cvar == cvar) return x;
     }
-    if (!g || p->nacc == SYM_MAX_ARRAYS) {
+    if (g && p->nacc == p->acccap) {
+        const int cap = p->acccap ? 2 * p->acccap : 16;
+        ep_acc *a = realloc(p->acc, (size_t)cap * sizeof *a);
+        if (a) {
+            p->acc = a;
+            p->acccap = cap;
+        }
+    }
+    if (!g || p->nacc == p->acccap) {
         p->fail = 1;
         return NULL;
     }
@@ -1075,6 +1083,7 @@ void ep_free(ep_prog *p)
         free(p->acc[a].cache);
         free(p->acc[a].set);
     }
+    free(p->acc);
     sym_free(p->sg);
     for (int b = 0; b < p->nbuf; b++) free(p->buf[b].val);
     ew_free(&p->skel);

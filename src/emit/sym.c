@@ -21,13 +21,14 @@ struct sym_graph {
     int nslots;
     char *text;   /* pool of TEXT node strings */
     size_t tlen, tcap;
-    char arrays[SYM_MAX_ARRAYS][24];  /* the tag: loads are named <tag>_<k> */
-    char ptr[SYM_MAX_ARRAYS][40];     /* the C array the elements live in */
-    char base[SYM_MAX_ARRAYS][64];    /* "" or a runtime offset expression: element k is ptr[base + k] */
-    int scaled[SYM_MAX_ARRAYS];
-    int local_size[SYM_MAX_ARRAYS]; /* > 0: a local array declared at the top */
-    unsigned char broadcast[SYM_MAX_ARRAYS]; /* plain reals under a vector style: loads are splat */
-    int narrays;
+    /* the arrays, grown as declared (a rolled step reads one per fixed body it addresses: one per end effector) */
+    char (*arrays)[24];  /* the tag: loads are named <tag>_<k> */
+    char (*ptr)[40];     /* the C array the elements live in */
+    char (*base)[64];    /* "" or a runtime offset expression: element k is ptr[base + k] */
+    int *scaled;
+    int *local_size;     /* > 0: a local array declared at the top */
+    unsigned char *broadcast; /* plain reals under a vector style: loads are splat */
+    int narrays, arrcap;
     int oom;
     long limit;   /* > 0: at most this many nodes; past it every operation returns 0 and `over` is set */
     int over;
@@ -149,6 +150,12 @@ void sym_free(sym_graph *g)
     free(g->nodes);
     free(g->slots);
     free(g->text);
+    free(g->arrays);
+    free(g->ptr);
+    free(g->base);
+    free(g->scaled);
+    free(g->local_size);
+    free(g->broadcast);
     free(g);
 }
 
@@ -172,11 +179,34 @@ long sym_node_count(const sym_graph *g)
     return g->n;
 }
 
+/* room for one more array (each table doubled, the new entries zeroed); -1 when out of memory */
+static int grow_arrays(sym_graph *g)
+{
+    if (g->narrays < g->arrcap) return 0;
+    const int cap = g->arrcap ? 2 * g->arrcap : 16, old = g->arrcap;
+#define GROW_(f)                                                                                                   \
+    do {                                                                                                           \
+        void *q_ = realloc(g->f, (size_t)cap * sizeof g->f[0]);                                                   \
+        if (!q_) return -1;                                                                                        \
+        g->f = q_;                                                                                                 \
+        memset(&g->f[old], 0, (size_t)(cap - old) * sizeof g->f[0]);                                              \
+    } while (0)
+    GROW_(arrays);
+    GROW_(ptr);
+    GROW_(base);
+    GROW_(scaled);
+    GROW_(local_size);
+    GROW_(broadcast);
+#undef GROW_
+    g->arrcap = cap;
+    return 0;
+}
+
 int sym_array_at(sym_graph *g, const char *tag, const char *ptr, const char *base, int scaled)
 {
-    if (g->narrays == SYM_MAX_ARRAYS || strlen(tag) >= sizeof g->arrays[0] || strlen(ptr) >= sizeof g->ptr[0] ||
-        strlen(base) >= sizeof g->base[0]) {
-        g->oom = 1; /* a programming error; surfaces as a failure */
+    if (strlen(tag) >= sizeof g->arrays[0] || strlen(ptr) >= sizeof g->ptr[0] || strlen(base) >= sizeof g->base[0] ||
+        grow_arrays(g) != 0) {
+        g->oom = 1; /* too long a name is a programming error; either surfaces as a failure */
         return 0;
     }
     snprintf(g->arrays[g->narrays], sizeof g->arrays[0], "%s", tag);

@@ -28,8 +28,6 @@ enum {
     SYM_NKINDS
 };
 
-#define SYM_MAX_ARRAYS 48
-
 typedef struct sym_graph sym_graph;
 
 /* a new empty graph, NULL when out of memory */

@@ -134,6 +134,18 @@ static void write_call(ew_writer *w, const emit_entry *e, const emit_variant *vr
 
 static long long at_least_1(long long n) { return n > 0 ? n : 1; }
 
+/* GRID_STREAM_PAD_ (lane_store.h) at emit time */
+static long long stream_pad(long long n) { return (n + 3) / 4 * 4 + 8; }
+
+/* the tile's arrays in order: to (padded), then the inputs tq, tv, ta, tf, tg the row feeds */
+long long emit_lane_tile(const grid_method_info *row, const int *param_in)
+{
+    long long n = stream_pad(at_least_1(row->out[0].width));
+    for (int p = 0; p < EP_COUNT; p++)
+        if (param_in[p] >= 0) n += at_least_1(row->in[param_in[p]].width);
+    return n > EMIT_TILE_STACK_MAX ? n : 0;
+}
+
 /* a tile function: GRID_LANES states from b (the last state repeated past n) gathered into
    lane vectors, one call of the lane function, the valid lanes scattered back */
 static void write_tile(ew_writer *w, const emit_target *t, const emit_entry *e, const emit_variant *vr)
@@ -145,10 +157,23 @@ static void write_tile(ew_writer *w, const emit_target *t, const emit_entry *e, 
                  "const int stream, grid_vec *%s ws)\n{\n",
               t->state_fn, e->row->name, vr->fn, r, r, r, r, r, r, r);
     assert(vr->reads[EP_Q]);
-    /* padded for the streamed stores, which read whole blocks of four past the last element */
-    ew_printf(w, "    grid_vec to[GRID_STREAM_PAD_(%lld)];\n", at_least_1(nout));
-    for (int p = 0; p < EP_COUNT; p++)
-        if (vr->reads[p]) ew_printf(w, "    grid_vec t%s[%lld];\n", emit_param_name(p), at_least_1(emit_param_width(e, p)));
+    if (e->tile > 0) {
+        /* too large for a thread's stack (nv^2 at nv = 700 is 15.7 MB): in the workspace, past the function's own */
+        long long at = e->tile_at + stream_pad(at_least_1(nout));
+        ew_printf(w, "    /* the tile: %lld lane vectors of the workspace */\n"
+                     "    grid_vec *%s const to = ws + %lld;\n", e->tile, r, e->tile_at);
+        for (int p = 0; p < EP_COUNT; p++) {
+            if (e->param_in[p] < 0) continue;
+            if (vr->reads[p]) ew_printf(w, "    grid_vec *%s const t%s = ws + %lld;\n", r, emit_param_name(p), at);
+            at += at_least_1(emit_param_width(e, p));
+        }
+        assert(at == e->tile_at + e->tile);
+    } else {
+        /* padded for the streamed stores, which read whole blocks of four past the last element */
+        ew_printf(w, "    grid_vec to[GRID_STREAM_PAD_(%lld)];\n", at_least_1(nout));
+        for (int p = 0; p < EP_COUNT; p++)
+            if (vr->reads[p]) ew_printf(w, "    grid_vec t%s[%lld];\n", emit_param_name(p), at_least_1(emit_param_width(e, p)));
+    }
     ew_puts(w, "    (void)v; (void)a; (void)f; (void)g;\n"
                "    if (b + 1 == n) {\n"
                "        /* one state: broadcast it to every lane */\n");

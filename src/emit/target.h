@@ -44,7 +44,10 @@ typedef struct emit_entry {
     emit_variant variant[1 << EMIT_MAX_OPT]; /* slot 0 always set; NULL slots fall back to slot 0 */
     long long min_parallel;        /* smallest batch for which a thread team is used */
     int vector;                    /* 1: the variants are lane functions grid_v_<fn>, fed GRID_LANES states per tile */
-    long long work;                /* reals of workspace one state's function needs (its thread's slice of c->work) */
+    long long work;                /* reals of workspace one state's function needs (its thread's slice of c->work);
+                                      a lane row's includes its tile when that lives there */
+    long long tile, tile_at;       /* a lane row's tile in the workspace: its lane vectors (0: on the stack) and where
+                                      it starts (past the function's own workspace) */
     /* a composite's staged form (CUDA, the FD gradient): its callees' rows and functions, launched one after another
        by their own launchers on device arrays (qdd = FD, M^-1, the RNEA gradient at qdd), then the product; NULL: none */
     const struct emit_entry *stage[EMIT_STAGES];
@@ -55,6 +58,10 @@ typedef struct emit_entry {
 long long emit_param_width(const emit_entry *e, int p);
 /* 1 when parameter p comes from an optional input (NULL stands for zeros) */
 int emit_param_optional(const emit_entry *e, int p);
+/* lane vectors of a lane row's tile (its output, padded for the streamed stores, and every input it feeds)
+   when the tile is too large for the stack (EMIT_TILE_STACK_MAX), else 0: it then lives in the workspace */
+#define EMIT_TILE_STACK_MAX 4096
+long long emit_lane_tile(const grid_method_info *row, const int *param_in);
 /* the local pointer name of parameter p in the wrappers: "q", "v", "a", "f", "g" */
 const char *emit_param_name(int p);
 /* the variant slots in use (2^n_opt) and the function of slot k (slot 0 for an empty slot) */
