@@ -95,7 +95,7 @@ fuzz: build/fuzz_urdf
 	set -o pipefail; build/fuzz_urdf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -dict=tests/fuzz/urdf.dict build/fuzz-corpus 2>&1 | tail -n 5
 
 test-python: venv
-	$(VPY) -m pytest -q tests/python
+	$(VPY) -m pytest -q --durations=25 tests/python
 
 bench: venv
 	$(VPY) bench/run.py

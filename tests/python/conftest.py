@@ -1,6 +1,6 @@
 """pytest set-up: one temporary robot.so cache for the whole session (each robot and dtype compiles once, in
-background threads ahead of the tests), and the `robot` fixture: every robot case of robot_cases.CASES on both
-providers (the generated library and the float64 reference)."""
+background threads ahead of the tests), and the `robot` fixture: every robot case of robot_cases.CASES on the float64
+reference, and the generated cases (robot_cases.GEN_CASES) on the generated library too."""
 
 import os
 import shutil
@@ -9,7 +9,7 @@ import tempfile
 import pytest
 
 import robot_cases
-from robot_cases import CASES, PROVIDERS, Robot, case_path
+from robot_cases import CASES, GEN_CASES, Robot, case_path
 
 _session_cache = None
 
@@ -28,17 +28,25 @@ def pytest_configure(config):
 
 
 def pytest_collection_finish(session):
-    """when any collected test uses the robot cases, start compiling them now, in the background, so the
+    """when any collected test uses the generated robot cases, start compiling them now, in the background, so the
     builds overlap the tests that come first"""
     ids = set()
     for item in session.items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        if "robot" in params:
+        if "robot" in params and params["robot"][1] == "generated":
             ids.add(params["robot"][0].id)
         if "robot_case" in params:
             ids.add(params["robot_case"].id)
     if ids:
         robot_cases.start_precompile(robot_cases.synthetic_dir(), ids)
+
+
+def pytest_runtest_setup(item):
+    """a test that may change the compiler's environment (monkeypatch.setenv of GRID_RBD_CC, GRID_RBD_CFLAGS,
+    GRID_RBD_CACHE_DIR; test_lane_store sets GRID_RBD_CFLAGS itself) waits for the background builds first: a build
+    still running in a precompile thread would read the changed variables"""
+    if "monkeypatch" in item.fixturenames or item.module.__name__ == "test_lane_store":
+        robot_cases.wait_precompile()
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -53,7 +61,10 @@ def case_dir():
     return robot_cases.synthetic_dir()
 
 
-PARAMS = [(case, provider) for case in CASES for provider in PROVIDERS]
+# every case on the reference; the generated cases on the generated library as well (its own robot.so per case, every
+# method, shared by every test of the session)
+PARAMS = [(case, provider) for case in CASES
+          for provider in (("generated", "reference") if case.generated else ("reference",))]
 
 
 @pytest.fixture(scope="session", params=PARAMS, ids=[f"{c.id}-{p}" for c, p in PARAMS])
@@ -65,8 +76,8 @@ def robot(request, case_dir):
     return Robot(case, path, robot_cases.handle_for(case, path, provider, "float64"), provider)
 
 
-@pytest.fixture(scope="session", params=CASES, ids=[c.id for c in CASES])
+@pytest.fixture(scope="session", params=GEN_CASES, ids=[c.id for c in GEN_CASES])
 def robot_case(request, case_dir):
-    """(case, URDF path) of every robot case, with the background precompile started"""
+    """(case, URDF path) of every generated robot case, with the background precompile started"""
     robot_cases.start_precompile(case_dir)
     return request.param, case_path(request.param, case_dir)

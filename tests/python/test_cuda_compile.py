@@ -360,7 +360,8 @@ def test_cuda_library_takes_the_convention(tmp_path):
 def test_auto_without_gpu_runs_on_cpu(tmp_path):
     if gcuda.probe()["ok"]:
         pytest.skip("this machine has a GPU (test_cuda.py covers device='auto' there)")
-    h = grid_rbd.register_robot("iiwa_auto_cpu", urdf_path=BUNDLED_IIWA, cache_dir=tmp_path, verbose=False)
+    h = grid_rbd.register_robot("iiwa_auto_cpu", urdf_path=BUNDLED_IIWA, cache_dir=tmp_path, verbose=False,
+                                algorithm_list=["rnea"])
     assert h.device == "cpu"
     assert "device='cpu' (auto: no GPU" in repr(h), repr(h)
     assert h.device_reason.startswith("auto: no GPU")

@@ -30,13 +30,14 @@ def cpu_has_avx():
 def pair(tmp_path_factory):
     """(default handle, handle whose library streams from 1 byte) of iiwa, float64"""
     cache = tmp_path_factory.mktemp("lane-store-cache")
+    methods = ["rnea", "crba", "minv", "aba"]   # those compared below, the same set for both libraries
     h = grid_rbd.register_robot(name="iiwa_store_default", urdf_path=str(BUNDLED_IIWA), dtype="float64",
-                                cache_dir=str(cache))
+                                cache_dir=str(cache), algorithm_list=methods)
     old = os.environ.get("GRID_RBD_CFLAGS")
     os.environ["GRID_RBD_CFLAGS"] = " ".join(default_cflags() + ["-DGRID_STREAM_MIN_BYTES=1"])
     try:
         s = grid_rbd.register_robot(name="iiwa_store_streamed", urdf_path=str(BUNDLED_IIWA), dtype="float64",
-                                    cache_dir=str(cache))
+                                    cache_dir=str(cache), algorithm_list=methods)
     finally:
         if old is None:
             del os.environ["GRID_RBD_CFLAGS"]

@@ -90,7 +90,10 @@ def close(a, b, what, rtol=1e-12):
 @pytest.mark.parametrize("provider", ["reference", "unrolled", "rolled"])
 def test_coupled_equals_projected_independent_model(floating, provider):
     common = dict(urdf_string=mimic_urdf(), floating_base=floating, dtype="float64", verbose=False)
-    kw = {"codegen": False} if provider == "reference" else {"codegen_schedule": provider}
+    # the generated library: the ten methods compared below (the gradients of coupled robots: test_derivatives)
+    kw = {"codegen": False} if provider == "reference" else {
+        "codegen_schedule": provider,
+        "algorithm_list": ["rnea", "nle", "gravity", "crba", "minv", "fd", "aba", "fk", "ee_pose", "frame_jacobian"]}
     h = grid_rbd.register_robot("mimic_c", **common, **kw)
     indep = grid_rbd.register_robot("mimic_i", ignore_mimic=True, codegen=False, **common)
     assert h.nv == indep.nv - 3 and h.nq == indep.nq - 3
@@ -123,8 +126,9 @@ def test_coupled_equals_projected_independent_model(floating, provider):
 
 def test_float32_against_float64():
     """float32 within 1e-4 relative of float64 on the coupled model (the tolerance holds at |qd| = 10, |qdd| = 50)"""
-    h64 = grid_rbd.register_robot("mimic64", urdf_string=mimic_urdf(), dtype="float64", verbose=False)
-    h32 = grid_rbd.register_robot("mimic32", urdf_string=mimic_urdf(), dtype="float32", verbose=False)
+    methods = dict(algorithm_list=["rnea", "crba", "minv", "fd"])   # those compared below
+    h64 = grid_rbd.register_robot("mimic64", urdf_string=mimic_urdf(), dtype="float64", verbose=False, **methods)
+    h32 = grid_rbd.register_robot("mimic32", urdf_string=mimic_urdf(), dtype="float32", verbose=False, **methods)
     q, v, a, f = states(h64, 16, 3)
     args = {"q": q, "v": v, "a": a}
     for name, call in [("rnea", lambda h, x: h.inverse_dynamics(x["q"], x["v"], x["a"])),

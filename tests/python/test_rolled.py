@@ -23,14 +23,14 @@ def case_by_id(cid):
 
 
 @pytest.fixture(scope="module", params=ROLLED_CASES)
-def rolled(request, tmp_path_factory):
+def rolled(request):
     case = case_by_id(request.param)
     path = case_path(case, synthetic_dir())
-    cache = tmp_path_factory.mktemp("rolled-cache")
+    # the session cache: test_derivatives' rolled gradients of iiwa and joints_ff load the same libraries
     kw = dict(urdf_path=path, floating_base=case.floating_base, ignore_mimic=case.ignore_mimic, verbose=False)
     ref = grid_rbd.register_robot(case.id + "_rref", codegen=False, dtype="float64", **kw)
-    r64 = grid_rbd.register_robot(case.id + "_r64", dtype="float64", cache_dir=cache, codegen_schedule="rolled", **kw)
-    r32 = (grid_rbd.register_robot(case.id + "_r32", dtype="float32", cache_dir=cache, codegen_schedule="rolled", **kw)
+    r64 = grid_rbd.register_robot(case.id + "_r64", dtype="float64", codegen_schedule="rolled", **kw)
+    r32 = (grid_rbd.register_robot(case.id + "_r32", dtype="float32", codegen_schedule="rolled", **kw)
            if case.id in ROLLED_F32 else None)
     return case, ref, r64, r32
 

@@ -10,6 +10,10 @@ import grid_rbd
 from grid_rbd import _core
 from robot_cases import BUNDLED_IIWA, make_states
 
+# the two methods the key test compares (the schedule, not the dynamics, is under test: test_rolled and test_codegen
+# check every method on both schedules)
+METHODS = ["inverse_dynamics", "minv"]
+
 
 @pytest.fixture(autouse=True)
 def _quiet(monkeypatch):
@@ -35,7 +39,7 @@ def test_the_schedule_reaches_the_key_the_emitter_and_the_options(tmp_path):
     for sched, code in (("auto", _core.SCHEDULE_AUTO), ("unrolled", _core.SCHEDULE_UNROLLED),
                         ("rolled", _core.SCHEDULE_ROLLED)):
         h = grid_rbd.register_robot(f"sched_{sched}", urdf_path=BUNDLED_IIWA, dtype="float64", cache_dir=tmp_path,
-                                    codegen_schedule=sched, verbose=False)
+                                    codegen_schedule=sched, verbose=False, algorithm_list=METHODS)
         assert h.options["codegen_schedule"] == sched
         assert h._library.schedule == code  # what the extension handed to grid_emit_options.schedule
         assert json.loads(grid_rbd.registry.options_json(h.options))["codegen_schedule"] == sched
@@ -47,12 +51,12 @@ def test_the_schedule_reaches_the_key_the_emitter_and_the_options(tmp_path):
     assert len(set(keys.values())) == 3, keys  # one stage-1 entry per schedule
     # the same schedule again is a hit; the default is "auto"
     again = grid_rbd.register_robot("sched_default", urdf_path=BUNDLED_IIWA, dtype="float64", cache_dir=tmp_path,
-                                    verbose=False)
+                                    verbose=False, algorithm_list=METHODS)
     assert again.options["codegen_schedule"] == "auto" and again.build_info["cache_hit"]
     assert again.build_info["input_key"] == keys["auto"]
     # precompile keys it the same way
     entry = grid_rbd.precompile("sched_pre", urdf_path=BUNDLED_IIWA, dtype="float64", cache_dir=tmp_path,
-                                codegen_schedule="unrolled", verbose=False)
+                                codegen_schedule="unrolled", verbose=False, algorithm_list=METHODS)
     assert entry == grid_rbd.get_robot("sched_unrolled").cache_entry
 
 
@@ -61,7 +65,7 @@ def test_rolled_workspace_is_safe_under_concurrent_calls(tmp_path):
     released) each get their own, and equal the sequential results bit for bit"""
     import concurrent.futures
     h = grid_rbd.register_robot("sched_conc", urdf_path=BUNDLED_IIWA, dtype="float64", cache_dir=tmp_path,
-                                codegen_schedule="rolled", verbose=False)
+                                codegen_schedule="rolled", verbose=False, algorithm_list=["aba", "crba"])
     assert h._library.meta["work_bytes"] > 0
     s = make_states(h, "random", 2000)
     want = h.aba(s["q"], s["qd"], s["u"]), h.crba(s["q"])
