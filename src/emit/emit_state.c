@@ -179,7 +179,7 @@ static int rolled_function(const emit_ctx *cx, const state_spec *sp, int vector,
                   vector ? " on lane vectors" : "", work, vector ? "vectors" : "reals");
         if (vector) {
             emit_lane_signature(cx, emit_state_qualifiers(cx), sp->fn);
-            ew_puts(cx->w, "    const int frame = 0; /* (lane functions take no attributes) */\n");
+            ew_puts(cx->w, "    const int frame = 0; /* (lane functions take no attributes) */\n    (void)frame;\n");
         } else {
             ew_printf(cx->w, "%s%s void grid_s_%s", cx->t->group_fn, cx->t->state_fn, sp->fn);
             emit_rolled_state_params(cx->w, cx->t);

@@ -173,7 +173,7 @@ static int chain_slots(const em_model *em, int *slot)
 
 int ep_buffer(ep_prog *p, const char *name, int width, int per_body)
 {
-    assert(p->nbuf < EP_MAX_BUFFERS && width > 0);
+    assert(p->nbuf < EP_MAX_BUFFERS && width >= 0); /* 6·nv is 0 on a robot with no joints */
     if (p->nbuf == EP_MAX_BUFFERS) {
         p->fail = 1;
         return 0;

@@ -41,11 +41,12 @@ int grid_model_couple_mimics(grid_model *m, const grid_robot_desc *r, const grid
         m->bodies[k].joint.mimic_offset = 0.0;
     }
     int rc = GRID_OK;
-    /* the kind of every URDF joint carrying a <mimic>, over the URDF's joints: a fixed joint has no body (it is
-       merged away) and a floating one no desc[] entry, so the per-body checks below would never see them */
+    /* the kind of every URDF joint carrying a <mimic>, over the URDF's joints (a floating one has no desc[] entry,
+       so the per-body checks below would never see it). A fixed joint's <mimic> is ignored, as Pinocchio and
+       urdfdom do: the joint has no coordinate to couple and is merged away (talos_reduced.urdf has two). */
     for (int j = 0; j < r->njoints && rc == GRID_OK && !ignore_mimic; j++) {
         const grid_joint_desc *jd = &r->joints[j];
-        if (jd->has_mimic && !one_coordinate(jd->kind))
+        if (jd->has_mimic && jd->kind != GRID_JD_FIXED && !one_coordinate(jd->kind))
             rc = grid_desc_error(err, GRID_ERR_URDF, jd->mimic_pos, "mimic", NULL,
                                  "joint '%s' is %s: only revolute, continuous and prismatic joints can mimic",
                                  grid_name_for_message(jd->name, n1, sizeof n1), kind_name(jd->kind));

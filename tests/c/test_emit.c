@@ -392,12 +392,14 @@ static void check_entry_points(const grid_model *m, const lib *L, const states *
        is not 64-byte aligned, is refused, never read past */
     c = test_call_init(&t, GRID_ALGO_FD_GRAD, s->q, s->v, s->a, NULL, o1, B, 0, 0);
     c->num_threads = 1;
-    CHECK(L->meta->methods[GRID_ALGO_FD_GRAD].work_bytes > 0);
-    c->work_bytes = L->meta->methods[GRID_ALGO_FD_GRAD].work_bytes - 1;
-    CHECK(L->fn[GRID_ALGO_FD_GRAD](c) == GRID_ERR_ARG);
-    c->work = (char *)test_work_ptr + 8;
-    c->work_bytes = test_work_len - 64;
-    CHECK(L->fn[GRID_ALGO_FD_GRAD](c) == GRID_ERR_ARG);
+    if (m->nv > 0) { /* (no joint, no lane vectors) */
+        CHECK(L->meta->methods[GRID_ALGO_FD_GRAD].work_bytes > 0);
+        c->work_bytes = L->meta->methods[GRID_ALGO_FD_GRAD].work_bytes - 1;
+        CHECK(L->fn[GRID_ALGO_FD_GRAD](c) == GRID_ERR_ARG);
+        c->work = (char *)test_work_ptr + 8;
+        c->work_bytes = test_work_len - 64;
+        CHECK(L->fn[GRID_ALGO_FD_GRAD](c) == GRID_ERR_ARG);
+    }
     c->work = test_work_ptr;
     CHECK(L->fn[GRID_ALGO_FD_GRAD](c) == GRID_OK);
     /* two threads give bitwise the output of one; so does each state alone (B = 1) */
@@ -640,6 +642,40 @@ static void test_small_robot(void)
             }
             close_lib(&L);
         }
+        grid_model_free(m);
+    }
+}
+
+/* a robot with no moving joint (hector's quadrotor_base.urdf, iris_simple.urdf: one body welded to another) on a fixed
+   base has nq = nv = 0: every buffer sized by nv is empty, and emitting it used to abort on an assertion */
+static void test_no_joints(void)
+{
+    const char *u = "<robot name='quad'><link name='base'><inertial><mass value='1.5'/>"
+                    "<inertia ixx='0.01' iyy='0.01' izz='0.02' ixy='0' ixz='0' iyz='0'/></inertial></link>"
+                    "<link name='cam'><inertial><origin xyz='0.1 0 -0.05'/><mass value='0.1'/>"
+                    "<inertia ixx='1e-4' iyy='1e-4' izz='1e-4' ixy='0' ixz='0' iyz='0'/></inertial></link>"
+                    "<joint name='weld' type='fixed'><parent link='base'/><child link='cam'/>"
+                    "<origin xyz='0.1 0 0'/></joint></robot>";
+    for (int floating = 0; floating < 2; floating++) {
+        grid_model *m = load_text(u, floating);
+        CHECK(m != NULL && m->nv == (floating ? 6 : 0));
+        if (!m) continue;
+        for (int sched = 0; sched < 2; sched++) {
+            emit_schedule = sched ? GRID_SCHEDULE_ROLLED : GRID_SCHEDULE_UNROLLED;
+            lib L;
+            char what[64];
+            snprintf(what, sizeof what, "no joints%s %s", floating ? " floating" : "", sched ? "rolled" : "unrolled");
+            CHECK(emit_and_build(m, GRID_FLOAT64, NULL, &L) == 0);
+            if (L.dl) {
+                states s;
+                make_states(m, GRID_FLOAT64, 5, &s);
+                compare_all(m, &L, &s, what);
+                check_entry_points(m, &L, &s, what);
+                free_states(&s);
+            }
+            close_lib(&L);
+        }
+        emit_schedule = GRID_SCHEDULE_AUTO;
         grid_model_free(m);
     }
 }
@@ -950,6 +986,7 @@ int main(void)
         return 1;
     }
     RUN_TEST(test_small_robot);
+    RUN_TEST(test_no_joints);
     RUN_TEST(test_schedule_code_size);
     RUN_TEST(test_rolled);
     RUN_TEST(test_hostile_names);

@@ -154,18 +154,19 @@ def pendulum():
                                    verbose=False)
 
 
-def test_mimic_in_a_fixed_joint_is_a_urdf_error(tmp_path):
+def test_mimic_in_a_fixed_joint_is_ignored_as_pinocchio_does(tmp_path):
+    """talos_reduced.urdf carries <mimic> in two fixed joints: the joint has no coordinate, so nothing couples"""
     path = tmp_path / "fixed_mimic.urdf"
     text = pendulum_urdf(f'{LINK.format(n="tip", c="0 0 0", m=0.1)}\n<joint name="weld" type="fixed">'
                          '<parent link="arm"/><child link="tip"/>\n<mimic joint="hinge"/></joint>')
     path.write_text(text)
-    line = text[:text.index("<mimic")].count("\n") + 1
-    with pytest.raises(grid_rbd.URDFError) as e:
-        grid_rbd.register_robot("fixed_mimic", urdf_path=path, codegen=False, verbose=False)
-    assert str(e.value).startswith(f"{path}:{line}:") and e.value.line == line
-    assert f"<mimic> line {line}: joint 'weld' is fixed: only revolute, continuous and prismatic joints can mimic" in str(e.value)
-    # ignore_mimic=True ignores every <mimic>, this one too
-    grid_rbd.register_robot("fixed_mimic", urdf_path=path, codegen=False, verbose=False, ignore_mimic=True)
+    h = grid_rbd.register_robot("fixed_mimic", urdf_path=path, dtype="float64", codegen=False, verbose=False)
+    plain = grid_rbd.register_robot("fixed_mimic_ignored", urdf_path=path, dtype="float64", codegen=False,
+                                    verbose=False, ignore_mimic=True)
+    assert (h.nq, h.nv) == (plain.nq, plain.nv) == (1, 1)
+    q = np.array([[0.3]]); qd = np.array([[-0.7]]); qdd = np.array([[1.1]])
+    np.testing.assert_array_equal(h.inverse_dynamics(q, qd, qdd), plain.inverse_dynamics(q, qd, qdd))
+    assert np.all(h.inverse_dynamics(q, qd, qdd) != 0)
 
 
 def _wide_rows():

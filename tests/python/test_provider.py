@@ -25,7 +25,8 @@ class Provider(ctypes.Structure):
     """grid_py_provider of python/grid_rbd/_core.h"""
     _fields_ = [("abi_version", ctypes.c_int), ("name", ctypes.c_char_p), ("dtype", ctypes.c_int),
                 ("nq", ctypes.c_int), ("nv", ctypes.c_int), ("nb", ctypes.c_int), ("nee", ctypes.c_int),
-                ("work_bytes", ctypes.c_size_t), ("fns", ctypes.c_void_p * _core.ALGO_COUNT),
+                ("work_bytes", ctypes.c_size_t), ("work_threads", ctypes.c_int),
+                ("fns", ctypes.c_void_p * _core.ALGO_COUNT),
                 ("cuda_convention", ctypes.c_void_p)]
 
 
