@@ -355,7 +355,7 @@ static void format_dims(char *s, size_t cap, const Py_ssize_t *shape, int ndim)
 }
 
 /* a writable C-contiguous array for the output: out itself (checked to have exactly the output shape
-   and dtype) or a fresh array */
+   and dtype) or a fresh array (large ones from the output pool, _outpool.c) */
 static int get_output(GridPyRunner *r, PyObject **out, const char *name, int ndim, const Py_ssize_t *shape, arg_buf *a)
 {
     char want[96], got[128], kind[96];
@@ -364,7 +364,7 @@ static int get_output(GridPyRunner *r, PyObject **out, const char *name, int ndi
     if (*out == Py_None) {
         npy_intp dims[GRID_MAX_RANK + 1];
         for (int i = 0; i < ndim; i++) dims[i] = (npy_intp)shape[i];
-        PyObject *arr = PyArray_SimpleNew(ndim, dims, r->type_num);
+        PyObject *arr = grid_py_outpool_new(ndim, dims, r->type_num);
         if (!arr) return -1;
         a->converted = arr; /* owned here until returned */
         a->data = PyArray_DATA((PyArrayObject *)arr);
@@ -633,7 +633,7 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
             npy_intp dims[GRID_MAX_RANK + 1];
             const int ndim = output_shape(&row->out[k], batch, shape, one);
             for (int i = 0; i < ndim; i++) dims[i] = (npy_intp)shape[i];
-            if (!(tmp[k] = PyArray_SimpleNew(ndim, dims, r->type_num))) goto fail;
+            if (!(tmp[k] = grid_py_outpool_new(ndim, dims, r->type_num))) goto fail;
             out_ptr[k] = PyArray_DATA((PyArrayObject *)tmp[k]);
         }
         const int threads = fn ? grid_py_threads_for_call(r->num_threads, r->cpus) : 1; /* the reference runs on one */
