@@ -121,16 +121,25 @@ static void ensure_reaper(void)
     pthread_attr_destroy(&a);
 }
 
-/* a cached block of at least need bytes and at most a quarter more (the smallest such), or NULL */
+/* the length of a fresh mapping for need bytes: whole pages, whole huge pages from HUGE_MIN */
+static size_t map_length(size_t need)
+{
+    const size_t step = need >= HUGE_MIN ? HUGE_STEP : (size_t)sysconf(_SC_PAGESIZE);
+    return (need + step - 1) / step * step;
+}
+
+/* a cached block of at least need bytes and at most a quarter more than a fresh mapping's (the smallest such), or
+   NULL */
 static char *pool_take(size_t need, size_t *len)
 {
+    const size_t fresh = map_length(need), most = fresh + fresh / 4;
     slot victims[SLOTS];
     char *got = NULL;
     pthread_mutex_lock(&P.mu);
     const int nv = take_expired(victims, now_s(), 0);
     int best = -1;
     for (int i = 0; i < P.n; i++)
-        if (P.s[i].len >= need && P.s[i].len - need <= need / 4 && (best < 0 || P.s[i].len < P.s[best].len)) best = i;
+        if (P.s[i].len >= need && P.s[i].len <= most && (best < 0 || P.s[i].len < P.s[best].len)) best = i;
     if (best >= 0) {
         got = P.s[best].map;
         *len = P.s[best].len;
@@ -188,9 +197,7 @@ static void *block_alloc(size_t size, int *zeroed)
     } else {
         char *map = pool_take(need, &len);
         if (!map) {
-            const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-            const size_t step = need >= HUGE_MIN ? HUGE_STEP : page;
-            len = (need + step - 1) / step * step;
+            len = map_length(need);
             map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (map == MAP_FAILED) return NULL;
 #ifdef MADV_HUGEPAGE

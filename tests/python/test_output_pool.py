@@ -92,6 +92,19 @@ def test_reused_block_is_fully_written(h, name):
     np.testing.assert_array_equal(r2, want)
 
 
+@pytest.mark.parametrize("batch", [200, 512, 3100, 3260, 4000, 26000])
+def test_every_size_is_reused(h, batch):
+    """0.27 .. 35 MB: page-rounded and huge-page-rounded blocks (4.2 MiB rounds up to 6 MiB) all come back"""
+    (q,) = inputs(h, "crba", batch=batch)
+    s0 = _core.output_pool()
+    r = h.crba(q)
+    p = ptr(r)
+    del r
+    assert ptr(h.crba(q)) == p
+    st = _core.output_pool()
+    assert (st["hits"] - s0["hits"], st["misses"] - s0["misses"]) == (1, 1)
+
+
 def test_fresh_outputs_do_not_refault(h):
     """the issue: each fresh 35 MB output (over glibc's 32 MiB mmap ceiling) was a new mapping, faulted and zero-filled
     by the kernel on first touch (about 9000 faults per call with 4 KiB pages, 500 with huge pages); reused, none"""
