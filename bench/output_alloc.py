@@ -11,6 +11,7 @@ method. Medians over --reps samples, modes alternated within each repeat.
 """
 import argparse
 import os
+import resource
 import statistics
 import sys
 import time
@@ -52,6 +53,26 @@ def sample(fn, args, out, calls):
     return (time.perf_counter() - w0) / calls, (time.process_time() - c0) / calls
 
 
+def faults(h, dtype, rng, _core, default_pool, calls=20):
+    """where the time goes: minor faults, kernel and user CPU ms per call of crba at B = 4096, one thread, per mode"""
+    h.num_threads = 1
+    s = states(h, 4096, dtype, rng)
+    out = h.crba(s["q"])
+    rows = []
+    for m in MODES:
+        _core.output_pool(min_bytes=1 << 62 if m == "before" else default_pool["min_bytes"])
+        r = h.crba(s["q"], out=out if m == "out" else None)
+        r = h.crba(s["q"], out=out if m == "out" else None)
+        r0 = resource.getrusage(resource.RUSAGE_SELF)
+        for _ in range(calls):
+            r = h.crba(s["q"], out=out if m == "out" else None)  # noqa: F841
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
+        rows.append((m, (r1.ru_minflt - r0.ru_minflt) / calls, (r1.ru_stime - r0.ru_stime) / calls * 1e3,
+                     (r1.ru_utime - r0.ru_utime) / calls * 1e3))
+    _core.output_pool(min_bytes=default_pool["min_bytes"])
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", default="1,256,4096")
@@ -64,9 +85,10 @@ def main():
     from grid_rbd import _core
     default_pool = _core.output_pool()
     rng = np.random.default_rng(0)
-    rows = []
+    rows, fault_rows = [], []
     for dtype in a.dtypes.split(","):
         h = grid_rbd.register_robot(f"bench_g1_ff_{dtype}", urdf_path=URDF, floating_base=True, dtype=dtype)
+        fault_rows += [(dtype,) + r for r in faults(h, dtype, rng, _core, default_pool)]
         for threads in (int(t) for t in a.threads.split(",")):
             h.num_threads = threads
             for B in (int(b) for b in a.batches.split(",")):
@@ -93,6 +115,11 @@ def main():
     print(f"python {' '.join(sys.argv)}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end; "
           f"pool {default_pool['max_bytes'] >> 20} MiB, min {default_pool['min_bytes'] >> 10} KiB; "
           f"medians of {a.reps} samples")
+    print("\ncrba at B = 4096, one thread, per call (getrusage): minor page faults, kernel and user CPU ms\n")
+    print("| dtype | mode | minor faults | sys ms | user ms |")
+    print("|---|---|---|---|---|")
+    for dtype, m, flt, sys_ms, user_ms in fault_rows:
+        print(f"| {dtype} | {m} | {flt:.0f} | {sys_ms:.2f} | {user_ms:.2f} |")
     for k, label in ((0, "wall"), (1, "process CPU")):
         print(f"\n{label} time, µs per state (before: pool off = numpy's allocator; after: pool on; out=: "
               "preallocated)\n")
