@@ -300,6 +300,16 @@ PyObject *grid_py_outpool_new(int ndim, const npy_intp *dims, int type_num)
     const int pooled = P.max_bytes > 0 && bytes + HDR >= P.min_bytes;
     pthread_mutex_unlock(&P.mu);
     if (!pooled) return PyArray_SimpleNew(ndim, (npy_intp *)dims, type_num);
+    /* a handler the user set in this context (not numpy's default) is left to serve our outputs too */
+    PyObject *cur = PyDataMem_GetHandler();
+    if (!cur) return NULL;
+    const PyDataMem_Handler *ch = PyCapsule_GetPointer(cur, "mem_handler");
+    const int user_handler = !ch || strcmp(ch->name, "default_allocator") != 0;
+    Py_DECREF(cur);
+    if (user_handler) {
+        PyErr_Clear();
+        return PyArray_SimpleNew(ndim, (npy_intp *)dims, type_num);
+    }
     /* the handler is numpy's for this thread's context only while this one array is made */
     PyObject *old = PyDataMem_SetHandler(handler_capsule);
     if (!old) return NULL;
