@@ -286,13 +286,14 @@ PyMODINIT_FUNC PyInit__core(void)
         {NULL, 0},
     };
     import_array();
-    if (grid_py_threads_init() < 0) return NULL;
+    if (grid_py_threads_init() < 0 || grid_py_outpool_init() < 0) return NULL;
     if (PyType_Ready(&GridPyModel_Type) < 0 || PyType_Ready(&GridPyRunner_Type) < 0 ||
         PyType_Ready(&GridPyLibrary_Type) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&core_module);
     if (!m) return NULL;
     if (PyModule_AddFunctions(m, grid_py_library_functions) < 0) goto fail;
+    if (PyModule_AddFunctions(m, grid_py_outpool_functions) < 0) goto fail;
     if (grid_py_cuda_add(m) < 0) goto fail;
 
     /* the rows of the signature table: their names in id order, and ALGO_<NAME> = id */

@@ -52,6 +52,11 @@ int grid_py_threads_cpus(void);                             /* CPUs this process
 int grid_py_threads_used(int requested, int cpus);          /* threads a large batch runs on now */
 int grid_py_threads_for_call(int requested, int cpus);      /* the same, noting a multi-threaded call for fork */
 
+/* _outpool.c: the cache of freed output blocks (numpy's allocator handler around our outputs only): set-up at module
+   init (0 or -1 with an exception) and _core.output_pool() */
+int grid_py_outpool_init(void);
+extern PyMethodDef grid_py_outpool_functions[];
+
 extern PyTypeObject GridPyModel_Type;
 extern PyTypeObject GridPyRunner_Type;
 extern PyTypeObject GridPyLibrary_Type;

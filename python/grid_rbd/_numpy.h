@@ -5,4 +5,7 @@
 #define PY_ARRAY_UNIQUE_SYMBOL grid_rbd_core_ARRAY_API
 #include <numpy/arrayobject.h>
 
+/* _outpool.c: a fresh C-contiguous array for an output; large ones take their memory from the output pool */
+PyObject *grid_py_outpool_new(int ndim, const npy_intp *dims, int type_num);
+
 #endif

@@ -353,7 +353,7 @@ static void format_dims(char *s, size_t cap, const Py_ssize_t *shape, int ndim)
 }
 
 /* a writable C-contiguous array for the output: out itself (checked to have exactly the output shape and dtype), its
-   flat block, or a fresh array. axes: the batch axes of shape (1, or 0 for one state). The flat block of a matrix
+   flat block, or a fresh array (large ones from the output pool, _outpool.c). axes: the batch axes of shape (1, or 0 for one state). The flat block of a matrix
    output is a numpy array of shape (B, width) (or (width,) for one state; the specification's (B, 2 nv^2) for a
    gradient): the call fills it through its view in the output's shape, and *out becomes that view. */
 static int get_output(GridPyRunner *r, PyObject **out, const char *name, int ndim, const Py_ssize_t *shape, int axes,
@@ -369,7 +369,7 @@ static int get_output(GridPyRunner *r, PyObject **out, const char *name, int ndi
     for (int i = axes; i < ndim; i++) flat[axes] *= dims[i];
     /* fast paths: a fresh array, or an out= that is exactly right */
     if (*out == Py_None) {
-        PyObject *arr = PyArray_SimpleNew(ndim, dims, r->type_num);
+        PyObject *arr = grid_py_outpool_new(ndim, dims, r->type_num);
         if (!arr) return -1;
         a->converted = arr; /* owned here until returned */
         a->data = PyArray_DATA((PyArrayObject *)arr);
@@ -663,7 +663,7 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
             npy_intp dims[GRID_MAX_RANK + 1];
             const int ndim = output_shape(&row->out[k], batch, shape, one);
             for (int i = 0; i < ndim; i++) dims[i] = (npy_intp)shape[i];
-            if (!(tmp[k] = PyArray_SimpleNew(ndim, dims, r->type_num))) goto fail;
+            if (!(tmp[k] = grid_py_outpool_new(ndim, dims, r->type_num))) goto fail;
             out_ptr[k] = PyArray_DATA((PyArrayObject *)tmp[k]);
         }
         int threads = fn ? grid_py_threads_for_call(r->num_threads, r->cpus) : 1; /* the reference runs on one */
