@@ -1,9 +1,11 @@
-// CPU emulation of the CUDA execution model for a generated robot.cu (test_cuda_compile.py): every block runs as
-// GRID_CUDA_BLOCK std::threads, each warp shares a std::barrier for __syncwarp, dynamic shared memory is a poisoned
+// CPU emulation of the CUDA execution model for a generated robot.cu (test_cuda_compile.py): the lanes of a warp run as
+// cooperative fibers (ucontext) on the calling thread, switched at every __syncwarp (the only synchronisation the
+// generated kernels and the host runtime use), warps and blocks one after another; dynamic shared memory is a poisoned
 // buffer per block, and the CUDA runtime calls the host runtime makes are served from host memory. The source is
 // rewritten for it first (cuda_runtime.h -> this file, extern __shared__ -> the block's buffer, <<<...>>> -> emu_launch).
 #pragma once
-#include <barrier>
+#include <sys/mman.h>
+#include <ucontext.h>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -26,9 +28,15 @@ struct emu_dim {
     unsigned x, y, z;
 };
 inline thread_local emu_dim threadIdx, blockIdx, blockDim;
-inline thread_local std::barrier<> *emu_warp_barrier;
 inline thread_local unsigned char *emu_smem_ptr;
-inline void __syncwarp(unsigned = 0xffffffffu) { emu_warp_barrier->arrive_and_wait(); }
+// the fibers of the warp being run: lane contexts, and the scheduler's context a lane yields to
+struct emu_lane {
+    ucontext_t ctx;
+    bool done;
+};
+inline thread_local ucontext_t emu_sched_ctx;
+inline thread_local emu_lane *emu_cur;
+inline void __syncwarp(unsigned = 0xffffffffu) { swapcontext(&emu_cur->ctx, &emu_sched_ctx); }
 template <class T> inline T __ldg(const T *p) { return *p; }
 template <class T> inline void __stcs(T *p, T v) { *p = v; } /* a streaming store: a plain one here */
 
@@ -133,27 +141,65 @@ template <class F> inline cudaError_t cudaFuncSetAttribute(F, int, int) { return
 inline const char *cudaGetErrorString(cudaError_t e) { return e ? "out of memory" : "no error"; }
 inline const char *cudaGetErrorName(cudaError_t e) { return e ? "cudaErrorMemoryAllocation" : "cudaSuccess"; }
 
-// ---- kernel launches: blocks one after another, the threads of a block concurrently ----
+// ---- kernel launches: blocks and warps one after another, the lanes of a warp as fibers ----
+// A warp runs in rounds: each live lane runs until its next __syncwarp or its end, so a round is one phase of the
+// warp barrier (a finished lane drops out of it, as arrive_and_drop). Lane stacks (8 MiB each, committed as touched,
+// like a thread's) are kept per calling thread and reused.
 static long long emu_smem_max = 0;
+inline thread_local void (*emu_body)(void *);
+inline thread_local void *emu_body_arg;
+inline void emu_lane_main()
+{
+    emu_body(emu_body_arg);
+    emu_cur->done = true; // uc_link returns to the scheduler
+}
+inline unsigned char *emu_lane_stack(unsigned lane, size_t bytes)
+{
+    static thread_local unsigned char *stacks[32];
+    if (!stacks[lane]) {
+        void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) {
+            fprintf(stderr, "emu: no memory for a lane stack\n");
+            abort();
+        }
+        stacks[lane] = (unsigned char *)p;
+    }
+    return stacks[lane];
+}
 template <class K, class... A>
 void emu_launch(K kernel, unsigned blocks, unsigned threads, long long smem, cudaStream_t, A... args)
 {
+    const size_t stack_bytes = (size_t)8 << 20;
     if (smem > emu_smem_max) emu_smem_max = smem;
+    auto body = [&]() { kernel(args...); };
+    emu_body = [](void *f) { (*(decltype(body) *)f)(); };
+    emu_body_arg = &body;
     for (unsigned b = 0; b < blocks; b++) {
         std::vector<unsigned char> sm(smem > 0 ? smem : 1, 0xAB); // poisoned: an unstaged read shows as garbage
-        std::vector<std::unique_ptr<std::barrier<>>> bars;
-        for (unsigned w = 0; w < (threads + 31) / 32; w++) bars.emplace_back(new std::barrier<>(32));
-        std::vector<std::thread> ts;
-        for (unsigned t = 0; t < threads; t++)
-            ts.emplace_back([&, t] {
-                threadIdx = {t, 0, 0};
-                blockIdx = {b, 0, 0};
-                blockDim = {threads, 1, 1};
-                emu_warp_barrier = bars[t / 32].get();
-                emu_smem_ptr = sm.data();
-                kernel(args...);
-                emu_warp_barrier->arrive_and_drop(); // a finished lane no longer holds its warp's barrier
-            });
-        for (auto &t : ts) t.join();
+        emu_smem_ptr = sm.data();
+        for (unsigned w0 = 0; w0 < threads; w0 += 32) {
+            const unsigned n = threads - w0 < 32 ? threads - w0 : 32;
+            emu_lane lanes[32];
+            for (unsigned l = 0; l < n; l++) {
+                getcontext(&lanes[l].ctx);
+                lanes[l].ctx.uc_stack.ss_sp = emu_lane_stack(l, stack_bytes);
+                lanes[l].ctx.uc_stack.ss_size = stack_bytes;
+                lanes[l].ctx.uc_link = &emu_sched_ctx;
+                lanes[l].done = false;
+                makecontext(&lanes[l].ctx, emu_lane_main, 0);
+            }
+            for (unsigned live = n; live > 0;) {
+                live = 0;
+                for (unsigned l = 0; l < n; l++) {
+                    if (lanes[l].done) continue;
+                    threadIdx = {w0 + l, 0, 0};
+                    blockIdx = {b, 0, 0};
+                    blockDim = {threads, 1, 1};
+                    emu_cur = &lanes[l];
+                    swapcontext(&emu_sched_ctx, &lanes[l].ctx);
+                    live += !lanes[l].done;
+                }
+            }
+        }
     }
 }
