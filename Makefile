@@ -22,10 +22,12 @@ all: build/libgrid.a build/gridc
 demo: venv
 	$(VPY) examples/demo.py
 
-# the C libraries, test programs and fuzzer compile in parallel first; the tests then run one suite at a time
+# the C libraries, test programs and fuzzer compile in parallel first; the C suites, the AddressSanitizer suites and
+# the bounded fuzz run then run side by side (each mostly one core; -O keeps each one's output together), then pytest
 test: venv
 	@$(MAKE) --no-print-directory -j$(NPROC) c-programs
-	@$(MAKE) --no-print-directory test-c test-asan fuzz test-python
+	@$(MAKE) --no-print-directory -j3 -O test-c test-asan fuzz
+	@$(MAKE) --no-print-directory test-python
 
 # ---- environment: system packages, virtual environment, editable install ----
 venv: $(VENV)/.installed
