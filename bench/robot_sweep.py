@@ -80,11 +80,15 @@ def main():
     t0 = time.time()
     results = {}
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        futs = {pool.submit(one_in_child, p, dt, fb, cache): (src, str(rel), dt, fb) for src, p, rel in urdfs for dt, fb in CONFIGS}
+        futs = {pool.submit(one_in_child, p, dt, fb, cache): (src, str(rel), dt, fb, str(p))
+                for src, p, rel in urdfs for dt, fb in CONFIGS}
         for f in concurrent.futures.as_completed(futs):
-            results[futs[f]] = f.result()
-            r = results[futs[f]]
-            print(f"{'ok ' if r['ok'] else 'BAD'} {futs[f]} {r.get('error', '')[:200]}", file=sys.stderr, flush=True)
+            src, rel, dt, fb, path = futs[f]
+            r = f.result()
+            if "error" in r:  # messages name the URDF as the table does, not by this machine's path
+                r["error"] = r["error"].replace(path, f"{src}/{rel}")
+            results[futs[f][:4]] = r
+            print(f"{'ok ' if r['ok'] else 'BAD'} {futs[f][:4]} {r.get('error', '')[:200]}", file=sys.stderr, flush=True)
     wall = time.time() - t0
     if args.json:
         with open(args.json, "w") as f:
@@ -94,7 +98,8 @@ def main():
     n_ok = sum(r["ok"] for r in results.values())
     n_invalid = sum(bool(r.get("invalid")) for r in results.values())
     print("# Every robot, both dtypes, fixed and floating base (bench/robot_sweep.py)\n")
-    print(f"`{' '.join(sys.argv)}` on {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+    here = str(REPO.parent) + "/"
+    print(f"`{' '.join(a.replace(here, '../') for a in sys.argv)}` on {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"{args.jobs} builds at a time, {wall:.0f} s in all.\n")
     print(f"{n_ok} of {len(results)} registrations passed; {n_invalid} refused as invalid URDFs; "
           f"{len(results) - n_ok - n_invalid} other failures.\n")
