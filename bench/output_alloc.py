@@ -19,19 +19,14 @@ from pathlib import Path
 
 import numpy as np
 
+from grid_rbd import _signatures
+
 ROOT = Path(__file__).resolve().parent.parent
 URDF = ROOT.parent / "shared" / "robots" / "g1_29dof.urdf"
 
-# method -> the inputs it takes from the states
-METHODS = {
-    "crba": ("q",),
-    "minv": ("q",),
-    "inverse_dynamics_gradient": ("q", "qd", "qdd"),
-    "forward_dynamics_gradient": ("q", "qd", "u"),
-    "end_effector_pose_gradient": ("q",),
-    "frame_jacobian": ("q",),
-    "forward_kinematics": ("q",),
-}
+# the matrix outputs (the signature table's rows of rank 2 or more) -> the inputs of theirs the states hold
+METHODS = {r["py_name"]: [i["name"] for i in r["inputs"] if i["name"] in ("q", "qd", "qdd", "u")]
+           for r in _signatures.matrix_rows()}
 MODES = ("before", "after", "out")
 
 

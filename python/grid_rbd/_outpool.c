@@ -296,9 +296,9 @@ int grid_py_outpool_init(void)
 PyObject *grid_py_outpool_new(int ndim, const npy_intp *dims, int type_num)
 {
     size_t bytes = (size_t)PyArray_MultiplyList((npy_intp *)dims, ndim) * (size_t)(type_num == NPY_FLOAT32 ? 4 : 8);
-    pthread_mutex_lock(&P.mu);
-    const int pooled = P.max_bytes > 0 && bytes + HDR >= P.min_bytes;
-    pthread_mutex_unlock(&P.mu);
+    /* the settings are stored atomically under the lock: a call reads them without taking it */
+    const int pooled = __atomic_load_n(&P.max_bytes, __ATOMIC_RELAXED) > 0 &&
+                       bytes + HDR >= __atomic_load_n(&P.min_bytes, __ATOMIC_RELAXED);
     if (!pooled) return PyArray_SimpleNew(ndim, (npy_intp *)dims, type_num);
     /* a handler the user set in this context (not numpy's default) is left to serve our outputs too */
     PyObject *cur = PyDataMem_GetHandler();
@@ -338,7 +338,7 @@ static PyObject *fn_output_pool(PyObject *self, PyObject *args, PyObject *kwds)
         return NULL;
     slot victims[SLOTS];
     pthread_mutex_lock(&P.mu);
-    if (max_bytes >= 0) P.max_bytes = (size_t)max_bytes;
+    if (max_bytes >= 0) __atomic_store_n(&P.max_bytes, (size_t)max_bytes, __ATOMIC_RELAXED);
     if (min_bytes >= 0) __atomic_store_n(&P.min_bytes, (size_t)min_bytes, __ATOMIC_RELAXED);
     if (idle_s >= 0) P.idle_s = idle_s < 1e6 ? idle_s : 1e6; /* the reaper's deadline stays a time_t */
     /* over the new bound, or cleared: everything goes (simple and rare) */

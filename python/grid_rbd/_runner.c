@@ -353,9 +353,10 @@ static void format_dims(char *s, size_t cap, const Py_ssize_t *shape, int ndim)
 }
 
 /* a writable C-contiguous array for the output: out itself (checked to have exactly the output shape and dtype), its
-   flat block, or a fresh array (large ones from the output pool, _outpool.c). axes: the batch axes of shape (1, or 0 for one state). The flat block of a matrix
-   output is a numpy array of shape (B, width) (or (width,) for one state; the specification's (B, 2 nv^2) for a
-   gradient): the call fills it through its view in the output's shape, and *out becomes that view. */
+   flat block, or a fresh array (large ones from the output pool, _outpool.c). axes: the batch axes of shape (1, or 0
+   for one state). The flat block of a matrix output is a numpy array of shape (B, width) (or (width,) for one state;
+   the specification's (B, 2 nv^2) for a gradient): the call fills it through its view in the output's shape, and
+   *out becomes that view. */
 static int get_output(GridPyRunner *r, PyObject **out, const char *name, int ndim, const Py_ssize_t *shape, int axes,
                       arg_buf *a)
 {

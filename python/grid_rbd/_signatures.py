@@ -3,7 +3,7 @@ each row's shapes evaluated for one model."""
 
 from . import _core
 
-__all__ = ["ROWS", "ID", "row", "sizes_of", "concrete", "describe", "range_message"]
+__all__ = ["ROWS", "ID", "row", "matrix_rows", "sizes_of", "concrete", "describe", "range_message"]
 
 # every row of src/common/signature.c, in id order (dicts: name, py_name, aliases, inputs, outputs, attrs, ...)
 ROWS = _core.signatures()
@@ -17,6 +17,11 @@ def row(name):
         if name == r["name"] or name == r["py_name"] or name in r["aliases"]:
             return r
     raise KeyError(f"no method {name!r} in the signature table")
+
+
+def matrix_rows():
+    """the rows whose output is a matrix per state (rank 2 or more): the ones a flat out= block applies to"""
+    return [r for r in ROWS if len(r["outputs"][0]["dims"]) > 1]
 
 
 def sizes_of(model):

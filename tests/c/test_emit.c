@@ -614,6 +614,22 @@ static grid_model *load_text(const char *text, int floating)
     return m;
 }
 
+/* emit and compile m's library, then every comparison with the reference on B random states */
+static void build_and_check(const grid_model *m, int dtype, long long B, const char *what)
+{
+    lib L;
+    CHECK_MSG(emit_and_build(m, dtype, NULL, &L) == 0, "%s: build failed", what);
+    if (L.dl) {
+        states s;
+        make_states(m, dtype, B, &s);
+        compare_all(m, &L, &s, what);
+        check_entry_points(m, &L, &s, what);
+        check_nan(m, &L, &s, what);
+        free_states(&s);
+    }
+    close_lib(&L);
+}
+
 static void test_small_robot(void)
 {
     const char *plain[10] = {"r", "base", "l1", "l2", "l3", "l4", "j1", "j2", "j3", "j4"};
@@ -626,21 +642,10 @@ static void test_small_robot(void)
         CHECK(m != NULL);
         if (!m) continue;
         for (int d = 0; d < (UNDER_ASAN ? 1 : 2); d++) {
-            lib L;
-            int dtype = d ? GRID_FLOAT32 : GRID_FLOAT64;
             char what[64];
             snprintf(what, sizeof what, "small robot%s %s", floating ? " floating" : config == 2 ? " two roots" : "",
                      d ? "float32" : "float64");
-            CHECK(emit_and_build(m, dtype, NULL, &L) == 0);
-            if (L.dl) {
-                states s;
-                make_states(m, dtype, 63, &s);
-                compare_all(m, &L, &s, what);
-                check_entry_points(m, &L, &s, what);
-                check_nan(m, &L, &s, what);
-                free_states(&s);
-            }
-            close_lib(&L);
+            build_and_check(m, d ? GRID_FLOAT32 : GRID_FLOAT64, 63, what);
         }
         grid_model_free(m);
     }
@@ -656,28 +661,15 @@ static void test_no_joints(void)
                     "<inertia ixx='1e-4' iyy='1e-4' izz='1e-4' ixy='0' ixz='0' iyz='0'/></inertial></link>"
                     "<joint name='weld' type='fixed'><parent link='base'/><child link='cam'/>"
                     "<origin xyz='0.1 0 0'/></joint></robot>";
-    {
-        grid_model *m = load_text(u, 0);
-        CHECK(m != NULL && m->nv == 0 && m->nq == 0);
-        if (!m) return;
-        for (int sched = 0; sched < 2; sched++) {
-            emit_schedule = sched ? GRID_SCHEDULE_ROLLED : GRID_SCHEDULE_UNROLLED;
-            lib L;
-            char what[64];
-            snprintf(what, sizeof what, "no joints %s", sched ? "rolled" : "unrolled");
-            CHECK(emit_and_build(m, GRID_FLOAT64, NULL, &L) == 0);
-            if (L.dl) {
-                states s;
-                make_states(m, GRID_FLOAT64, 5, &s);
-                compare_all(m, &L, &s, what);
-                check_entry_points(m, &L, &s, what);
-                free_states(&s);
-            }
-            close_lib(&L);
-        }
-        emit_schedule = GRID_SCHEDULE_AUTO;
-        grid_model_free(m);
+    grid_model *m = load_text(u, 0);
+    CHECK(m != NULL && m->nv == 0 && m->nq == 0);
+    if (!m) return;
+    for (int sched = 0; sched < 2; sched++) {
+        emit_schedule = sched ? GRID_SCHEDULE_ROLLED : GRID_SCHEDULE_UNROLLED;
+        build_and_check(m, GRID_FLOAT64, 5, sched ? "no joints rolled" : "no joints unrolled");
     }
+    emit_schedule = GRID_SCHEDULE_AUTO;
+    grid_model_free(m);
 }
 
 static void test_hostile_names(void)

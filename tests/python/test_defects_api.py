@@ -169,10 +169,6 @@ def test_mimic_in_a_fixed_joint_is_ignored_as_pinocchio_does(tmp_path):
     assert np.all(h.inverse_dynamics(q, qd, qdd) != 0)
 
 
-def _wide_rows():
-    return [r for r in _signatures.ROWS if len(r["outputs"][0]["dims"]) > 1]
-
-
 def test_flat_out_of_every_matrix_output_when_nv_is_1(pendulum):
     """the flat (B, width) or (width,) out= of every matrix output, also when nv = 1 (a (B, 2) gradient block)"""
     h = pendulum
@@ -180,7 +176,7 @@ def test_flat_out_of_every_matrix_output_when_nv_is_1(pendulum):
     B = 3
     rng = np.random.default_rng(3)
     sizes = _signatures.sizes_of(h._model)
-    for r in _wide_rows():
+    for r in _signatures.matrix_rows():
         c = _signatures.concrete(r, sizes)
         shape = c["outputs"][0][1]
         args = [rng.uniform(-1, 1, (B,) + a[1]) for a in c["inputs"]]

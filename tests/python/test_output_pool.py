@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import grid_rbd
+from grid_rbd import _signatures
 from grid_rbd import _core
 from robot_cases import BUNDLED_IIWA, make_states
 
@@ -21,15 +22,9 @@ except ImportError:  # numpy < 2
 
 POOL = "grid_rbd_output_pool"
 B = 512  # every wide output of the iiwa free flyer in float64 is >= 256 KiB at this batch
-WIDE = {
-    "crba": ("q",),
-    "minv": ("q",),
-    "inverse_dynamics_gradient": ("q", "qd", "qdd"),
-    "forward_dynamics_gradient": ("q", "qd", "u"),
-    "end_effector_pose_gradient": ("q",),
-    "frame_jacobian": ("q",),
-    "forward_kinematics": ("q",),
-}
+# the matrix outputs, each with the inputs its row takes that the states hold (every required one; f_ext stays absent)
+WIDE = {r["py_name"]: [i["name"] for i in r["inputs"] if i["name"] in ("q", "qd", "qdd", "u")]
+        for r in _signatures.matrix_rows()}
 
 
 @pytest.fixture(scope="module")
