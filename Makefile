@@ -87,17 +87,22 @@ test-asan: $(addprefix build/tests-asan/,$(CTESTS))
 
 # bounded libFuzzer run over the URDF parser, seeded with the test URDFs
 FUZZ_SECONDS ?= 60
-build/fuzz_urdf: tests/fuzz/fuzz_urdf.c $(SRC)
+# the fuzzer links only what parsing a URDF reaches: the parser, the model and the shared helpers
+FUZZ_SRC := $(sort $(wildcard src/urdf/*.c src/model/*.c src/common/*.c))
+build/fuzz_urdf: tests/fuzz/fuzz_urdf.c $(FUZZ_SRC)
 	@mkdir -p build
-	clang $(CFLAGS_COMMON) -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $< $(SRC) $(LIBS) -o $@
+	clang $(CFLAGS_COMMON) -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $< $(FUZZ_SRC) $(LIBS) -o $@
 
 fuzz: build/fuzz_urdf
 	@mkdir -p build/fuzz-corpus
 	@cp -n tests/data/*.urdf build/fuzz-corpus/ 2>/dev/null || true
 	set -o pipefail; build/fuzz_urdf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -dict=tests/fuzz/urdf.dict build/fuzz-corpus 2>&1 | tail -n 5
 
+# pytest-xdist: one worker per core, each test file on one worker (its module fixtures built once), the compiled
+# robot libraries shared through one cache directory
+PYTEST_WORKERS ?= $(NPROC)
 test-python: venv
-	$(VPY) -m pytest -q --durations=25 tests/python
+	$(VPY) -m pytest -q --durations=25 -n $(PYTEST_WORKERS) --dist loadfile tests/python
 
 bench: venv
 	$(VPY) bench/run.py

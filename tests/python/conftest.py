@@ -16,9 +16,12 @@ _session_cache = None
 
 def pytest_configure(config):
     """GRID_RBD_CACHE_DIR = a fresh temporary directory for this session (GRID_RBD_TEST_CACHE_DIR, when set,
-    names a persistent one instead, to iterate locally without recompiling)"""
+    names a persistent one instead, to iterate locally without recompiling); pytest-xdist workers use the
+    controller's"""
     global _session_cache
     keep = os.environ.get("GRID_RBD_TEST_CACHE_DIR")
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # an xdist worker: the controller's directory, inherited through the environment, is shared
     if keep:
         os.makedirs(keep, exist_ok=True)
         os.environ["GRID_RBD_CACHE_DIR"] = keep

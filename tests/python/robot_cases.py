@@ -393,8 +393,12 @@ _futures = []
 
 
 def start_precompile(case_dir, ids=None):
-    """compile the generated cases (those whose id is in ids, default all) for float64 and float32, in CASES order"""
+    """compile the generated cases (those whose id is in ids, default all) for float64 and float32, in CASES order;
+    under pytest-xdist only the first worker does (the cache directory is shared, and the other workers' cores are
+    busy running tests)"""
     global _pool
+    if os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0":
+        return
     with _pool_lock:
         if _pool is not None:
             return
