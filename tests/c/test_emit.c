@@ -515,7 +515,9 @@ static void check_robot(const char *file, int floating, long long B)
     grid_model *m = load(path, floating);
     CHECK(m != NULL);
     if (!m) return;
-    for (int d = 0; d < (UNDER_ASAN ? 1 : 2); d++) {
+    /* float32 on the floating base only (the plain run): the dtype changes the spelling tables, not the emitter's
+       paths, and tests/python compares iiwa's float32 library with float64 */
+    for (int d = 0; d < (UNDER_ASAN || !floating ? 1 : 2); d++) {
         int dtype = d ? GRID_FLOAT32 : GRID_FLOAT64;
         lib L;
         snprintf(what, sizeof what, "%s%s %s", file, floating ? " floating" : "", d ? "float32" : "float64");

@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -41,22 +42,15 @@ def _urdf(name):
     pytest.skip("no go2 URDF (../shared/robots or example-robot-data)")
 
 
-@pytest.mark.parametrize("name,floating", [("iiwa", False), ("go2", True)], ids=["iiwa", "go2_ff"])
-def test_precompile_cuda_without_gpu(tmp_path, name, floating):
-    _need_nvcc()
-    t0 = time.perf_counter()
-    entry = Path(grid_rbd.precompile(f"{name}_cuda_ci", urdf_path=_urdf(name), floating_base=floating, dtype="float32",
-                                     device="cuda", cuda_arch="sm_90", cache_dir=tmp_path, verbose=False))
-    cold = time.perf_counter() - t0
+def _check_cuda_library(entry, nv_nq, dtype):
+    """a CUDA cache entry built for sm_90: robot.so and robot.cu present, and the library loads without a GPU (the
+    CUDA runtime is linked statically and starts only at the first CUDA call) with every entry point"""
     so = entry / "robot.so"
     assert so.is_file() and (entry / "robot.cu").is_file()
     assert '"cuda_arch":"90"' in (entry / "build_inputs.json").read_text()
-
-    # loading needs no GPU: the CUDA runtime is linked statically and starts only at the first CUDA call
-    lib = _core.CudaLibrary(so)
-    meta = lib.meta
-    assert meta["target"] == 1 and meta["dtype"] == "float32" and meta["methods"] == _core.ALGORITHMS
-    assert (meta["nv"], meta["nq"]) == ((18, 19) if floating else (7, 7))
+    meta = _core.CudaLibrary(so).meta
+    assert meta["target"] == 1 and meta["dtype"] == dtype and meta["methods"] == _core.ALGORITHMS
+    assert (meta["nv"], meta["nq"]) == nv_nq
     dll = ctypes.CDLL(str(so))
     for algo in _core.ALGORITHMS:
         for prefix in ("grid_", "grid_cuda_", "grid_host_"):
@@ -65,11 +59,25 @@ def test_precompile_cuda_without_gpu(tmp_path, name, floating):
                 "grid_cuda_device_info", "grid_cuda_time", "grid_cuda_last_error", "grid_cuda_use_device"):
         getattr(dll, sym)
 
-    # the same request again is a stage-1 hit: no nvcc
+
+def test_precompile_cuda_without_gpu(tmp_path):
+    """go2 on a floating base, float32, cuda_arch="sm_90": compiles, loads, and the same request again is a stage-1 hit
+    (no nvcc)"""
+    _need_nvcc()
     t0 = time.perf_counter()
-    again = grid_rbd.precompile(f"{name}_cuda_ci", urdf_path=_urdf(name), floating_base=floating, dtype="float32",
+    entry = Path(grid_rbd.precompile("go2_cuda_ci", urdf_path=_urdf("go2"), floating_base=True, dtype="float32",
+                                     device="cuda", cuda_arch="sm_90", cache_dir=tmp_path, verbose=False))
+    cold = time.perf_counter() - t0
+    _check_cuda_library(entry, (18, 19), "float32")
+    t0 = time.perf_counter()
+    again = grid_rbd.precompile("go2_cuda_ci", urdf_path=_urdf("go2"), floating_base=True, dtype="float32",
                                 device="cuda", cuda_arch="sm_90", cache_dir=tmp_path, verbose=False)
     assert Path(again) == entry and time.perf_counter() - t0 < cold
+
+
+def test_iiwa_cuda_library_loads_without_gpu(iiwa64_cuda):
+    """iiwa, fixed base, float64 (the module's shared build)"""
+    _check_cuda_library(iiwa64_cuda, (7, 7), "float64")
 
 
 @pytest.fixture(scope="module")
@@ -186,12 +194,21 @@ def test_rolled_cuda_compiles_and_states_its_workspace(iiwa64_rolled_cuda):
     assert sorted(work) == sorted(_core.ALGORITHMS) and all(int(w) > 0 for w in work.values()), work
 
 
-def test_generated_cuda_is_deterministic(tmp_path, iiwa64_cuda):
-    """the same robot again, force_rebuild into another cache: the same source bytes (so the same content key)"""
-    b = Path(grid_rbd.precompile("iiwa_det", urdf_path=BUNDLED_IIWA, dtype="float64", device="cuda", cuda_arch="90",
-                                 cache_dir=tmp_path, verbose=False, force_rebuild=True))
-    assert (iiwa64_cuda / "robot.cu").read_bytes() == (b / "robot.cu").read_bytes()
-    assert iiwa64_cuda.name == b.name
+_EMIT = """
+import sys
+from grid_rbd import _core
+model = _core.Model(open(sys.argv[1], "rb").read(), "<iiwa>", floating_base=False)
+sys.stdout.write(_core.emit_source(model, _core.FLOAT64, 1, getattr(_core, sys.argv[2])))
+"""
+
+
+@pytest.mark.parametrize("schedule", ["SCHEDULE_AUTO", "SCHEDULE_ROLLED"])
+def test_generated_cuda_is_deterministic(schedule):
+    """iiwa's CUDA source emitted by two processes with different hash seeds: the same bytes (so the same content
+    key), on both schedules"""
+    outs = [subprocess.run([sys.executable, "-c", _EMIT, str(BUNDLED_IIWA), schedule], capture_output=True,
+                           check=True, env=dict(os.environ, PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")]
+    assert outs[0] == outs[1] and b"__global__" in outs[0]
 
 
 # ---- the kernels and the host runtime, executed by a CPU emulation of CUDA (cuda_emu.h) ----
@@ -200,6 +217,11 @@ HERE = Path(__file__).resolve().parent
 
 REPO = HERE.parents[1]
 RUNTIME = REPO / "src" / "runtime"
+
+
+def _emulation_cxx():
+    """the C++ compiler for the emulation programs: clang++ compiles them in less than half g++'s time"""
+    return shutil.which("clang++") or shutil.which("g++") or shutil.which("c++")
 
 
 def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
@@ -256,7 +278,7 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defin
     """grid_cuda_<algo> (tiles, plan, tails, variants, rolled workspace and slices) and grid_host_<algo> (chunks,
     packing) run on the CPU, one std::thread per CUDA thread, and must equal the C target of the same robot (float64,
     1e-10; the unrolled C library also for the rolled CUDA ones) at B = 1, 7, 33, 300 (rolled: 70)"""
-    gxx = shutil.which("g++") or shutil.which("c++")
+    gxx = _emulation_cxx()
     if not gxx:
         pytest.skip("no C++ compiler")
     fixture = {"iiwa": "iiwa64_cuda", "synthetic_ff": "synthetic_ff64_cuda", "iiwa_rolled": "iiwa64_rolled_cuda",
@@ -312,7 +334,7 @@ def test_mujoco_convention_on_the_device_in_emulation(tmp_path, request, which, 
     """output_convention="mujoco" on CUDA: the runtime's device passes (grid_cuda_convention_call) on device arrays and
     in the host round trip's chunk buffers equal the CPU passes (convention.c) around the C target, every row and
     variant, B = 1, 7, 33, 300 (float64, 1e-10), and leave the caller's inputs untouched"""
-    gxx = shutil.which("g++") or shutil.which("c++")
+    gxx = _emulation_cxx()
     if not gxx:
         pytest.skip("no C++ compiler")
     entry = request.getfixturevalue({"synthetic_ff": "synthetic_ff64_cuda",
