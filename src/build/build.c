@@ -286,15 +286,16 @@ int grid_build(const grid_build_request *req, grid_build_result *res, grid_error
     if (req->urdf_len && !req->urdf)
         return grid_error_set(err, GRID_ERR_ARG, 0, 0, "grid_build: urdf_len is %zu but urdf is NULL", req->urdf_len);
     double t0 = grid_now();
-    const char *verbose_env = grid_env("GRID_RBD_VERBOSE");
-    int env_level = verbose_env ? atoi(verbose_env) : 0;
-    progress pg = {req->verbose > env_level ? req->verbose : env_level, req->name ? req->name : "robot"};
+    double env_level;
+    int rc = grid_env_number("GRID_RBD_VERBOSE", 1, 0, 2, 0, "0 quiet, 1 progress, 2 progress and cache hits",
+                             &env_level, err);
+    if (rc) return rc;
+    progress pg = {req->verbose > (int)env_level ? req->verbose : (int)env_level, req->name ? req->name : "robot"};
     const char *name = pg.name;
 
     grid_cache_dirs d;
     grid_toolchain tc;
-    int rc = grid_cache_open(req->cache_dir, &d, err);
-    if (rc) return rc;
+    if ((rc = grid_cache_open(req->cache_dir, &d, err))) return rc;
     if ((rc = grid_toolchain_resolve(req->target, req->cuda_arch, req->cancel, req->cancel_ctx, &tc, err))) return rc;
     input_key(req, &tc, res->input_key);
     char *owned = NULL;

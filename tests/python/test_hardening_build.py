@@ -151,3 +151,16 @@ def test_valid_build_jobs_builds(tmp_path, monkeypatch):
     h = grid_rbd.register_robot("jobs", urdf_path=BUNDLED_IIWA, device="cpu", cache_dir=tmp_path, verbose=False,
                                 algorithm_list=["rnea"])
     assert h.build_info["compiled"]
+
+
+@pytest.mark.parametrize("value", ["yes", "-1", "3", "1.5"])
+def test_bad_verbose_env_is_refused_naming_the_variable(tmp_path, monkeypatch, value):
+    # GRID_RBD_VERBOSE used to go through atoi: "yes" was silently 0
+    from robot_cases import BUNDLED_IIWA
+    monkeypatch.setenv("GRID_RBD_VERBOSE", value)
+    with pytest.raises(grid_rbd.GridArgumentError) as ei:
+        grid_rbd.register_robot("verbose", urdf_path=BUNDLED_IIWA, device="cpu", cache_dir=tmp_path, verbose=False,
+                                algorithm_list=["rnea"])
+    msg = str(ei.value)
+    assert f"GRID_RBD_VERBOSE is '{value}'" in msg and "whole number from 0 to 2" in msg, msg
+    assert store_entries(tmp_path) == []
