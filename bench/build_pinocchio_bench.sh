@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds bench/pinocchio_bench.cpp against the Pinocchio C++ headers and libraries shipped in the venv's `pin` wheel.
+# Builds bench/pinocchio_bench.cpp (or another bench C++ source) against the Pinocchio C++ headers and libraries shipped in the venv's `pin` wheel.
 #
-# usage: bench/build_pinocchio_bench.sh [OUTPUT]     (default build/bench/pinocchio_bench)
+# usage: bench/build_pinocchio_bench.sh [OUTPUT [SOURCE]]   (default build/bench/pinocchio_bench from
+#        bench/pinocchio_bench.cpp; bench/pinocchio_float32.cpp is the other source)
 # env:   PY   the venv python (default .venv/bin/python of this repo)
 #        CXX  the C++ compiler (default g++)
 # The wheel ships Pinocchio's headers and .so files but not the headers of two build-time
@@ -13,6 +14,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 py="${PY:-$root/.venv/bin/python}"
 cxx="${CXX:-g++}"
 out="${1:-$root/build/bench/pinocchio_bench}"
+src="${2:-$root/bench/pinocchio_bench.cpp}"
 
 # the cmeel prefix of the venv (site-packages/cmeel.prefix)
 prefix="$("$py" -c 'import sysconfig, os; print(os.path.join(sysconfig.get_paths()["purelib"], "cmeel.prefix"))')"
@@ -44,6 +46,6 @@ defs=(
 set -x
 "$cxx" -std=c++17 -O3 -DNDEBUG -w "${defs[@]}" \
     -I"$inc" -I"$inc/eigen3" -I"$inc/urdfdom_headers" -I"$inc/urdfdom" \
-    "$root/bench/pinocchio_bench.cpp" -o "$out" \
+    "$src" -o "$out" \
     -L"$lib" -Wl,-rpath,"$lib" \
     -lpinocchio_parsers -lpinocchio_default -lurdfdom_model -lboost_filesystem -lboost_serialization
