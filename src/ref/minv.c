@@ -1,4 +1,5 @@
 /* Reference inverse mass matrix: Carpentier's direct ABA-like algorithm (Pinocchio's computeMinverse). */
+#include <assert.h>
 #include <string.h>
 #include "grid/ref.h"
 #include "spatial.h"
@@ -23,11 +24,28 @@ size_t grid_sp_work_minv(const grid_model *m)
     return grid_sp_work_kinematics(m) + 108 * nb + 6 * nv * nb;
 }
 
-/* 1 when body k is body i or one of its descendants (parents come before children) */
-static int in_subtree(const grid_model *m, int i, int k)
+/* 1 when the bodies are in depth-first preorder (each body's parent is the previous body or one of its
+   ancestors), so that every subtree is a contiguous run of bodies: O(nb), each body walked over once */
+#ifndef NDEBUG
+static int preorder(const grid_model *m)
 {
-    while (k > i) k = m->bodies[k].joint.parent;
-    return k == i;
+    for (int k = 1; k < m->nb; k++) {
+        int a = k - 1;
+        const int p = m->bodies[k].joint.parent;
+        while (a > p) a = m->bodies[a].joint.parent;
+        if (a != p) return 0;
+    }
+    return 1;
+}
+#endif
+
+/* one past the last body of i's subtree: in preorder, the first later body whose parent comes before i (walking
+   the subtree's bodies only: a chain's M^-1 was O(nb^3) when each body was tested by walking up to i) */
+static int subtree_end(const grid_model *m, int i)
+{
+    int k = i + 1;
+    while (k < m->nb && m->bodies[k].joint.parent >= i) k++;
+    return k;
 }
 
 /* column c of a 6 x nv row-major block */
@@ -50,6 +68,7 @@ void grid_ref_minv(const grid_model *m, const double *q, double *Minv, double *w
     memset(Minv, 0, (size_t)nv * (size_t)nv * sizeof(double));
     memset(B, 0, 6 * (size_t)nv * nb * sizeof(double));
 
+    assert(preorder(m));
     /* pass 1: placements; articulated inertias start as body inertias */
     grid_sp_placements(m, q, liMi, oMi);
     for (int i = 0; i < m->nb; i++) grid_sp_inertia_matrix(&m->bodies[i].inertia, IA + 36 * i);
@@ -82,8 +101,8 @@ void grid_ref_minv(const grid_model *m, const double *q, double *Minv, double *w
         for (int a = 0; a < n; a++)
             for (int c = 0; c < n; c++) Minv[(size_t)(iv + a) * nv + iv + c] = Di[n * a + c];
 
-        for (int k = i + 1; k < m->nb; k++) {
-            if (!in_subtree(m, i, k)) continue;
+        const int end = subtree_end(m, i);
+        for (int k = i + 1; k < end; k++) {
             const grid_joint *jk = &m->bodies[k].joint;
             for (int c = 0; c < jk->nv; c++) {
                 const int col = jk->iv + c;
@@ -107,8 +126,7 @@ void grid_ref_minv(const grid_model *m, const double *q, double *Minv, double *w
         double *Bp = B + 6 * (size_t)nv * j->parent;
 
         /* B_i[:, k] += U_i Minv[i, k] over the subtree of i, then into the parent's frame */
-        for (int k = i; k < m->nb; k++) {
-            if (!in_subtree(m, i, k)) continue;
+        for (int k = i; k < end; k++) {
             const grid_joint *jk = &m->bodies[k].joint;
             for (int c = 0; c < jk->nv; c++) {
                 const int col = jk->iv + c;
