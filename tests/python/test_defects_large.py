@@ -80,7 +80,7 @@ def run_child(tmp_path, n, methods, stack):
 @pytest.mark.parametrize("n, methods", [
     # nv^2 lane tiles: M, M^-1 1.3 MB, the RNEA gradient 2.6 MB at nv = 200 (4 doubles per lane vector)
     (200, ["crba", "minv", "inverse_dynamics_gradient"]),
-    # the FD gradient's 1.3 MB (its self-check already fails at 200 links: conditioning, not the stack)
+    # the FD gradient's 1.3 MB tile (2 nv^2 lane vectors) already at 140 links, past a 1 MiB stack
     (140, ["forward_dynamics_gradient"]),
 ])
 def test_large_tiles_run_on_a_1mib_thread_stack(tmp_path, n, methods):
