@@ -1,5 +1,4 @@
 /* Reference inverse mass matrix: Carpentier's direct ABA-like algorithm (Pinocchio's computeMinverse). */
-#include <assert.h>
 #include <string.h>
 #include "grid/ref.h"
 #include "spatial.h"
@@ -20,32 +19,19 @@
 size_t grid_sp_work_minv(const grid_model *m)
 {
     const size_t nb = (size_t)m->nb, nv = (size_t)m->nv_full;
-    /* placements; IA, U, D^-1 (36 each) per body; one 6 x nv block per body */
-    return grid_sp_work_kinematics(m) + 108 * nb + 6 * nv * nb;
+    /* placements; IA, U, D^-1 (36 each) per body; one 6 x nv block per body; a subtree mark per body */
+    return grid_sp_work_kinematics(m) + 108 * nb + 6 * nv * nb + nb;
 }
 
-/* 1 when the bodies are in depth-first preorder (each body's parent is the previous body or one of its
-   ancestors), so that every subtree is a contiguous run of bodies: O(nb), each body walked over once */
-#ifndef NDEBUG
-static int preorder(const grid_model *m)
+/* in[k] = 1 for body i and its descendants, else 0 (parents come before children, in any order of siblings'
+   subtrees): O(nb) per body, where walking each later body up to i made a chain's M^-1 O(nb^3) */
+static void mark_subtree(const grid_model *m, int i, double *in)
 {
-    for (int k = 1; k < m->nb; k++) {
-        int a = k - 1;
+    in[i] = 1.0;
+    for (int k = i + 1; k < m->nb; k++) {
         const int p = m->bodies[k].joint.parent;
-        while (a > p) a = m->bodies[a].joint.parent;
-        if (a != p) return 0;
+        in[k] = p >= i && in[p] != 0.0 ? 1.0 : 0.0;
     }
-    return 1;
-}
-#endif
-
-/* one past the last body of i's subtree: in preorder, the first later body whose parent comes before i (walking
-   the subtree's bodies only: a chain's M^-1 was O(nb^3) when each body was tested by walking up to i) */
-static int subtree_end(const grid_model *m, int i)
-{
-    int k = i + 1;
-    while (k < m->nb && m->bodies[k].joint.parent >= i) k++;
-    return k;
 }
 
 /* column c of a 6 x nv row-major block */
@@ -64,11 +50,10 @@ void grid_ref_minv(const grid_model *m, const double *q, double *Minv, double *w
     const size_t nb = (size_t)m->nb;
     const int nv = m->nv_full;
     double *liMi = work, *oMi = liMi + 12 * nb;
-    double *IA = oMi + 12 * nb, *U = IA + 36 * nb, *Dinv = U + 36 * nb, *B = Dinv + 36 * nb;
+    double *IA = oMi + 12 * nb, *U = IA + 36 * nb, *Dinv = U + 36 * nb, *B = Dinv + 36 * nb, *sub = B + 6 * (size_t)nv * nb;
     memset(Minv, 0, (size_t)nv * (size_t)nv * sizeof(double));
     memset(B, 0, 6 * (size_t)nv * nb * sizeof(double));
 
-    assert(preorder(m));
     /* pass 1: placements; articulated inertias start as body inertias */
     grid_sp_placements(m, q, liMi, oMi);
     for (int i = 0; i < m->nb; i++) grid_sp_inertia_matrix(&m->bodies[i].inertia, IA + 36 * i);
@@ -101,8 +86,9 @@ void grid_ref_minv(const grid_model *m, const double *q, double *Minv, double *w
         for (int a = 0; a < n; a++)
             for (int c = 0; c < n; c++) Minv[(size_t)(iv + a) * nv + iv + c] = Di[n * a + c];
 
-        const int end = subtree_end(m, i);
-        for (int k = i + 1; k < end; k++) {
+        mark_subtree(m, i, sub);
+        for (int k = i + 1; k < m->nb; k++) {
+            if (sub[k] == 0.0) continue;
             const grid_joint *jk = &m->bodies[k].joint;
             for (int c = 0; c < jk->nv; c++) {
                 const int col = jk->iv + c;
@@ -126,7 +112,8 @@ void grid_ref_minv(const grid_model *m, const double *q, double *Minv, double *w
         double *Bp = B + 6 * (size_t)nv * j->parent;
 
         /* B_i[:, k] += U_i Minv[i, k] over the subtree of i, then into the parent's frame */
-        for (int k = i; k < end; k++) {
+        for (int k = i; k < m->nb; k++) {
+            if (sub[k] == 0.0) continue;
             const grid_joint *jk = &m->bodies[k].joint;
             for (int c = 0; c < jk->nv; c++) {
                 const int col = jk->iv + c;
