@@ -28,6 +28,10 @@ typedef enum {
 /* element types */
 typedef enum { GRID_FLOAT32 = 4, GRID_FLOAT64 = 8 } grid_dtype;
 
+/* what a library is compiled for (grid_robot_meta_t.target): cc (C11, OpenMP batch loops) or nvcc (CUDA, one thread per
+   state) */
+typedef enum { GRID_TARGET_C = 0, GRID_TARGET_CUDA = 1 } grid_target;
+
 /* how an absent optional input behaves (grid_arg_info.optional) */
 enum { GRID_REQUIRED = 0, GRID_ABSENT_ZEROS = 1 };
 
@@ -79,7 +83,7 @@ typedef struct {
     int abi_version;                  /* GRID_ABI_VERSION at generation */
     int nq, nv, nb, nframes, nee;
     int dtype;                        /* a grid_dtype */
-    int target;                       /* 0 = CPU C, 1 = CUDA */
+    int target;                       /* a grid_target */
     int n_methods;                    /* the methods this library has, ... */
     const grid_method_info *methods;  /* ... one row each, in the package table's order */
     size_t work_bytes;                /* workspace per thread the caller passes (0 = none): the largest row's */

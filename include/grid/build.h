@@ -6,29 +6,13 @@
 #include <stdint.h>
 #include "grid/error.h"
 #include "grid/emit.h"
+#include "grid/sha256.h" /* the keys are SHA-256 */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* ---- SHA-256 (FIPS 180-4), used for every key and file check ---- */
-
-typedef struct {
-    uint32_t state[8];
-    uint64_t total;            /* bytes hashed so far */
-    unsigned char block[64];   /* pending partial block */
-    size_t used;               /* bytes in block */
-} grid_sha256_ctx;
-
-void grid_sha256_init(grid_sha256_ctx *c);
-void grid_sha256_update(grid_sha256_ctx *c, const void *data, size_t len);
-void grid_sha256_final(grid_sha256_ctx *c, unsigned char digest[32]);
-/* one-shot digest of a buffer */
-void grid_sha256(const void *data, size_t len, unsigned char digest[32]);
-/* 64 lowercase hex characters plus the terminating NUL */
-void grid_sha256_hex(const unsigned char digest[32], char hex[65]);
-
-/* ---- build targets: grid_target (GRID_TARGET_C, GRID_TARGET_CUDA) comes from grid/emit.h ---- */
+/* ---- build targets: grid_target (GRID_TARGET_C, GRID_TARGET_CUDA) comes from grid/abi.h ---- */
 
 /* Produces the generated source: *source is malloc'd (grid_build frees it), *len its length.
    Return 0, or a grid_status with err set. */

@@ -12,9 +12,6 @@
 extern "C" {
 #endif
 
-/* what the generated source is compiled by: cc (C11, OpenMP batch loops) or nvcc (one thread per state) */
-typedef enum { GRID_TARGET_C = 0, GRID_TARGET_CUDA = 1 } grid_target;
-
 /* how an algorithm's per-state code is laid out (docs/emitter.md, "Schedules"):
    UNROLLED: straight-line code, model constants folded as literals (the fast path for small robots);
    ROLLED: loops over the tree in parents-first order, per-joint-type step functions reading flat model tables

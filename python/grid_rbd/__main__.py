@@ -148,7 +148,7 @@ def cmd_cache_dir(args):
 def cmd_cache_env(args):
     for name, (kind, doc) in cache.env_knobs().items():
         print(f"{name:22s} {kind:9s} {doc}")
-    # the command CPU builds run now, from the build driver itself (the flags table of src/build/toolchain.c,
+    # the command CPU builds run now, from the build driver itself (the flags table of src/driver/toolchain.c,
     # with GRID_RBD_CC / GRID_RBD_CFLAGS applied): exactly the argv recorded in build_inputs.json
     try:
         argv = cache.build_command()

@@ -1,6 +1,6 @@
 /* SHA-256 (FIPS 180-4): streaming digest and hex formatting for cache keys and file checks. */
 #include <string.h>
-#include "grid/build.h"
+#include "grid/sha256.h"
 
 static const uint32_t k256[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,

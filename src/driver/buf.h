@@ -1,4 +1,4 @@
-/* Growable byte buffer shared by the build and cache code (private to src/build and src/runtime). */
+/* Growable byte buffer shared by the build and cache code (private to src/driver). */
 #ifndef GRID_BUILD_BUF_H
 #define GRID_BUILD_BUF_H
 

@@ -1,4 +1,4 @@
-/* Private interfaces between the files of src/build: files and locks, processes, toolchain, store. */
+/* Private interfaces between the files of src/driver: files and locks, processes, toolchain, store. */
 #ifndef GRID_BUILD_INTERNAL_H
 #define GRID_BUILD_INTERNAL_H
 

@@ -14,7 +14,7 @@ static const grid_env_knob env_knobs[] = {
      "`python -m grid_rbd cache env` prints); whitespace-separated, no shell quoting"},
     {"GRID_RBD_NVCC", GRID_KNOB_BUILD, "nvcc for CUDA builds (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc)"},
     {"GRID_RBD_NVCC_FLAGS", GRID_KNOB_BUILD,
-     "replaces the tuning flags of CUDA builds (default: those of src/build/toolchain.c's table); whitespace-separated"},
+     "replaces the tuning flags of CUDA builds (default: those of src/driver/toolchain.c's table); whitespace-separated"},
     {"GRID_RBD_NVCC_CCBIN", GRID_KNOB_BUILD, "host C++ compiler nvcc uses (-ccbin; default: g++, c++ or clang++ on PATH)"},
     {"GRID_RBD_CUDA_ARCH", GRID_KNOB_BUILD,
      "CUDA architecture when cuda_arch= is not given, e.g. 90 or sm_90 (default: nvidia-smi compute_cap)"},

@@ -1,5 +1,5 @@
 /* The CUDA host runtime linked into every CUDA robot.so: one context per library (stream, device buffers, pinned staging) behind a mutex, host round trips, reservations, the output conventions' device passes, pinned memory, timing and error messages. */
-/* Compiled once per toolchain (nvcc, arch, flags) into the cache by src/build/cuda_rt.c, never by the plain C
+/* Compiled once per toolchain (nvcc, arch, flags) into the cache by src/driver/cuda_rt.c, never by the plain C
    build. The arithmetic of the round trips is cuda_plan.c, compiled here as part of this translation unit. */
 #include <assert.h>
 #include <cuda_runtime.h>

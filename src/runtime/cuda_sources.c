@@ -2,7 +2,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include "grid/build.h"
+#include "grid/sha256.h"
 #include "grid/runtime.h"
 #include "../common/incbin.h"
 

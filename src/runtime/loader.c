@@ -6,7 +6,7 @@
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
-#include "grid/emit.h"
+#include "grid/abi.h"
 #include "grid/runtime.h"
 
 struct grid_lib {

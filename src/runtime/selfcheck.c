@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "grid/emit.h"
+#include "grid/abi.h"
 #include "grid/ref.h"
 #include "grid/runtime.h"
 #include "grid/selfcheck.h"

@@ -13,8 +13,8 @@
 #include "check.h"
 #include "grid/build.h"
 #include "grid/runtime.h"
-#include "../../src/build/build_internal.h"
-#include "../../src/build/json.h"
+#include "../../src/driver/build_internal.h"
+#include "../../src/driver/json.h"
 
 static char test_root[512];   /* mkdtemp'd scratch directory for the whole run */
 static char cc_wrapper[600];  /* compiler wrapper script that counts compiles */
@@ -1348,7 +1348,7 @@ static int scan_file(const char *path, int *found)
             snprintf(name, sizeof name, "%.*s", (int)(n < 127 ? n : 127), q);
             (*found)++;
             if (!knob_listed(name)) {
-                fprintf(stderr, "  %s reads %s, which is not in src/build/env_knobs.c\n", path, name);
+                fprintf(stderr, "  %s reads %s, which is not in src/driver/env_knobs.c\n", path, name);
                 bad++;
             }
         }

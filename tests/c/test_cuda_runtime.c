@@ -9,7 +9,7 @@
 #include "grid/build.h"
 #include "grid/runtime.h"
 #include "../../src/runtime/cuda_host.h"
-#include "../../src/build/build_internal.h"
+#include "../../src/driver/build_internal.h"
 
 static int fake_launch(const grid_call *c)
 {

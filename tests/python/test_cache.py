@@ -440,7 +440,7 @@ def test_every_environment_variable_read_is_in_the_knob_table():
                     read.setdefault(name, set()).add(str(path.relative_to(REPO)))
     assert "GRID_RBD_CC" in read and "GRID_RBD_CACHE_DIR" in read  # the scan sees the library's reads
     missing = {n: sorted(p) for n, p in read.items() if n not in knobs}
-    assert not missing, f"environment variables read but missing from src/build/env_knobs.c: {missing}"
+    assert not missing, f"environment variables read but missing from src/driver/env_knobs.c: {missing}"
     # and every GRID_ knob documented in docs/cache.md
     doc = (REPO / "docs" / "cache.md").read_text()
     assert [n for n in knobs if n.startswith("GRID_") and n not in doc] == []
