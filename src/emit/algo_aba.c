@@ -91,7 +91,7 @@ int ea_aba_program(ep_prog *p, int has_fext, int coupled)
         const sv zero = sym_const(g, 0.0);
         sv qd[6], vj[6], t[6], Iv[6], vel[6], cb[6], IAi[36], pA[6];
         ep_comment(p, "velocities and bias forces");
-        for (int c = 0; c < b->nv; c++) qd[c] = ep_in(p, ARR_V, EP_I, c);
+        for (int c = 0; c < b->nv; c++) qd[c] = ep_in(p, EP_V, EP_I, c);
         ek_joint_motion(g, b, qd, vj);
         if (ep_is_root(p, EP_I)) {
             memcpy(vel, vj, sizeof vj);
@@ -107,7 +107,7 @@ int ea_aba_program(ep_prog *p, int has_fext, int coupled)
         sp_body_inertia_apply(g, b, vel, Iv);
         sp_force_cross(g, vel, Iv, pA);
         if (has_fext)
-            for (int e = 0; e < 6; e++) pA[e] = sym_sub(g, pA[e], ep_in(p, ARR_FEXT, EP_I, e));
+            for (int e = 0; e < 6; e++) pA[e] = sym_sub(g, pA[e], ep_in(p, EP_F, EP_I, e));
         for (int e = 0; e < 6; e++) {
             ep_set(p, VEL, EP_I, EP_SELF, e, vel[e]);
             ep_set(p, CB, EP_I, EP_SELF, e, cb[e]);
@@ -147,7 +147,7 @@ int ea_aba_program(ep_prog *p, int has_fext, int coupled)
             add_to_parent(p, g, -1, PA, NULL, f);
             /* gamma = ms^T pA + GA - u */
             ek_joint_project(g, b, pA, &spa);
-            const sv gamma = sym_sub(g, sym_add(g, sym_mul(g, b->mult, spa), ga), ep_in(p, ARR_A, EP_I, 0));
+            const sv gamma = sym_sub(g, sym_add(g, sym_mul(g, b->mult, spa), ga), ep_in(p, EP_A, EP_I, 0));
             ep_set(p, GA, EP_I, EP_PARENT, 0,
                    sym_add(g, ep_get(p, GA, EP_I, EP_PARENT, 0), sym_add(g, gamma, sym_dot(g, alpha, cb, 6))));
             continue;
@@ -161,7 +161,7 @@ int ea_aba_program(ep_prog *p, int has_fext, int coupled)
         ek_body bl;
         ea_group_pieces(p, role, AL, BE, IAi, U_, Dinv, &bl);
         ek_joint_project(g, b, pA, s);
-        for (int m = 0; m < n; m++) uu[m] = sym_sub(g, ep_in(p, ARR_A, EP_I, m), s[m]);
+        for (int m = 0; m < n; m++) uu[m] = sym_sub(g, ep_in(p, EP_A, EP_I, m), s[m]);
         if (role == EM_LEADER) uu[0] = sym_sub(g, uu[0], ga);
         for (int e = 0; e < 6 * n; e++) ep_set(p, U, EP_I, EP_SELF, e, U_[e]);
         for (int e = 0; e < n * n; e++) ep_set(p, DINV, EP_I, EP_SELF, e, Dinv[e]);
@@ -233,7 +233,7 @@ int ea_aba_program(ep_prog *p, int has_fext, int coupled)
 
 int ea_aba(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd)
 {
-    const sv *in[ARR_OUT] = {NULL, v, u, fext, NULL};
+    const sv *in[EP_OUT] = {NULL, v, u, fext, NULL};
     ep_prog *p = ep_new(k->em, k, 0, "aba", in, qdd, NULL, NULL, NULL);
     if (!p) return -1;
     int rc = ea_aba_program(p, fext != NULL, k->em->group_aba);

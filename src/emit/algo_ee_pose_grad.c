@@ -6,14 +6,16 @@
    LOCAL_WORLD_ALIGNED Jacobian; with R = Rz(y) Ry(p) Rx(r) the world angular velocity is
    omega = [cy cp dr - sy dp, sy cp dr + cy dp, -sp dr + dy], so
    dr = (cy wx + sy wy) / cp, dp = -sy wx + cy wy, dy = wz + sp dr  (infinite at cp = 0: pitch = +-pi/2).
-   The VJP (sp->kind == ST_EE_POSE_VJP) contracts each column with the cotangent as it is formed: out[c] =
+   The VJP (sp->reads_g: the ee_pose_vjp row) contracts each column with the cotangent as it is formed: out[c] =
    sum_e,r g[6 e + r] d_er(c), O(nee nv) after the Jacobians, with no 6 nee x nv array. */
-int emit_ee_pose_grad_function(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, sym_stats *stats)
+int emit_ee_pose_grad_function(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, int vector,
+                               sym_stats *stats)
 {
+    (void)vector; /* (scalar only: no lane form) */
     ew_writer *w = cx->w;
     const em_model *em = cx->em;
     const int nv = em->nv_user, nq = em->nq_user, nee = em->nee;
-    const int vjp = sp->kind == ST_EE_POSE_VJP;
+    const int vjp = sp->reads_g;
     const long own = (long)nq + 6L * nee + 6L * nv;
     stats->statements = 20;
     stats->flops = 12L * nee * nv;

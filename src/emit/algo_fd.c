@@ -23,7 +23,7 @@ int ea_fd_program(ep_prog *p, int has_fext)
         for (int e = 0; e < 6; e++) pA[e] = ep_get(p, PA, EP_I, EP_SELF, e);
         ek_joint_project(g, b, pA, s);
         for (int m = 0; m < n; m++)
-            s[m] = sym_sub(g, sym_sub(g, ep_in(p, ARR_A, EP_I, m), ep_get(p, TAU, EP_I, EP_SELF, m)), s[m]);
+            s[m] = sym_sub(g, sym_sub(g, ep_in(p, EP_A, EP_I, m), ep_get(p, TAU, EP_I, EP_SELF, m)), s[m]);
         for (int m = 0; m < n; m++) {
             sv t = zero;
             for (int j = 0; j < n; j++) t = sym_add(g, t, sym_mul(g, ep_get(p, DINV, EP_I, EP_SELF, n * m + j), s[j]));
@@ -71,7 +71,7 @@ int ea_fd_program(ep_prog *p, int has_fext)
 
 int ea_fd(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd)
 {
-    const sv *in[ARR_OUT] = {NULL, v, u, fext, NULL};
+    const sv *in[EP_OUT] = {NULL, v, u, fext, NULL};
     ep_prog *p = ep_new(k->em, k, 0, "fd", in, qdd, NULL, NULL, NULL);
     if (!p) return -1;
     int rc = ea_fd_program(p, fext != NULL);

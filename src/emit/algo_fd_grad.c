@@ -48,14 +48,14 @@ static int write_dtau_rows(const emit_ctx *cx, const char *fn)
 /* d qdd / dx = -M^-1 d tau / dx at qdd = FD(q, v, u, fext) (differentiate M qdd + c = u): the same values as
    Pinocchio's computeABADerivatives. M^-1 is dense; on lane vectors (C) the product skips dtau's structural zeros
    (nv multiply-adds per nonzero of dtau instead of 2 nv^3), the scalar form (CUDA) is the plain triple loop.
-   The VJP (sp->kind == ST_FD_VJP): g^T dqdd/dx = -(M^-1 g)^T dtau/dx, so with h = M^-1 g (M symmetric) it is the
+   The VJP (sp->reads_g: the fd_vjp row): g^T dqdd/dx = -(M^-1 g)^T dtau/dx, so with h = M^-1 g (M symmetric) it is the
    RNEA VJP at qdd for the cotangent h, negated, and h itself is the u block: O(nv^2) for h, O(nv) for the rest. */
 int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, int vector,
                           sym_stats *stats)
 {
     ew_writer *w = cx->w;
     const int nv = cx->em->nv_user, nq = cx->em->nq_user, nb = cx->em->nb, n2 = 2 * nv;
-    const int vjp = sp->kind == ST_FD_VJP;
+    const int vjp = sp->reads_g;
     /* the inner call's output: the gradient (nv x 2 nv) or the RNEA VJP (2 nv) */
     const int dn = vjp ? n2 : nv * n2;
     /* its own arrays in the workspace: qdd, M^-1, the inner output, h (the VJP); the scalar form also copies the

@@ -27,10 +27,10 @@ int ea_fk(const emit_ctx *cx, ek_kin *k)
         const sxf *X = &k->oM[i];
         ek_body_comment(g, cx->em, i, "oMi");
         for (int r = 0; r < 3; r++) {
-            for (int c = 0; c < 3; c++) sym_store(g, ARR_OUT, 16 * i + 4 * r + c, X->R[3 * r + c]);
-            sym_store(g, ARR_OUT, 16 * i + 4 * r + 3, X->p[r]);
+            for (int c = 0; c < 3; c++) sym_store(g, EP_OUT, 16 * i + 4 * r + c, X->R[3 * r + c]);
+            sym_store(g, EP_OUT, 16 * i + 4 * r + 3, X->p[r]);
         }
-        for (int c = 0; c < 4; c++) sym_store(g, ARR_OUT, 16 * i + 12 + c, sym_const(g, c == 3 ? 1.0 : 0.0));
+        for (int c = 0; c < 4; c++) sym_store(g, EP_OUT, 16 * i + 12 + c, sym_const(g, c == 3 ? 1.0 : 0.0));
     }
     return 0;
 }
@@ -88,7 +88,7 @@ int ea_ee_pose(const emit_ctx *cx, ek_kin *k)
         sxf X;
         sym_comment(g, "/* end effector %d: frame %d */", e, em->ee[e]);
         frame_placement(k, em->ee[e], &X);
-        for (int r = 0; r < 3; r++) sym_store(g, ARR_OUT, 6 * e + r, X.p[r]);
+        for (int r = 0; r < 3; r++) sym_store(g, EP_OUT, 6 * e + r, X.p[r]);
         for (int r = 0; r < 9; r++) sym_store(g, re, 9 * e + r, X.R[r]);
     }
     /* roll, pitch, yaw of each rotation */

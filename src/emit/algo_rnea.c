@@ -15,8 +15,8 @@ int ea_rnea_program(ep_prog *p, int has_v, int has_a, int has_fext, int tau_buf)
         ep_comment(p, "forward pass");
         /* joint velocity S qd and acceleration S qdd */
         for (int c = 0; c < b->nv; c++) {
-            qd[c] = has_v ? ep_in(p, ARR_V, EP_I, c) : zero;
-            qdd[c] = has_a ? ep_in(p, ARR_A, EP_I, c) : zero;
+            qd[c] = has_v ? ep_in(p, EP_V, EP_I, c) : zero;
+            qdd[c] = has_a ? ep_in(p, EP_A, EP_I, c) : zero;
         }
         ek_joint_motion(g, b, qd, vj);
         ek_joint_motion(g, b, qdd, aj);
@@ -43,7 +43,7 @@ int ea_rnea_program(ep_prog *p, int has_v, int has_a, int has_fext, int tau_buf)
         sp_force_cross(g, vel, Iv, vxIv);
         for (int r = 0; r < 6; r++) {
             f[r] = sym_add(g, f[r], vxIv[r]);
-            if (has_fext) f[r] = sym_sub(g, f[r], ep_in(p, ARR_FEXT, EP_I, r));
+            if (has_fext) f[r] = sym_sub(g, f[r], ep_in(p, EP_F, EP_I, r));
         }
         for (int r = 0; r < 6; r++) {
             ep_set(p, VEL, EP_I, EP_SELF, r, vel[r]);
@@ -75,7 +75,7 @@ int ea_rnea_program(ep_prog *p, int has_v, int has_a, int has_fext, int tau_buf)
 
 int ea_rnea(ek_kin *k, const sv *v, const sv *a, const sv *fext, sv *tau)
 {
-    const sv *in[ARR_OUT] = {NULL, v, a, fext, NULL};
+    const sv *in[EP_OUT] = {NULL, v, a, fext, NULL};
     ep_prog *p = ep_new(k->em, k, 0, "rnea", in, tau, NULL, NULL, NULL);
     if (!p) return -1;
     int rc = ea_rnea_program(p, v != NULL, a != NULL, fext != NULL, -1);

@@ -112,7 +112,7 @@ static void forward_pass(ep_prog *p, const fwd_bufs *B, int has_a, int has_fext,
             sv s[6];
             for (int r = 0; r < 6; r++) s[r] = b->S[ni * r + c];
             sp_motion_act(g, &oM, s, Jc[c]);
-            const sv qd = ep_in(p, ARR_V, EP_I, c), qdd = has_a ? ep_in(p, ARR_A, EP_I, c) : zero;
+            const sv qd = ep_in(p, EP_V, EP_I, c), qdd = has_a ? ep_in(p, EP_A, EP_I, c) : zero;
             for (int r = 0; r < 6; r++) {
                 Jq[r] = sym_fma(g, Jc[c][r], qd, Jq[r]);
                 Jqdd[r] = sym_fma(g, Jc[c][r], qdd, Jqdd[r]);
@@ -136,7 +136,7 @@ static void forward_pass(ep_prog *p, const fwd_bufs *B, int has_a, int has_fext,
         add6(g, f, t, f);
         if (has_fext) {
             sv fl[6], fw[6];
-            for (int r = 0; r < 6; r++) fl[r] = ep_in(p, ARR_FEXT, EP_I, r);
+            for (int r = 0; r < 6; r++) fl[r] = ep_in(p, EP_F, EP_I, r);
             sp_force_act(g, &oM, fl, fw);
             for (int r = 0; r < 6; r++) f[r] = sym_sub(g, f[r], fw[r]);
         }
@@ -185,7 +185,7 @@ static void forward_pass(ep_prog *p, const fwd_bufs *B, int has_a, int has_fext,
             sv u[6];
             for (int r = 0; r < 6; r++) u[r] = root ? zero : ep_get(p, UG, EP_I, EP_PARENT, r);
             for (int c = 0; c < ni; c++) {
-                const sv gc = ep_in(p, ARR_G, EP_I, c);
+                const sv gc = ep_in(p, EP_G, EP_I, c);
                 for (int r = 0; r < 6; r++) u[r] = sym_fma(g, Jc[c][r], gc, u[r]);
             }
             for (int r = 0; r < 6; r++) {
@@ -326,7 +326,7 @@ int ea_rnea_vjp_program(ep_prog *p, int has_a, int has_fext, int nv)
         }
         /* this body's own J g */
         for (int c = 0; c < ni; c++) {
-            const sv gc = ep_in(p, ARR_G, EP_I, c);
+            const sv gc = ep_in(p, EP_G, EP_I, c);
             col_get(p, J, c, jc);
             for (int r = 0; r < 6; r++) Jg[r] = sym_fma(g, jc[r], gc, Jg[r]);
         }
@@ -366,7 +366,7 @@ int ea_rnea_vjp_program(ep_prog *p, int has_a, int has_fext, int nv)
 static int unrolled(ek_kin *k, const char *fn, int (*program)(ep_prog *, int, int, int), const sv *v, const sv *a,
                     const sv *fext, const sv *ct, sv *out)
 {
-    const sv *in[ARR_OUT] = {NULL, v, a, fext, ct};
+    const sv *in[EP_OUT] = {NULL, v, a, fext, ct};
     ep_prog *p = ep_new(k->em, k, 0, fn, in, out, NULL, NULL, NULL);
     if (!p) return -1;
     int rc = program(p, a != NULL, fext != NULL, k->em->nv);

@@ -16,32 +16,28 @@ int emit_coupled(const emit_ctx *cx) { return cx->em->nmimic > 0 && !cx->inner; 
 static int inner_specs(const em_model *em, const state_spec *sp, int rolled, state_spec inner[2], char names[2][64])
 {
     const char *sfx = rolled ? "_r" : "";
-    if ((sp->kind == ST_FD || sp->kind == ST_ABA) && em->group_aba) {
-        /* the articulated-body recursion with the couplings, on the full coordinates; one function with f_ext for
-           every row (the rows without pass zeros: 6 nb subtractions, against a second unrolled ABA to compile) */
-        snprintf(names[0], sizeof names[0], "aba_f_m%s", sfx);
-        inner[0] = (state_spec){names[0], ST_ABA, 1, 1, 1, sp->lanes_ok, 0};
-        return 1;
+    const emit_method *m = sp->m;
+    const state_spec *f[2] = {sp, NULL};
+    int n = 1;
+    const int R = EM_READS(EP_Q), V = EM_READS(EP_V), A = EM_READS(EP_A), F = EM_READS(EP_F);
+    if ((m->coupling == COUPLE_SOLVE && em->group_aba) || (m->coupling == COUPLE_INVERSE && em->group_minv))
+        /* the articulated-body recursion with the couplings, on the full coordinates: FD and ABA by one function with
+           f_ext for every row (the rows without pass zeros: 6 nb subtractions, against a second unrolled ABA to
+           compile); M^-1 by the same recursion on unit torques, the user's M^-1 from the full kinematics */
+        f[0] = emit_function_for(m->couple_recursion, m->coupling == COUPLE_SOLVE ? R | V | A | F : R);
+    else if (m->coupling != COUPLE_PROJECT) {
+        /* G^T M G, and for FD and ABA the bias rnea(q, v, 0, fext) */
+        f[0] = emit_function_for(m->couple_mass, R);
+        if (m->coupling == COUPLE_SOLVE) f[n++] = emit_function_for(m->couple_bias, R | V | (sp->reads_fext ? A | F : 0));
     }
-    if (sp->kind == ST_MINV && em->group_minv) {
-        /* the same recursion on unit torques: the user's M^-1 from the full kinematics */
-        snprintf(names[0], sizeof names[0], "minv_m%s", sfx);
-        inner[0] = (state_spec){names[0], ST_MINV, 0, 0, 0, sp->lanes_ok, 0};
-        return 1;
+    for (int k = 0; k < n; k++) {
+        assert(f[k]);
+        snprintf(names[k], sizeof names[k], "%s_m%s", f[k]->fn, sfx);
+        inner[k] = *f[k];
+        inner[k].fn = names[k];
+        inner[k].lanes_ok = sp->lanes_ok;
     }
-    if (sp->kind == ST_MINV || sp->kind == ST_FD || sp->kind == ST_ABA) {
-        snprintf(names[0], sizeof names[0], "crba_m%s", sfx);
-        inner[0] = (state_spec){names[0], ST_CRBA, 0, 0, 0, sp->lanes_ok, 0};
-        if (sp->kind == ST_MINV) return 1;
-        /* rnea(q, v, 0, fext) */
-        snprintf(names[1], sizeof names[1], sp->reads_fext ? "rnea_f_m%s" : "rnea_0_m%s", sfx);
-        inner[1] = (state_spec){names[1], ST_RNEA, 1, sp->reads_fext, sp->reads_fext, sp->lanes_ok, 0};
-        return 2;
-    }
-    snprintf(names[0], sizeof names[0], "%s_m%s", sp->fn, sfx);
-    inner[0] = *sp;
-    inner[0].fn = names[0];
-    return 1;
+    return n;
 }
 
 int emit_coupled_inners(const emit_ctx *cx, const state_spec *sp, char names[2][64], long sizes[2])
@@ -250,6 +246,31 @@ static void write_inner_call(wr *x, const state_spec *in, const char *out)
     ew_puts(w, ");\n");
 }
 
+/* the full output of sp as rows x cols (row-major) and which of them are tangent coordinates (trow: the rows, 1 or 0;
+   tcol: the columns, in as many blocks of nv), from its row's output shape: a first dimension of nv are the rows, a
+   last one k nv the columns; -1 for a tangent dimension elsewhere (not projected yet) */
+static int projection(const em_model *em, const state_spec *sp, int *rows, int *cols, int *trow, int *tcol)
+{
+    const grid_sig_arg *o = &grid_sig_row(sp->m->row)->out[0];
+    const grid_sizes s = grid_sizes_of(em->nq, em->nv, em->nb, em->nee, em->nframes);
+    const long long width = grid_sig_shape(o, &s, NULL);
+    if (o->rank == 0) { /* a scalar: nothing to project */
+        *rows = *cols = 1;
+        *trow = *tcol = 0;
+        return 0;
+    }
+    const grid_dim last = o->dim[o->rank - 1];
+    *trow = o->rank >= 2 && o->dim[0].sym == GRID_SYM_NV;
+    *tcol = last.sym == GRID_SYM_NV ? last.mul : 0;
+    for (int d = *trow; d < o->rank - 1; d++)
+        if (o->dim[d].sym == GRID_SYM_NV) return -1;
+    if (*trow && o->dim[0].mul != 1) return -1;
+    const long long lastw = grid_sig_dim(last, &s);
+    *rows = *trow ? em->nv : *tcol && lastw > 0 ? (int)(width / lastw) : 1;
+    *cols = *rows > 0 ? (int)(width / *rows) : 0;
+    return 0;
+}
+
 int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats)
 {
     const em_model *em = cx->em;
@@ -275,9 +296,10 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
     }
     wr x = {cx, vector, ""};
     /* M^-1, FD and ABA without the coupled recursion (em->group_minv, em->group_aba): the dense solve of G^T M G */
-    const int group = (sp->kind == ST_FD || sp->kind == ST_ABA) && em->group_aba;
-    const int group_minv = sp->kind == ST_MINV && em->group_minv;
-    const int solves = (sp->kind == ST_MINV || sp->kind == ST_FD || sp->kind == ST_ABA) && !group && !group_minv;
+    const int inverse = sp->m->coupling == COUPLE_INVERSE;
+    const int group = sp->m->coupling == COUPLE_SOLVE && em->group_aba;
+    const int group_minv = inverse && em->group_minv;
+    const int solves = sp->m->coupling != COUPLE_PROJECT && !group && !group_minv;
     write_tables(&x);
     if (solves) write_solve_helper(&x);
 
@@ -346,18 +368,9 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
             write_inner_call(&x, &inner[0], "out");
         }
     } else if (!solves) {
-        /* one inner function, its output projected along the tangent dimensions */
-        int rows = 1, cols = 1, trow = 0, tcol = 0;
-        switch (sp->kind) {
-        case ST_RNEA: case ST_GRAVITY: cols = nvf; tcol = 1; break;
-        case ST_CRBA: rows = cols = nvf; trow = tcol = 1; break;
-        case ST_RNEA_GRAD: rows = nvf; cols = 2 * nvf; trow = 1; tcol = 2; break;
-        case ST_RNEA_VJP: cols = 2 * nvf; tcol = 2; break;
-        case ST_JACOBIAN: rows = 6; cols = nvf; tcol = 1; break;
-        case ST_FK: cols = 16 * nb; break;
-        case ST_EE_POSE: cols = 6 * em->nee; break;
-        default: return -1;
-        }
+        /* one inner function, its output projected along the tangent dimensions of the row's output */
+        int rows, cols, trow, tcol;
+        if (projection(em, sp, &rows, &cols, &trow, &tcol) != 0) return -1;
         ew_printf(w, "    %s of[%d];\n", T, rows * cols > 0 ? rows * cols : 1);
         write_inner_call(&x, &inner[0], "of");
         write_project(&x, "of", NULL, rows, cols, trow, tcol);
@@ -366,7 +379,7 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
         ew_printf(w, "    %s Mf[%d], Mc[%d];\n", T, nvf * nvf, nv * nv);
         write_inner_call(&x, &inner[0], "Mf");
         write_project(&x, "Mf", "Mc", nvf, nvf, 1, 1);
-        if (sp->kind == ST_MINV) {
+        if (inverse) {
             ew_printf(w, "    %s B[%d];\n    for (int k = 0; k < %d; k++) B[k] = %s;\n", T, nv * nv, nv * nv,
                       constant(&x, 0.0));
             ew_printf(w, "    for (int k = 0; k < %d; k++) B[k * %d] = %s;\n", nv, nv + 1, constant(&x, 1.0));
@@ -381,8 +394,8 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
             ew_printf(w, "    for (int k = 0; k < %d; k++) B[k] = %s - B[k];\n", nv, u);
             ew_printf(w, "    grid_ltl_solve_%s_(%d, Mc, B, 1);\n", vector ? "V" : "S", nv);
         }
-        write_output(&x, "B", nv * (sp->kind == ST_MINV ? nv : 1));
-        stats->flops += solve_flops(em, sp->kind == ST_MINV ? nv : 1);
+        write_output(&x, "B", nv * (inverse ? nv : 1));
+        stats->flops += solve_flops(em, inverse ? nv : 1);
     }
     ew_puts(w, "}\n\n");
     return rc;

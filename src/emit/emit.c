@@ -1,5 +1,6 @@
 /* grid_emit_source: the layout of one generated robot library (structs, its signature rows, tables, per-state code, entry points). */
 #include <assert.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,99 +12,37 @@ grid_emit_options grid_emit_options_default(void)
     return o;
 }
 
-/* every per-state function the library may contain */
-enum { F_RNEA_0, F_RNEA_A, F_RNEA_F, F_GRAVITY, F_CRBA, F_MINV, F_FD_0, F_FD_F, F_ABA_0, F_ABA_F, F_FK, F_EE, F_JAC,
-       F_RG, F_FDG, F_EEG, F_RV, F_FDV, F_EEV, F_COUNT };
+/* The per-state functions a library may contain, derived once from the method table (methods.c): each row's
+   variants, named <row> or, with several, <row>_0 / _a / _f (the optional acceleration, the external forces read);
+   the functions each one calls; and per row how its inputs and attributes map onto the per-state parameters (q, v,
+   a, fext, g; frame, rf) and the function of each combination of its optional inputs */
+enum { MAX_FNS = GRID_ALGO_COUNT * EMIT_MAX_VARIANTS, MAX_CALLS = EMIT_MAX_CALLS };
+static state_spec specs[MAX_FNS];
+static char spec_names[MAX_FNS][48];
+static int n_fns;
+static int calls[MAX_FNS][MAX_CALLS]; /* -1 = none */
+static int spec_reads_bits[MAX_FNS];
 
-static const state_spec specs[F_COUNT] = {
-    [F_RNEA_0] = {"rnea_0", ST_RNEA, 1, 0, 0, 1, 0},   /* rnea(q, v, 0): also NLE */
-    [F_RNEA_A] = {"rnea_a", ST_RNEA, 1, 1, 0, 1, 0},
-    [F_RNEA_F] = {"rnea_f", ST_RNEA, 1, 1, 1, 1, 0},   /* a may be zeros */
-    [F_GRAVITY] = {"gravity", ST_GRAVITY, 0, 0, 0, 1, 0},
-    [F_CRBA] = {"crba", ST_CRBA, 0, 0, 0, 1, 0},
-    [F_MINV] = {"minv", ST_MINV, 0, 0, 0, 1, 0},
-    [F_FD_0] = {"fd_0", ST_FD, 1, 1, 0, 1, 0},
-    [F_FD_F] = {"fd_f", ST_FD, 1, 1, 1, 1, 0},
-    [F_ABA_0] = {"aba_0", ST_ABA, 1, 1, 0, 1, 0},
-    [F_ABA_F] = {"aba_f", ST_ABA, 1, 1, 1, 1, 0},
-    [F_FK] = {"fk", ST_FK, 0, 0, 0, 0, 0},      /* stores dominate: lanes do not pay */
-    [F_EE] = {"ee_pose", ST_EE_POSE, 0, 0, 0, 0, 0},
-    [F_JAC] = {"frame_jacobian", ST_JACOBIAN, 0, 0, 0, 0, 0},
-    /* the gradients have one variant each (absent qdd and f_ext read zeros): their code is large */
-    [F_RG] = {"rnea_grad", ST_RNEA_GRAD, 1, 1, 1, 1, 0},
-    [F_FDG] = {"fd_grad", ST_FD_GRAD, 1, 1, 1, 1, 0},
-    [F_EEG] = {"ee_pose_grad", ST_EE_POSE_GRAD, 0, 0, 0, 0, 0},
-    /* the vector-Jacobian products: one variant each, as the gradients */
-    [F_RV] = {"rnea_vjp", ST_RNEA_VJP, 1, 1, 1, 1, 1},
-    [F_FDV] = {"fd_vjp", ST_FD_VJP, 1, 1, 1, 1, 1},
-    [F_EEV] = {"ee_pose_vjp", ST_EE_POSE_VJP, 0, 0, 0, 0, 1},
-};
-
-/* the per-state functions a function calls (composites: the forward-dynamics gradient), -1 = none; they share its
-   translation unit and its schedule */
-enum { MAX_CALLS = 3 };
-static const int calls[F_COUNT][MAX_CALLS] = {
-    [F_RNEA_0] = {-1, -1, -1}, [F_RNEA_A] = {-1, -1, -1}, [F_RNEA_F] = {-1, -1, -1}, [F_GRAVITY] = {-1, -1, -1},
-    [F_CRBA] = {-1, -1, -1}, [F_MINV] = {-1, -1, -1}, [F_FD_0] = {-1, -1, -1}, [F_FD_F] = {-1, -1, -1},
-    [F_ABA_0] = {-1, -1, -1}, [F_ABA_F] = {-1, -1, -1}, [F_FK] = {-1, -1, -1}, [F_EE] = {-1, -1, -1},
-    [F_JAC] = {-1, -1, -1}, [F_RG] = {-1, -1, -1},
-    /* qdd = fd, the RNEA gradient at qdd, M^-1 */
-    [F_FDG] = {F_FD_F, F_RG, F_MINV},
-    /* the poses, each end effector's frame Jacobian */
-    [F_EEG] = {F_EE, F_JAC, -1},
-    [F_RV] = {-1, -1, -1},
-    /* qdd = fd, the RNEA VJP at qdd for h = M^-1 g, M^-1 */
-    [F_FDV] = {F_FD_F, F_RV, F_MINV},
-    [F_EEV] = {F_EE, F_JAC, -1},
-};
-
-/* per row of the signature table: how its inputs and attributes map onto the per-state parameters
-   (q, v, a, fext, g; frame, rf), and the per-state function of each combination of the row's optional inputs
-   (slot bit k = its k-th optional input given; -1 = fall back to slot 0); main = the slot the stats report */
+/* per row of the signature table: how its inputs and attributes map onto the per-state parameters, and the per-state
+   function of each combination of the row's optional inputs (slot bit k = its k-th optional input given; -1 = past
+   the row's slots); main = the slot the stats report (every optional input given but the external forces) */
 typedef struct {
-    const char *name;  /* the row's name (a row without a layout has NULL: refused) */
     int param_in[EP_COUNT];
     int attr_frame, attr_rf;
     int slot[1 << EMIT_MAX_OPT];
     int main;
 } method_layout;
-
-#define NO_ATTRS -1, -1
-static const method_layout layouts[GRID_ALGO_COUNT] = {
-    /* rnea (q, qd, qdd?, f_ext?): slots none, qdd, f_ext, both */
-    [GRID_ALGO_RNEA] = {"rnea", {0, 1, 2, 3, -1}, NO_ATTRS, {F_RNEA_0, F_RNEA_A, F_RNEA_F, F_RNEA_F}, 1},
-    [GRID_ALGO_NLE] = {"nle", {0, 1, -1, -1, -1}, NO_ATTRS, {F_RNEA_0, -1, -1, -1}, 0},
-    [GRID_ALGO_GRAVITY] = {"gravity", {0, -1, -1, -1, -1}, NO_ATTRS, {F_GRAVITY, -1, -1, -1}, 0},
-    [GRID_ALGO_CRBA] = {"crba", {0, -1, -1, -1, -1}, NO_ATTRS, {F_CRBA, -1, -1, -1}, 0},
-    [GRID_ALGO_MINV] = {"minv", {0, -1, -1, -1, -1}, NO_ATTRS, {F_MINV, -1, -1, -1}, 0},
-    /* fd, aba (q, qd, u, f_ext?): slots none, f_ext */
-    [GRID_ALGO_FD] = {"fd", {0, 1, 2, 3, -1}, NO_ATTRS, {F_FD_0, F_FD_F, -1, -1}, 0},
-    [GRID_ALGO_ABA] = {"aba", {0, 1, 2, 3, -1}, NO_ATTRS, {F_ABA_0, F_ABA_F, -1, -1}, 0},
-    [GRID_ALGO_FK] = {"fk", {0, -1, -1, -1, -1}, NO_ATTRS, {F_FK, -1, -1, -1}, 0},
-    [GRID_ALGO_EE_POSE] = {"ee_pose", {0, -1, -1, -1, -1}, NO_ATTRS, {F_EE, -1, -1, -1}, 0},
-    /* frame_jacobian (q; frame, reference_frame) */
-    [GRID_ALGO_FRAME_JACOBIAN] = {"frame_jacobian", {0, -1, -1, -1, -1}, 0, 1, {F_JAC, -1, -1, -1}, 0},
-    /* rnea_grad (q, qd, qdd?, f_ext?): as rnea */
-    [GRID_ALGO_RNEA_GRAD] = {"rnea_grad", {0, 1, 2, 3, -1}, NO_ATTRS, {F_RG, F_RG, F_RG, F_RG}, 0},
-    /* fd_grad (q, qd, u, f_ext?): as fd */
-    [GRID_ALGO_FD_GRAD] = {"fd_grad", {0, 1, 2, 3, -1}, NO_ATTRS, {F_FDG, F_FDG, -1, -1}, 0},
-    [GRID_ALGO_EE_POSE_GRAD] = {"ee_pose_grad", {0, -1, -1, -1, -1}, NO_ATTRS, {F_EEG, -1, -1, -1}, 0},
-    /* rnea_vjp (q, qd, cotangent, qdd?, f_ext?): slots as rnea_grad */
-    [GRID_ALGO_RNEA_VJP] = {"rnea_vjp", {0, 1, 3, 4, 2}, NO_ATTRS, {F_RV, F_RV, F_RV, F_RV}, 0},
-    /* fd_vjp (q, qd, u, cotangent, f_ext?) */
-    [GRID_ALGO_FD_VJP] = {"fd_vjp", {0, 1, 2, 4, 3}, NO_ATTRS, {F_FDV, F_FDV, -1, -1}, 0},
-    [GRID_ALGO_EE_POSE_VJP] = {"ee_pose_vjp", {0, -1, -1, -1, 1}, NO_ATTRS, {F_EEV, -1, -1, -1}, 0},
-};
+static method_layout layouts[GRID_ALGO_COUNT];
 #define NSLOT (1 << EMIT_MAX_OPT)
 
-/* which per-state parameters the function f reads */
-static void spec_reads(int f, int reads[EP_COUNT])
+/* the per-state parameter an input feeds, by its name in the row; -1: none known */
+static int param_of_input(const char *name)
 {
-    reads[EP_Q] = 1;
-    reads[EP_V] = specs[f].reads_v;
-    reads[EP_A] = specs[f].reads_a;
-    reads[EP_F] = specs[f].reads_fext;
-    reads[EP_G] = specs[f].reads_g;
+    static const struct { const char *name; int param; } map[] = {
+        {"q", EP_Q}, {"qd", EP_V}, {"qdd", EP_A}, {"u", EP_A}, {"f_ext", EP_F}, {"cotangent", EP_G}};
+    for (size_t k = 0; k < sizeof map / sizeof map[0]; k++)
+        if (strcmp(name, map[k].name) == 0) return map[k].param;
+    return -1;
 }
 
 /* the optional inputs of row r, in order; returns their count */
@@ -115,26 +54,98 @@ static int optional_inputs(const grid_signature_row *r, int opt[GRID_MAX_IN])
     return n;
 }
 
-/* the layouts agree with the signature table: every input feeds a parameter, every function reads only
-   parameters the row feeds, the slots cover the optional inputs, and functions shared by two rows see the
-   same optional-ness on every parameter they read (their kernels are shared) */
+/* the function of row `row`'s method (or the one it shares) that a call reading `reads` runs: its first variant that
+   reads all of them; -1 when none does */
+static int function_for(int row, int reads)
+{
+    const emit_method *m = emit_method_of(row);
+    const int owner = m->shares >= 0 ? m->shares : row;
+    for (int f = 0; f < n_fns; f++)
+        if (specs[f].m->row == owner && (spec_reads_bits[f] & reads) == reads) return f;
+    return -1;
+}
+
+static void init_tables(void)
+{
+    for (int a = 0; a < GRID_ALGO_COUNT; a++) {
+        const emit_method *m = emit_method_of(a);
+        assert(m && (m->shares < 0 || !m->variants[0]));
+        int nvar = 0;
+        while (nvar < EMIT_MAX_VARIANTS && m->variants[nvar]) nvar++;
+        const grid_signature_row *r = grid_sig_row(a);
+        for (int k = 0; k < nvar; k++) {
+            const int f = n_fns++, rd = m->variants[k];
+            assert(f < MAX_FNS && (rd & EM_READS(EP_Q)));
+            /* a variant's suffix: what it reads of the row's optional acceleration and external forces */
+            int a_opt = 0;
+            for (int i = 0; i < r->n_in; i++) a_opt |= param_of_input(r->in[i].name) == EP_A && r->in[i].optional;
+            const char *sfx = nvar == 1 ? "" : (rd & EM_READS(EP_F)) ? "_f" : (a_opt && (rd & EM_READS(EP_A))) ? "_a" : "_0";
+            snprintf(spec_names[f], sizeof spec_names[f], "%s%s", r->name, sfx);
+            specs[f] = (state_spec){spec_names[f], m, !!(rd & EM_READS(EP_V)), !!(rd & EM_READS(EP_A)),
+                                    !!(rd & EM_READS(EP_F)), m->lanes, !!(rd & EM_READS(EP_G))};
+            spec_reads_bits[f] = rd;
+        }
+    }
+    for (int f = 0; f < n_fns; f++)
+        for (int c = 0; c < MAX_CALLS; c++) {
+            const emit_method *m = specs[f].m;
+            calls[f][c] = c < m->n_callees ? function_for(m->callees[c].row, m->callees[c].reads) : -1;
+            assert(c >= m->n_callees || (calls[f][c] >= 0 && calls[f][c] < f));
+        }
+    for (int a = 0; a < GRID_ALGO_COUNT; a++) {
+        const grid_signature_row *r = grid_sig_row(a);
+        method_layout *L = &layouts[a];
+        int opt[GRID_MAX_IN], given = 0, fopt = -1;
+        const int n_opt = optional_inputs(r, opt);
+        assert(r->n_out == 1 && n_opt <= EMIT_MAX_OPT);
+        for (int p = 0; p < EP_COUNT; p++) L->param_in[p] = -1;
+        for (int k = 0; k < r->n_in; k++) {
+            const int p = param_of_input(r->in[k].name);
+            assert(p >= 0 && L->param_in[p] < 0);
+            L->param_in[p] = k;
+            if (!r->in[k].optional) given |= EM_READS(p);
+        }
+        L->attr_frame = L->attr_rf = -1;
+        for (int k = 0; k < r->n_attr; k++) {
+            if (strcmp(r->attr[k].name, "frame") == 0) L->attr_frame = k;
+            else if (strcmp(r->attr[k].name, "reference_frame") == 0) L->attr_rf = k;
+            else assert(!"an attribute without a per-state parameter");
+        }
+        for (int s = 0; s < NSLOT; s++) {
+            int rd = given;
+            for (int k = 0; k < n_opt; k++)
+                if (s & (1 << k)) rd |= EM_READS(param_of_input(r->in[opt[k]].name));
+            L->slot[s] = s < (1 << n_opt) ? function_for(a, rd) : -1;
+            assert(s >= (1 << n_opt) || L->slot[s] >= 0);
+        }
+        for (int k = 0; k < n_opt; k++)
+            if (param_of_input(r->in[opt[k]].name) == EP_F) fopt = k;
+        L->main = ((1 << n_opt) - 1) & ~(fopt >= 0 ? 1 << fopt : 0);
+    }
+}
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+const state_spec *emit_function_for(int row, int reads)
+{
+    pthread_once(&tables_once, init_tables);
+    const int f = function_for(row, reads);
+    return f >= 0 ? &specs[f] : NULL;
+}
+
+/* which per-state parameters the function f reads */
+static void spec_reads(int f, int reads[EP_COUNT])
+{
+    for (int p = 0; p < EP_COUNT; p++) reads[p] = !!(spec_reads_bits[f] & EM_READS(p));
+}
+
+/* the layouts agree with the signature table: every function reads only parameters the row feeds, and functions
+   shared by two rows see the same optional-ness on every parameter they read (their kernels are shared) */
 static void check_layouts(void)
 {
 #ifndef NDEBUG
     for (int a = 0; a < GRID_ALGO_COUNT; a++) {
         const grid_signature_row *r = grid_sig_row(a);
         const method_layout *L = &layouts[a];
-        int opt[GRID_MAX_IN], fed[GRID_MAX_IN] = {0};
-        const int n_opt = optional_inputs(r, opt);
-        assert(r->n_out == 1 && n_opt <= EMIT_MAX_OPT && L->slot[0] >= 0 && L->slot[L->main] >= 0);
-        for (int s = 1 << n_opt; s < NSLOT; s++) assert(L->slot[s] < 0);
-        for (int p = 0; p < EP_COUNT; p++)
-            if (L->param_in[p] >= 0) {
-                assert(L->param_in[p] < r->n_in);
-                fed[L->param_in[p]] = 1;
-            }
-        for (int k = 0; k < r->n_in; k++) assert(fed[k]);
-        assert(L->param_in[EP_Q] == 0 && L->attr_frame < r->n_attr && L->attr_rf < r->n_attr);
         for (int s = 0; s < NSLOT; s++) {
             if (L->slot[s] < 0) continue;
             int reads[EP_COUNT];
@@ -144,8 +155,9 @@ static void check_layouts(void)
                 for (int t = 0; t < NSLOT; t++)
                     if (layouts[b].slot[t] == L->slot[s])
                         for (int p = 0; p < EP_COUNT; p++)
-                            assert(!reads[p] || (r->in[L->param_in[p]].optional == GRID_REQUIRED) ==
-                                                    (grid_sig_row(b)->in[layouts[b].param_in[p]].optional == GRID_REQUIRED));
+                            assert(!reads[p] || L->param_in[p] < 0 || layouts[b].param_in[p] < 0 ||
+                                   (r->in[L->param_in[p]].optional == GRID_REQUIRED) ==
+                                       (grid_sig_row(b)->in[layouts[b].param_in[p]].optional == GRID_REQUIRED));
         }
     }
 #endif
@@ -279,8 +291,8 @@ enum { SCHED_ROLLED = 1, SCHED_LANES = 2, SCHED_STAGED = 4 };
    wrappers, not a lane function) */
 static int group_template(const emit_ctx *cx, int f, const int *rolled, const int *vec)
 {
-    const int fd = specs[f].kind == ST_FD_GRAD || specs[f].kind == ST_FD_VJP;
-    return cx->t->group_fn[0] && rolled[f] && !vec[f] && !emit_coupled(cx) && (calls[f][0] < 0 || fd);
+    return cx->t->group_fn[0] && rolled[f] && !vec[f] && !emit_coupled(cx) &&
+           (calls[f][0] < 0 || specs[f].m->composite_groups);
 }
 
 /* row a's entry: its concrete row, parameter mapping, and the per-state function of each variant slot */
@@ -353,13 +365,13 @@ static void write_entry(const emit_ctx *cx, int a, const grid_method_info *rows,
    passes GRID_EMIT_LIBRARY_BUDGET (compile time follows the total) */
 static void choose_schedules(const emit_ctx *cx, const int *need, int *rolled)
 {
-    long size[F_COUNT], total = 0;
+    long size[MAX_FNS], total = 0;
     /* on a coupled model the wrappers' full-coordinate functions, which wrappers share by name */
-    char inner[F_COUNT][2][64];
-    long inner_size[F_COUNT][2];
-    int n_inner[F_COUNT];
+    char inner[MAX_FNS][2][64];
+    long inner_size[MAX_FNS][2];
+    int n_inner[MAX_FNS];
     const int coupled = emit_coupled(cx);
-    for (int f = 0; f < F_COUNT; f++) {
+    for (int f = 0; f < n_fns; f++) {
         rolled[f] = 0;
         n_inner[f] = 0;
         if (coupled && need[f]) {
@@ -371,9 +383,10 @@ static void choose_schedules(const emit_ctx *cx, const int *need, int *rolled)
         if (cx->schedule == GRID_SCHEDULE_ROLLED) rolled[f] = 1;
         else if (cx->schedule == GRID_SCHEDULE_AUTO) {
             /* a function's own budget; a wrapper's inner functions are each a function of their own */
-            const long budget = specs[f].kind == ST_JACOBIAN      ? GRID_EMIT_JACOBIAN_BUDGET
-                                : specs[f].kind == ST_RNEA_GRAD || specs[f].kind == ST_RNEA_VJP ? GRID_EMIT_GRADIENT_BUDGET
-                                                                : GRID_EMIT_UNROLL_BUDGET;
+            static const long budgets[] = {[BUDGET_UNROLL] = GRID_EMIT_UNROLL_BUDGET,
+                                           [BUDGET_JACOBIAN] = GRID_EMIT_JACOBIAN_BUDGET,
+                                           [BUDGET_GRADIENT] = GRID_EMIT_GRADIENT_BUDGET};
+            const long budget = budgets[specs[f].m->budget];
             rolled[f] = !coupled && size[f] > budget;
             for (int k = 0; k < n_inner[f]; k++) rolled[f] |= inner_size[f][k] > budget;
         }
@@ -388,12 +401,12 @@ static void choose_schedules(const emit_ctx *cx, const int *need, int *rolled)
                     if (layouts[a].slot[s] >= 0 && size[layouts[a].slot[s]] >= 0) rolled[layouts[a].slot[s]] = 1;
                 /* a composite is rolled when a function it calls is (its lane form calls lane functions only; the
                    rolled form gets rolled copies of the callees the library keeps unrolled) */
-                for (int f = 0; f < F_COUNT; f++)
+                for (int f = 0; f < n_fns; f++)
                     for (int c = 0; c < MAX_CALLS && need[f]; c++) rolled[f] |= calls[f][c] >= 0 && rolled[calls[f][c]];
             }
         total = 0;
         int big = -1;
-        for (int f = 0; f < F_COUNT; f++) {
+        for (int f = 0; f < n_fns; f++) {
             if (size[f] < 0 || rolled[f]) continue;
             if (!coupled) total += size[f];
             /* a full-coordinate function counts once, however many unrolled wrappers call it */
@@ -437,7 +450,7 @@ static int row_uses(int a, int f, const int *sched)
 /* 1 when rows a and b call a common per-state function (they must share a part) */
 static int share_function(int a, int b, const int *sched)
 {
-    for (int f = 0; f < F_COUNT; f++)
+    for (int f = 0; f < n_fns; f++)
         if (row_uses(a, f, sched) && row_uses(b, f, sched)) return 1;
     return 0;
 }
@@ -482,7 +495,7 @@ static int assign_parts(const int *sel, const sym_stats *fstats, const int *sche
         if (group[a] < 0) group[a] = ngroups++;
     }
     /* a function shared by two algorithms counts once */
-    long fcount[F_COUNT] = {0};
+    long fcount[MAX_FNS] = {0};
     for (int a = 0; a < GRID_ALGO_COUNT; a++) {
         if (group[a] < 0) continue;
         for (int s = 0; s < NSLOT; s++) {
@@ -527,10 +540,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
     const emit_real *re = emit_real_get(o.dtype);
     if (!t) return grid_error_set(err, GRID_ERR_ARG, 0, 0, "unknown emit target %d", o.target);
     if (!re) return grid_error_set(err, GRID_ERR_ARG, 0, 0, "unknown dtype %d (use GRID_FLOAT32 or GRID_FLOAT64)", o.dtype);
-    for (int a = 0; a < GRID_ALGO_COUNT; a++)
-        if (!layouts[a].name || strcmp(layouts[a].name, grid_algo_name(a)) != 0)
-            return grid_error_set(err, GRID_ERR_UNSUPPORTED, 0, 0,
-                                  "method %s has no emitter layout (src/emit/emit.c layouts[])", grid_algo_name(a));
+    pthread_once(&tables_once, init_tables);
     check_layouts();
     /* the selected rows: every row of the table, or the listed ones (each once) */
     int sel[GRID_ALGO_COUNT];
@@ -551,34 +561,34 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
     em_model em;
     int rc = em_model_init(&em, m, err);
     if (rc != GRID_OK) return rc;
-    ew_writer w, fw[F_COUNT];
+    ew_writer w, fw[MAX_FNS];
     ew_init(&w);
-    for (int f = 0; f < F_COUNT; f++) ew_init(&fw[f]);
+    for (int f = 0; f < n_fns; f++) ew_init(&fw[f]);
     emit_ctx cx = {&em, t, re, {"grid_real", re->is_float, re->fn_sqrt, re->fn_sin, re->fn_cos, re->fn_atan2,
                                 "grid_sincos_", NULL, NULL, t->elem_scale, "    ", re->is_float ? "fabsf" : "fabs"},
                    {"grid_vec", re->is_float, "grid_vsqrt_", "grid_vsin_", "grid_vcos_", "grid_vatan2_", "grid_vsincos_",
                     "grid_splat_", NULL, "", "    ", "grid_vabs_"}, &w, o.schedule, 0, 0, 0};
 
     /* per-state functions the selected rows call, each into its own buffer */
-    int need[F_COUNT] = {0};
+    int need[MAX_FNS] = {0};
     for (int a = 0; a < GRID_ALGO_COUNT; a++)
         for (int s = 0; s < NSLOT && sel[a]; s++)
             if (layouts[a].slot[s] >= 0) need[layouts[a].slot[s]] = 1;
-    for (int f = 0; f < F_COUNT; f++)
+    for (int f = 0; f < n_fns; f++)
         for (int c = 0; c < MAX_CALLS && need[f]; c++)
             if (calls[f][c] >= 0) need[calls[f][c]] = 1;
-    sym_stats fstats[F_COUNT];
+    sym_stats fstats[MAX_FNS];
     memset(fstats, 0, sizeof fstats);
-    int vec[F_COUNT], rolled[F_COUNT], sched[F_COUNT], ilv[F_COUNT] = {0}, any_vec = 0;
+    int vec[MAX_FNS], rolled[MAX_FNS], sched[MAX_FNS], ilv[MAX_FNS] = {0}, any_vec = 0;
     if (o.schedule < GRID_SCHEDULE_AUTO || o.schedule > GRID_SCHEDULE_ROLLED) rc = grid_error_set(err, GRID_ERR_ARG, 0, 0, "unknown schedule %d (use GRID_SCHEDULE_AUTO, _UNROLLED or _ROLLED)", o.schedule);
     if (rc == GRID_OK) choose_schedules(&cx, need, rolled);
     /* lane functions on either schedule */
-    for (int f = 0; f < F_COUNT && rc == GRID_OK; f++) {
+    for (int f = 0; f < n_fns && rc == GRID_OK; f++) {
         vec[f] = t->lanes && specs[f].lanes_ok;
         sched[f] = (rolled[f] ? SCHED_ROLLED : 0) | (vec[f] ? SCHED_LANES : 0) |
-                   (t->id == GRID_TARGET_CUDA && specs[f].kind == ST_FD_GRAD ? SCHED_STAGED : 0);
+                   (t->id == GRID_TARGET_CUDA && specs[f].m->staged_cuda ? SCHED_STAGED : 0);
     }
-    for (int f = 0; f < F_COUNT && rc == GRID_OK; f++) {
+    for (int f = 0; f < n_fns && rc == GRID_OK; f++) {
         if (!need[f]) continue;
         any_vec |= vec[f];
         cx.w = &fw[f];
@@ -613,13 +623,10 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
             }
             composite_inners in = {{name[0], name[1], name[2]}, inner_work, group_template(&cx, f, rolled, vec), 0};
             /* CUDA, one thread per state, callees without workspace: the arrays interleaved over the warp */
-            const int fd = specs[f].kind == ST_FD_GRAD || specs[f].kind == ST_FD_VJP;
-            in.interleave = t->group_fn[0] && fd && !vec[f] && !in.group && inner_work == 0;
+            in.interleave = t->group_fn[0] && specs[f].m->composite_groups && !vec[f] && !in.group && inner_work == 0;
             ilv[f] = in.interleave;
             if (frc == 0)
-                frc = specs[f].kind == ST_FD_GRAD || specs[f].kind == ST_FD_VJP
-                          ? emit_fd_grad_function(&cx, &specs[f], &in, vec[f], &fstats[f])
-                                                  : emit_ee_pose_grad_function(&cx, &specs[f], &in, &fstats[f]);
+                frc = specs[f].m->composite(&cx, &specs[f], &in, vec[f], &fstats[f]);
             fstats[f].statements += cs.statements;
             /* the executed work, which sizes the batches worth a thread team, includes the callees' */
             for (int c = 0; c < MAX_CALLS; c++)
@@ -629,7 +636,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
                 }
         } else {
             cx.called = 0;
-            for (int g = 0; g < F_COUNT; g++)
+            for (int g = 0; g < n_fns; g++)
                 cx.called |= need[g] && calls_fn(g, f, sched);
             frc = emit_state_function(&cx, &specs[f], rolled[f], vec[f], &fstats[f]);
             cx.called = 0;
@@ -676,16 +683,18 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
         ew_printf(&w, "typedef %s grid_real;\n\n", re->c_type);
         emit_math_helpers(&cx);
         if (any_vec) emit_lane_helpers(&cx);
-        if (need[F_EE]) emit_rpy_helper(&cx);
+        int rpy = 0;
+        for (int f = 0; f < n_fns; f++) rpy |= need[f] && (specs[f].m->prelude & PRELUDE_RPY);
+        if (rpy) emit_rpy_helper(&cx);
         emit_batch_helpers(&w, t);
     }
     /* the parts: functions and entry points of their rows */
     for (int p = 0; p < nparts && rc == GRID_OK; p++) {
-        int fn_in_part[F_COUNT] = {0}, zeros = 0;
+        int fn_in_part[MAX_FNS] = {0}, zeros = 0;
         for (int a = 0; a < GRID_ALGO_COUNT; a++) {
             if (part[a] != p) continue;
             for (int k = 0; k < rows[a].n_in; k++) zeros |= rows[a].in[k].optional && !vec[layouts[a].slot[0]];
-            for (int f = 0; f < F_COUNT; f++)
+            for (int f = 0; f < n_fns; f++)
                 if (row_uses(a, f, sched)) fn_in_part[f] = 1;
         }
         if (nparts > 1) ew_printf(&w, "#if !defined(GRID_PART) || GRID_PART == %d\n\n", p + 1);
@@ -695,8 +704,10 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
             ew_printf(&w, "#ifndef GRID_ZEROS_\n#define GRID_ZEROS_\n"
                           "/* stands in for an absent optional input (GRID_ABSENT_ZEROS) */\n%s grid_real grid_zeros_[%lld] = {0};\n#endif\n\n",
                       t->table, nz);
-        if (fn_in_part[F_JAC]) emit_frame_tables(&cx);
-        for (int f = 0; f < F_COUNT; f++)
+        int frame_tables = 0;
+        for (int f = 0; f < n_fns; f++) frame_tables |= fn_in_part[f] && (specs[f].m->prelude & PRELUDE_FRAME_TABLES);
+        if (frame_tables) emit_frame_tables(&cx);
+        for (int f = 0; f < n_fns; f++)
             if (fn_in_part[f]) ew_putn(&w, fw[f].buf, fw[f].len);
         for (int a = 0; a < GRID_ALGO_COUNT; a++)
             if (part[a] == p) write_entry(&cx, a, rows, fstats, vec, rolled, ilv, sched);
@@ -715,7 +726,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
         }
     }
     em_model_free(&em);
-    for (int f = 0; f < F_COUNT; f++) ew_free(&fw[f]);
+    for (int f = 0; f < n_fns; f++) ew_free(&fw[f]);
     if (rc != GRID_OK) {
         ew_free(&w);
         return rc;

@@ -4,10 +4,11 @@
 
 #include "grid/emit.h"
 #include "algos.h"
+#include "methods.h"
 #include "target.h"
 #include "writer.h"
 
-typedef struct {
+typedef struct emit_ctx {
     const em_model *em;
     const emit_target *t;
     const emit_real *re;
@@ -50,15 +51,15 @@ int ea_ee_pose(const emit_ctx *cx, ek_kin *k);
 int ea_frame_jacobian(const emit_ctx *cx, ek_kin *k, sym_stats *extra);
 
 /* per-state functions (emit_state.c): write the function named grid_s_<fn> */
-typedef enum { ST_RNEA, ST_GRAVITY, ST_CRBA, ST_MINV, ST_FD, ST_ABA, ST_FK, ST_EE_POSE, ST_JACOBIAN, ST_RNEA_GRAD, ST_FD_GRAD,
-               ST_EE_POSE_GRAD, ST_RNEA_VJP, ST_FD_VJP, ST_EE_POSE_VJP } state_kind;
-typedef struct {
+typedef struct state_spec {
     const char *fn;   /* grid_s_<fn> (scalar) or grid_v_<fn> (lanes) */
-    state_kind kind;
+    const emit_method *m; /* the method it implements (methods.c) */
     int reads_v, reads_a, reads_fext;
     int lanes_ok;     /* no raw code: can run on lane vectors */
     int reads_g;      /* reads a cotangent (the vector-Jacobian products) */
 } state_spec;
+/* the per-state function of method row `row` that a call reading `reads` (EM_READS bits) runs (emit.c) */
+const state_spec *emit_function_for(int row, int reads);
 /* the size of sp's unrolled form in graph nodes (capped: GRID_EMIT_UNROLL_BUDGET + 1 means larger), or -1 when
    sp has no program (it is always unrolled) */
 long emit_state_size(const emit_ctx *cx, const state_spec *sp);
@@ -112,7 +113,7 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
    per-state function that calls three others of the library: fd (qdd), rnea_grad (at qdd) and minv. vector = 1:
    the lane form (all three are lane functions); else the scalar form, whose arrays follow the inner functions'
    workspace (inner_work reals) in ws. stats->work is what it needs in all. */
-typedef struct {
+typedef struct composite_inners {
     const char *fn[3]; /* the per-state functions it calls (grid_s_ / grid_v_ names without the prefix), in calls[] order */
     long inner_work;   /* the most workspace any of them takes (reals) */
     int group;         /* 1: the scalar form as a template on GRID_G_ lanes sharing the state (CUDA, rolled: every
@@ -124,6 +125,7 @@ int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const compos
                           sym_stats *stats);
 /* algo_ee_pose_grad.c: d[xyz, rpy]/dq of every end effector from the pose (ee_pose) and each end effector's
    LOCAL_WORLD_ALIGNED frame Jacobian (frame_jacobian); scalar, its arrays in ws after inner_work */
-int emit_ee_pose_grad_function(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, sym_stats *stats);
+int emit_ee_pose_grad_function(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, int vector,
+                               sym_stats *stats);
 
 #endif

@@ -10,42 +10,24 @@ const char *emit_state_qualifiers(const emit_ctx *cx)
     return cx->called && cx->t->lanes ? "static __attribute__((noinline, noclone))" : cx->t->state_fn;
 }
 
+/* the full coordinates' sizes (a coupled model's inner functions run on them) */
+static grid_sizes full_sizes(const em_model *em) { return grid_sizes_of(em->nq, em->nv, em->nb, em->nee, em->nframes); }
+
 /* run the builder of sp on fresh kinematics; outputs land in out[] through stores */
-static int build(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *v, const sv *a, const sv *fext,
-                 const sv *ct, sym_stats *extra)
+static int build(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *const in[EP_COUNT], sym_stats *extra)
 {
     const em_model *em = cx->em;
-    sym_graph *g = k->g;
-    const int nv = em->nv;
-    int n = 0, rc = 0;
-    sv *res = NULL;
-    switch (sp->kind) {
-    case ST_FK: return ea_fk(cx, k);
-    case ST_EE_POSE: return ea_ee_pose(cx, k);
-    case ST_JACOBIAN: return ea_frame_jacobian(cx, k, extra);
-    default: break;
-    }
-    res = ek_calloc(2 * (size_t)nv * (size_t)nv + 1, sizeof *res);
+    if (sp->m->graph) return sp->m->graph(cx, k, extra);
+    /* the row's output on the full coordinates; a coupled model's inner M^-1 gives the user's nv x nv */
+    grid_sizes s = full_sizes(em);
+    if (sp->m->coupling == COUPLE_INVERSE && em->group_minv) s.nv = em->nv_user;
+    const long long n = grid_sig_shape(&grid_sig_row(sp->m->row)->out[0], &s, NULL);
+    sv *res = ek_calloc((size_t)n + 1, sizeof *res);
     if (!res) return -1;
-    /* vector outputs are nv wide, matrices nv x nv, gradients nv x 2 nv, the RNEA VJP 2 nv; M^-1 with the couplings
-       is the user's nv x nv */
-    const int nu = em->nv_user;
-    n = sp->kind == ST_MINV && em->group_minv ? nu * nu : (sp->kind == ST_CRBA || sp->kind == ST_MINV) ? nv * nv
-        : sp->kind == ST_RNEA_GRAD ? 2 * nv * nv : sp->kind == ST_RNEA_VJP ? 2 * nv : nv;
-    switch (sp->kind) {
-    case ST_RNEA: rc = ea_rnea(k, v, a, fext, res); break;
-    case ST_GRAVITY: rc = ea_rnea(k, NULL, NULL, NULL, res); break;
-    case ST_CRBA: rc = ea_crba(k, res); break;
-    case ST_MINV: rc = ea_minv(k, res); break;
-    case ST_FD: rc = ea_fd(k, v, a, fext, res); break;
-    case ST_ABA: rc = ea_aba(k, v, a, fext, res); break;
-    case ST_RNEA_GRAD: rc = ea_rnea_grad(k, v, a, fext, res); break;
-    case ST_RNEA_VJP: rc = ea_rnea_vjp(k, v, a, fext, ct, res); break;
-    default: rc = -1; break;
-    }
+    const int rc = sp->m->values(k, in, res);
     if (rc == 0) {
-        sym_comment(g, "/* outputs */");
-        for (int i = 0; i < n; i++) sym_store(g, ARR_OUT, i, res[i]);
+        sym_comment(k->g, "/* outputs */");
+        for (long long i = 0; i < n; i++) sym_store(k->g, EP_OUT, (int)i, res[i]);
     }
     free(res);
     return rc;
@@ -69,21 +51,22 @@ static int unrolled_graph(const emit_ctx *cx, const state_spec *sp, sym_graph *g
     int rc = -1;
     sv *q = NULL, *v = NULL, *a = NULL, *fext = NULL, *ct = NULL;
     ek_kin k = {0};
-    /* array ids follow ARR_Q .. ARR_OUT */
+    /* array ids follow EP_Q .. EP_OUT */
     sym_array(g, "q", 1);
     sym_array(g, "v", 1);
     sym_array(g, "a", 1);
     sym_array(g, "fext", 1);
     sym_array(g, "g", 1);
     sym_array(g, "out", 1);
-    q = inputs(g, ARR_Q, em->nq, 1);
-    v = inputs(g, ARR_V, em->nv, sp->reads_v);
-    a = inputs(g, ARR_A, em->nv, sp->reads_a);
-    fext = inputs(g, ARR_FEXT, 6 * em->nb, sp->reads_fext);
-    ct = inputs(g, ARR_G, em->nv, sp->reads_g);
+    q = inputs(g, EP_Q, em->nq, 1);
+    v = inputs(g, EP_V, em->nv, sp->reads_v);
+    a = inputs(g, EP_A, em->nv, sp->reads_a);
+    fext = inputs(g, EP_F, 6 * em->nb, sp->reads_fext);
+    ct = inputs(g, EP_G, em->nv, sp->reads_g);
     if (!q || (sp->reads_v && !v) || (sp->reads_a && !a) || (sp->reads_fext && !fext) || (sp->reads_g && !ct)) goto done;
     if (ek_kin_init(&k, g, em, q) != 0) goto done;
-    if (build(cx, sp, &k, v, a, fext, ct, extra) != 0 || sym_failed(g)) goto done;
+    const sv *const in[EP_COUNT] = {[EP_Q] = q, [EP_V] = v, [EP_A] = a, [EP_F] = fext, [EP_G] = ct};
+    if (build(cx, sp, &k, in, extra) != 0 || sym_failed(g)) goto done;
     rc = 0;
 done:
     ek_kin_free(&k);
@@ -95,46 +78,13 @@ done:
     return rc;
 }
 
-/* the algorithms written as programs (program.h), which can be rolled */
-static int has_program(state_kind kind)
-{
-    return kind == ST_RNEA || kind == ST_GRAVITY || kind == ST_CRBA || kind == ST_FD || kind == ST_ABA || kind == ST_MINV ||
-           kind == ST_FK || kind == ST_EE_POSE || kind == ST_JACOBIAN || kind == ST_RNEA_GRAD || kind == ST_RNEA_VJP;
-}
-
-/* the program of sp on p */
-static int run_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
-{
-    switch (sp->kind) {
-    case ST_RNEA: return ea_rnea_program(p, sp->reads_v, sp->reads_a, sp->reads_fext, -1);
-    case ST_GRAVITY: return ea_rnea_program(p, 0, 0, 0, -1);
-    case ST_CRBA: return ea_crba_program(p, cx->em->nv);
-    case ST_MINV: /* coupled: a wrapper's inner M^-1 on the user's columns */
-        return ea_minv_program(p, cx->em->group_minv ? cx->em->nv_user : cx->em->nv, cx->em->group_minv);
-    case ST_FK: return ea_fk_program(p);
-    case ST_EE_POSE: return ea_ee_pose_program(p, cx);
-    case ST_JACOBIAN: return ea_jacobian_program(p, cx->em->nv);
-    case ST_FD: return ea_fd_program(p, sp->reads_fext);
-    case ST_ABA: return ea_aba_program(p, sp->reads_fext, cx->em->group_aba); /* coupled: a wrapper's inner ABA */
-    case ST_RNEA_GRAD: return ea_rnea_grad_program(p, sp->reads_a, sp->reads_fext, cx->em->nv);
-    case ST_RNEA_VJP: return ea_rnea_vjp_program(p, sp->reads_a, sp->reads_fext, cx->em->nv);
-    default: return -1;
-    }
-}
-
 long emit_state_size(const emit_ctx *cx, const state_spec *sp)
 {
     if (emit_coupled(cx)) return emit_coupled_size(cx, sp);
-    if (!has_program(sp->kind)) return -1;
-    /* The frame Jacobian's unrolled form is one function per body (each its own graph, about 165 statements
-       per body of its chain: measured on chains of 25 and 50 links), so its size is estimated; the others are
-       built with a capped graph into a scratch writer and measured */
-    if (sp->kind == ST_JACOBIAN) {
-        long chain = 0;
-        for (int i = 0; i < cx->em->nb; i++)
-            for (int j = i; j >= 0; j = cx->em->b[j].parent) chain++;
-        return 165 * chain;
-    }
+    if (!sp->m->program) return -1;
+    /* estimated (the frame Jacobian's functions per body), or built with a capped graph into a scratch writer and
+       measured */
+    if (sp->m->size_estimate) return sp->m->size_estimate(cx->em);
     sym_graph *g = sym_new();
     ew_writer scratch;
     ew_init(&scratch);
@@ -174,7 +124,7 @@ static int rolled_function(const emit_ctx *cx, const state_spec *sp, int vector,
     ep_write_tables(cx->em, cx->w, &cx->st, cx->t->model_table);
     ep_prog *p = ep_new(cx->em, NULL, vector ? EP_ROLLED_LANES : EP_ROLLED, sp->fn, NULL, NULL, vector ? &cx->vst : &cx->st,
                         cx->t, cx->w);
-    if (p && run_program(p, cx, sp) == 0 && ep_finish(p, &body, &work, stats) == 0 && !body.oom) {
+    if (p && sp->m->program(p, cx, sp) == 0 && ep_finish(p, &body, &work, stats) == 0 && !body.oom) {
         ew_printf(cx->w, "/* %s, rolled schedule%s: loops over the body tables, %ld %s of workspace */\n", sp->fn,
                   vector ? " on lane vectors" : "", work, vector ? "vectors" : "reals");
         if (vector) {
@@ -230,14 +180,14 @@ static int chunked_function(const emit_ctx *cx, const state_spec *sp, const sym_
 
 /* ---- CUDA, small batches: a wide output's columns split over threads ---- */
 
-/* the columns of sp's output (its last dimension: out[i * cols + j]) that pieces are cut along; 0: never split */
+/* the columns of sp's output (its last dimension: out[i * cols + j]) that pieces are cut along: an output of nv
+   rows (M, M^-1, the RNEA gradient); 0: never split */
 static int split_columns(const emit_ctx *cx, const state_spec *sp)
 {
-    switch (sp->kind) {
-    case ST_RNEA_GRAD: return 2 * cx->em->nv;
-    case ST_CRBA: case ST_MINV: return cx->em->nv;
-    default: return 0;
-    }
+    const grid_sig_arg *o = &grid_sig_row(sp->m->row)->out[0];
+    if (o->rank != 2 || o->dim[0].sym != GRID_SYM_NV || o->dim[0].mul != 1) return 0;
+    const grid_sizes s = full_sizes(cx->em);
+    return (int)grid_sig_dim(o->dim[1], &s);
 }
 
 /* the operations piece `pc` of the column assignment `piece` needs, every column's for PIECE_ALL (keep: scratch of
@@ -382,7 +332,7 @@ static int may_split(const emit_ctx *cx, int vector)
 int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats)
 {
     if (emit_coupled(cx)) return emit_coupled_function(cx, sp, rolled, vector, stats);
-    assert(!rolled || has_program(sp->kind));
+    assert(!rolled || sp->m->program);
     if (rolled) {
         if (rolled_function(cx, sp, vector, stats) != 0) return -1;
         /* (a rolled schedule the caller asked for stays rolled) */

@@ -30,7 +30,7 @@ struct ep_prog {
     int rolled;
     int lanes;                /* rolled on lane vectors (EP_ROLLED_LANES): steps take grid_vec arrays */
     char fn[48];
-    const sv *in[ARR_OUT];
+    const sv *in[EP_OUT];
     sv *res;
     const sym_style *st;
     const emit_target *t;
@@ -80,7 +80,7 @@ static int kind_role(int kind) { return kind / (2 * GRID_JOINT_NTYPES); }
 static int kind_of(const em_body *b) { return 2 * b->type + (b->parent < 0) + 2 * GRID_JOINT_NTYPES * b->crole; }
 static int kind_nv(int kind) { return grid_joint_model_of(kind_type(kind))->nv; }
 
-ep_prog *ep_new(const em_model *em, ek_kin *k, int schedule, const char *fn, const sv *const in[ARR_OUT], sv *res,
+ep_prog *ep_new(const em_model *em, ek_kin *k, int schedule, const char *fn, const sv *const in[EP_OUT], sv *res,
                 const sym_style *st, const emit_target *t, ew_writer *steps)
 {
     ep_prog *p = calloc(1, sizeof *p);
@@ -91,7 +91,7 @@ ep_prog *ep_new(const em_model *em, ek_kin *k, int schedule, const char *fn, con
     p->lanes = schedule == EP_ROLLED_LANES;
     assert(!p->lanes || (st && st->fn_splat)); /* the lane style */
     snprintf(p->fn, sizeof p->fn, "%s", fn);
-    for (int a = 0; a < ARR_OUT; a++) p->in[a] = in ? in[a] : NULL;
+    for (int a = 0; a < EP_OUT; a++) p->in[a] = in ? in[a] : NULL;
     p->res = res;
     p->st = st;
     p->t = t;
@@ -297,10 +297,10 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
         break;
     }
     case ACC_IN: {
-        static const char *const names[ARR_OUT] = {"q", "v", "a", "fext", "g"};
+        static const char *const names[EP_OUT] = {"q", "v", "a", "fext", "g"};
         snprintf(tag, sizeof tag, "%s_%s", names[id], vs);
-        if (id == ARR_Q) snprintf(base, sizeof base, "grid_iq_[%s]", be);
-        else if (id == ARR_FEXT) snprintf(base, sizeof base, "6 * %s", be);
+        if (id == EP_Q) snprintf(base, sizeof base, "grid_iq_[%s]", be);
+        else if (id == EP_F) snprintf(base, sizeof base, "6 * %s", be);
         else snprintf(base, sizeof base, "grid_iv_[%s]", be);
         x->arr = sym_array_at(g, tag, names[id], base, 1);
         break;
@@ -714,7 +714,7 @@ const sxf *ep_X(ep_prog *p, int var)
         sv q[7];
         sxf XJ, P;
         const int nq = grid_joint_model_of(b->type)->nq;
-        for (int e = 0; e < nq; e++) q[e] = ep_in(p, ARR_Q, var, e);
+        for (int e = 0; e < nq; e++) q[e] = ep_in(p, EP_Q, var, e);
         ek_joint_transform(g, b, q, &XJ);
         memcpy(P.R, b->R, sizeof P.R);
         memcpy(P.p, b->p, sizeof P.p);
@@ -989,12 +989,12 @@ void ep_out_body(ep_prog *p, int var, int stride, int k, sv val)
 
 sv ep_in(ep_prog *p, int array, int var, int k)
 {
-    assert(array >= ARR_Q && array < ARR_OUT);
+    assert(array >= EP_Q && array < EP_OUT);
     if (!p->rolled) {
         const em_body *b = &p->em->b[body_of(p, var, EP_SELF)];
         const sv *x = p->in[array];
         if (!x) return sym_const(p->k->g, 0.0);
-        int off = array == ARR_Q ? b->iq : array == ARR_FEXT ? 6 * body_of(p, var, EP_SELF) : b->iv;
+        int off = array == EP_Q ? b->iq : array == EP_F ? 6 * body_of(p, var, EP_SELF) : b->iv;
         return x[off + k];
     }
     ep_acc *x = access(p, ACC_IN, array, var, EP_SELF, 0);

@@ -25,8 +25,7 @@
    Rules that make both schedules agree: values cross from one step to another only through buffers
    (ep_get/ep_set), and a step reads an element it wrote back from the write (ep_get does that). */
 
-/* array ids every per-state graph declares, in this order (ARR_G: a vector-Jacobian product's cotangent) */
-enum { ARR_Q = 0, ARR_V, ARR_A, ARR_FEXT, ARR_G, ARR_OUT };
+/* the array ids every per-state graph declares are the per-state parameters, EP_Q .. EP_G then EP_OUT (target.h) */
 
 enum { EP_I = 0, EP_J = 1 };          /* loop variables: i (a bodies loop), j (an ancestors loop inside it) */
 /* a buffer slot: the variable's body, its parent, or (j of an ancestors loop that starts at parent(i))
@@ -41,9 +40,9 @@ typedef struct ep_prog ep_prog;
 enum { EP_UNROLLED = 0, EP_ROLLED = 1, EP_ROLLED_LANES = 2 };
 
 /* a program over em for the per-state function fn on a schedule (EP_*), appending its graph (unrolled) or its step functions
-   (rolled, written to steps) and returning the per-state body in ep_finish. in[ARR_Q..ARR_G] are the
+   (rolled, written to steps) and returning the per-state body in ep_finish. in[EP_Q..EP_G] are the
    unrolled schedule's input values (NULL for absent inputs), res the unrolled outputs (may be NULL) */
-ep_prog *ep_new(const em_model *em, ek_kin *k, int schedule, const char *fn, const sv *const in[ARR_OUT], sv *res,
+ep_prog *ep_new(const em_model *em, ek_kin *k, int schedule, const char *fn, const sv *const in[EP_OUT], sv *res,
                 const sym_style *st, const emit_target *t, ew_writer *steps);
 /* the rolled per-state body (loops and calls) appended to w, the workspace it needs in *work (reals);
    returns 0, or -1 on failure (out of memory, a rule broken) */
@@ -143,7 +142,7 @@ void ep_out_body(ep_prog *p, int var, int stride, int k, sv x);
 
 sv ep_get(ep_prog *p, int buf, int var, int rel, int k);
 void ep_set(ep_prog *p, int buf, int var, int rel, int k, sv x);
-/* input element k of var's body: ARR_Q at its iq, ARR_V / ARR_A / ARR_G at its iv, ARR_FEXT at 6 * body */
+/* input element k of var's body: EP_Q at its iq, EP_V / EP_A / EP_G at its iv, EP_F at 6 * body */
 sv ep_in(ep_prog *p, int array, int var, int k);
 /* out[iv(var) + k] and out[(iv(rv) + r) * nv + iv(cv) + c] (rv's body or its parent with rrel) */
 void ep_out_vec(ep_prog *p, int var, int k, sv x);

@@ -13,9 +13,10 @@ typedef struct {
     int is_float;            /* literals rounded to float, 9 significant digits and an 'f' suffix */
 } emit_real;
 
-/* the input parameters of every per-state function, in its parameter order: grid_s_<fn>(q, v, a, fext, g, ...)
-   (g: a vector-Jacobian product's cotangent) */
-enum { EP_Q = 0, EP_V, EP_A, EP_F, EP_G, EP_COUNT };
+/* the input parameters of every per-state function, in its parameter order: grid_s_<fn>(q, v, a, fext, g, out, ...)
+   (g: a vector-Jacobian product's cotangent); the same ids name the arrays of a per-state graph (program.h,
+   sym_input), whose output array EP_OUT comes after them */
+enum { EP_Q = 0, EP_V, EP_A, EP_F, EP_G, EP_COUNT, EP_OUT = EP_COUNT };
 
 /* one per-state function the batch wrapper can call, and which parameters it reads */
 typedef struct {

@@ -1,0 +1,156 @@
+/* The method-kind table: one row per signature row, naming its program, builders, callees and budget class. */
+#include <stddef.h>
+#include "emit_ctx.h"
+
+#define Q EM_READS(EP_Q)
+#define V EM_READS(EP_V)
+#define A EM_READS(EP_A)
+#define F EM_READS(EP_F)
+#define G EM_READS(EP_G)
+
+/* ---- programs (program.h): one description, both schedules; a variant's reads pick its inputs ---- */
+
+static int rnea_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
+{
+    (void)cx;
+    return ea_rnea_program(p, sp->reads_v, sp->reads_a, sp->reads_fext, -1);
+}
+
+static int crba_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
+{
+    (void)sp;
+    return ea_crba_program(p, cx->em->nv);
+}
+
+/* coupled (em_model.group_minv): a wrapper's inner M^-1 on the user's columns */
+static int minv_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
+{
+    (void)sp;
+    return ea_minv_program(p, cx->em->group_minv ? cx->em->nv_user : cx->em->nv, cx->em->group_minv);
+}
+
+static int fd_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
+{
+    (void)cx;
+    return ea_fd_program(p, sp->reads_fext);
+}
+
+/* coupled (em_model.group_aba): a wrapper's inner ABA */
+static int aba_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
+{
+    return ea_aba_program(p, sp->reads_fext, cx->em->group_aba);
+}
+
+static int fk_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
+{
+    (void)cx;
+    (void)sp;
+    return ea_fk_program(p);
+}
+
+static int ee_pose_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
+{
+    (void)sp;
+    return ea_ee_pose_program(p, cx);
+}
+
+static int jacobian_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
+{
+    (void)sp;
+    return ea_jacobian_program(p, cx->em->nv);
+}
+
+static int rnea_grad_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
+{
+    return ea_rnea_grad_program(p, sp->reads_a, sp->reads_fext, cx->em->nv);
+}
+
+static int rnea_vjp_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
+{
+    return ea_rnea_vjp_program(p, sp->reads_a, sp->reads_fext, cx->em->nv);
+}
+
+/* ---- unrolled builders: output values from symbolic inputs (absent: NULL, exact zeros) ---- */
+
+static int rnea_values(ek_kin *k, const sv *const in[EP_COUNT], sv *out) { return ea_rnea(k, in[EP_V], in[EP_A], in[EP_F], out); }
+static int crba_values(ek_kin *k, const sv *const in[EP_COUNT], sv *out) { (void)in; return ea_crba(k, out); }
+static int minv_values(ek_kin *k, const sv *const in[EP_COUNT], sv *out) { (void)in; return ea_minv(k, out); }
+static int fd_values(ek_kin *k, const sv *const in[EP_COUNT], sv *out) { return ea_fd(k, in[EP_V], in[EP_A], in[EP_F], out); }
+static int aba_values(ek_kin *k, const sv *const in[EP_COUNT], sv *out) { return ea_aba(k, in[EP_V], in[EP_A], in[EP_F], out); }
+static int rnea_grad_values(ek_kin *k, const sv *const in[EP_COUNT], sv *out)
+{
+    return ea_rnea_grad(k, in[EP_V], in[EP_A], in[EP_F], out);
+}
+static int rnea_vjp_values(ek_kin *k, const sv *const in[EP_COUNT], sv *out)
+{
+    return ea_rnea_vjp(k, in[EP_V], in[EP_A], in[EP_F], in[EP_G], out);
+}
+
+/* the frames family stores its outputs itself (algo_frames.c, algo_jacobian.c) */
+static int fk_graph(const emit_ctx *cx, ek_kin *k, sym_stats *extra) { (void)extra; return ea_fk(cx, k); }
+static int ee_pose_graph(const emit_ctx *cx, ek_kin *k, sym_stats *extra) { (void)extra; return ea_ee_pose(cx, k); }
+static int jacobian_graph(const emit_ctx *cx, ek_kin *k, sym_stats *extra) { return ea_frame_jacobian(cx, k, extra); }
+
+/* The frame Jacobian's unrolled form is one function per body (each its own graph, about 165 statements per body
+   of its chain: measured on chains of 25 and 50 links), so its size is estimated */
+static long jacobian_size(const em_model *em)
+{
+    long chain = 0;
+    for (int i = 0; i < em->nb; i++)
+        for (int j = i; j >= 0; j = em->b[j].parent) chain++;
+    return 165 * chain;
+}
+
+/* The table. Order matters twice: a composite's callees come before it (their workspace is known when it is
+   written), and the library's functions appear in this order. */
+static const emit_method methods[GRID_ALGO_COUNT] = {
+    /* rnea(q, v, 0) (also NLE), rnea(q, v, a), rnea(q, v, a, fext) (a may be zeros) */
+    [GRID_ALGO_RNEA] = {.row = GRID_ALGO_RNEA, .shares = -1, .variants = {Q | V, Q | V | A, Q | V | A | F}, .lanes = 1,
+                        .program = rnea_program, .values = rnea_values},
+    [GRID_ALGO_NLE] = {.row = GRID_ALGO_NLE, .shares = GRID_ALGO_RNEA},
+    [GRID_ALGO_GRAVITY] = {.row = GRID_ALGO_GRAVITY, .shares = -1, .variants = {Q}, .lanes = 1, .program = rnea_program,
+                           .values = rnea_values},
+    [GRID_ALGO_CRBA] = {.row = GRID_ALGO_CRBA, .shares = -1, .variants = {Q}, .lanes = 1, .program = crba_program,
+                        .values = crba_values},
+    [GRID_ALGO_MINV] = {.row = GRID_ALGO_MINV, .shares = -1, .variants = {Q}, .lanes = 1, .coupling = COUPLE_INVERSE,
+                        .couple_mass = GRID_ALGO_CRBA, .couple_recursion = GRID_ALGO_MINV, .program = minv_program, .values = minv_values},
+    [GRID_ALGO_FD] = {.row = GRID_ALGO_FD, .shares = -1, .variants = {Q | V | A, Q | V | A | F}, .lanes = 1,
+                      .coupling = COUPLE_SOLVE, .couple_mass = GRID_ALGO_CRBA, .couple_bias = GRID_ALGO_RNEA,
+                      .couple_recursion = GRID_ALGO_ABA, .program = fd_program, .values = fd_values},
+    [GRID_ALGO_ABA] = {.row = GRID_ALGO_ABA, .shares = -1, .variants = {Q | V | A, Q | V | A | F}, .lanes = 1,
+                       .coupling = COUPLE_SOLVE, .couple_mass = GRID_ALGO_CRBA, .couple_bias = GRID_ALGO_RNEA,
+                       .couple_recursion = GRID_ALGO_ABA, .program = aba_program, .values = aba_values},
+    /* the frames family: stores dominate, lanes do not pay */
+    [GRID_ALGO_FK] = {.row = GRID_ALGO_FK, .shares = -1, .variants = {Q}, .program = fk_program, .graph = fk_graph},
+    [GRID_ALGO_EE_POSE] = {.row = GRID_ALGO_EE_POSE, .shares = -1, .variants = {Q}, .prelude = PRELUDE_RPY,
+                           .program = ee_pose_program, .graph = ee_pose_graph},
+    [GRID_ALGO_FRAME_JACOBIAN] = {.row = GRID_ALGO_FRAME_JACOBIAN, .shares = -1, .variants = {Q},
+                                  .budget = BUDGET_JACOBIAN, .prelude = PRELUDE_FRAME_TABLES,
+                                  .program = jacobian_program, .graph = jacobian_graph, .size_estimate = jacobian_size},
+    /* the gradients have one variant each (absent qdd and f_ext read zeros): their code is large */
+    [GRID_ALGO_RNEA_GRAD] = {.row = GRID_ALGO_RNEA_GRAD, .shares = -1, .variants = {Q | V | A | F}, .lanes = 1,
+                             .budget = BUDGET_GRADIENT, .program = rnea_grad_program, .values = rnea_grad_values},
+    /* qdd = fd, the RNEA gradient at qdd, M^-1 */
+    [GRID_ALGO_FD_GRAD] = {.row = GRID_ALGO_FD_GRAD, .shares = -1, .variants = {Q | V | A | F}, .lanes = 1,
+                           .callees = {{GRID_ALGO_FD, Q | V | A | F}, {GRID_ALGO_RNEA_GRAD, Q | V | A | F}, {GRID_ALGO_MINV, Q}},
+                           .n_callees = 3, .composite = emit_fd_grad_function, .composite_groups = 1, .staged_cuda = 1},
+    /* the poses, each end effector's frame Jacobian */
+    [GRID_ALGO_EE_POSE_GRAD] = {.row = GRID_ALGO_EE_POSE_GRAD, .shares = -1, .variants = {Q},
+                                .callees = {{GRID_ALGO_EE_POSE, Q}, {GRID_ALGO_FRAME_JACOBIAN, Q}}, .n_callees = 2,
+                                .composite = emit_ee_pose_grad_function},
+    /* the vector-Jacobian products: one variant each, as the gradients */
+    [GRID_ALGO_RNEA_VJP] = {.row = GRID_ALGO_RNEA_VJP, .shares = -1, .variants = {Q | V | A | F | G}, .lanes = 1,
+                            .budget = BUDGET_GRADIENT, .program = rnea_vjp_program, .values = rnea_vjp_values},
+    /* qdd = fd, the RNEA VJP at qdd for h = M^-1 g, M^-1 */
+    [GRID_ALGO_FD_VJP] = {.row = GRID_ALGO_FD_VJP, .shares = -1, .variants = {Q | V | A | F | G}, .lanes = 1,
+                          .callees = {{GRID_ALGO_FD, Q | V | A | F}, {GRID_ALGO_RNEA_VJP, Q | V | A | F | G}, {GRID_ALGO_MINV, Q}},
+                          .n_callees = 3, .composite = emit_fd_grad_function, .composite_groups = 1},
+    [GRID_ALGO_EE_POSE_VJP] = {.row = GRID_ALGO_EE_POSE_VJP, .shares = -1, .variants = {Q | G},
+                               .callees = {{GRID_ALGO_EE_POSE, Q}, {GRID_ALGO_FRAME_JACOBIAN, Q}}, .n_callees = 2,
+                               .composite = emit_ee_pose_grad_function},
+};
+
+const emit_method *emit_method_of(int row)
+{
+    return row >= 0 && row < GRID_ALGO_COUNT && methods[row].row == row ? &methods[row] : NULL;
+}

@@ -1,0 +1,72 @@
+/* The method-kind table: per signature row, how the emitter implements it (programs, builders, callees, budgets). */
+#ifndef GRID_EMIT_METHODS_H
+#define GRID_EMIT_METHODS_H
+
+#include "grid/signature.h"
+#include "kinematics.h"
+#include "program.h"
+#include "target.h"
+
+struct emit_ctx;
+struct state_spec;
+struct composite_inners;
+
+/* parameters a per-state function reads, as bits (1 << EP_V ...; q is always read) */
+#define EM_READS(p) (1 << (p))
+
+/* the AUTO schedule's budget a method's unrolled form is held to (emit_ctx.h: GRID_EMIT_*_BUDGET) */
+enum { BUDGET_UNROLL = 0, BUDGET_JACOBIAN, BUDGET_GRADIENT };
+
+/* how a wrapper of a model with coupled mimic joints runs a method (coupling.c): its full-coordinate function's
+   output projected along every tangent dimension of the row's output; M^-1 as the inverse of G^T M G (or the coupled
+   articulated-body recursion on unit torques); FD and ABA as a solve with G^T M G (or that recursion) */
+enum { COUPLE_PROJECT = 0, COUPLE_INVERSE, COUPLE_SOLVE };
+
+/* helpers a library needs once when it holds a method's functions */
+enum { PRELUDE_RPY = 1, PRELUDE_FRAME_TABLES = 2 };
+
+enum { EMIT_MAX_VARIANTS = 3, EMIT_MAX_CALLS = 3 };
+
+/* a per-state function another one calls: method row `row`'s variant that reads `reads` */
+typedef struct {
+    int row;
+    int reads;
+} emit_callee;
+
+typedef struct emit_method {
+    int row;            /* the signature row it implements (GRID_ALGO_*): names, inputs, output shape */
+    int shares;         /* -1, or the row whose per-state functions it calls (NLE: RNEA's at qdd = 0) */
+    /* its per-state functions, one per formulation variant: the parameters each reads (EM_READS bits), 0 ends the
+       list; a call runs the first variant that reads every input it is given (an absent optional one reads zeros) */
+    int variants[EMIT_MAX_VARIANTS];
+    int lanes;          /* 1: no raw code, it runs on lane vectors */
+    int budget;         /* BUDGET_* */
+    int coupling;       /* COUPLE_* */
+    /* COUPLE_INVERSE, COUPLE_SOLVE: the rows whose full-coordinate functions give G^T M G (the mass matrix) and the
+       bias at zero acceleration (SOLVE), and the row of the coupled articulated-body recursion that replaces them
+       where the model allows it (em_model.group_minv for INVERSE, group_aba for SOLVE) */
+    int couple_mass, couple_bias, couple_recursion;
+    int prelude;        /* PRELUDE_* bits */
+    /* the program (program.h) of both schedules; NULL: unrolled only */
+    int (*program)(ep_prog *p, const struct emit_ctx *cx, const struct state_spec *sp);
+    /* the unrolled builder on symbolic inputs in[EP_*] (NULL: absent), its output values in out (the row's output
+       width on the full coordinates); or `graph`, a builder that stores its outputs itself (and may write other
+       functions, counted in extra) */
+    int (*values)(ek_kin *k, const sv *const in[EP_COUNT], sv *out);
+    int (*graph)(const struct emit_ctx *cx, ek_kin *k, sym_stats *extra);
+    /* its unrolled size when estimated instead of measured (one function per body); NULL: measured */
+    long (*size_estimate)(const em_model *em);
+    /* a composite: the per-state functions it calls, in order, and the function that writes it (vector = 1: its
+       lane form) */
+    emit_callee callees[EMIT_MAX_CALLS];
+    int n_callees;
+    int (*composite)(const struct emit_ctx *cx, const struct state_spec *sp, const struct composite_inners *in,
+                     int vector, sym_stats *stats);
+    int composite_groups; /* 1: its rolled scalar form is a template on a state's lanes, or interleaved over a warp */
+    int staged_cuda;      /* 1: its CUDA entry launches its callees' kernels one after another (docs/cuda.md) */
+} emit_method;
+
+/* the row's method (every row has one); NULL when out of range */
+const emit_method *emit_method_of(int row);
+
+#endif
