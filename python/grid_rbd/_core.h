@@ -9,6 +9,7 @@
 #include "grid/error.h"
 #include "grid/model.h"
 #include "grid/convention.h"
+#include "grid/dispatch.h"
 
 /* setup.py defines both at build time: the package version and a SHA-256 over the generator's sources */
 #ifndef GRID_GENERATOR_HASH
@@ -25,24 +26,12 @@ typedef struct {
     PyObject *filename;  /* str used in error messages */
 } GridPyModel;
 
-/* A compute provider a Runner dispatches to: one batch entry point per row of the signature table,
-   NULL where the provider lacks the method (the float64 reference answers those).
-   A generated robot.so is wrapped by passing a PyCapsule named GRID_PY_PROVIDER_CAPSULE
-   that points at one of these to _core.Runner(model, dtype, provider=capsule, owner=lib);
-   the Runner copies the table and keeps the capsule and owner alive for its lifetime. */
+/* A compute provider a Runner dispatches to is a grid_provider (grid/dispatch.h): one batch entry point per row of
+   the signature table, NULL where the provider lacks the method (the float64 reference answers those). A generated
+   robot.so is wrapped by passing a PyCapsule named GRID_PY_PROVIDER_CAPSULE that points at one of these to
+   _core.Runner(model, dtype, provider=capsule, owner=lib); the Runner copies the table and keeps the capsule and
+   owner alive for its lifetime. */
 #define GRID_PY_PROVIDER_CAPSULE "grid_rbd._core.provider"
-typedef struct {
-    int abi_version;                      /* GRID_ABI_VERSION the entry points were built for */
-    const char *name;                     /* human-readable, shown in handle reprs */
-    int dtype;                            /* grid_dtype the entry points take */
-    int nq, nv, nb, nee;                  /* must equal the model's sizes */
-    size_t work_bytes;                    /* workspace one call gets (grid_call.work_bytes; 0 = none) */
-    int work_threads;                     /* threads work_bytes covers (evenly); a call gets the share of the
-                                             threads it runs on (0: all of work_bytes) */
-    grid_batch_fn fns[GRID_ALGO_COUNT];   /* indexed by row id (grid/signature.h) */
-    grid_cuda_convention_fn cuda_convention; /* a CUDA library's output-convention passes on the device (its host
-                                                round trips convert there); NULL: the CPU converts (convention.c) */
-} grid_py_provider;
 
 /* _threads.c: num_threads is 1..GRID_PY_MAX_THREADS (_core.MAX_THREADS); a call runs on min(num_threads, the CPUs of
    the process's affinity mask) threads, on one in a child forked after a multi-threaded call */

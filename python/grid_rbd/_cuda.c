@@ -125,8 +125,8 @@ typedef struct {
     device_fn use_device;
     time_fn time;
     int nframes;
-    grid_convention conv;                  /* the handle's output convention (identity: calls go straight through) */
-    grid_cuda_convention_fn convention_fn; /* the runtime's device passes (grid_cuda_convention_call) */
+    grid_dispatch disp;                    /* the device entry points in the handle's output convention (identity:
+                                              calls go straight through; else the runtime's device passes) */
 } GridPyCudaLibrary;
 
 /* PinnedBuffer: page-locked bytes from grid_cuda_host_alloc, exposed through the buffer protocol */
@@ -221,18 +221,21 @@ static PyObject *cudalib_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->last_error = (text_fn)need_symbol(self->handle, "grid_cuda_last_error", path, &missing);
     self->use_device = (device_fn)need_symbol(self->handle, "grid_cuda_use_device", path, &missing);
     self->time = (time_fn)need_symbol(self->handle, "grid_cuda_time", path, &missing);
-    if (model != Py_None && !missing) {
+    if (!missing) {
         grid_error cerr;
         grid_error_clear(&cerr);
-        const int crc = grid_convention_init(&self->conv, ((GridPyModel *)model)->model, convention, &cerr);
+        grid_provider p;
+        int crc = grid_provider_of_lib(lib, 1, 0, "generated (CUDA, device arrays)", &p, &cerr);
+        if (crc == GRID_OK)
+            crc = grid_dispatch_init(&self->disp, model != Py_None ? ((GridPyModel *)model)->model : NULL,
+                                     grid_lib_meta(lib)->dtype, &p, convention, &cerr);
         if (crc != GRID_OK) {
             Py_DECREF(path_obj);
             Py_DECREF(self);
             return grid_py_raise_error(crc, &cerr, NULL);
         }
-        if (!grid_convention_identity(&self->conv))
-            self->convention_fn = (grid_cuda_convention_fn)need_symbol(self->handle, "grid_cuda_convention_call", path,
-                                                                       &missing);
+        if (!grid_convention_identity(&self->disp.conv) && !p.cuda_convention)
+            need_symbol(self->handle, "grid_cuda_convention_call", path, &missing);
     }
     Py_DECREF(path_obj);
     if (missing) {
@@ -339,31 +342,17 @@ static PyObject *cudalib_call(PyObject *s, PyObject *const *args, Py_ssize_t nar
     if (!fn) return NULL;
     call_args ca;
     if (parse_call(args + 1, &ca) < 0) return NULL;
+    const grid_signature_row *row = grid_sig_row((int)algo);
+    if (!grid_convention_identity(&self->disp.conv) && ca.c.n_in != row->n_in)
+        return PyErr_Format(PyExc_ValueError, "%s takes %d inputs", row->name, row->n_in);
+    grid_error err;
+    grid_error_clear(&err);
     int status;
-    if (!grid_convention_identity(&self->conv)) {
-        /* in the output convention: the job's run row, converted on the device around its kernels */
-        grid_conv_job job;
-        const grid_signature_row *row = grid_sig_row((int)algo);
-        if (ca.c.n_in != row->n_in) return PyErr_Format(PyExc_ValueError, "%s takes %d inputs", row->name, row->n_in);
-        status = grid_convention_job(&self->conv, (int)algo, ca.c.in, &job);
-        if (status != GRID_OK) return raise_status(self, status, grid_algo_name((int)algo));
-        grid_batch_fn fns[1 + GRID_CONV_MAX_AUX];
-        if (!(fns[0] = algo_fn(self, job.run_algo, 1))) return NULL;
-        for (int x = 0; x < job.n_aux; x++)
-            if (!(fns[1 + x] = algo_fn(self, job.aux[x], 1))) return NULL;
-        const void *in[GRID_MAX_IN] = {0};
-        for (int k = 0; k < job.n_in; k++) in[k] = job.src[k] >= 0 ? ca.c.in[job.src[k]] : NULL;
-        grid_call c = ca.c;
-        c.in = in;
-        c.n_in = job.n_in;
-        Py_BEGIN_ALLOW_THREADS
-        status = self->convention_fn(&job, fns, &c, 0);
-        Py_END_ALLOW_THREADS
-    } else {
-        Py_BEGIN_ALLOW_THREADS
-        status = fn(&ca.c);
-        Py_END_ALLOW_THREADS
-    }
+    /* in the output convention: the job's run row, converted on the device around its kernels (grid_dispatch_run) */
+    Py_BEGIN_ALLOW_THREADS
+    status = grid_dispatch_run(&self->disp, (int)algo, &ca.c, NULL, &err);
+    Py_END_ALLOW_THREADS
+    if (status == GRID_ERR_UNSUPPORTED) return grid_py_raise(status, 0, 0, err.message, NULL);
     if (status != GRID_OK) return raise_status(self, status, grid_algo_name((int)algo));
     Py_RETURN_NONE;
 }

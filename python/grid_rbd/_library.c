@@ -16,7 +16,7 @@ typedef struct {
     PyObject_HEAD
     GridPyModel *model_obj;       /* keeps the grid_model alive */
     grid_lib *lib;                /* NULL when built with load=False */
-    grid_py_provider provider;    /* filled from the library's entry points */
+    grid_provider provider;       /* filled from the library's entry points (grid/dispatch.h) */
     char provider_name[96];
     int work_threads;             /* threads provider.work_bytes covers (0 when no scratch is needed) */
     grid_build_result res;
@@ -79,29 +79,19 @@ static int check_signals(void *ctx)
 static int fill_provider(GridPyLibrary *self)
 {
     const grid_robot_meta_t *meta = grid_lib_meta(self->lib);
-    grid_py_provider *p = &self->provider;
-    memset(p, 0, sizeof *p);
-    p->abi_version = meta->abi_version;
     snprintf(self->provider_name, sizeof self->provider_name, "generated (%s %s, robot.so)",
              meta->dtype == GRID_FLOAT32 ? "float32" : "float64", meta->target == GRID_TARGET_CUDA ? "CUDA" : "C");
-    p->name = self->provider_name;
-    p->dtype = meta->dtype;
-    p->nq = meta->nq;
-    p->nv = meta->nv;
-    p->nb = meta->nb;
-    p->nee = meta->nee;
-    /* grid_call.work holds meta.work_bytes per thread (a CUDA library's host round trip brings its own device
-       workspace: none is passed) */
+    /* the workspace covers every CPU (at least GRID_PY_WORK_THREADS_MIN threads) of a C library that needs one */
+    self->work_threads = 0;
     if (meta->work_bytes > 0 && meta->target != GRID_TARGET_CUDA) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         self->work_threads = n > GRID_PY_WORK_THREADS_MIN ? (int)n : GRID_PY_WORK_THREADS_MIN;
-        p->work_bytes = meta->work_bytes * (size_t)self->work_threads;
-        p->work_threads = self->work_threads;
     }
-    for (int a = 0; a < GRID_ALGO_COUNT; a++) p->fns[a] = grid_lib_fn(self->lib, a);
-    /* a CUDA library converts output conventions on the device, in its host round trips */
-    p->cuda_convention = grid_lib_cuda_convention(self->lib);
-    return 0;
+    grid_error err;
+    grid_error_clear(&err);
+    const int rc = grid_provider_of_lib(self->lib, 0, self->work_threads, self->provider_name, &self->provider, &err);
+    if (rc != GRID_OK) grid_py_raise_error(rc, &err, NULL);
+    return rc == GRID_OK ? 0 : -1;
 }
 
 /* the post-build self-check (grid_build_request.check): the fresh library loads as the model expects and, on the
@@ -321,7 +311,10 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return grid_py_raise_error(status != GRID_OK ? status : GRID_ERR_CANCELLED, &err, NULL);
     }
     self->lib = lib;
-    if (lib) fill_provider(self);
+    if (lib && fill_provider(self) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
     return (PyObject *)self;
 }
 
@@ -394,7 +387,7 @@ static PyObject *get_methods(PyObject *s, void *c)
 }
 
 static PyGetSetDef library_getset[] = {
-    {"provider", get_provider, NULL, "a new PyCapsule over the grid_py_provider table (Runner(provider=, owner=self))", NULL},
+    {"provider", get_provider, NULL, "a new PyCapsule over the grid_provider table (Runner(provider=, owner=self))", NULL},
     {"loaded", get_loaded, NULL, "whether robot.so is loaded in this process", NULL},
     {"path", get_path, NULL, "absolute path of robot.so in the cache", NULL},
     {"entry_dir", get_entry, NULL, "the cache entry directory <root>/store/<content_key>", NULL},

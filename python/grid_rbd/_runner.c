@@ -1,12 +1,11 @@
-/* _core.Runner: the per-call path — checks array arguments against the method's signature row (numpy C API, buffer protocol otherwise), allocates the outputs and runs a provider without the GIL, in the handle's output convention. */
+/* _core.Runner: the per-call path — checks array arguments against the method's signature row (numpy C API, buffer protocol otherwise), allocates the outputs and hands them to grid_dispatch_run without the GIL. */
 #include <stdlib.h>
 #include <string.h>
 #include "_core.h"
 #define NO_IMPORT_ARRAY
 #include "_numpy.h"
 #include "grid/context.h"
-#include "grid/convention.h"
-#include "grid/ref.h"
+#include "grid/dispatch.h"
 
 typedef struct {
     PyObject_HEAD
@@ -17,16 +16,15 @@ typedef struct {
     int nq, nv, nb, nee, nframes;
     int num_threads;                 /* requested, 1..GRID_PY_MAX_THREADS; <= 0 = every CPU */
     int cpus;                        /* CPUs of the affinity mask (at construction and each num_threads set) */
-    grid_py_provider provider;       /* copied table; fns[algo] NULL = the reference answers */
+    grid_dispatch disp;              /* what calls run: the provider's table (fns[algo] NULL = the reference
+                                        answers) and the output convention (grid/dispatch.h) */
     grid_method_info rows[GRID_ALGO_COUNT]; /* the signature table's rows with this model's shapes */
-    int has_provider;
     PyObject *provider_name;         /* str */
     PyObject *provider_keep;         /* the capsule (or None) */
     PyObject *owner;                 /* whatever keeps the provider's code loaded (or None) */
     grid_context ctx;                /* the workspace of calls: its arena is reused by every call ... */
     int ctx_busy;                    /* ... except while another one uses it (set under the GIL) */
     PyObject *np_dtype;              /* numpy.dtype of the handle */
-    grid_convention conv;            /* the output convention (grid/convention.h): identity = no conversion */
 } GridPyRunner;
 
 /* ---- construction ---- */
@@ -64,34 +62,23 @@ static PyObject *runner_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->cpus = grid_py_threads_cpus();
     const grid_sizes sizes = grid_sizes_of(self->nq, self->nv, self->nb, self->nee, self->nframes);
     for (int a = 0; a < GRID_ALGO_COUNT; a++) grid_sig_concrete(a, &sizes, 0, &self->rows[a]);
-    grid_error cerr;
-    grid_error_clear(&cerr);
-    const int crc = grid_convention_init(&self->conv, self->model, convention, &cerr);
     Py_INCREF(owner);
     self->owner = owner;
-    if (crc != GRID_OK) {
-        grid_py_raise_error(crc, &cerr, NULL);
-        goto fail;
-    }
-
     /* provider: None = the float64 reference for every algorithm; else a capsule table */
+    const grid_provider *p = NULL;
     if (provider == Py_None) {
         self->provider_name = PyUnicode_FromString("reference (float64 C)");
-        if (!self->provider_name) goto fail;
     } else {
-        const grid_py_provider *p = PyCapsule_GetPointer(provider, GRID_PY_PROVIDER_CAPSULE);
-        if (!p) goto fail;
-        const grid_model *m = self->model;
-        if (p->abi_version != GRID_ABI_VERSION || p->dtype != dtype || p->nq != m->nq ||
-            p->nv != m->nv || p->nb != m->nb || p->nee != m->nee) {
-            grid_py_raise(GRID_ERR_LOAD, 0, 0,
-                          "the provider does not match this model (ABI version, dtype or sizes differ)", NULL);
-            goto fail;
-        }
-        self->provider = *p;
-        self->has_provider = 1;
+        if (!(p = PyCapsule_GetPointer(provider, GRID_PY_PROVIDER_CAPSULE))) goto fail;
         self->provider_name = PyUnicode_FromString(p->name ? p->name : "provider");
-        if (!self->provider_name) goto fail;
+    }
+    if (!self->provider_name) goto fail;
+    grid_error derr;
+    grid_error_clear(&derr);
+    const int drc = grid_dispatch_init(&self->disp, self->model, dtype, p, convention, &derr);
+    if (drc != GRID_OK) {
+        grid_py_raise_error(drc, &derr, NULL);
+        goto fail;
     }
     Py_INCREF(provider);
     self->provider_keep = provider;
@@ -478,42 +465,6 @@ static int needs_temporary(const grid_method_info *row, const arg_buf *bin, cons
     return 0;
 }
 
-/* the provider's entry point of row algo, or the reference where it has none: what a convention's passes run */
-static int run_row(void *user, int algo, const grid_call *c)
-{
-    const GridPyRunner *r = user;
-    grid_batch_fn fn = r->has_provider ? r->provider.fns[algo] : NULL;
-    return fn ? fn(c) : grid_ref_batch(r->model, algo, r->dtype, c);
-}
-
-/* states per chunk of a CUDA library's call whose conversion runs on the host (a derivative's chain rule on a free
-   flyer: its aux rows and run row are host round trips on the chunk) */
-#define CUDA_CONV_CHUNK 16384
-
-/* A call in the output convention through a CUDA library, whose host round trip converts each chunk on the device:
-   the job's run row with the caller's arrays (an acceleration built from zero gets qd's array to be built in). A
-   job with aux rows converts on the host instead, around the library's round trips of whole chunks. */
-static int run_cuda_convention(GridPyRunner *r, int algo, const grid_call *c, grid_context *ctx)
-{
-    grid_conv_job job;
-    int rc = grid_convention_job(&r->conv, algo, c->in, &job);
-    if (rc != GRID_OK) return rc;
-    if (job.n_aux > 0) {
-        grid_call one = *c;
-        one.num_threads = 1;
-        return grid_convention_call(&r->conv, algo, r->dtype, &one, ctx, run_row, r, CUDA_CONV_CHUNK);
-    }
-    grid_batch_fn fn = r->provider.fns[job.run_algo];
-    if (!fn) return GRID_ERR_UNSUPPORTED;
-    const void *in[GRID_MAX_IN] = {0};
-    for (int k = 0; k < job.n_in; k++) in[k] = job.src[k] >= 0 ? c->in[job.src[k]] : NULL;
-    if (job.a_zero) in[job.slot_a] = in[job.slot_v];
-    grid_call cc = *c;
-    cc.in = in;
-    cc.n_in = job.n_in;
-    return r->provider.cuda_convention(&job, &fn, &cc, 1);
-}
-
 /* the number of axes numpy sees in obj (-1 when it sees none: the shape check then reports it) */
 static int input_rank(PyObject *obj)
 {
@@ -534,8 +485,6 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
     GridPyRunner *r = (GridPyRunner *)self_obj;
     arg_buf bin[GRID_MAX_IN], bout[GRID_MAX_OUT];
     PyObject *outs[GRID_MAX_OUT], *result = NULL, *tmp[GRID_MAX_OUT] = {NULL}; /* tmp: overlapping outputs */
-    void *work = NULL;
-    size_t work_bytes = 0;
     grid_context *ctx = NULL, spare;   /* the context of this call: the runner's, or spare while that one is busy */
     grid_ctx_mark_t mark = {0, 0};
     int n_in = 0, n_out = 0; /* the buffers in use (only those are initialised and released) */
@@ -627,13 +576,9 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
 
     /* run the batch without the GIL */
     if (batch > 0) {
-        grid_batch_fn fn = r->has_provider ? r->provider.fns[algo] : NULL;
-        /* an output convention other than the kernels' own: converted around the call, on the CPU with scratch from
-           the context, or on the GPU by a CUDA library's round trip */
-        const int convert = !grid_convention_identity(&r->conv);
-        const int cuda_convert = convert && r->has_provider && r->provider.cuda_convention;
-        const int needs_work = fn && r->provider.work_bytes > 0;
-        if (needs_work || convert) {
+        const grid_dispatch *d = &r->disp;
+        const int convert = !grid_convention_identity(&d->conv);
+        if ((d->has_provider && d->provider.fns[algo] && d->provider.work_bytes > 0) || convert) {
             /* concurrent calls from other Python threads (the GIL is released below) get a fresh context */
             if (!r->ctx_busy) {
                 ctx = &r->ctx;
@@ -643,16 +588,6 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
                 ctx = &spare;
             }
             mark = grid_ctx_mark(ctx);
-            /* the workspace of the threads this call runs on, not of every thread the provider covers: a lane
-               row's tile may live there (nv^2 lane vectors: 537 MB per thread on a 4096-link chain's CRBA) */
-            const int wt = r->provider.work_threads;
-            const int used = fn ? grid_py_threads_used(r->num_threads, r->cpus) : 1; /* the call's threads below */
-            const size_t per = wt > 0 ? r->provider.work_bytes / (size_t)wt : r->provider.work_bytes;
-            const int nwt = wt <= 0 ? 1 : used < 1 ? 1 : used > wt ? wt : used;
-            if (needs_work && grid_ctx_work(ctx, (per + 63) / 64 * 64, nwt, &work, &work_bytes) != GRID_OK) {
-                PyErr_NoMemory();
-                goto fail;
-            }
         }
         const void *in_ptr[GRID_MAX_IN];
         void *out_ptr[GRID_MAX_OUT];
@@ -667,38 +602,35 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
             if (!(tmp[k] = grid_py_outpool_new(ndim, dims, r->type_num))) goto fail;
             out_ptr[k] = PyArray_DATA((PyArrayObject *)tmp[k]);
         }
-        int threads = fn ? grid_py_threads_for_call(r->num_threads, r->cpus) : 1; /* the reference runs on one */
-        if (needs_work && r->provider.work_threads > 0 && threads > r->provider.work_threads)
-            threads = r->provider.work_threads; /* never more than the workspace covers */
-        grid_call c = {in_ptr, out_ptr, row->n_in, row->n_out, (long long)batch, {0}, threads, work, work_bytes, NULL};
+        /* the threads this call runs on (noting a multi-threaded call for fork) */
+        const int threads = d->has_provider && d->provider.fns[algo] ? grid_py_threads_for_call(r->num_threads, r->cpus) : 1;
+        grid_call c = {in_ptr, out_ptr, row->n_in, row->n_out, (long long)batch, {0}, threads, NULL, 0, NULL};
         memcpy(c.attr, attr, sizeof c.attr);
+        grid_error derr;
+        grid_error_clear(&derr);
         int status;
-        const grid_model *m = r->model;
-        int dtype = r->dtype;
         Py_BEGIN_ALLOW_THREADS
-        if (cuda_convert) status = run_cuda_convention(r, (int)algo, &c, ctx);
-        else if (convert) status = grid_convention_call(&r->conv, (int)algo, dtype, &c, ctx, run_row, r, 0);
-        else status = fn ? fn(&c) : grid_ref_batch(m, (int)algo, dtype, &c);
+        status = grid_dispatch_run(d, (int)algo, &c, ctx, &derr);
         for (int k = 0; status == GRID_OK && k < row->n_out; k++)
-            if (tmp[k]) memcpy(bout[k].data, out_ptr[k], (size_t)batch * (size_t)row->out[k].width * (size_t)dtype);
+            if (tmp[k]) memcpy(bout[k].data, out_ptr[k], (size_t)batch * (size_t)row->out[k].width * (size_t)r->dtype);
         Py_END_ALLOW_THREADS
         if (status == GRID_ERR_UNSUPPORTED && convert) {
-            /* a row the output convention has no conversion for (grid_convention_job): not available, never converted
-               wrongly */
+            /* a row the output convention has no conversion for: not available, never converted wrongly */
             PyObject *mod = PyImport_ImportModule("grid_rbd._errors");
             PyObject *cls = mod ? PyObject_GetAttrString(mod, "NotAvailableError") : NULL;
             Py_XDECREF(mod);
             if (cls) {
-                PyErr_Format(cls, "%s is not available in output_convention='mujoco' yet; register the robot with "
-                                  "output_convention='pinocchio' for it", grid_sig_row((int)algo)->py_name);
+                PyErr_SetString(cls, derr.message);
                 Py_DECREF(cls);
             }
             goto fail;
         }
+        if (status == GRID_ERR_NOMEM) {
+            PyErr_NoMemory();
+            goto fail;
+        }
         if (status != GRID_OK) {
-            char msg[160];
-            snprintf(msg, sizeof msg, "%s failed with status %d", row->name, status);
-            grid_py_raise(status, 0, 0, msg, NULL);
+            grid_py_raise(status, 0, 0, derr.message, NULL);
             goto fail;
         }
     }
@@ -808,7 +740,7 @@ static PyObject *get_algorithms(PyObject *s, void *c)
     PyObject *t = PyTuple_New(GRID_ALGO_COUNT);
     if (!t) return NULL;
     for (int i = 0; i < GRID_ALGO_COUNT; i++) {
-        const int generated = r->has_provider && r->provider.fns[i];
+        const int generated = r->disp.has_provider && r->disp.provider.fns[i];
         PyObject *x = PyUnicode_FromString(generated ? "provider" : "reference");
         if (!x) { Py_DECREF(t); return NULL; }
         PyTuple_SET_ITEM(t, i, x);
@@ -819,13 +751,13 @@ static PyObject *get_algorithms(PyObject *s, void *c)
 static PyObject *get_convention(PyObject *s, void *c)
 {
     (void)c;
-    return PyLong_FromLong(((GridPyRunner *)s)->conv.kind);
+    return PyLong_FromLong(((GridPyRunner *)s)->disp.conv.kind);
 }
 
 static PyObject *get_converts(PyObject *s, void *c)
 {
     (void)c;
-    return PyBool_FromLong(!grid_convention_identity(&((GridPyRunner *)s)->conv));
+    return PyBool_FromLong(!grid_convention_identity(&((GridPyRunner *)s)->disp.conv));
 }
 
 static PyGetSetDef runner_getset[] = {
@@ -852,7 +784,7 @@ PyTypeObject GridPyRunner_Type = {
     .tp_doc = "Runner(model, dtype, provider=None, owner=None, num_threads=0, convention=0)\n\n"
               "Runs batched algorithms on a Model. dtype is 4 (float32) or 8 (float64). provider None uses\n"
               "the float64 C reference; otherwise a PyCapsule named grid_rbd._core.provider holding a\n"
-              "grid_py_provider table (owner keeps the code it points into alive). convention: the output\n"
+              "grid_provider table (grid/dispatch.h; owner keeps the code it points into alive). convention: the output\n"
               "convention of inputs and outputs, CONVENTION_PINOCCHIO (the kernels') or CONVENTION_MUJOCO.",
     .tp_methods = runner_methods,
     .tp_getset = runner_getset,
