@@ -239,11 +239,14 @@ static void write_inner_call(wr *x, const state_spec *in, const char *out)
 {
     ew_writer *w = x->cx->w;
     const char *zero = x->vector ? "qf" : "0";
-    ew_printf(w, "    grid_%s_%s(qf, %s, %s, %s, %s, %s", x->vector ? "v" : "s", in->fn, in->reads_v ? "vf" : zero,
-              in->reads_a ? "af" : zero, in->reads_fext ? "ff" : zero, in->reads_g ? "gf" : zero, out);
-    if (x->vector) ew_puts(w, ", ws");
-    else ew_printf(w, ", frame, rf, ws%s", x->cx->t->stride_param[0] ? ", 1" : "");
-    ew_puts(w, ");\n");
+    char name[96];
+    snprintf(name, sizeof name, "grid_%s_%s", x->vector ? "v" : "s", in->fn);
+    const char *arg[EP_NARGS] = {[EP_Q] = "qf", [EP_V] = in->reads_v ? "vf" : zero, [EP_A] = in->reads_a ? "af" : zero,
+                                 [EP_F] = in->reads_fext ? "ff" : zero, [EP_G] = in->reads_g ? "gf" : zero,
+                                 [EP_OUT] = out};
+    ew_puts(w, "    ");
+    emit_state_call(w, x->cx->t, x->vector, name, arg, "1");
+    ew_puts(w, ";\n");
 }
 
 /* the full output of sp as rows x cols (row-major) and which of them are tangent coordinates (trow: the rows, 1 or 0;
@@ -314,8 +317,10 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
         emit_state_params(w, cx->t);
         ew_puts(w, "\n{\n");
     }
-    ew_printf(w, "    /* mimic couplings: the full coordinates (%d in q, %d in v) of the user's (%d in v) */\n"
-                 "    (void)q; (void)v; (void)a; (void)fext; (void)g; (void)out;\n", nqf, nvf, nv);
+    ew_printf(w, "    /* mimic couplings: the full coordinates (%d in q, %d in v) of the user's (%d in v) */\n", nqf, nvf, nv);
+    /* (the attributes and the workspace pass through to the inner functions) */
+    emit_state_unused(w, cx->t, vector, 1u << EP_FRAME | 1u << EP_RF | 1u << EP_WS, 1);
+    ew_puts(w, "\n");
     ew_printf(w, "    %s qf[%d];\n", T, nqf > 0 ? nqf : 1);
     write_expand(&x, "q", 0);
     const int reads_v = sp->reads_v, reads_a = sp->reads_a && !solves && !group, reads_f = sp->reads_fext;

@@ -105,12 +105,11 @@ long emit_state_size(const emit_ctx *cx, const state_spec *sp)
    function's; unused unrolled) as lane vectors */
 void emit_lane_signature(const emit_ctx *cx, const char *qualifiers, const char *fn)
 {
-    const char *r = cx->t->restrict_kw;
-    ew_printf(cx->w,
-              "%s void grid_v_%s(const grid_vec *%s q, const grid_vec *%s v, const grid_vec *%s a, "
-              "const grid_vec *%s fext, const grid_vec *%s g, grid_vec *%s out, grid_vec *%s ws)\n{\n"
-              "    (void)q; (void)v; (void)a; (void)fext; (void)g; (void)out; (void)ws;\n",
-              qualifiers, fn, r, r, r, r, r, r, r);
+    ew_printf(cx->w, "%s void grid_v_%s", qualifiers, fn);
+    emit_lane_params(cx->w, cx->t);
+    ew_puts(cx->w, "\n{\n");
+    emit_state_unused(cx->w, cx->t, 1, 0, 0);
+    ew_puts(cx->w, "\n");
 }
 
 /* the rolled form: model tables, the program's step functions, then the per-state loop nest; vector = 1: on lane
@@ -133,8 +132,9 @@ static int rolled_function(const emit_ctx *cx, const state_spec *sp, int vector,
         } else {
             ew_printf(cx->w, "%s%s void grid_s_%s", cx->t->group_fn, cx->t->state_fn, sp->fn);
             emit_rolled_state_params(cx->w, cx->t);
-            ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)g; (void)out; (void)frame; (void)rf; (void)ws;%s%s\n",
-                      cx->t->stride_param[0] ? " (void)st;" : "", cx->t->group_fn[0] ? " (void)gl; (void)gm;" : "");
+            ew_puts(cx->w, "\n{\n");
+            emit_state_unused(cx->w, cx->t, 0, 0, 0);
+            ew_printf(cx->w, "%s\n", cx->t->group_fn[0] ? " (void)gl; (void)gm;" : "");
         }
         ew_putn(cx->w, body.buf, body.len);
         ew_puts(cx->w, "}\n\n");
@@ -280,8 +280,9 @@ static int split_functions(const emit_ctx *cx, const state_spec *sp, const sym_g
             if (piece[j] == pc) ew_printf(cx->w, " %d", j);
         ew_printf(cx->w, " */\n%s void grid_sx_%s_%d", cx->t->state_fn, sp->fn, pc);
         emit_state_params(cx->w, cx->t);
-        ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)g; (void)out; (void)frame; (void)rf; (void)ws;%s\n",
-                  cx->t->stride_param[0] ? " (void)st;" : "");
+        ew_puts(cx->w, "\n{\n");
+        emit_state_unused(cx->w, cx->t, 0, 0, 0);
+        ew_puts(cx->w, "\n");
         for (long k = 0; k < width; k++) keep[k] = (unsigned char)(piece[k % cols] == pc);
         const sym_subset sub = {"out", keep};
         if (sym_emit_subset(g, &cx->st, cx->w, NULL, &sub) != 0) goto done;
@@ -296,7 +297,13 @@ static int split_functions(const emit_ctx *cx, const state_spec *sp, const sym_g
                        "    const grid_real *__restrict__ fext, const grid_real *__restrict__ g, grid_real *__restrict__ out, const int frame,\n"
                        "    const int rf, grid_real *__restrict__ ws, const int st)\n{\n    switch (piece) {\n");
         for (int pc = 0; pc < np; pc++)
-            ew_printf(cx->w, "    case %d: grid_sx_%s_%d(q, v, a, fext, g, out, frame, rf, ws, st); break;\n", pc, sp->fn, pc);
+        {
+            char name[96];
+            snprintf(name, sizeof name, "grid_sx_%s_%d", sp->fn, pc);
+            ew_printf(cx->w, "    case %d: ", pc);
+            emit_state_call(cx->w, cx->t, 0, name, NULL, NULL);
+            ew_puts(cx->w, "; break;\n");
+        }
         ew_puts(cx->w, "    }\n}\n\n");
     }
     rc = 0;
@@ -351,8 +358,9 @@ int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, in
            unrolled function template) */
         ew_printf(cx->w, "%s void grid_s_%s", emit_state_qualifiers(cx), sp->fn);
         emit_state_params(cx->w, cx->t);
-        ew_printf(cx->w, "\n{\n    (void)q; (void)v; (void)a; (void)fext; (void)g; (void)out; (void)frame; (void)rf; (void)ws;%s\n",
-                  cx->t->stride_param[0] ? " (void)st;" : "");
+        ew_puts(cx->w, "\n{\n");
+        emit_state_unused(cx->w, cx->t, 0, 0, 0);
+        ew_puts(cx->w, "\n");
     }
     if (sym_emit(g, vector ? &cx->vst : &cx->st, cx->w, stats) != 0) goto done;
     if (stats) {

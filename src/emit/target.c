@@ -19,18 +19,65 @@ const emit_real *emit_real_get(int dtype)
     return NULL;
 }
 
-static void state_params(ew_writer *w, const emit_target *t, const char *extra)
+/* the per-state parameters: name, scalar type, lane type (NULL: not a parameter of the lane form) */
+static const struct {
+    const char *name, *type, *lane_type;
+    int pointer;
+} state_args[EP_NARGS] = {
+    [EP_Q] = {"q", "const grid_real *", "const grid_vec *", 1}, [EP_V] = {"v", "const grid_real *", "const grid_vec *", 1},
+    [EP_A] = {"a", "const grid_real *", "const grid_vec *", 1}, [EP_F] = {"fext", "const grid_real *", "const grid_vec *", 1},
+    [EP_G] = {"g", "const grid_real *", "const grid_vec *", 1}, [EP_OUT] = {"out", "grid_real *", "grid_vec *", 1},
+    [EP_FRAME] = {"frame", "const int", NULL, 0}, [EP_RF] = {"rf", "const int", NULL, 0},
+    [EP_WS] = {"ws", "grid_real *", "grid_vec *", 1},
+};
+
+static void state_params(ew_writer *w, const emit_target *t, int lanes, const char *extra)
 {
-    const char *r = t->restrict_kw;
-    ew_printf(w, "(const grid_real *%s q, const grid_real *%s v, const grid_real *%s a, "
-                 "const grid_real *%s fext, const grid_real *%s g, grid_real *%s out, const int frame, const int rf, "
-                 "grid_real *%s ws%s%s)",
-              r, r, r, r, r, r, r, t->stride_param, extra);
+    int first = 1;
+    ew_puts(w, "(");
+    for (int k = 0; k < EP_NARGS; k++) {
+        const char *type = lanes ? state_args[k].lane_type : state_args[k].type;
+        if (!type) continue;
+        ew_printf(w, "%s%s%s %s", first ? "" : ", ", type, state_args[k].pointer ? t->restrict_kw : "", state_args[k].name);
+        first = 0;
+    }
+    ew_printf(w, "%s%s)", lanes ? "" : t->stride_param, lanes ? "" : extra);
 }
 
-void emit_state_params(ew_writer *w, const emit_target *t) { state_params(w, t, ""); }
+void emit_state_params(ew_writer *w, const emit_target *t) { state_params(w, t, 0, ""); }
 
-void emit_rolled_state_params(ew_writer *w, const emit_target *t) { state_params(w, t, t->group_params); }
+void emit_rolled_state_params(ew_writer *w, const emit_target *t) { state_params(w, t, 0, t->group_params); }
+
+void emit_lane_params(ew_writer *w, const emit_target *t) { state_params(w, t, 1, ""); }
+
+void emit_state_unused(ew_writer *w, const emit_target *t, int lanes, unsigned skip, int skip_stride)
+{
+    ew_puts(w, "   ");
+    for (int k = 0; k < EP_NARGS; k++)
+        if (!(skip & (1u << k)) && (lanes ? state_args[k].lane_type : state_args[k].type))
+            ew_printf(w, " (void)%s;", state_args[k].name);
+    if (!lanes && !skip_stride && t->stride_param[0]) ew_puts(w, " (void)st;");
+}
+
+void emit_state_arglist(ew_writer *w, const emit_target *t, int lanes, const char *const arg[EP_NARGS],
+                        const char *stride)
+{
+    int first = 1;
+    for (int k = 0; k < EP_NARGS; k++) {
+        if (lanes && !state_args[k].lane_type) continue;
+        ew_printf(w, "%s%s", first ? "" : ", ", arg && arg[k] ? arg[k] : state_args[k].name);
+        first = 0;
+    }
+    if (!lanes && t->stride_param[0]) ew_printf(w, ", %s", stride ? stride : "st");
+}
+
+void emit_state_call(ew_writer *w, const emit_target *t, int lanes, const char *name, const char *const arg[EP_NARGS],
+                     const char *stride)
+{
+    ew_printf(w, "%s(", name);
+    emit_state_arglist(w, t, lanes, arg, stride);
+    ew_puts(w, ")");
+}
 
 /* ---- pieces shared by both wrappers ---- */
 
@@ -112,22 +159,31 @@ void emit_write_checks(ew_writer *w, const emit_entry *e)
                   r->attr_hi[k], r->attr_name[k]);
 }
 
-void emit_write_state_arg(ew_writer *w, const emit_entry *e, const emit_variant *vr, int p)
+void emit_state_inputs(const emit_entry *e, const emit_variant *vr, char text[EP_COUNT][96], const char *arg[EP_NARGS])
 {
-    const char *n = emit_param_name(p);
-    const long long wd = emit_param_width(e, p);
-    if (!vr->reads[p]) ew_puts(w, "0, ");
-    else if (emit_param_optional(e, p)) ew_printf(w, "%s ? %s + b * %lld : grid_zeros_, ", n, n, wd);
-    else ew_printf(w, "%s + b * %lld, ", n, wd);
+    for (int k = 0; k < EP_NARGS; k++) arg[k] = NULL;
+    for (int p = 0; p < EP_COUNT; p++) {
+        const char *n = emit_param_name(p);
+        const long long wd = emit_param_width(e, p);
+        if (!vr->reads[p]) snprintf(text[p], sizeof text[p], "0");
+        else if (emit_param_optional(e, p)) snprintf(text[p], sizeof text[p], "%s ? %s + b * %lld : grid_zeros_", n, n, wd);
+        else snprintf(text[p], sizeof text[p], "%s + b * %lld", n, wd);
+        arg[p] = text[p];
+    }
 }
 
-/* the call of a per-state function on state b */
-static void write_call(ew_writer *w, const emit_entry *e, const emit_variant *vr, const char *stride_arg)
+/* the call of a per-state function on state b (the C target: no stride parameter) */
+static void write_call(ew_writer *w, const emit_target *t, const emit_entry *e, const emit_variant *vr)
 {
-    ew_printf(w, "grid_s_%s(", vr->fn);
-    for (int p = 0; p < EP_COUNT; p++) emit_write_state_arg(w, e, vr, p);
-    ew_printf(w, "o + b * %lld, fr, rf, %s%s)", e->row->out[0].width, e->work > 0 ? "wsb + (size_t)grid_thread_() * W" : "0",
-              stride_arg);
+    char text[EP_COUNT][96], out[48], name[96];
+    const char *arg[EP_NARGS];
+    emit_state_inputs(e, vr, text, arg);
+    snprintf(out, sizeof out, "o + b * %lld", e->row->out[0].width);
+    snprintf(name, sizeof name, "grid_s_%s", vr->fn);
+    arg[EP_OUT] = out;
+    arg[EP_FRAME] = "fr";
+    arg[EP_WS] = e->work > 0 ? "wsb + (size_t)grid_thread_() * W" : "0";
+    emit_state_call(w, t, 0, name, arg, NULL);
 }
 
 /* ---- C: a per-state (or per-tile) loop, split over an OpenMP team for large batches ---- */
@@ -200,8 +256,15 @@ static void write_tile(ew_writer *w, const emit_target *t, const emit_entry *e, 
         else
             ew_printf(w, "            for (int k = 0; k < %lld; k++) t%s[k][l] = %s[s * %lld + k];\n", wd, nm, nm, wd);
     }
-    ew_printf(w, "        }\n    }\n    grid_v_%s(tq, %s, %s, %s, %s, to, ws);\n", vr->fn, vr->reads[EP_V] ? "tv" : "tq",
-              vr->reads[EP_A] ? "ta" : "tq", vr->reads[EP_F] ? "tf" : "tq", vr->reads[EP_G] ? "tg" : "tq");
+    /* absent parameters get tq (any lane array: the function does not read it) */
+    char fn[96];
+    snprintf(fn, sizeof fn, "grid_v_%s", vr->fn);
+    const char *arg[EP_NARGS] = {[EP_Q] = "tq", [EP_V] = vr->reads[EP_V] ? "tv" : "tq", [EP_A] = vr->reads[EP_A] ? "ta" : "tq",
+                                 [EP_F] = vr->reads[EP_F] ? "tf" : "tq", [EP_G] = vr->reads[EP_G] ? "tg" : "tq",
+                                 [EP_OUT] = "to"};
+    ew_puts(w, "        }\n    }\n    ");
+    emit_state_call(w, t, 1, fn, arg, NULL);
+    ew_puts(w, ";\n");
     ew_printf(w, "    if (b + GRID_LANES <= n && stream) {\n"
                  "        for (int k = %lld; k < GRID_STREAM_PAD_(%lld); k++) to[k] = grid_splat_(0);\n"
                  "        grid_stream_scatter_(to, %lld, o + b * %lld);\n"
@@ -279,7 +342,7 @@ static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
                 if (team) ew_printf(w, "%s    }\n", ind);
             } else {
                 ew_printf(w, "%s    for (long long b = 0; b < n; b++) ", ind);
-                write_call(w, e, vr, "");
+                write_call(w, t, e, vr);
                 ew_puts(w, ";\n");
             }
         }

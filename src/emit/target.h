@@ -17,6 +17,10 @@ typedef struct {
    (g: a vector-Jacobian product's cotangent); the same ids name the arrays of a per-state graph (program.h,
    sym_input), whose output array EP_OUT comes after them */
 enum { EP_Q = 0, EP_V, EP_A, EP_F, EP_G, EP_COUNT, EP_OUT = EP_COUNT };
+/* The per-state calling convention, described once (target.c): every per-state function's parameters in order,
+   grid_s_<fn>(q, v, a, fext, g, out, frame, rf, ws[, st]) and the lane form grid_v_<fn>(q, v, a, fext, g, out, ws)
+   (no attributes; ws in lane vectors). Declarations, the (void) casts and calls are written from it. */
+enum { EP_FRAME = EP_OUT + 1, EP_RF, EP_WS, EP_NARGS };
 
 /* one per-state function the batch wrapper can call, and which parameters it reads */
 typedef struct {
@@ -72,9 +76,9 @@ const emit_variant *emit_variant_at(const emit_entry *e, int k);
 void emit_write_selector(ew_writer *w, const emit_entry *e);
 /* the pointer declarations of the inputs (const grid_real *q = ..., in the row's mapping) and the output o */
 void emit_write_pointers(ew_writer *w, const emit_entry *e);
-/* the argument of parameter p in a per-state call on state b ("q + b * 7, "; "0, " when the function does not
-   read it; zeros for an absent optional input) */
-void emit_write_state_arg(ew_writer *w, const emit_entry *e, const emit_variant *vr, int p);
+/* the input arguments of a per-state call on state b into arg[EP_Q..EP_G] (text holds them: "q + b * 7"; "0" when
+   the function does not read the input; zeros for an absent optional one), arg[EP_OUT..] NULL for the caller */
+void emit_state_inputs(const emit_entry *e, const emit_variant *vr, char text[EP_COUNT][96], const char *arg[EP_NARGS]);
 /* "const int fr = c->attr[0], rf = c->attr[1];" (0 for an attribute the row does not have) */
 void emit_write_attrs(ew_writer *w, const emit_entry *e);
 
@@ -107,6 +111,19 @@ const emit_real *emit_real_get(int dtype);        /* NULL when unknown */
 
 /* the parameter list shared by every per-state function, e.g. "(const grid_real *restrict q, ...)" */
 void emit_state_params(ew_writer *w, const emit_target *t);
+/* the same on lane vectors (the lane form has no attributes) */
+void emit_lane_params(ew_writer *w, const emit_target *t);
+/* "(void)q; (void)v; ..." for the parameters of a per-state function (lanes: the lane form's) whose bit 1 << k
+   is not in skip, then " (void)st;" on a target with a stride parameter (scalar form, unless skip_stride) */
+void emit_state_unused(ew_writer *w, const emit_target *t, int lanes, unsigned skip, int skip_stride);
+/* the call "name(args)" of a per-state function (lanes: its lane form): arg[k] is parameter k's argument, NULL (or
+   arg NULL) for the parameter's own name (the caller's parameter of that name); the scalar form's stride argument
+   is stride ("1"; NULL: the caller's "st") on a target with a stride parameter */
+void emit_state_call(ew_writer *w, const emit_target *t, int lanes, const char *name, const char *const arg[EP_NARGS],
+                     const char *stride);
+/* the same argument list alone (for a call with arguments before or after the convention's) */
+void emit_state_arglist(ew_writer *w, const emit_target *t, int lanes, const char *const arg[EP_NARGS],
+                        const char *stride);
 /* the same for a rolled function, with the target's group parameters (CUDA: the lane in the group, live lanes) */
 void emit_rolled_state_params(ew_writer *w, const emit_target *t);
 

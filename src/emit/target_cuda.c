@@ -127,6 +127,25 @@ static void write_plan(ew_writer *w, const char *fn, const stage_array *arr, int
 }
 
 /* the kernel of one per-state function: one thread per state, each warp staging its 32 states' rows */
+/* the CUDA target (its per-state functions take the stride parameter) */
+static const emit_target *cuda(void) { return emit_target_get(GRID_TARGET_CUDA); }
+
+/* the arguments of a per-state call on state b in the calling convention (target.h): its inputs, the output out_fmt
+   (with the width out_n), fr, rf, the workspace ws and the stride 1; then extra (a group function's own) */
+static void state_call_args(ew_writer *w, const emit_entry *e, const emit_variant *vr, const char *out_fmt, long long out_n,
+                            const char *ws, const char *extra)
+{
+    char text[EP_COUNT][96], out[64];
+    const char *arg[EP_NARGS];
+    emit_state_inputs(e, vr, text, arg);
+    snprintf(out, sizeof out, out_fmt, out_n);
+    arg[EP_OUT] = out;
+    arg[EP_FRAME] = "fr";
+    arg[EP_WS] = ws;
+    emit_state_arglist(w, cuda(), 0, arg, "1");
+    if (extra) ew_puts(w, extra);
+}
+
 static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *vr)
 {
     const char *fn = vr->fn;
@@ -196,6 +215,8 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
                      "#endif\n",
                   fn, fn, fn, nout, fn, fn, ptr[0], ptr[1], ptr[2], ptr[3], ptr[4], nout);
     }
+    char sname[96];
+    snprintf(sname, sizeof sname, "grid_s_%s", fn);
     if (nout > 0) {
         ew_printf(w, "    /* outputs: through a tile when the plan has room (every lane writes its own row), else in place */\n"
                      "    grid_real *so = o + (b0 + l) * %lld, *to = 0;\n"
@@ -204,15 +225,21 @@ static void write_kernel(ew_writer *w, const emit_entry *e, const emit_variant *
                      "        so = to + lane * (%lld | 1);\n"
                      "    }\n"
                      "    __syncwarp();\n"
-                     "    if (grid_p_%s_o >= 0 || lane < m) grid_s_%s(%s, %s, %s, %s, %s, so, fr, rf, %s, 1);\n"
+                     "    if (grid_p_%s_o >= 0 || lane < m) ",
+                  nout, fn, fn, nout, nout, fn);
+        const char *arg[EP_NARGS] = {ptr[0], ptr[1], ptr[2], ptr[3], ptr[4], "so", "fr", "rf", wsarg};
+        emit_state_call(w, cuda(), 0, sname, arg, "1");
+        ew_printf(w, ";\n"
                      "    if (grid_p_%s_o >= 0) {\n"
                      "        __syncwarp();\n"
                      "        grid_tile_out_<%lld>(o + b0 * %lld, to, m, lane);\n"
                      "    }\n",
-                  nout, fn, fn, nout, nout, fn, fn, ptr[0], ptr[1], ptr[2], ptr[3], ptr[4], wsarg, fn, nout, nout);
+                  fn, nout, nout);
     } else {
-        ew_printf(w, "    __syncwarp();\n    if (lane < m) grid_s_%s(%s, %s, %s, %s, %s, o, fr, rf, %s, 1);\n", fn, ptr[0],
-                  ptr[1], ptr[2], ptr[3], ptr[4], wsarg);
+        const char *arg[EP_NARGS] = {ptr[0], ptr[1], ptr[2], ptr[3], ptr[4], "o", "fr", "rf", wsarg};
+        ew_puts(w, "    __syncwarp();\n    if (lane < m) ");
+        emit_state_call(w, cuda(), 0, sname, arg, "1");
+        ew_puts(w, ";\n");
     }
     ew_printf(w, "}\n#endif /* GRID_KERNEL_%s */\n\n", fn);
 }
@@ -234,8 +261,8 @@ static void write_split_kernel(ew_writer *w, const emit_entry *e, const emit_var
                  "    (void)v; (void)a; (void)f; (void)g;\n"
                  "    grid_sx_%s(piece, ",
               fn, fn, fn, fn);
-    for (int p = 0; p < EP_COUNT; p++) emit_write_state_arg(w, e, vr, p);
-    ew_printf(w, "o + b * %lld, fr, rf, 0, 1);\n}\n#endif\n\n", e->row->out[0].width);
+    state_call_args(w, e, vr, "o + b * %lld", e->row->out[0].width, "0", NULL);
+    ew_puts(w, ");\n}\n#endif\n\n");
 }
 
 /* a rolled function with a wide output (more than a warp's 32 elements) also has a group kernel */
@@ -261,10 +288,8 @@ static void write_group_kernel(ew_writer *w, const emit_entry *e, const emit_var
                "    if (b >= n) return;\n"
                "    (void)v; (void)a; (void)f; (void)g;\n");
     ew_printf(w, "    grid_s_%s<GRID_CUDA_GROUP>(", fn);
-    for (int p = 0; p < EP_COUNT; p++) emit_write_state_arg(w, e, vr, p);
-    ew_printf(w, "o + b * %lld, fr, rf, ws + b * wst, 1, (int)(t & (GRID_CUDA_GROUP - 1)), gm);\n}\n"
-                 "#endif /* GRID_GKERNEL_%s */\n\n",
-              e->row->out[0].width, fn);
+    state_call_args(w, e, vr, "o + b * %lld", e->row->out[0].width, "ws + b * wst", ", (int)(t & (GRID_CUDA_GROUP - 1)), gm");
+    ew_printf(w, ");\n}\n#endif /* GRID_GKERNEL_%s */\n\n", fn);
 }
 
 /* the launch of one kernel on s, with the shared-memory opt-in when its plan needs more than 48 KB; a function
@@ -405,8 +430,8 @@ static void write_fused_first_stage(ew_writer *w, const emit_entry *e, const cha
                  "        if (b >= n) return;\n"
                  "        grid_s_%s(",
               fn, fv->fn, mv->fn, fn, fv->fn);
-    for (int p = 0; p < EP_COUNT; p++) emit_write_state_arg(w, fd, fv, p);
-    ew_printf(w, "qdd + b * %lld, fr, rf, 0, 1);\n"
+    state_call_args(w, fd, fv, "qdd + b * %lld", nv, "0", NULL);
+    ew_printf(w, ");\n"
                  "        return;\n"
                  "    }\n"
                  "    const unsigned k = blockIdx.x - fdb;\n"
@@ -415,18 +440,18 @@ static void write_fused_first_stage(ew_writer *w, const emit_entry *e, const cha
                  "        const long long b = (long long)(k / GRID_SPLIT_%s) * blockDim.x + threadIdx.x;\n"
                  "        if (b >= n) return;\n"
                  "        grid_sx_%s((int)(k %% GRID_SPLIT_%s), ",
-              nv, mv->fn, mv->fn, mv->fn, mv->fn, mv->fn);
-    for (int p = 0; p < EP_COUNT; p++) emit_write_state_arg(w, mi, mv, p);
-    ew_printf(w, "Mi + b * %lld, fr, rf, 0, 1);\n"
+              mv->fn, mv->fn, mv->fn, mv->fn, mv->fn);
+    state_call_args(w, mi, mv, "Mi + b * %lld", nm, "0", NULL);
+    ew_printf(w, ");\n"
                  "        return;\n"
                  "    }\n"
                  "#endif\n"
                  "    const long long b = (long long)k * blockDim.x + threadIdx.x;\n"
                  "    if (b >= n) return;\n"
                  "    grid_s_%s(",
-              nm, mv->fn);
-    for (int p = 0; p < EP_COUNT; p++) emit_write_state_arg(w, mi, mv, p);
-    ew_printf(w, "Mi + b * %lld, fr, rf, 0, 1);\n}\n#endif\n\n", nm);
+              mv->fn);
+    state_call_args(w, mi, mv, "Mi + b * %lld", nm, "0", NULL);
+    ew_puts(w, ");\n}\n#endif\n\n");
 }
 
 /* The staged form of composite e (docs/cuda.md "Staged FD gradient"): per slice of the batch, qdd = FD, M^-1 and
