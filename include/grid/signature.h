@@ -62,6 +62,17 @@ typedef struct {
     grid_dim dim[GRID_MAX_RANK];
 } grid_sig_arg;
 
+/* what a row's output is, for the output conventions (src/runtime/convention.c): a primal row states it; a
+   derivative or VJP row leaves GRID_QTY_DERIVED and takes it from the row whose derivative / vjp link names it */
+typedef enum {
+    GRID_QTY_DERIVED = 0, /* (or unstated: the MuJoCo convention refuses a row that neither states nor derives one) */
+    GRID_QTY_WORLD,       /* world-frame quantities, unchanged by a joint-space basis (placements, poses) */
+    GRID_QTY_FORCE,       /* a generalised force (torques, bias, gravity) */
+    GRID_QTY_ACCEL,       /* a generalised acceleration */
+    GRID_QTY_INERTIA,     /* nv x nv, M or M^-1 */
+    GRID_QTY_JACOBIAN     /* rows x nv, maps a generalised velocity */
+} grid_quantity;
+
 /* one integer attribute of a row: valid values lo <= x < hi */
 typedef struct {
     const char *name;         /* "frame" */
@@ -84,6 +95,7 @@ typedef struct {
     int gpu_map;              /* GRID_GPU_THREAD / _WARP / _BLOCK: how one state maps onto the GPU */
     int derivative;           /* row id of this method's derivative, -1 = none (yet) */
     int vjp;                  /* row id of its vector-Jacobian product, -1 = none (yet) */
+    int quantity;             /* what output 0 is (grid_quantity); GRID_QTY_DERIVED for derivatives and VJPs */
 } grid_signature_row;
 
 /* the table: GRID_ALGO_COUNT rows, row i has id i */

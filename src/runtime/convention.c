@@ -102,38 +102,55 @@ int grid_convention_init(grid_convention *cv, const grid_model *m, int kind, gri
     return GRID_OK;
 }
 
-/* What each row's output is (0: not stated: a new row must say, or the MuJoCo convention refuses it), whether its
-   cotangent is a torque's or an acceleration's (converted like u) or a world quantity's (passed), and the rows a
-   derivative's chain rule needs beside it on a free flyer: the primal output, then M or Minv. */
-#define OUT(kind) ((kind) + 1)
-#define AUX(a) ((a) + 1)
-static const struct {
-    signed char out, cot_converts;
-    signed char aux[GRID_CONV_MAX_AUX];
-} conv_rows[GRID_ALGO_COUNT] = {
-    [GRID_ALGO_RNEA] = {OUT(GRID_CONV_OUT_TAU), 0, {0}},
-    [GRID_ALGO_NLE] = {OUT(GRID_CONV_OUT_TAU), 0, {0}},
-    [GRID_ALGO_GRAVITY] = {OUT(GRID_CONV_OUT_TAU), 0, {0}},
-    [GRID_ALGO_CRBA] = {OUT(GRID_CONV_OUT_MAT), 0, {0}},
-    [GRID_ALGO_MINV] = {OUT(GRID_CONV_OUT_MAT), 0, {0}},
-    [GRID_ALGO_FD] = {OUT(GRID_CONV_OUT_QDD), 0, {0}},
-    [GRID_ALGO_ABA] = {OUT(GRID_CONV_OUT_QDD), 0, {0}},
-    [GRID_ALGO_FK] = {OUT(GRID_CONV_OUT_NONE), 0, {0}},
-    [GRID_ALGO_EE_POSE] = {OUT(GRID_CONV_OUT_NONE), 0, {0}},
-    [GRID_ALGO_FRAME_JACOBIAN] = {OUT(GRID_CONV_OUT_JAC), 0, {0}},
-    [GRID_ALGO_RNEA_GRAD] = {OUT(GRID_CONV_OUT_DTAU), 0, {AUX(GRID_ALGO_RNEA), AUX(GRID_ALGO_CRBA)}},
-    [GRID_ALGO_FD_GRAD] = {OUT(GRID_CONV_OUT_DQDD), 0, {AUX(GRID_ALGO_FD), AUX(GRID_ALGO_MINV)}},
-    [GRID_ALGO_EE_POSE_GRAD] = {OUT(GRID_CONV_OUT_JAC), 0, {0}},
-    [GRID_ALGO_RNEA_VJP] = {OUT(GRID_CONV_OUT_VJP_TAU), 1, {AUX(GRID_ALGO_RNEA), AUX(GRID_ALGO_CRBA)}},
-    [GRID_ALGO_FD_VJP] = {OUT(GRID_CONV_OUT_VJP_QDD), 1, {AUX(GRID_ALGO_FD)}},
-    [GRID_ALGO_EE_POSE_VJP] = {OUT(GRID_CONV_OUT_TAU), 0, {0}},
-};
+/* What a row's output is for the conversion, from the signature table: a primal row's stated quantity, or for a
+   derivative or VJP the one its primal row (the first whose derivative / vjp link names it) implies; whether its
+   cotangent is a torque's or an acceleration's (converted like u) or a world quantity's (passed); and the rows a
+   derivative's chain rule needs beside it on a free flyer: the primal output, then M or M^-1. Returns 0, or -1 for a
+   row with no conversion (a quantity neither stated nor derived: the MuJoCo convention refuses it). */
+typedef struct {
+    int out, cot_converts, n_aux;
+    int aux[GRID_CONV_MAX_AUX];
+} conv_row;
+
+static int conv_row_of(int algo, conv_row *c)
+{
+    static const int primal_kind[] = {[GRID_QTY_WORLD] = GRID_CONV_OUT_NONE, [GRID_QTY_FORCE] = GRID_CONV_OUT_TAU,
+                                      [GRID_QTY_ACCEL] = GRID_CONV_OUT_QDD, [GRID_QTY_INERTIA] = GRID_CONV_OUT_MAT,
+                                      [GRID_QTY_JACOBIAN] = GRID_CONV_OUT_JAC};
+    memset(c, 0, sizeof *c);
+    const grid_signature_row *row = grid_sig_row(algo);
+    if (!row) return -1;
+    if (row->quantity != GRID_QTY_DERIVED) {
+        c->out = primal_kind[row->quantity];
+        return 0;
+    }
+    for (int p = 0; p < GRID_ALGO_COUNT; p++) {
+        const grid_signature_row *pr = grid_sig_row(p);
+        const int deriv = pr->derivative == algo, vjp = pr->vjp == algo;
+        if (!deriv && !vjp) continue;
+        switch (pr->quantity) {
+        case GRID_QTY_FORCE: /* d tau: the chain rule needs tau and M */
+            *c = (conv_row){deriv ? GRID_CONV_OUT_DTAU : GRID_CONV_OUT_VJP_TAU, vjp, 2, {p, GRID_ALGO_CRBA}};
+            return 0;
+        case GRID_QTY_ACCEL: /* d qdd: qdd and M^-1 (a VJP's h = M^-1 g comes out of its own output) */
+            *c = deriv ? (conv_row){GRID_CONV_OUT_DQDD, 0, 2, {p, GRID_ALGO_MINV}} : (conv_row){GRID_CONV_OUT_VJP_QDD, 1, 1, {p}};
+            return 0;
+        case GRID_QTY_WORLD: /* of a world quantity: rows x nv (a Jacobian), its VJP a generalised force */
+            *c = (conv_row){deriv ? GRID_CONV_OUT_JAC : GRID_CONV_OUT_TAU, 0, 0, {0}};
+            return 0;
+        default:
+            return -1;
+        }
+    }
+    return -1;
+}
 
 int grid_convention_aux_rows(int algo, int aux[GRID_CONV_MAX_AUX])
 {
+    conv_row c;
+    if (conv_row_of(algo, &c) != 0) return 0;
     int n = 0;
-    for (int x = 0; algo >= 0 && algo < GRID_ALGO_COUNT && x < GRID_CONV_MAX_AUX && conv_rows[algo].aux[x]; x++)
-        aux[n++] = conv_rows[algo].aux[x] - 1;
+    for (int x = 0; x < c.n_aux; x++) aux[n++] = c.aux[x];
     if (algo == GRID_ALGO_NLE) aux[n++] = GRID_ALGO_RNEA; /* NLE runs as RNEA (grid_convention_job) */
     return n;
 }
@@ -168,12 +185,13 @@ int grid_convention_job(const grid_convention *cv, int algo, const void *const *
     assert(cv && job && cv->n_blocks >= 0 && cv->n_blocks <= GRID_CONV_MAX_BLOCKS);
     const grid_signature_row *row = grid_sig_row(algo);
     if (!row) return GRID_ERR_ARG;
-    if (!conv_rows[algo].out) return GRID_ERR_UNSUPPORTED;
+    conv_row cr;
+    if (conv_row_of(algo, &cr) != 0) return GRID_ERR_UNSUPPORTED;
     pthread_once(&roles_once, init_roles);
     /* the convention without its unused blocks, then the job's own fields */
     memcpy(&job->cv, cv, offsetof(grid_convention, block) + (size_t)cv->n_blocks * sizeof cv->block[0]);
     job->algo = algo;
-    job->out_kind = conv_rows[algo].out - 1;
+    job->out_kind = cr.out;
     job->slot_q = job->slot_v = job->slot_a = job->slot_u = job->slot_g = -1;
     job->a_zero = 0;
 
@@ -197,7 +215,7 @@ int grid_convention_job(const grid_convention *cv, int algo, const void *const *
         case GRID_CONV_IN_U: job->slot_u = k; break;
         case GRID_CONV_IN_G:
             /* a world quantity's cotangent (the pose's) passes unchanged */
-            if (conv_rows[algo].cot_converts) job->slot_g = k;
+            if (cr.cot_converts) job->slot_g = k;
             else job->role[k] = GRID_CONV_IN_PASS;
             break;
         case GRID_CONV_IN_A:
@@ -220,8 +238,8 @@ int grid_convention_job(const grid_convention *cv, int algo, const void *const *
                 (shape[run->out[0].rank - 1] == cv->nv && job->out_width == job->out_rows * cv->nv)));
     /* a derivative's chain rule on a free flyer: its aux rows, each input the run row's of the same name */
     job->n_aux = 0;
-    for (int x = 0; cv->n_free > 0 && x < GRID_CONV_MAX_AUX && conv_rows[algo].aux[x]; x++) {
-        const int ax = conv_rows[algo].aux[x] - 1;
+    for (int x = 0; cv->n_free > 0 && x < cr.n_aux; x++) {
+        const int ax = cr.aux[x];
         const grid_signature_row *ar = grid_sig_row(ax);
         assert(ar && ar->n_out == 1);
         for (int s = 0; s < GRID_MAX_IN; s++) job->aux_in[x][s] = -1;
