@@ -14,7 +14,7 @@ CTESTS := $(patsubst tests/c/%.c,%,$(sort $(wildcard tests/c/test_*.c)))
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all demo test c-programs test-c test-asan fuzz test-python bench bench-large venv clean gridc
+.PHONY: all demo test c-programs test-c test-asan fuzz test-python bench bench-large venv clean gridc example-c
 
 all: build/libgrid.a build/gridc
 
@@ -77,10 +77,19 @@ build/tests-asan/%: tests/c/%.c $(wildcard tests/c/*.h) build/libgrid-asan.a
 build/tests/test_lane_store build/tests-asan/test_lane_store: CFLAGS_COMMON += -mavx
 build/tests/test_lane_store build/tests-asan/test_lane_store: src/emit/lane_store.h
 
-c-programs: $(addprefix build/tests/,$(CTESTS)) $(addprefix build/tests-asan/,$(CTESTS)) build/fuzz_urdf build/gridc
+c-programs: $(addprefix build/tests/,$(CTESTS)) $(addprefix build/tests-asan/,$(CTESTS)) build/fuzz_urdf build/gridc build/examples/dispatch
 
-test-c: $(addprefix build/tests/,$(CTESTS))
-	@set -e; for t in $^; do echo "== $$t"; $$t; done
+test-c: $(addprefix build/tests/,$(CTESTS)) build/examples/dispatch
+	@set -e; for t in $(addprefix build/tests/,$(CTESTS)); do echo "== $$t"; $$t; done
+	@echo "== build/examples/dispatch"; build/examples/dispatch examples/robots/iiwa.urdf build/example-cache
+
+# examples/dispatch.c: grid-rbd from C (a URDF to a cached library, calls through grid_dispatch_run)
+build/examples/dispatch: examples/dispatch.c build/libgrid.a
+	@mkdir -p build/examples
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) $< build/libgrid.a $(LIBS) -o $@
+
+example-c: build/examples/dispatch
+	build/examples/dispatch examples/robots/iiwa.urdf
 
 test-asan: $(addprefix build/tests-asan/,$(CTESTS))
 	@set -e; for t in $^; do echo "== $$t (asan+ubsan)"; ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 $$t; done
