@@ -2,6 +2,8 @@
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include "../common/incbin.h"
 #include "emit_ctx.h"
 
 /* the nonzero rows of [dtau/dq | dtau/dqd] per block of 3 columns (grid_vneg_matmul_'s tables), written before
@@ -45,11 +47,24 @@ static int write_dtau_rows(const emit_ctx *cx, const char *fn)
     return 0;
 }
 
-/* d qdd / dx = -M^-1 d tau / dx at qdd = FD(q, v, u, fext) (differentiate M qdd + c = u): the same values as
-   Pinocchio's computeABADerivatives. M^-1 is dense; on lane vectors (C) the product skips dtau's structural zeros
-   (nv multiply-adds per nonzero of dtau instead of 2 nv^3), the scalar form (CUDA) is the plain triple loop.
-   The VJP (sp->reads_g: the fd_vjp row): g^T dqdd/dx = -(M^-1 g)^T dtau/dx, so with h = M^-1 g (M symmetric) it is the
-   RNEA VJP at qdd for the cotangent h, negated, and h itself is the u block: O(nv^2) for h, O(nv) for the rest. */
+/* the function's body: src/emit/fd_grad.h, verbatim (its comment says what it computes and which macros it reads) */
+GRID_INCBIN(grid_fd_grad_h, "src/emit/fd_grad.h");
+
+/* "#define NAME(params) call" of callee fn in the calling convention (target.h): lanes, or the scalar form with its
+   template argument tm, stride argument and trailing group arguments */
+static void define_call(const emit_ctx *cx, const char *name, const char *params, const char *fn, int lanes,
+                        const char *tm, const char *const arg[EP_NARGS], const char *stride, const char *extra)
+{
+    char full[128];
+    snprintf(full, sizeof full, "grid_%s_%s%s", lanes ? "v" : "s", fn, tm);
+    ew_printf(cx->w, "#define %s(%s) %s(", name, params, full);
+    emit_state_arglist(cx->w, cx->t, lanes, arg, stride);
+    ew_printf(cx->w, "%s)\n", extra);
+}
+
+/* d qdd / dx = -M^-1 d tau / dx at qdd = FD(q, v, u, fext), and its VJP (src/emit/fd_grad.h). M^-1 is dense; on lane
+   vectors (C) the product skips dtau's structural zeros (nv multiply-adds per nonzero of dtau instead of 2 nv^3), the
+   scalar form (CUDA) is the plain triple loop. */
 int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, int vector,
                           sym_stats *stats)
 {
@@ -66,95 +81,49 @@ int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const compos
     stats->transcendental = 0;
     stats->work = in->inner_work + own;
     const char *what = vjp ? "[-h^T dtau/dq | -h^T dtau/dqd | h], h = M^-1 g," : "d qdd/d(q, qd) = -M^-1 [dtau/dq | dtau/dqd]";
-    if (vector) {
-        /* its arrays in the workspace (vectors) after the inner functions' own */
-        ew_printf(w, "/* %s: %s at qdd = FD(q, qd, u%s) */\n", sp->fn, what, sp->reads_fext ? ", f_ext" : "");
-        emit_lane_signature(cx, cx->t->state_fn, sp->fn);
-        ew_printf(w, "    grid_vec *qdd = ws + %ld, *Mi = qdd + %d, *dt = Mi + %d;\n"
-                     "    grid_v_%s(q, v, a, fext, g, qdd, ws);\n"
-                     "    grid_v_%s(q, v, a, fext, g, Mi, ws);\n",
-                  in->inner_work, nv, nv * nv, in->fn[0], in->fn[2]);
-        if (vjp) {
-            ew_printf(w, "    grid_vec *h = dt + %d;\n"
-                         "    for (int r = 0; r < %d; r++) {\n"
-                         "        grid_vec s = grid_splat_(0);\n"
-                         "        for (int k = 0; k < %d; k++) s += Mi[r * %d + k] * g[k];\n"
-                         "        h[r] = s;\n"
-                         "    }\n"
-                         "    grid_v_%s(q, v, qdd, fext, h, dt, ws);\n"
-                         "    for (int k = 0; k < %d; k++) out[k] = -dt[k];\n"
-                         "    for (int k = 0; k < %d; k++) out[%d + k] = h[k];\n}\n\n",
-                      dn, nv, nv, nv, in->fn[1], n2, nv, n2);
-            return 0;
-        }
-        if (write_dtau_rows(cx, sp->fn) != 0) return -1;
-        ew_printf(w, "    grid_v_%s(q, v, qdd, fext, g, dt, ws);\n"
-                     "    grid_vneg_matmul_(%d, %d, %d, Mi, dt, out, grid_dtau_off_%s, grid_dtau_rows_%s);\n}\n\n",
-                  in->fn[1], nv, nv, n2, sp->fn, sp->fn);
-        return 0;
-    }
-    /* scalar: the state's inputs copied to contiguous arrays (the inner functions run with an element stride of
-       1 on them), everything in the workspace after the inner functions' own. Grouped (in->group: a rolled
-       composite on CUDA, whose callees are all rolled templates), the lanes of a group share the state: they call
-       the callees together, split the copies and the product over the lanes (lane k mod GRID_G_ owns element k,
-       each summed in the one-thread order) and meet at a sync after every step that writes what others read. */
-    char qe[64], ve[64], ae[64], fe[64], ge[64], oe[64];
-    emit_elem(cx, qe, sizeof qe, "q", "k");
-    emit_elem(cx, ve, sizeof ve, "v", "k");
-    emit_elem(cx, ae, sizeof ae, "a", "k");
-    emit_elem(cx, fe, sizeof fe, "fext", "k");
-    emit_elem(cx, ge, sizeof ge, "g", "k");
-    emit_elem(cx, oe, sizeof oe, "out", "k");
-    const int grp = in->group, il = in->interleave;
+    /* scalar: grouped (in->group: a rolled composite on CUDA, whose callees are all rolled templates) or interleaved
+       over the warp's lanes (CUDA, callees without workspace) */
+    const int grp = !vector && in->group, il = !vector && in->interleave;
     assert(!(grp && il) && (!il || in->inner_work == 0));
-    /* the callees' stride (the element stride of their arrays: 1, or the interleave), and the arrays' index scale */
-    const char *st1 = !cx->t->stride_param[0] ? "" : il ? ", GRID_IL_" : ", 1", *x = il ? " * GRID_IL_" : "";
-    /* a callee's template argument and trailing group arguments; the split loop's start and step; the sync */
-    const char *tm = grp ? "<GRID_G_>" : "", *ga = grp ? ", gl, gm" : "", *k0 = grp ? "gl" : "0";
-    const char *kst = grp ? "k += GRID_G_" : "k++", *sync = grp ? "    GRID_GROUP_SYNC_();\n" : "";
-    ew_printf(w, "/* %s: %s at qdd = FD(q, qd, u%s)%s */\n"
-                 "%s%s void grid_s_%s",
-              sp->fn, what, sp->reads_fext ? ", f_ext" : "",
-              grp ? "; GRID_G_ lanes share the state" : il ? "; its arrays interleaved over the warp's lanes" : "",
-              grp ? cx->t->group_fn : "", cx->t->state_fn, sp->fn);
-    if (grp) emit_rolled_state_params(w, cx->t);
-    else emit_state_params(w, cx->t);
-    ew_printf(w, "\n{\n    (void)fext; (void)g; (void)frame; (void)rf;%s\n"
-                 "    grid_real *cq = ws + %ld, *cv = cq + %d%s, *ca = cv + %d%s, *cf = ca + %d%s;\n"
-                 "    grid_real *qdd = cf + %d%s, *Mi = qdd + %d%s, *dt = Mi + %d%s;\n"
-                 "    for (int k = %s; k < %d; %s) cq[k%s] = %s;\n"
-                 "    for (int k = %s; k < %d; %s) cv[k%s] = %s;\n"
-                 "    for (int k = %s; k < %d; %s) ca[k%s] = %s;\n",
-              grp ? " (void)gm;" : "", in->inner_work, nq, x, nv, x, nv, x, 6 * nb, x, nv, x, nv * nv, x, k0, nq, kst,
-              x, qe, k0, nv, kst, x, ve, k0, nv, kst, x, ae);
-    if (sp->reads_fext) ew_printf(w, "    for (int k = %s; k < %d; %s) cf[k%s] = %s;\n", k0, 6 * nb, kst, x, fe);
-    ew_printf(w, "%s"
-                 "    grid_s_%s%s(cq, cv, ca, cf, 0, qdd, 0, 0, ws%s%s);\n%s"
-                 "    grid_s_%s%s(cq, cv, ca, cf, 0, Mi, 0, 0, ws%s%s);\n%s",
-              sync, in->fn[0], tm, st1, ga, sync, in->fn[2], tm, st1, ga, sync);
-    if (vjp) {
-        ew_printf(w, "    grid_real *cg = dt + %d%s, *h = cg + %d%s;\n"
-                     "    for (int k = %s; k < %d; %s) cg[k%s] = %s;\n%s"
-                     "    for (int k = %s; k < %d; %s) {\n"
-                     "        grid_real s = 0;\n"
-                     "        for (int j = 0; j < %d; j++) s += Mi[(k * %d + j)%s] * cg[j%s];\n"
-                     "        h[k%s] = s;\n"
-                     "    }\n%s"
-                     "    grid_s_%s%s(cq, cv, qdd, cf, h, dt, 0, 0, ws%s%s);\n%s"
-                     "    for (int k = %s; k < %d; %s) %s = k < %d ? -dt[k%s] : h[(k - %d)%s];\n",
-                  dn, x, nv, x, k0, nv, kst, x, ge, sync, k0, nv, kst, nv, nv, x, x, x, sync, in->fn[1], tm, st1, ga,
-                  sync, k0, n2 + nv, kst, oe, n2, x, n2, x);
+    if (vector && !vjp && write_dtau_rows(cx, sp->fn) != 0) return -1;
+    ew_printf(w, "/* %s: %s at qdd = FD(q, qd, u%s)%s */\n", sp->fn, what, sp->reads_fext ? ", f_ext" : "",
+              grp ? "; GRID_G_ lanes share the state" : il ? "; its arrays interleaved over the warp's lanes" : "");
+    /* the macros of the body */
+    char el[64];
+    emit_elem(cx, el, sizeof el, "p", "k");
+    ew_printf(w, "#define GRID_FDG_NV_ %d\n#define GRID_FDG_NQ_ %d\n#define GRID_FDG_NB_ %d\n#define GRID_FDG_WORK_ %ld\n"
+                 "#define GRID_FDG_VJP_ %d\n#define GRID_FDG_LANES_ %d\n#define GRID_FDG_FEXT_ %d\n#define GRID_FDG_X_%s\n"
+                 "#define GRID_FDG_K0_ %s\n#define GRID_FDG_KSTEP_ %s\n#define GRID_FDG_SYNC_%s\n#define GRID_EL_(p, k) %s\n",
+              nv, nq, nb, in->inner_work, vjp, vector, sp->reads_fext, il ? " * GRID_IL_" : "", grp ? "gl" : "0",
+              grp ? "k += GRID_G_" : "k++", grp ? " GRID_GROUP_SYNC_();" : "", el);
+    if (vector) {
+        ew_printf(w, "#define GRID_FDG_OFF_ grid_dtau_off_%s\n#define GRID_FDG_ROWS_ grid_dtau_rows_%s\n", sp->fn, sp->fn);
+        const char *own_in[EP_NARGS] = {[EP_OUT] = "o_"}, *at[EP_NARGS] = {[EP_A] = "a_", [EP_G] = "g_", [EP_OUT] = "o_"};
+        define_call(cx, "GRID_FDG_FD_", "o_", in->fn[0], 1, "", own_in, NULL, "");
+        define_call(cx, "GRID_FDG_MINV_", "o_", in->fn[2], 1, "", own_in, NULL, "");
+        define_call(cx, "GRID_FDG_DTAU_", "a_, g_, o_", in->fn[1], 1, "", at, NULL, "");
+        emit_lane_signature(cx, cx->t->state_fn, sp->fn);
     } else {
-        ew_printf(w, "    grid_s_%s%s(cq, cv, qdd, cf, 0, dt, 0, 0, ws%s%s);\n%s"
-                     "    for (int k = %s; k < %d; %s) {\n"
-                     "        const int r = k / %d, c = k %% %d;\n"
-                     "        grid_real s = 0;\n"
-                     "        for (int j = 0; j < %d; j++) s -= Mi[(r * %d + j)%s] * dt[(j * %d + c)%s];\n"
-                     "        %s = s;\n"
-                     "    }\n",
-                  in->fn[1], tm, st1, ga, sync, k0, nv * n2, kst, n2, n2, nv, nv, x, n2, x, oe);
+        /* the callees on the copies, with the element stride of their arrays (1, or the interleave) */
+        const char *tm = grp ? "<GRID_G_>" : "", *stride = il ? "GRID_IL_" : "1", *ga = grp ? ", gl, gm" : "";
+        const char *cin[EP_NARGS] = {"cq", "cv", "ca", "cf", "0", "o_", "0", "0"};
+        const char *cat[EP_NARGS] = {"cq", "cv", "a_", "cf", "g_", "o_", "0", "0"};
+        define_call(cx, "GRID_FDG_FD_", "o_", in->fn[0], 0, tm, cin, stride, ga);
+        define_call(cx, "GRID_FDG_MINV_", "o_", in->fn[2], 0, tm, cin, stride, ga);
+        define_call(cx, "GRID_FDG_DTAU_", "a_, g_, o_", in->fn[1], 0, tm, cat, stride, ga);
+        ew_printf(w, "%s%s void grid_s_%s", grp ? cx->t->group_fn : "", cx->t->state_fn, sp->fn);
+        if (grp) emit_rolled_state_params(w, cx->t);
+        else emit_state_params(w, cx->t);
+        ew_printf(w, "\n{\n    (void)fext; (void)g; (void)frame; (void)rf;%s\n", grp ? " (void)gm;" : "");
     }
-    /* the lanes leave together: the caller's next use of the workspace follows every lane's last read */
-    ew_printf(w, "%s}\n\n", sync);
+    /* the file without its purpose line and the comment that documents these macros */
+    const char *body = strstr(strchr(grid_fd_grad_h_start, '\n') + 1, "*/\n");
+    assert(body);
+    ew_puts(w, body + 3);
+    ew_puts(w, "}\n#undef GRID_FDG_NV_\n#undef GRID_FDG_NQ_\n#undef GRID_FDG_NB_\n#undef GRID_FDG_WORK_\n#undef GRID_FDG_VJP_\n"
+               "#undef GRID_FDG_LANES_\n#undef GRID_FDG_FEXT_\n#undef GRID_FDG_X_\n#undef GRID_FDG_K0_\n#undef GRID_FDG_KSTEP_\n"
+               "#undef GRID_FDG_SYNC_\n#undef GRID_EL_\n#undef GRID_FDG_FD_\n#undef GRID_FDG_MINV_\n#undef GRID_FDG_DTAU_\n");
+    if (vector) ew_puts(w, "#undef GRID_FDG_OFF_\n#undef GRID_FDG_ROWS_\n");
+    ew_puts(w, "\n");
     return 0;
 }

@@ -172,8 +172,11 @@ def test_only_rolled_functions_are_group_templates(iiwa64_cuda, iiwa64_rolled_cu
                              r"grid_kg_(\w+)\(", rolled))
     assert {"crba", "minv", "fk", "frame_jacobian", "rnea_grad", "fd_grad"} <= kernels, kernels
     assert "rnea_a" not in kernels, kernels
-    # the FD composites share the state's lanes with their (rolled) callees
-    assert re.search(r"grid_s_fd_\w+<GRID_G_>\(cq, cv, ca, cf, 0, qdd, 0, 0, ws, 1, gl, gm\);", rolled)
+    # the FD composites share the state's lanes with their (rolled) callees: the body (src/emit/fd_grad.h) calls FD
+    # through a macro that passes the group's template argument and lanes
+    assert re.search(r"#define GRID_FDG_FD_\(o_\) grid_s_fd_\w+<GRID_G_>\(cq, cv, ca, cf, 0, o_, 0, 0, ws, 1, gl, gm\)\n",
+                     rolled)
+    assert "    GRID_FDG_FD_(qdd);\n" in rolled and "#define GRID_FDG_K0_ gl\n" in rolled
 
 
 def test_rolled_cuda_compiles_and_states_its_workspace(iiwa64_rolled_cuda):
