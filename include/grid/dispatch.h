@@ -52,8 +52,10 @@ typedef struct {
 int grid_dispatch_init(grid_dispatch *d, const grid_model *m, int dtype, const grid_provider *p, int convention,
                        grid_error *err);
 
-/* the threads a call of algo may use: the provider's, at most what its workspace covers; 1 for the reference */
-int grid_dispatch_threads(const grid_dispatch *d, int algo, int wanted);
+/* the provider's entry point of row algo; NULL where the reference answers (it runs on one thread) */
+grid_batch_fn grid_dispatch_entry(const grid_dispatch *d, int algo);
+/* 1 when a call of algo needs a context: the provider's workspace, or the CPU scratch of a conversion */
+int grid_dispatch_needs_context(const grid_dispatch *d, int algo);
 
 /* Runs row algo on c (its in, out, n_in, n_out, batch, attr, num_threads and, for a device provider, stream): the
    workspace comes from ctx (c->work and work_bytes are set here; ctx may be NULL when the call needs none), the

@@ -578,7 +578,7 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
     if (batch > 0) {
         const grid_dispatch *d = &r->disp;
         const int convert = !grid_convention_identity(&d->conv);
-        if ((d->has_provider && d->provider.fns[algo] && d->provider.work_bytes > 0) || convert) {
+        if (grid_dispatch_needs_context(d, (int)algo)) {
             /* concurrent calls from other Python threads (the GIL is released below) get a fresh context */
             if (!r->ctx_busy) {
                 ctx = &r->ctx;
@@ -603,7 +603,7 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
             out_ptr[k] = PyArray_DATA((PyArrayObject *)tmp[k]);
         }
         /* the threads this call runs on (noting a multi-threaded call for fork) */
-        const int threads = d->has_provider && d->provider.fns[algo] ? grid_py_threads_for_call(r->num_threads, r->cpus) : 1;
+        const int threads = grid_dispatch_entry(d, (int)algo) ? grid_py_threads_for_call(r->num_threads, r->cpus) : 1;
         grid_call c = {in_ptr, out_ptr, row->n_in, row->n_out, (long long)batch, {0}, threads, NULL, 0, NULL};
         memcpy(c.attr, attr, sizeof c.attr);
         grid_error derr;
@@ -740,7 +740,7 @@ static PyObject *get_algorithms(PyObject *s, void *c)
     PyObject *t = PyTuple_New(GRID_ALGO_COUNT);
     if (!t) return NULL;
     for (int i = 0; i < GRID_ALGO_COUNT; i++) {
-        const int generated = r->disp.has_provider && r->disp.provider.fns[i];
+        const int generated = grid_dispatch_entry(&r->disp, i) != NULL;
         PyObject *x = PyUnicode_FromString(generated ? "provider" : "reference");
         if (!x) { Py_DECREF(t); return NULL; }
         PyTuple_SET_ITEM(t, i, x);

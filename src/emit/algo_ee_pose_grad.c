@@ -1,9 +1,8 @@
 /* The end-effector pose gradient and VJP as per-state functions over two others: the poses and each end effector's frame Jacobian. */
-#include <assert.h>
 #include <stdio.h>
-#include <string.h>
 #include "../common/incbin.h"
 #include "emit_ctx.h"
+#include "template.h"
 
 /* the function's body: src/emit/ee_pose_grad.h, verbatim (its comment says what it computes and which macros it reads) */
 GRID_INCBIN(grid_ee_pose_grad_h, "src/emit/ee_pose_grad.h");
@@ -29,30 +28,33 @@ int emit_ee_pose_grad_function(const emit_ctx *cx, const state_spec *sp, const c
     for (int e = 0; e < nee; e++) ew_printf(w, "%s%d", e ? ", " : "", em->ee[e]);
     ew_printf(w, "%s};\n#endif\n", nee ? "" : "0");
     /* the macros of the body, the callees' calls in the calling convention */
+    emit_tpl tp;
+    emit_tpl_begin(&tp, w);
     char el[64], pose[96], jac[96];
     emit_elem(cx, el, sizeof el, "p", "k");
     snprintf(pose, sizeof pose, "grid_s_%s", in->fn[0]);
     snprintf(jac, sizeof jac, "grid_s_%s", in->fn[1]);
+    emit_tpl_define(&tp, "GRID_EEG_NV_", "%d", nv > 0 ? nv : 1);
+    emit_tpl_define(&tp, "GRID_EEG_NQ_", "%d", nq);
+    emit_tpl_define(&tp, "GRID_EEG_NEE_", "%d", nee);
+    emit_tpl_define(&tp, "GRID_EEG_WORK_", "%ld", in->inner_work);
+    emit_tpl_define(&tp, "GRID_EEG_VJP_", "%d", vjp);
+    emit_tpl_define(&tp, "GRID_EL_(p, k)", "%s", el);
+    emit_tpl_define(&tp, "GRID_SIN_", "%s", cx->re->fn_sin);
+    emit_tpl_define(&tp, "GRID_COS_", "%s", cx->re->fn_cos);
     const char *pa[EP_NARGS] = {"q_", "0", "0", "0", "0", "o_", "0", "0"};
     const char *ja[EP_NARGS] = {"q_", "0", "0", "0", "0", "o_", "f_", "2"};
-    ew_printf(w, "#define GRID_EEG_NV_ %d\n#define GRID_EEG_NQ_ %d\n#define GRID_EEG_NEE_ %d\n#define GRID_EEG_WORK_ %ld\n"
-                 "#define GRID_EEG_VJP_ %d\n#define GRID_EL_(p, k) %s\n#define GRID_SIN_ %s\n#define GRID_COS_ %s\n"
-                 "#define GRID_EEG_POSE_(q_, o_) ",
-              nv > 0 ? nv : 1, nq, nee, in->inner_work, vjp, el, cx->re->fn_sin, cx->re->fn_cos);
-    emit_state_call(w, cx->t, 0, pose, pa, "1");
-    ew_puts(w, "\n#define GRID_EEG_JAC_(q_, o_, f_) ");
-    emit_state_call(w, cx->t, 0, jac, ja, "1");
-    ew_printf(w, "\n%s void grid_s_%s", cx->t->state_fn, sp->fn);
+    emit_tpl_define_call(&tp, cx->t, "GRID_EEG_POSE_", "q_, o_", pose, 0, pa, "1", NULL);
+    emit_tpl_define_call(&tp, cx->t, "GRID_EEG_JAC_", "q_, o_, f_", jac, 0, ja, "1", NULL);
+    ew_printf(w, "%s void grid_s_%s", cx->t->state_fn, sp->fn);
     emit_state_params(w, cx->t);
     ew_puts(w, "\n{\n");
     /* (q, out and ws are the body's; the attributes are not read) */
     emit_state_unused(w, cx->t, 0, 1u << EP_Q | 1u << EP_OUT | 1u << EP_WS, 1);
     ew_puts(w, "\n");
-    /* the file without its purpose line and the comment that documents these macros */
-    const char *body = strstr(strchr(grid_ee_pose_grad_h_start, '\n') + 1, "*/\n");
-    assert(body);
-    ew_puts(w, body + 3);
-    ew_puts(w, "}\n#undef GRID_EEG_NV_\n#undef GRID_EEG_NQ_\n#undef GRID_EEG_NEE_\n#undef GRID_EEG_WORK_\n#undef GRID_EEG_VJP_\n"
-               "#undef GRID_EL_\n#undef GRID_SIN_\n#undef GRID_COS_\n#undef GRID_EEG_POSE_\n#undef GRID_EEG_JAC_\n\n");
+    emit_tpl_body(&tp, grid_ee_pose_grad_h_start);
+    ew_puts(w, "}\n");
+    emit_tpl_end(&tp);
+    ew_puts(w, "\n");
     return 0;
 }

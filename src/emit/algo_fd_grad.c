@@ -2,9 +2,9 @@
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include "../common/incbin.h"
 #include "emit_ctx.h"
+#include "template.h"
 
 /* the nonzero rows of [dtau/dq | dtau/dqd] per block of 3 columns (grid_vneg_matmul_'s tables), written before
    the function: dtau_t / dx_c vanishes unless t and c lie on one path of the tree (one is an ancestor of the other:
@@ -50,18 +50,6 @@ static int write_dtau_rows(const emit_ctx *cx, const char *fn)
 /* the function's body: src/emit/fd_grad.h, verbatim (its comment says what it computes and which macros it reads) */
 GRID_INCBIN(grid_fd_grad_h, "src/emit/fd_grad.h");
 
-/* "#define NAME(params) call" of callee fn in the calling convention (target.h): lanes, or the scalar form with its
-   template argument tm, stride argument and trailing group arguments */
-static void define_call(const emit_ctx *cx, const char *name, const char *params, const char *fn, int lanes,
-                        const char *tm, const char *const arg[EP_NARGS], const char *stride, const char *extra)
-{
-    char full[128];
-    snprintf(full, sizeof full, "grid_%s_%s%s", lanes ? "v" : "s", fn, tm);
-    ew_printf(cx->w, "#define %s(%s) %s(", name, params, full);
-    emit_state_arglist(cx->w, cx->t, lanes, arg, stride);
-    ew_printf(cx->w, "%s)\n", extra);
-}
-
 /* d qdd / dx = -M^-1 d tau / dx at qdd = FD(q, v, u, fext), and its VJP (src/emit/fd_grad.h). M^-1 is dense; on lane
    vectors (C) the product skips dtau's structural zeros (nv multiply-adds per nonzero of dtau instead of 2 nv^3), the
    scalar form (CUDA) is the plain triple loop. */
@@ -89,41 +77,49 @@ int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const compos
     ew_printf(w, "/* %s: %s at qdd = FD(q, qd, u%s)%s */\n", sp->fn, what, sp->reads_fext ? ", f_ext" : "",
               grp ? "; GRID_G_ lanes share the state" : il ? "; its arrays interleaved over the warp's lanes" : "");
     /* the macros of the body */
+    emit_tpl tp;
+    emit_tpl_begin(&tp, w);
     char el[64];
     emit_elem(cx, el, sizeof el, "p", "k");
-    ew_printf(w, "#define GRID_FDG_NV_ %d\n#define GRID_FDG_NQ_ %d\n#define GRID_FDG_NB_ %d\n#define GRID_FDG_WORK_ %ld\n"
-                 "#define GRID_FDG_VJP_ %d\n#define GRID_FDG_LANES_ %d\n#define GRID_FDG_FEXT_ %d\n#define GRID_FDG_X_%s\n"
-                 "#define GRID_FDG_K0_ %s\n#define GRID_FDG_KSTEP_ %s\n#define GRID_FDG_SYNC_%s\n#define GRID_EL_(p, k) %s\n",
-              nv, nq, nb, in->inner_work, vjp, vector, sp->reads_fext, il ? " * GRID_IL_" : "", grp ? "gl" : "0",
-              grp ? "k += GRID_G_" : "k++", grp ? " GRID_GROUP_SYNC_();" : "", el);
+    emit_tpl_define(&tp, "GRID_FDG_NV_", "%d", nv);
+    emit_tpl_define(&tp, "GRID_FDG_NQ_", "%d", nq);
+    emit_tpl_define(&tp, "GRID_FDG_NB_", "%d", nb);
+    emit_tpl_define(&tp, "GRID_FDG_WORK_", "%ld", in->inner_work);
+    emit_tpl_define(&tp, "GRID_FDG_VJP_", "%d", vjp);
+    emit_tpl_define(&tp, "GRID_FDG_LANES_", "%d", vector);
+    emit_tpl_define(&tp, "GRID_FDG_FEXT_", "%d", sp->reads_fext);
+    emit_tpl_define(&tp, "GRID_FDG_X_", "%s", il ? "* GRID_IL_" : "");
+    emit_tpl_define(&tp, "GRID_FDG_K0_", "%s", grp ? "gl" : "0");
+    emit_tpl_define(&tp, "GRID_FDG_KSTEP_", "%s", grp ? "k += GRID_G_" : "k++");
+    emit_tpl_define(&tp, "GRID_FDG_SYNC_", "%s", grp ? "GRID_GROUP_SYNC_();" : "");
+    emit_tpl_define(&tp, "GRID_EL_(p, k)", "%s", el);
+    /* the callees: the lane functions on the state's own parameters, or the scalar ones on the copies with the
+       element stride of their arrays (1, or the interleave), a group's template argument and lanes */
+    char fd[96], minv[96], dtau[96];
+    const char *form = vector ? "v" : "s", *tm = grp ? "<GRID_G_>" : "";
+    snprintf(fd, sizeof fd, "grid_%s_%s%s", form, in->fn[0], tm);
+    snprintf(minv, sizeof minv, "grid_%s_%s%s", form, in->fn[2], tm);
+    snprintf(dtau, sizeof dtau, "grid_%s_%s%s", form, in->fn[1], tm);
+    const char *stride = il ? "GRID_IL_" : "1", *ga = grp ? ", gl, gm" : NULL;
+    const char *lin[EP_NARGS] = {[EP_OUT] = "o_"}, *lat[EP_NARGS] = {[EP_A] = "a_", [EP_G] = "g_", [EP_OUT] = "o_"};
+    const char *cin[EP_NARGS] = {"cq", "cv", "ca", "cf", "0", "o_", "0", "0"};
+    const char *cat[EP_NARGS] = {"cq", "cv", "a_", "cf", "g_", "o_", "0", "0"};
+    emit_tpl_define_call(&tp, cx->t, "GRID_FDG_FD_", "o_", fd, vector, vector ? lin : cin, stride, ga);
+    emit_tpl_define_call(&tp, cx->t, "GRID_FDG_MINV_", "o_", minv, vector, vector ? lin : cin, stride, ga);
+    emit_tpl_define_call(&tp, cx->t, "GRID_FDG_DTAU_", "a_, g_, o_", dtau, vector, vector ? lat : cat, stride, ga);
     if (vector) {
-        ew_printf(w, "#define GRID_FDG_OFF_ grid_dtau_off_%s\n#define GRID_FDG_ROWS_ grid_dtau_rows_%s\n", sp->fn, sp->fn);
-        const char *own_in[EP_NARGS] = {[EP_OUT] = "o_"}, *at[EP_NARGS] = {[EP_A] = "a_", [EP_G] = "g_", [EP_OUT] = "o_"};
-        define_call(cx, "GRID_FDG_FD_", "o_", in->fn[0], 1, "", own_in, NULL, "");
-        define_call(cx, "GRID_FDG_MINV_", "o_", in->fn[2], 1, "", own_in, NULL, "");
-        define_call(cx, "GRID_FDG_DTAU_", "a_, g_, o_", in->fn[1], 1, "", at, NULL, "");
+        emit_tpl_define(&tp, "GRID_FDG_OFF_", "grid_dtau_off_%s", sp->fn);
+        emit_tpl_define(&tp, "GRID_FDG_ROWS_", "grid_dtau_rows_%s", sp->fn);
         emit_lane_signature(cx, cx->t->state_fn, sp->fn);
     } else {
-        /* the callees on the copies, with the element stride of their arrays (1, or the interleave) */
-        const char *tm = grp ? "<GRID_G_>" : "", *stride = il ? "GRID_IL_" : "1", *ga = grp ? ", gl, gm" : "";
-        const char *cin[EP_NARGS] = {"cq", "cv", "ca", "cf", "0", "o_", "0", "0"};
-        const char *cat[EP_NARGS] = {"cq", "cv", "a_", "cf", "g_", "o_", "0", "0"};
-        define_call(cx, "GRID_FDG_FD_", "o_", in->fn[0], 0, tm, cin, stride, ga);
-        define_call(cx, "GRID_FDG_MINV_", "o_", in->fn[2], 0, tm, cin, stride, ga);
-        define_call(cx, "GRID_FDG_DTAU_", "a_, g_, o_", in->fn[1], 0, tm, cat, stride, ga);
         ew_printf(w, "%s%s void grid_s_%s", grp ? cx->t->group_fn : "", cx->t->state_fn, sp->fn);
         if (grp) emit_rolled_state_params(w, cx->t);
         else emit_state_params(w, cx->t);
         ew_printf(w, "\n{\n    (void)fext; (void)g; (void)frame; (void)rf;%s\n", grp ? " (void)gm;" : "");
     }
-    /* the file without its purpose line and the comment that documents these macros */
-    const char *body = strstr(strchr(grid_fd_grad_h_start, '\n') + 1, "*/\n");
-    assert(body);
-    ew_puts(w, body + 3);
-    ew_puts(w, "}\n#undef GRID_FDG_NV_\n#undef GRID_FDG_NQ_\n#undef GRID_FDG_NB_\n#undef GRID_FDG_WORK_\n#undef GRID_FDG_VJP_\n"
-               "#undef GRID_FDG_LANES_\n#undef GRID_FDG_FEXT_\n#undef GRID_FDG_X_\n#undef GRID_FDG_K0_\n#undef GRID_FDG_KSTEP_\n"
-               "#undef GRID_FDG_SYNC_\n#undef GRID_EL_\n#undef GRID_FDG_FD_\n#undef GRID_FDG_MINV_\n#undef GRID_FDG_DTAU_\n");
-    if (vector) ew_puts(w, "#undef GRID_FDG_OFF_\n#undef GRID_FDG_ROWS_\n");
+    emit_tpl_body(&tp, grid_fd_grad_h_start);
+    ew_puts(w, "}\n");
+    emit_tpl_end(&tp);
     ew_puts(w, "\n");
     return 0;
 }

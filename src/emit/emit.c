@@ -21,7 +21,6 @@ static state_spec specs[MAX_FNS];
 static char spec_names[MAX_FNS][48];
 static int n_fns;
 static int calls[MAX_FNS][MAX_CALLS]; /* -1 = none */
-static int spec_reads_bits[MAX_FNS];
 
 /* per row of the signature table: how its inputs and attributes map onto the per-state parameters, and the per-state
    function of each combination of the row's optional inputs (slot bit k = its k-th optional input given; -1 = past
@@ -54,6 +53,13 @@ static int optional_inputs(const grid_signature_row *r, int opt[GRID_MAX_IN])
     return n;
 }
 
+/* the parameters per-state function sp reads, as EM_READS bits */
+static int spec_bits(const state_spec *sp)
+{
+    return EM_READS(EP_Q) | (sp->reads_v ? EM_READS(EP_V) : 0) | (sp->reads_a ? EM_READS(EP_A) : 0) |
+           (sp->reads_fext ? EM_READS(EP_F) : 0) | (sp->reads_g ? EM_READS(EP_G) : 0);
+}
+
 /* the function of row `row`'s method (or the one it shares) that a call reading `reads` runs: its first variant that
    reads all of them; -1 when none does */
 static int function_for(int row, int reads)
@@ -61,7 +67,7 @@ static int function_for(int row, int reads)
     const emit_method *m = emit_method_of(row);
     const int owner = m->shares >= 0 ? m->shares : row;
     for (int f = 0; f < n_fns; f++)
-        if (specs[f].m->row == owner && (spec_reads_bits[f] & reads) == reads) return f;
+        if (specs[f].m->row == owner && (spec_bits(&specs[f]) & reads) == reads) return f;
     return -1;
 }
 
@@ -83,7 +89,6 @@ static void init_tables(void)
             snprintf(spec_names[f], sizeof spec_names[f], "%s%s", r->name, sfx);
             specs[f] = (state_spec){spec_names[f], m, !!(rd & EM_READS(EP_V)), !!(rd & EM_READS(EP_A)),
                                     !!(rd & EM_READS(EP_F)), m->lanes, !!(rd & EM_READS(EP_G))};
-            spec_reads_bits[f] = rd;
         }
     }
     for (int f = 0; f < n_fns; f++)
@@ -135,7 +140,7 @@ const state_spec *emit_function_for(int row, int reads)
 /* which per-state parameters the function f reads */
 static void spec_reads(int f, int reads[EP_COUNT])
 {
-    for (int p = 0; p < EP_COUNT; p++) reads[p] = !!(spec_reads_bits[f] & EM_READS(p));
+    for (int p = 0; p < EP_COUNT; p++) reads[p] = !!(spec_bits(&specs[f]) & EM_READS(p));
 }
 
 /* the layouts agree with the signature table: every function reads only parameters the row feeds, and functions

@@ -56,25 +56,24 @@ int grid_dispatch_init(grid_dispatch *d, const grid_model *m, int dtype, const g
     return m ? grid_convention_init(&d->conv, m, convention, err) : GRID_OK; /* (zeros: the identity) */
 }
 
-/* the provider's entry point of algo, NULL when the reference answers */
-static grid_batch_fn entry(const grid_dispatch *d, int algo)
+grid_batch_fn grid_dispatch_entry(const grid_dispatch *d, int algo)
 {
-    return d->has_provider ? d->provider.fns[algo] : NULL;
+    return d->has_provider && algo >= 0 && algo < GRID_ALGO_COUNT ? d->provider.fns[algo] : NULL;
 }
 
-int grid_dispatch_threads(const grid_dispatch *d, int algo, int wanted)
+int grid_dispatch_needs_context(const grid_dispatch *d, int algo)
 {
-    if (algo < 0 || algo >= GRID_ALGO_COUNT || !entry(d, algo)) return 1; /* the reference runs on one */
-    const int wt = d->provider.work_threads;
-    if (wanted < 1) wanted = 1;
-    return d->provider.work_bytes > 0 && wt > 0 && wanted > wt ? wt : wanted; /* never more than the workspace covers */
+    const int convert = !grid_convention_identity(&d->conv);
+    /* (a CUDA library converting on device arrays needs no host scratch) */
+    const int device_convert = convert && d->has_provider && d->provider.cuda_convention && d->provider.device;
+    return (grid_dispatch_entry(d, algo) && d->provider.work_bytes > 0) || (convert && !device_convert);
 }
 
 /* the provider's entry point of row algo, or the reference where it has none: what a convention's passes run */
 static int run_row(void *user, int algo, const grid_call *c)
 {
     const grid_dispatch *d = user;
-    grid_batch_fn fn = entry(d, algo);
+    grid_batch_fn fn = grid_dispatch_entry(d, algo);
     return fn ? fn(c) : grid_ref_batch(d->model, algo, d->dtype, c);
 }
 
@@ -98,9 +97,9 @@ static int run_cuda_convention(const grid_dispatch *d, int algo, const grid_call
         return grid_convention_call(&d->conv, algo, d->dtype, &one, ctx, run_row, (void *)d, CUDA_CONV_CHUNK);
     }
     grid_batch_fn fns[1 + GRID_CONV_MAX_AUX];
-    if (!(fns[0] = entry(d, job.run_algo))) return GRID_ERR_UNSUPPORTED;
+    if (!(fns[0] = grid_dispatch_entry(d, job.run_algo))) return GRID_ERR_UNSUPPORTED;
     for (int x = 0; !host && x < job.n_aux; x++)
-        if (!(fns[1 + x] = entry(d, job.aux[x]))) return GRID_ERR_UNSUPPORTED;
+        if (!(fns[1 + x] = grid_dispatch_entry(d, job.aux[x]))) return GRID_ERR_UNSUPPORTED;
     const void *in[GRID_MAX_IN] = {0};
     for (int k = 0; k < job.n_in; k++) in[k] = job.src[k] >= 0 ? c->in[job.src[k]] : NULL;
     if (host && job.a_zero) in[job.slot_a] = in[job.slot_v];
@@ -133,15 +132,14 @@ int grid_dispatch_run(const grid_dispatch *d, int algo, grid_call *c, grid_conte
     c->work = NULL;
     c->work_bytes = 0;
     if (c->batch <= 0) return GRID_OK;
-    grid_batch_fn fn = entry(d, algo);
+    grid_batch_fn fn = grid_dispatch_entry(d, algo);
     const int convert = !grid_convention_identity(&d->conv);
     if (d->has_provider && d->provider.device && !fn)
         /* device arrays: the reference cannot read them */
         return grid_error_set(err, GRID_ERR_UNSUPPORTED, 0, 0, "this library has no %s", grid_algo_name(algo));
     const int cuda_convert = convert && d->has_provider && d->provider.cuda_convention;
     const int needs_work = fn && d->provider.work_bytes > 0;
-    /* (a CUDA library converting on device arrays needs no host scratch) */
-    if ((needs_work || (convert && !(cuda_convert && d->provider.device))) && !ctx)
+    if (!ctx && grid_dispatch_needs_context(d, algo))
         return grid_error_set(err, GRID_ERR_ARG, 0, 0, "%s: this call needs a context for its workspace",
                               grid_algo_name(algo));
     if (needs_work) {

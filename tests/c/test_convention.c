@@ -8,17 +8,8 @@
 #include "grid/context.h"
 #include "grid/ref.h"
 #include "grid/urdf.h"
+#include "small_arm.h"
 
-static grid_model *load(int floating)
-{
-    grid_model_options o = grid_model_options_default();
-    o.floating_base = floating;
-    grid_model *m = NULL;
-    grid_error err;
-    const int rc = grid_urdf_load_file("tests/data/small_arm.urdf", &o, &m, &err);
-    CHECK_MSG(rc == GRID_OK, "%s", err.message);
-    return m;
-}
 
 /* the reference as the provider the convention runs */
 static int run_ref(void *user, int algo, const grid_call *c)
@@ -67,7 +58,7 @@ static double max_abs_diff(const double *x, const double *y, long long n)
 
 static void test_blocks(void)
 {
-    grid_model *fixed = load(0), *flo = load(1);
+    grid_model *fixed = test_small_arm(0), *flo = test_small_arm(1);
     grid_convention cv;
     grid_error err;
     CHECK(grid_convention_init(&cv, flo, GRID_CONVENTION_PINOCCHIO, &err) == GRID_OK && grid_convention_identity(&cv));
@@ -110,7 +101,7 @@ static void test_blocks(void)
 /* the free flyer's pre pass against the formulas written out, in place and out of place, and float32 */
 static void test_free_pass(void)
 {
-    grid_model *m = load(1);
+    grid_model *m = test_small_arm(1);
     grid_convention cv;
     grid_convention_init(&cv, m, GRID_CONVENTION_MUJOCO, NULL);
     const int nq = m->nq, nv = m->nv;
@@ -197,7 +188,7 @@ static void test_ball_block(void)
 /* whole calls through the reference: identities that hold in any basis, and T's action written out */
 static void test_calls_identities(void)
 {
-    grid_model *m = load(1);
+    grid_model *m = test_small_arm(1);
     grid_convention cv;
     grid_convention_init(&cv, m, GRID_CONVENTION_MUJOCO, NULL);
     grid_context ctx;
@@ -296,7 +287,7 @@ static void mj_integrate(const grid_model *m, const double *q, const double *d, 
    gradients. A wrong chain-rule term (any of them) is off by O(|v| |a|), far above the tolerance. */
 static void test_derivatives(void)
 {
-    grid_model *m = load(1);
+    grid_model *m = test_small_arm(1);
     grid_convention cv;
     grid_convention_init(&cv, m, GRID_CONVENTION_MUJOCO, NULL);
     grid_context ctx;
@@ -376,7 +367,7 @@ static void test_derivatives(void)
    uneven length), and with an output over its input */
 static void test_batches_bitwise(void)
 {
-    grid_model *m = load(1);
+    grid_model *m = test_small_arm(1);
     grid_convention cv;
     grid_convention_init(&cv, m, GRID_CONVENTION_MUJOCO, NULL);
     grid_context ctx;
@@ -433,7 +424,7 @@ static int run_fail(void *user, int algo, const grid_call *c)
 /* argument errors are statuses, not crashes */
 static void test_bad_calls(void)
 {
-    grid_model *m = load(1);
+    grid_model *m = test_small_arm(1);
     grid_convention cv;
     grid_convention_init(&cv, m, GRID_CONVENTION_MUJOCO, NULL);
     grid_context ctx;

@@ -7,17 +7,8 @@
 #include "grid/dispatch.h"
 #include "grid/ref.h"
 #include "grid/urdf.h"
+#include "small_arm.h"
 
-static grid_model *load(int floating)
-{
-    grid_model_options o = grid_model_options_default();
-    o.floating_base = floating;
-    grid_model *m = NULL;
-    grid_error err;
-    const int rc = grid_urdf_load_file("tests/data/small_arm.urdf", &o, &m, &err);
-    CHECK_MSG(rc == GRID_OK, "%s", err.message);
-    return m;
-}
 
 /* a fake provider's entry point: records what it was handed, answers with the reference times 2 */
 static const grid_model *fake_model;
@@ -94,7 +85,7 @@ static double max_diff(const double *x, const double *y, long n, double scale)
 /* no provider: every row is the reference's */
 static void test_reference_only(void)
 {
-    grid_model *m = load(0);
+    grid_model *m = test_small_arm(0);
     grid_dispatch d;
     grid_error err;
     CHECK(grid_dispatch_init(&d, m, GRID_FLOAT64, NULL, GRID_CONVENTION_PINOCCHIO, &err) == GRID_OK);
@@ -111,7 +102,7 @@ static void test_reference_only(void)
         const long n = B * grid_algo_output_width(algos[i], m->nq, m->nv, m->nb, m->nee);
         CHECK_MSG(max_diff(got, ref, n, 1.0) == 0.0, "%s", grid_algo_name(algos[i]));
     }
-    CHECK(grid_dispatch_threads(&d, GRID_ALGO_RNEA, 8) == 1);
+    CHECK(!grid_dispatch_entry(&d, GRID_ALGO_RNEA) && !grid_dispatch_needs_context(&d, GRID_ALGO_RNEA));
     /* an unknown row is an argument error naming the table */
     test_call t;
     CHECK(grid_dispatch_run(&d, GRID_ALGO_COUNT, test_call_init(&t, 0, q, v, a, NULL, got, B, 0, 0), NULL, &err) ==
@@ -124,7 +115,7 @@ static void test_reference_only(void)
    the rest; a provider's failure is reported with the method's name */
 static void test_provider_and_workspace(void)
 {
-    grid_model *m = load(0);
+    grid_model *m = test_small_arm(0);
     fake_model = m;
     const grid_provider p = fake_provider(m, 0);
     grid_dispatch d;
@@ -147,7 +138,8 @@ static void test_provider_and_workspace(void)
     CHECK(fake_work != NULL && fake_work_bytes >= 4 * 1000);    /* 1000 bytes for each of them */
     want(m, GRID_ALGO_RNEA, q, v, a, ref);
     CHECK(max_diff(got, ref, B * m->nv, 2.0) == 0.0);           /* the provider's answer, not the reference's */
-    CHECK(grid_dispatch_threads(&d, GRID_ALGO_RNEA, 16) == 4 && grid_dispatch_threads(&d, GRID_ALGO_RNEA, 2) == 2);
+    CHECK(grid_dispatch_entry(&d, GRID_ALGO_RNEA) == fake_rnea && !grid_dispatch_entry(&d, GRID_ALGO_MINV));
+    CHECK(grid_dispatch_needs_context(&d, GRID_ALGO_RNEA) && !grid_dispatch_needs_context(&d, GRID_ALGO_MINV));
     /* two threads get two threads' workspace */
     c = test_call_init(&t, GRID_ALGO_RNEA, q, v, a, NULL, got, B, 0, 0);
     c->num_threads = 2;
@@ -179,7 +171,7 @@ static void test_provider_and_workspace(void)
    twice the reference's there too: the conversion is linear in tau); a row it cannot convert is refused by name */
 static void test_convention(void)
 {
-    grid_model *m = load(1);
+    grid_model *m = test_small_arm(1);
     fake_model = m;
     const grid_provider p = fake_provider(m, 0);
     grid_dispatch dref, dp;
@@ -208,7 +200,7 @@ static void test_convention(void)
    convention */
 static void test_device_provider(void)
 {
-    grid_model *m = load(0);
+    grid_model *m = test_small_arm(0);
     fake_model = m;
     grid_provider p = fake_provider(m, 1);
     p.work_bytes = 0;
