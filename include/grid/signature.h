@@ -9,26 +9,13 @@
 extern "C" {
 #endif
 
-/* The row ids: index i of the table is row i (src/common/signature.c). A new method is one id here and
-   one row there, plus its algorithm (docs/architecture.md). */
+/* The row ids, in the order of include/grid/signature_rows.h: index i of the table is row i (src/common/signature.c).
+   A new method is one row there, its program in the emitter and its reference (docs/architecture.md). */
 typedef enum {
-    GRID_ALGO_RNEA = 0,
-    GRID_ALGO_NLE = 1,
-    GRID_ALGO_GRAVITY = 2,
-    GRID_ALGO_CRBA = 3,
-    GRID_ALGO_MINV = 4,
-    GRID_ALGO_FD = 5,
-    GRID_ALGO_ABA = 6,
-    GRID_ALGO_FK = 7,
-    GRID_ALGO_EE_POSE = 8,
-    GRID_ALGO_FRAME_JACOBIAN = 9,
-    GRID_ALGO_RNEA_GRAD = 10,
-    GRID_ALGO_FD_GRAD = 11,
-    GRID_ALGO_EE_POSE_GRAD = 12,
-    GRID_ALGO_RNEA_VJP = 13,
-    GRID_ALGO_FD_VJP = 14,
-    GRID_ALGO_EE_POSE_VJP = 15,
-    GRID_ALGO_COUNT = 16
+#define GRID_ROW(ID, id, ref, ...) GRID_ALGO_##ID,
+#include "grid/signature_rows.h"
+#undef GRID_ROW
+    GRID_ALGO_COUNT
 } grid_algo;
 
 /* the sizes a dimension may be written in */

@@ -19,67 +19,9 @@
 #define OUT_NVx2NV(name, desc) ARG(name, desc, GRID_REQUIRED, DIM(NV, 1), DIM(NV, 2))
 
 static const grid_signature_row rows[GRID_ALGO_COUNT] = {
-    [GRID_ALGO_RNEA] = {"rnea", "inverse_dynamics", "rnea", "tau = M(q) qdd + c(q, qd) - J^T f_ext (RNEA)",
-                        4, {IN_Q, IN_QD, IN_QDD_OPT, IN_FEXT_OPT}, 1, {OUT_NV("tau", "joint torques")},
-                        0, {{0}}, GRID_GPU_THREAD, GRID_ALGO_RNEA_GRAD, GRID_ALGO_RNEA_VJP, GRID_QTY_FORCE},
-    [GRID_ALGO_NLE] = {"nle", "nonlinear_effects", "", "c(q, qd) = rnea(q, qd, 0)",
-                       2, {IN_Q, IN_QD}, 1, {OUT_NV("c", "bias torques")}, 0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_FORCE},
-    [GRID_ALGO_GRAVITY] = {"gravity", "generalized_gravity", "", "g(q) = rnea(q, 0, 0)",
-                           1, {IN_Q}, 1, {OUT_NV("g", "gravity torques")}, 0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_FORCE},
-    [GRID_ALGO_CRBA] = {"crba", "crba", "", "M(q), full symmetric (CRBA)",
-                        1, {IN_Q}, 1, {OUT_NVxNV("M", "mass matrix")}, 0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_INERTIA},
-    [GRID_ALGO_MINV] = {"minv", "minv", "", "M(q)^-1 by the direct algorithm",
-                        1, {IN_Q}, 1, {OUT_NVxNV("Minv", "inverse mass matrix")}, 0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_INERTIA},
-    [GRID_ALGO_FD] = {"fd", "forward_dynamics", "fd", "qdd = M^-1 (u - c(q, qd) + J^T f_ext)",
-                      4, {IN_Q, IN_QD, IN_U, IN_FEXT_OPT}, 1, {OUT_NV("qdd", "joint accelerations")},
-                      0, {{0}}, GRID_GPU_THREAD, GRID_ALGO_FD_GRAD, GRID_ALGO_FD_VJP, GRID_QTY_ACCEL},
-    [GRID_ALGO_ABA] = {"aba", "aba", "", "qdd by the articulated-body algorithm",
-                       4, {IN_Q, IN_QD, IN_U, IN_FEXT_OPT}, 1, {OUT_NV("qdd", "joint accelerations")},
-                       0, {{0}}, GRID_GPU_THREAD, GRID_ALGO_FD_GRAD, GRID_ALGO_FD_VJP, GRID_QTY_ACCEL},
-    [GRID_ALGO_FK] = {"fk", "forward_kinematics", "", "oMi of every body, 4x4 homogeneous, row-major",
-                      1, {IN_Q}, 1, {ARG("oMi", "body placements", GRID_REQUIRED, DIM(NB, 1), DIM(ONE, 4), DIM(ONE, 4))},
-                      0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_WORLD},
-    [GRID_ALGO_EE_POSE] = {"ee_pose", "end_effector_pose", "", "[x y z roll pitch yaw] per end effector",
-                           1, {IN_Q}, 1, {ARG("pose", "end-effector poses", GRID_REQUIRED, DIM(NEE, 6))},
-                           0, {{0}}, GRID_GPU_THREAD, GRID_ALGO_EE_POSE_GRAD, GRID_ALGO_EE_POSE_VJP, GRID_QTY_WORLD},
-    [GRID_ALGO_FRAME_JACOBIAN] = {"frame_jacobian", "frame_jacobian", "", "J of one frame, rows [linear; angular]",
-                                  1, {IN_Q}, 1, {ARG("J", "frame Jacobian", GRID_REQUIRED, DIM(ONE, 6), DIM(NV, 1))},
-                                  2, {{"frame", 0, DIM(NFRAMES, 1), "frame id %ld is out of range: the robot has %d frames"},
-                                      {"reference_frame", 0, DIM(ONE, 3),
-                                       "reference_frame id %ld is not WORLD (0), LOCAL (1) or LOCAL_WORLD_ALIGNED (2)"}},
-                                  GRID_GPU_THREAD, NO_LINKS, GRID_QTY_JACOBIAN},
-    /* first-order derivatives: q columns along the local tangent (pin.integrate), as Pinocchio's */
-    [GRID_ALGO_RNEA_GRAD] = {"rnea_grad", "inverse_dynamics_gradient", "rnea_grad",
-                             "[dtau/dq | dtau/dqd] of RNEA at (q, qd, qdd, f_ext) (computeRNEADerivatives)",
-                             4, {IN_Q, IN_QD, IN_QDD_OPT, IN_FEXT_OPT}, 1, {OUT_NVx2NV("dtau", "torque gradient")},
-                             0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED},
-    [GRID_ALGO_FD_GRAD] = {"fd_grad", "forward_dynamics_gradient", "forward_dynamics_grad aba_gradient",
-                           "[dqdd/dq | dqdd/dqd] of forward dynamics at (q, qd, u, f_ext) (computeABADerivatives)",
-                           4, {IN_Q, IN_QD, IN_U, IN_FEXT_OPT}, 1, {OUT_NVx2NV("dqdd", "acceleration gradient")},
-                           0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED},
-    [GRID_ALGO_EE_POSE_GRAD] = {"ee_pose_grad", "end_effector_pose_gradient", "ee_pose_grad",
-                                "d[x y z roll pitch yaw]/dq per end effector (local tangent; rpy rows: coordinate "
-                                "derivatives, infinite at pitch = +-pi/2)",
-                                1, {IN_Q}, 1, {ARG("dpose", "pose gradient", GRID_REQUIRED, DIM(NEE, 6), DIM(NV, 1))},
-                                0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED},
-    /* vector-Jacobian products, cotangent^T d(out)/d(in) over the differentiable inputs (the specification's: ID in
-       q and qd, FD in q, qd and u, the pose in q), the q block in the local tangent: the backward passes of autograd */
-    [GRID_ALGO_RNEA_VJP] = {"rnea_vjp", "inverse_dynamics_vjp", "rnea_vjp",
-                            "[g^T dtau/dq | g^T dtau/dqd] of RNEA at (q, qd, qdd, f_ext) for a cotangent g (O(n))",
-                            5, {IN_Q, IN_QD, IN_COTANGENT(DIM(NV, 1)), IN_QDD_OPT, IN_FEXT_OPT},
-                            1, {ARG("vjp", "cotangents of q and qd", GRID_REQUIRED, DIM(NV, 2))},
-                            0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED},
-    [GRID_ALGO_FD_VJP] = {"fd_vjp", "forward_dynamics_vjp", "fd_vjp aba_vjp",
-                          "[g^T dqdd/dq | g^T dqdd/dqd | g^T dqdd/du] of forward dynamics at (q, qd, u, f_ext) for a "
-                          "cotangent g",
-                          5, {IN_Q, IN_QD, IN_U, IN_COTANGENT(DIM(NV, 1)), IN_FEXT_OPT},
-                          1, {ARG("vjp", "cotangents of q, qd and u", GRID_REQUIRED, DIM(NV, 3))},
-                          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED},
-    [GRID_ALGO_EE_POSE_VJP] = {"ee_pose_vjp", "end_effector_pose_vjp", "ee_pose_vjp",
-                               "g^T d[x y z roll pitch yaw]/dq of the end-effector poses for a cotangent g",
-                               2, {IN_Q, IN_COTANGENT(DIM(NEE, 6))},
-                               1, {ARG("vjp", "cotangent of q", GRID_REQUIRED, DIM(NV, 1))},
-                               0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED},
+#define GRID_ROW(ID, id, ref, ...) [GRID_ALGO_##ID] = __VA_ARGS__,
+#include "grid/signature_rows.h"
+#undef GRID_ROW
 };
 
 int grid_sig_count(void) { return GRID_ALGO_COUNT; }

@@ -2,101 +2,15 @@
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
-#include "grid/ref.h"
+#include "ref_rows.h"
 
-/* One state of one row: in[k] is the row's input k in float64 (NULL when an optional input is absent),
-   out[k] its output k, attr the call's attributes. */
-typedef void (*ref_state_fn)(const grid_model *m, const double *const *in, double *const *out, const int *attr,
-                             double *work);
-
-static void ref_rnea(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
-{
-    (void)attr;
-    grid_ref_rnea(m, in[0], in[1], in[2], in[3], out[0], work);
-}
-
-static void ref_nle(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
-{
-    (void)attr;
-    grid_ref_nonlinear_effects(m, in[0], in[1], out[0], work);
-}
-
-static void ref_gravity(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
-{
-    (void)attr;
-    grid_ref_gravity(m, in[0], out[0], work);
-}
-
-static void ref_crba(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
-{
-    (void)attr;
-    grid_ref_crba(m, in[0], out[0], work);
-}
-
-static void ref_minv(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
-{
-    (void)attr;
-    grid_ref_minv(m, in[0], out[0], work);
-}
-
-static void ref_fd(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
-{
-    (void)attr;
-    grid_ref_forward_dynamics(m, in[0], in[1], in[2], in[3], out[0], work);
-}
-
-static void ref_aba(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
-{
-    (void)attr;
-    grid_ref_aba(m, in[0], in[1], in[2], in[3], out[0], work);
-}
-
-static void ref_fk(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
-{
-    (void)attr;
-    grid_ref_forward_kinematics(m, in[0], out[0], work);
-}
-
-static void ref_ee_pose(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
-{
-    (void)attr;
-    grid_ref_end_effector_pose(m, in[0], out[0], work);
-}
-
-static void ref_frame_jacobian(const grid_model *m, const double *const *in, double *const *out, const int *attr,
-                               double *work)
-{
-    grid_ref_frame_jacobian(m, in[0], attr[0], attr[1], out[0], work);
-}
-
-static void ref_rnea_grad(const grid_model *m, const double *const *in, double *const *out, const int *attr,
-                          double *work)
-{
-    (void)attr;
-    grid_ref_rnea_derivatives(m, in[0], in[1], in[2], in[3], out[0], work);
-}
-
-static void ref_fd_grad(const grid_model *m, const double *const *in, double *const *out, const int *attr,
-                        double *work)
-{
-    (void)attr;
-    grid_ref_fd_derivatives(m, in[0], in[1], in[2], in[3], out[0], work);
-}
-
-static void ref_ee_pose_grad(const grid_model *m, const double *const *in, double *const *out, const int *attr,
-                             double *work)
-{
-    (void)attr;
-    grid_ref_ee_pose_derivatives(m, in[0], out[0], work);
-}
-
-/* the reference function of every row of the signature table */
+/* the reference function of every row of the signature table (NULL: a VJP, contracted from its gradient row) */
 static const ref_state_fn ref_fns[GRID_ALGO_COUNT] = {
-    [GRID_ALGO_RNEA] = ref_rnea, [GRID_ALGO_NLE] = ref_nle, [GRID_ALGO_GRAVITY] = ref_gravity,
-    [GRID_ALGO_CRBA] = ref_crba, [GRID_ALGO_MINV] = ref_minv, [GRID_ALGO_FD] = ref_fd, [GRID_ALGO_ABA] = ref_aba,
-    [GRID_ALGO_FK] = ref_fk, [GRID_ALGO_EE_POSE] = ref_ee_pose, [GRID_ALGO_FRAME_JACOBIAN] = ref_frame_jacobian,
-    [GRID_ALGO_RNEA_GRAD] = ref_rnea_grad, [GRID_ALGO_FD_GRAD] = ref_fd_grad,
-    [GRID_ALGO_EE_POSE_GRAD] = ref_ee_pose_grad,
+#define REF_FN_OWN(id) ref_row_##id
+#define REF_FN_VJP(id) NULL
+#define GRID_ROW(ID, id, ref, ...) [GRID_ALGO_##ID] = REF_FN_##ref(id),
+#include "grid/signature_rows.h"
+#undef GRID_ROW
 };
 
 /* ---- a model with coupled mimic joints ----

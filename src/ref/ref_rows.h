@@ -1,0 +1,22 @@
+/* The reference provider's per-row functions: one per signature row whose REF is OWN (include/grid/signature_rows.h). */
+#ifndef GRID_REF_ROWS_H
+#define GRID_REF_ROWS_H
+
+#include "grid/ref.h"
+
+/* One state of one row: in[k] is the row's input k in float64 (NULL when an optional input is absent), out[k] its
+   output k, attr the call's attributes, work grid_ref_work_size(m) doubles. */
+typedef void (*ref_state_fn)(const grid_model *m, const double *const *in, double *const *out, const int *attr,
+                             double *work);
+
+/* ref_row_<id> of every OWN row, defined beside its algorithm (src/ref) */
+#define REF_PROTO_OWN(id) void ref_row_##id(const grid_model *m, const double *const *in, double *const *out, \
+                                            const int *attr, double *work);
+#define REF_PROTO_VJP(id)
+#define GRID_ROW(ID, id, ref, ...) REF_PROTO_##ref(id)
+#include "grid/signature_rows.h"
+#undef GRID_ROW
+#undef REF_PROTO_OWN
+#undef REF_PROTO_VJP
+
+#endif
