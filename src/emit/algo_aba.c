@@ -230,14 +230,3 @@ int ea_aba_program(ep_prog *p, int has_fext, int coupled)
     }
     return 0;
 }
-
-int ea_aba(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd)
-{
-    const sv *in[EP_OUT] = {NULL, v, u, fext, NULL};
-    ep_prog *p = ep_new(k->em, k, 0, "aba", in, qdd, NULL, NULL, NULL);
-    if (!p) return -1;
-    int rc = ea_aba_program(p, fext != NULL, k->em->group_aba);
-    if (rc == 0) rc = ep_finish(p, NULL, NULL, NULL);
-    ep_free(p);
-    return rc;
-}

@@ -139,14 +139,3 @@ int ea_crba_program(ep_prog *p, int nv)
     }
     return 0;
 }
-
-int ea_crba(ek_kin *k, sv *M)
-{
-    ep_prog *p = ep_new(k->em, k, 0, "crba", NULL, M, NULL, NULL, NULL);
-    if (!p) return -1;
-    for (int i = 0; i < k->em->nv * k->em->nv; i++) M[i] = sym_const(k->g, 0.0);
-    int rc = ea_crba_program(p, k->em->nv);
-    if (rc == 0) rc = ep_finish(p, NULL, NULL, NULL);
-    ep_free(p);
-    return rc;
-}

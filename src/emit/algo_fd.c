@@ -68,14 +68,3 @@ int ea_fd_program(ep_prog *p, int has_fext)
     }
     return 0;
 }
-
-int ea_fd(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd)
-{
-    const sv *in[EP_OUT] = {NULL, v, u, fext, NULL};
-    ep_prog *p = ep_new(k->em, k, 0, "fd", in, qdd, NULL, NULL, NULL);
-    if (!p) return -1;
-    int rc = ea_fd_program(p, fext != NULL);
-    if (rc == 0) rc = ep_finish(p, NULL, NULL, NULL);
-    ep_free(p);
-    return rc;
-}

@@ -72,14 +72,3 @@ int ea_rnea_program(ep_prog *p, int has_v, int has_a, int has_fext, int tau_buf)
     }
     return 0;
 }
-
-int ea_rnea(ek_kin *k, const sv *v, const sv *a, const sv *fext, sv *tau)
-{
-    const sv *in[EP_OUT] = {NULL, v, a, fext, NULL};
-    ep_prog *p = ep_new(k->em, k, 0, "rnea", in, tau, NULL, NULL, NULL);
-    if (!p) return -1;
-    int rc = ea_rnea_program(p, v != NULL, a != NULL, fext != NULL, -1);
-    if (rc == 0) rc = ep_finish(p, NULL, NULL, NULL);
-    ep_free(p);
-    return rc;
-}

@@ -1,5 +1,5 @@
 /* First-order derivatives of inverse dynamics, [dtau/dq | dtau/dqd] (Pinocchio's computeRNEADerivatives) and its vector-Jacobian product, as programs for both schedules. */
-#include "algos.h"
+#include "emit_ctx.h"
 
 /* Everything is expressed in one frame with world axes and its origin at the root body's (ep_world_placement with
    root_origin: no lever arm grows with the base's distance). For body i with parent l, J_i = oMi S_i, and
@@ -218,8 +218,9 @@ static void add_to_parent(ep_prog *p, const fwd_bufs *B, const sci *Yc, const sv
     for (int r = 0; r < 6; r++) ep_set(p, B->F, EP_I, EP_PARENT, r, sym_add(g, ep_get(p, B->F, EP_I, EP_PARENT, r), Fc[r]));
 }
 
-int ea_rnea_grad_program(ep_prog *p, int has_a, int has_fext, int nv)
+EMIT_PROGRAM(ea_rnea_grad_program)
 {
+    const int has_a = sp->reads_a, has_fext = sp->reads_fext, nv = cx->em->nv;
     const fwd_bufs B = fwd_buffers(p);
     const int J = B.J, DV = B.DV, DA = B.DA, DAV = B.DAV;
     const int PB = ep_buffer(p, "P", 6 * nv, 0), QB = ep_buffer(p, "Q", 6 * nv, 0);
@@ -304,8 +305,9 @@ int ea_rnea_grad_program(ep_prog *p, int has_a, int has_fext, int nv)
 
    (the subtree terms are the j-in-subtree sums above, the U terms the j-above ones): one forward and one backward
    pass of 6-vectors, O(nv) work. */
-int ea_rnea_vjp_program(ep_prog *p, int has_a, int has_fext, int nv)
+EMIT_PROGRAM(ea_rnea_vjp_program)
 {
+    const int has_a = sp->reads_a, has_fext = sp->reads_fext, nv = cx->em->nv;
     const fwd_bufs B = fwd_buffers(p);
     const int J = B.J, DV = B.DV, DA = B.DA, DAV = B.DAV;
     const int UG = ep_buffer(p, "UG", 6, 1), SP = ep_buffer(p, "SP", 6, 1), SQ = ep_buffer(p, "SQ", 6, 1);
@@ -360,27 +362,4 @@ int ea_rnea_vjp_program(ep_prog *p, int has_a, int has_fext, int nv)
         }
     }
     return 0;
-}
-
-/* either program on the unrolled schedule */
-static int unrolled(ek_kin *k, const char *fn, int (*program)(ep_prog *, int, int, int), const sv *v, const sv *a,
-                    const sv *fext, const sv *ct, sv *out)
-{
-    const sv *in[EP_OUT] = {NULL, v, a, fext, ct};
-    ep_prog *p = ep_new(k->em, k, 0, fn, in, out, NULL, NULL, NULL);
-    if (!p) return -1;
-    int rc = program(p, a != NULL, fext != NULL, k->em->nv);
-    if (rc == 0) rc = ep_finish(p, NULL, NULL, NULL);
-    ep_free(p);
-    return rc;
-}
-
-int ea_rnea_vjp(ek_kin *k, const sv *v, const sv *a, const sv *fext, const sv *ct, sv *out)
-{
-    return unrolled(k, "rnea_vjp", ea_rnea_vjp_program, v, a, fext, ct, out);
-}
-
-int ea_rnea_grad(ek_kin *k, const sv *v, const sv *a, const sv *fext, sv *out)
-{
-    return unrolled(k, "rnea_grad", ea_rnea_grad_program, v, a, fext, NULL, out);
 }

@@ -14,12 +14,9 @@
 /* tau = M(q) a + C(q, v) v + g(q) - J^T fext into the output (tau_buf < 0) or a per-body buffer */
 int ea_rnea_program(ep_prog *p, int has_v, int has_a, int has_fext, int tau_buf);
 
-/* tau (nv) = M(q) a + C(q, v) v + g(q) - J^T fext; v, a, fext may be NULL (the unrolled program) */
-int ea_rnea(ek_kin *k, const sv *v, const sv *a, const sv *fext, sv *tau);
 
 /* M (nv x nv row-major, full symmetric) by composite rigid bodies (rolled: in the world frame) */
 int ea_crba_program(ep_prog *p, int nv);
-int ea_crba(ek_kin *k, sv *M);
 
 /* Carpentier's factorization of M^-1: articulated inertias without bias, U = IA S, Dinv = (S^T U)^-1 */
 typedef struct {
@@ -43,9 +40,6 @@ void ea_factor_free(ea_factor *fa);
 int ea_minv_program(ep_prog *p, int nv, int coupled);
 int ea_minv(ek_kin *k, sv *Minv);
 
-/* qdd = M^-1 (u - rnea(q, v, 0, fext)): the RNEA builder for the bias, then the factor applied to a vector */
-int ea_fd(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd);
-
 int ea_fd_program(ep_prog *p, int has_fext);
 /* coupled: the recursion with mimic couplings on the full coordinates (em_model.group_aba, crole) */
 int ea_aba_program(ep_prog *p, int has_fext, int coupled);
@@ -58,15 +52,5 @@ void ea_member_inertia(ep_prog *p, int IA, int AL, int BE, const sv IAi[36], sv 
    AL, D = S^T U + S^T AL + BE. bl: i's body, its basis shortcut dropped where Ia S = 0 does not hold */
 void ea_group_pieces(ep_prog *p, int role, int AL, int BE, sv IAi[36], sv U[36], sv Dinv[36], ek_body *bl);
 
-/* [dtau/dq | dtau/dqd] (nv x 2nv row-major) of RNEA at (q, v, a, fext) in the local tangent (algo_rnea_grad.c);
-   a and fext may be absent (has_a, has_fext = 0: exact zeros) */
-int ea_rnea_grad_program(ep_prog *p, int has_a, int has_fext, int nv);
-int ea_rnea_grad(ek_kin *k, const sv *v, const sv *a, const sv *fext, sv *out);
-/* [g^T dtau/dq | g^T dtau/dqd] (2 nv) of RNEA at (q, v, a, fext) for the cotangent g, in O(nv) (algo_rnea_grad.c) */
-int ea_rnea_vjp_program(ep_prog *p, int has_a, int has_fext, int nv);
-int ea_rnea_vjp(ek_kin *k, const sv *v, const sv *a, const sv *fext, const sv *g, sv *out);
-
-/* qdd by the articulated-body algorithm; fext may be NULL */
-int ea_aba(ek_kin *k, const sv *v, const sv *u, const sv *fext, sv *qdd);
 
 #endif

@@ -13,6 +13,19 @@ const char *emit_state_qualifiers(const emit_ctx *cx)
 /* the full coordinates' sizes (a coupled model's inner functions run on them) */
 static grid_sizes full_sizes(const em_model *em) { return grid_sizes_of(em->nq, em->nv, em->nb, em->nee, em->nframes); }
 
+/* the unrolled schedule of sp's program: its loops run here, the n outputs (zeros until written) into res */
+static int unrolled_program(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *const in[EP_COUNT], sv *res,
+                            long long n)
+{
+    ep_prog *p = ep_new(cx->em, k, EP_UNROLLED, sp->fn, in, res, NULL, NULL, NULL);
+    if (!p) return -1;
+    for (long long i = 0; i < n; i++) res[i] = sym_const(k->g, 0.0);
+    int rc = sp->m->program(p, cx, sp);
+    if (rc == 0) rc = ep_finish(p, NULL, NULL, NULL);
+    ep_free(p);
+    return rc;
+}
+
 /* run the builder of sp on fresh kinematics; outputs land in out[] through stores */
 static int build(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *const in[EP_COUNT], sym_stats *extra)
 {
@@ -24,7 +37,7 @@ static int build(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *
     const long long n = grid_sig_shape(&grid_sig_row(sp->m->row)->out[0], &s, NULL);
     sv *res = ek_calloc((size_t)n + 1, sizeof *res);
     if (!res) return -1;
-    const int rc = sp->m->values(k, in, res);
+    const int rc = sp->m->values ? sp->m->values(k, in, res) : unrolled_program(cx, sp, k, in, res, n);
     if (rc == 0) {
         sym_comment(k->g, "/* outputs */");
         for (long long i = 0; i < n; i++) sym_store(k->g, EP_OUT, (int)i, res[i]);

@@ -60,31 +60,13 @@ static int jacobian_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp
     return ea_jacobian_program(p, cx->em->nv);
 }
 
-static int rnea_grad_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
-{
-    return ea_rnea_grad_program(p, sp->reads_a, sp->reads_fext, cx->em->nv);
-}
+/* programs written to the table's signature (EMIT_PROGRAM), in their algo_*.c */
+EMIT_PROGRAM(ea_rnea_grad_program);
+EMIT_PROGRAM(ea_rnea_vjp_program);
 
-static int rnea_vjp_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
-{
-    return ea_rnea_vjp_program(p, sp->reads_a, sp->reads_fext, cx->em->nv);
-}
+/* ---- unrolled builders besides the programs' own unrolled schedule: M^-1's couplings to every ancestor ---- */
 
-/* ---- unrolled builders: output values from symbolic inputs (absent: NULL, exact zeros) ---- */
-
-static int rnea_values(ek_kin *k, const sv *const in[EP_COUNT], sv *out) { return ea_rnea(k, in[EP_V], in[EP_A], in[EP_F], out); }
-static int crba_values(ek_kin *k, const sv *const in[EP_COUNT], sv *out) { (void)in; return ea_crba(k, out); }
 static int minv_values(ek_kin *k, const sv *const in[EP_COUNT], sv *out) { (void)in; return ea_minv(k, out); }
-static int fd_values(ek_kin *k, const sv *const in[EP_COUNT], sv *out) { return ea_fd(k, in[EP_V], in[EP_A], in[EP_F], out); }
-static int aba_values(ek_kin *k, const sv *const in[EP_COUNT], sv *out) { return ea_aba(k, in[EP_V], in[EP_A], in[EP_F], out); }
-static int rnea_grad_values(ek_kin *k, const sv *const in[EP_COUNT], sv *out)
-{
-    return ea_rnea_grad(k, in[EP_V], in[EP_A], in[EP_F], out);
-}
-static int rnea_vjp_values(ek_kin *k, const sv *const in[EP_COUNT], sv *out)
-{
-    return ea_rnea_vjp(k, in[EP_V], in[EP_A], in[EP_F], in[EP_G], out);
-}
 
 /* the frames family stores its outputs itself (algo_frames.c, algo_jacobian.c) */
 static int fk_graph(const emit_ctx *cx, ek_kin *k, sym_stats *extra) { (void)extra; return ea_fk(cx, k); }
@@ -106,20 +88,18 @@ static long jacobian_size(const em_model *em)
 static const emit_method methods[GRID_ALGO_COUNT] = {
     /* rnea(q, v, 0) (also NLE), rnea(q, v, a), rnea(q, v, a, fext) (a may be zeros) */
     [GRID_ALGO_RNEA] = {.row = GRID_ALGO_RNEA, .shares = -1, .variants = {Q | V, Q | V | A, Q | V | A | F}, .lanes = 1,
-                        .program = rnea_program, .values = rnea_values},
+                        .program = rnea_program},
     [GRID_ALGO_NLE] = {.row = GRID_ALGO_NLE, .shares = GRID_ALGO_RNEA},
-    [GRID_ALGO_GRAVITY] = {.row = GRID_ALGO_GRAVITY, .shares = -1, .variants = {Q}, .lanes = 1, .program = rnea_program,
-                           .values = rnea_values},
-    [GRID_ALGO_CRBA] = {.row = GRID_ALGO_CRBA, .shares = -1, .variants = {Q}, .lanes = 1, .program = crba_program,
-                        .values = crba_values},
+    [GRID_ALGO_GRAVITY] = {.row = GRID_ALGO_GRAVITY, .shares = -1, .variants = {Q}, .lanes = 1, .program = rnea_program},
+    [GRID_ALGO_CRBA] = {.row = GRID_ALGO_CRBA, .shares = -1, .variants = {Q}, .lanes = 1, .program = crba_program},
     [GRID_ALGO_MINV] = {.row = GRID_ALGO_MINV, .shares = -1, .variants = {Q}, .lanes = 1, .coupling = COUPLE_INVERSE,
                         .couple_mass = GRID_ALGO_CRBA, .couple_recursion = GRID_ALGO_MINV, .program = minv_program, .values = minv_values},
     [GRID_ALGO_FD] = {.row = GRID_ALGO_FD, .shares = -1, .variants = {Q | V | A, Q | V | A | F}, .lanes = 1,
                       .coupling = COUPLE_SOLVE, .couple_mass = GRID_ALGO_CRBA, .couple_bias = GRID_ALGO_RNEA,
-                      .couple_recursion = GRID_ALGO_ABA, .program = fd_program, .values = fd_values},
+                      .couple_recursion = GRID_ALGO_ABA, .program = fd_program},
     [GRID_ALGO_ABA] = {.row = GRID_ALGO_ABA, .shares = -1, .variants = {Q | V | A, Q | V | A | F}, .lanes = 1,
                        .coupling = COUPLE_SOLVE, .couple_mass = GRID_ALGO_CRBA, .couple_bias = GRID_ALGO_RNEA,
-                       .couple_recursion = GRID_ALGO_ABA, .program = aba_program, .values = aba_values},
+                       .couple_recursion = GRID_ALGO_ABA, .program = aba_program},
     /* the frames family: stores dominate, lanes do not pay */
     [GRID_ALGO_FK] = {.row = GRID_ALGO_FK, .shares = -1, .variants = {Q}, .program = fk_program, .graph = fk_graph},
     [GRID_ALGO_EE_POSE] = {.row = GRID_ALGO_EE_POSE, .shares = -1, .variants = {Q}, .prelude = PRELUDE_RPY,
@@ -129,7 +109,7 @@ static const emit_method methods[GRID_ALGO_COUNT] = {
                                   .program = jacobian_program, .graph = jacobian_graph, .size_estimate = jacobian_size},
     /* the gradients have one variant each (absent qdd and f_ext read zeros): their code is large */
     [GRID_ALGO_RNEA_GRAD] = {.row = GRID_ALGO_RNEA_GRAD, .shares = -1, .variants = {Q | V | A | F}, .lanes = 1,
-                             .budget = BUDGET_GRADIENT, .program = rnea_grad_program, .values = rnea_grad_values},
+                             .budget = BUDGET_GRADIENT, .program = ea_rnea_grad_program},
     /* qdd = fd, the RNEA gradient at qdd, M^-1 */
     [GRID_ALGO_FD_GRAD] = {.row = GRID_ALGO_FD_GRAD, .shares = -1, .variants = {Q | V | A | F}, .lanes = 1,
                            .callees = {{GRID_ALGO_FD, Q | V | A | F}, {GRID_ALGO_RNEA_GRAD, Q | V | A | F}, {GRID_ALGO_MINV, Q}},
@@ -140,7 +120,7 @@ static const emit_method methods[GRID_ALGO_COUNT] = {
                                 .composite = emit_ee_pose_grad_function},
     /* the vector-Jacobian products: one variant each, as the gradients */
     [GRID_ALGO_RNEA_VJP] = {.row = GRID_ALGO_RNEA_VJP, .shares = -1, .variants = {Q | V | A | F | G}, .lanes = 1,
-                            .budget = BUDGET_GRADIENT, .program = rnea_vjp_program, .values = rnea_vjp_values},
+                            .budget = BUDGET_GRADIENT, .program = ea_rnea_vjp_program},
     /* qdd = fd, the RNEA VJP at qdd for h = M^-1 g, M^-1 */
     [GRID_ALGO_FD_VJP] = {.row = GRID_ALGO_FD_VJP, .shares = -1, .variants = {Q | V | A | F | G}, .lanes = 1,
                           .callees = {{GRID_ALGO_FD, Q | V | A | F}, {GRID_ALGO_RNEA_VJP, Q | V | A | F | G}, {GRID_ALGO_MINV, Q}},

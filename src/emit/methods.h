@@ -47,11 +47,11 @@ typedef struct emit_method {
        where the model allows it (em_model.group_minv for INVERSE, group_aba for SOLVE) */
     int couple_mass, couple_bias, couple_recursion;
     int prelude;        /* PRELUDE_* bits */
-    /* the program (program.h) of both schedules; NULL: unrolled only */
+    /* the program of both schedules (EMIT_PROGRAM); NULL: unrolled only */
     int (*program)(ep_prog *p, const struct emit_ctx *cx, const struct state_spec *sp);
-    /* the unrolled builder on symbolic inputs in[EP_*] (NULL: absent), its output values in out (the row's output
-       width on the full coordinates); or `graph`, a builder that stores its outputs itself (and may write other
-       functions, counted in extra) */
+    /* an unrolled builder on symbolic inputs in[EP_*] (NULL: absent) that replaces the program's unrolled schedule, its
+       output values in out (the row's output width on the full coordinates); NULL: the program's; or `graph`, a
+       builder that stores its outputs itself (and may write other functions, counted in extra) */
     int (*values)(ek_kin *k, const sv *const in[EP_COUNT], sv *out);
     int (*graph)(const struct emit_ctx *cx, ek_kin *k, sym_stats *extra);
     /* its unrolled size when estimated instead of measured (one function per body); NULL: measured */
@@ -65,6 +65,9 @@ typedef struct emit_method {
     int composite_groups; /* 1: its rolled scalar form is a template on a state's lanes, or interleaved over a warp */
     int staged_cuda;      /* 1: its CUDA entry launches its callees' kernels one after another (docs/cuda.md) */
 } emit_method;
+
+/* a program of the table (program.h): one description of both schedules for the per-state function sp of cx */
+#define EMIT_PROGRAM(fn) int fn(ep_prog *p, const struct emit_ctx *cx, const struct state_spec *sp)
 
 /* the row's method (every row has one); NULL when out of range */
 const emit_method *emit_method_of(int row);
