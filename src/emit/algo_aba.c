@@ -202,7 +202,7 @@ int ea_aba_program(ep_prog *p, int has_fext, int coupled)
             /* the group's acceleration, from the parent (the leader, another member or the host) */
             const sv qg = ep_get(p, QG, EP_I, EP_PARENT, 0), x = sym_mul(g, b->mult, qg);
             ep_set(p, QG, EP_I, EP_SELF, 0, qg);
-            ep_out_vec(p, EP_I, 0, x);
+            ep_out(p, x, ep_coord(EP_I, EP_SELF, 0));
             ek_joint_motion(g, b, &x, sq);
             for (int e = 0; e < 6; e++) ep_set(p, ACC, EP_I, EP_SELF, e, sym_add(g, a[e], sq[e]));
             continue;
@@ -214,7 +214,7 @@ int ea_aba_program(ep_prog *p, int has_fext, int coupled)
             sv x = zero;
             for (int j = 0; j < n; j++) x = sym_add(g, x, sym_mul(g, ep_get(p, DINV, EP_I, EP_SELF, n * m + j), ua[j]));
             qdd[m] = x;
-            ep_out_vec(p, EP_I, m, x);
+            ep_out(p, x, ep_coord(EP_I, EP_SELF, m));
         }
         ek_joint_motion(g, b, qdd, sq);
         for (int e = 0; e < 6; e++) ep_set(p, ACC, EP_I, EP_SELF, e, sym_add(g, a[e], sq[e]));

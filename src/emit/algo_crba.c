@@ -24,7 +24,7 @@ static int crba_world_program(ep_prog *p, int nv)
 {
     const int OM = ep_buffer(p, "oM", 12, 1), JW = ep_buffer(p, "Jw", 36, 1), YC = ep_buffer(p, "Yc", 13, 1);
     const int F = ep_buffer(p, "F", 6 * nv, 0);
-    ep_zero_output(p, (long)nv * nv);
+    ep_zero_output(p);
     /* world placements, motion subspaces and inertias (this pass also stores every liMi) */
     for (ep_bodies(p, 0); ep_next(p);) {
         sym_graph *g = ep_graph(p);
@@ -63,8 +63,8 @@ static int crba_world_program(ep_prog *p, int nv)
         for (int c = 0; c < n; c++)
             for (int r = 0; r <= c; r++) {
                 const sv x = sym_dot(g, J + 6 * r, Fc + 6 * c, 6);
-                ep_out_mat(p, EP_I, EP_SELF, r, EP_I, c, x);
-                if (r != c) ep_out_mat(p, EP_I, EP_SELF, c, EP_I, r, x);
+                ep_out(p, x, ep_coord(EP_I, EP_SELF, r), ep_coord(EP_I, EP_SELF, c));
+                if (r != c) ep_out(p, x, ep_coord(EP_I, EP_SELF, c), ep_coord(EP_I, EP_SELF, r));
             }
         /* M[i, k] = M[k, i] = Jw_i^T F[:, k] over the descendants' columns */
         for (ep_columns(p, EP_COLS_BELOW); ep_next(p);) {
@@ -74,8 +74,8 @@ static int crba_world_program(ep_prog *p, int nv)
             for (int r = 0; r < n; r++) {
                 for (int e = 0; e < 6; e++) ja[e] = ep_get(p, JW, EP_I, EP_SELF, 6 * r + e);
                 const sv x = sym_dot(gk, ja, f, 6);
-                ep_out_setk(p, EP_I, r, x);
-                ep_out_setk_t(p, EP_I, r, x);
+                ep_out(p, x, ep_coord(EP_I, EP_SELF, r), ep_col(0));
+                ep_out(p, x, ep_col(0), ep_coord(EP_I, EP_SELF, r));
             }
         }
     }
@@ -86,7 +86,7 @@ int ea_crba_program(ep_prog *p, int nv)
 {
     if (ep_rolled(p)) return crba_world_program(p, nv);
     const int YC = ep_buffer(p, "Yc", 13, 1), F = ep_buffer(p, "F", 36, 0);
-    ep_zero_output(p, (long)nv * nv);
+    ep_zero_output(p);
     /* composites start as the bodies' own inertias (rolled: this pass also stores every liMi) */
     for (ep_bodies(p, 0); ep_next(p);) {
         sci Y;
@@ -105,7 +105,7 @@ int ea_crba_program(ep_prog *p, int nv)
             for (int r = 0; r < 6; r++) s[r] = b->S[b->nv * r + c];
             sp_sci_apply(g, &Y, s, Fc);
             ek_joint_project(g, b, Fc, col);
-            for (int r = 0; r < b->nv; r++) ep_out_mat(p, EP_I, EP_SELF, r, EP_I, c, col[r]);
+            for (int r = 0; r < b->nv; r++) ep_out(p, col[r], ep_coord(EP_I, EP_SELF, r), ep_coord(EP_I, EP_SELF, c));
             for (int r = 0; r < 6; r++) ep_set(p, F, EP_I, EP_SELF, 6 * c + r, Fc[r]);
         }
         /* carry F up the tree: M_ai = S_a^T (X F) for every ancestor a */
@@ -120,8 +120,8 @@ int ea_crba_program(ep_prog *p, int nv)
                 sp_force_act(ga, Xc, Fc, Fc);
                 ek_joint_project(ga, ba, Fc, col);
                 for (int r = 0; r < ba->nv; r++) {
-                    ep_out_mat(p, EP_J, EP_SELF, r, EP_I, c, col[r]);
-                    ep_out_mat(p, EP_I, EP_SELF, c, EP_J, r, col[r]);
+                    ep_out(p, col[r], ep_coord(EP_J, EP_SELF, r), ep_coord(EP_I, EP_SELF, c));
+                    ep_out(p, col[r], ep_coord(EP_I, EP_SELF, c), ep_coord(EP_J, EP_SELF, r));
                 }
                 for (int r = 0; r < 6; r++) ep_set(p, F, EP_I, EP_SELF, 6 * c + r, Fc[r]);
             }

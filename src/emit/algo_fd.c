@@ -61,7 +61,7 @@ int ea_fd_program(ep_prog *p, int has_fext)
             sv t = zero;
             for (int j = 0; j < n; j++) t = sym_add(g, t, sym_mul(g, ep_get(p, DINV, EP_I, EP_SELF, n * m + j), ua[j]));
             qdd[m] = sym_sub(g, ep_get(p, Y, EP_I, EP_SELF, m), t);
-            ep_out_vec(p, EP_I, m, qdd[m]);
+            ep_out(p, qdd[m], ep_coord(EP_I, EP_SELF, m));
         }
         ek_joint_motion(g, b, qdd, sq);
         for (int e = 0; e < 6; e++) ep_set(p, ACC, EP_I, EP_SELF, e, sym_add(g, a[e], sq[e]));

@@ -151,10 +151,10 @@ static void world_pass(ep_prog *p, int OM, int write_out)
         const sxf o = ep_world_placement(p, OM, 0);
         if (!write_out) continue;
         for (int r = 0; r < 3; r++) {
-            for (int c = 0; c < 3; c++) ep_out_body(p, EP_I, 16, 4 * r + c, o.R[3 * r + c]);
-            ep_out_body(p, EP_I, 16, 4 * r + 3, o.p[r]);
+            for (int c = 0; c < 3; c++) ep_out(p, o.R[3 * r + c], ep_body_ix(EP_I), ep_at(r), ep_at(c));
+            ep_out(p, o.p[r], ep_body_ix(EP_I), ep_at(r), ep_at(3));
         }
-        for (int c = 0; c < 4; c++) ep_out_body(p, EP_I, 16, 12 + c, sym_const(g, c == 3 ? 1.0 : 0.0));
+        for (int c = 0; c < 4; c++) ep_out(p, sym_const(g, c == 3 ? 1.0 : 0.0), ep_body_ix(EP_I), ep_at(3), ep_at(c));
     }
 }
 
@@ -187,7 +187,7 @@ int ea_ee_pose_program(ep_prog *p, const emit_ctx *cx)
             for (int k = 0; k < 3; k++) o.p[k] = ep_get_at(p, OM, fr->body, 9 + k);
             sp_xf_compose(g, &o, &P, &X);
         }
-        for (int r = 0; r < 3; r++) ep_out_flat(p, 6 * e + r, X.p[r]);
+        for (int r = 0; r < 3; r++) ep_out(p, X.p[r], ep_at(6 * e + r));
         for (int r = 0; r < 9; r++) sym_store(g, re, 9 * e + r, X.R[r]);
     }
     /* roll, pitch, yaw of each rotation */
@@ -207,11 +207,11 @@ int ea_ee_pose_program(ep_prog *p, const emit_ctx *cx)
     return 0;
 }
 
-int ea_jacobian_program(ep_prog *p, int nv)
+int ea_jacobian_program(ep_prog *p)
 {
     const int OM = ep_buffer(p, "oM", 12, 1), OMF = ep_buffer(p, "oMf", 12, 0);
     world_pass(p, OM, 0);
-    ep_zero_output(p, 6L * nv);
+    ep_zero_output(p);
     /* a frame welded to the world has a zero Jacobian */
     ep_raw(p, "if (grid_frame_body_[frame] >= 0) {\n");
     /* oMf: the frame body's placement times the frame's */
@@ -262,7 +262,7 @@ int ea_jacobian_program(ep_prog *p, int nv)
                         }
                     }
                 }
-                for (int r = 0; r < 6; r++) ep_out_jac(p, EP_I, r, c, col[r]);
+                for (int r = 0; r < 6; r++) ep_out(p, col[r], ep_at(r), ep_coord(EP_I, EP_SELF, c));
             }
         }
     }

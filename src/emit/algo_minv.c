@@ -153,15 +153,15 @@ static void forward_column(ep_prog *p, int UDW, int JW, int A, int root, int n, 
 {
     sym_graph *g = ep_graph(p);
     sv a[6], m[6];
-    for (int e = 0; e < n; e++) m[e] = ep_out_getk(p, EP_I, e);
+    for (int e = 0; e < n; e++) m[e] = ep_out_get(p, ep_coord(EP_I, EP_SELF, e), ep_col(0));
     for (int r = 0; r < 6; r++) a[r] = root ? sym_const(g, 0.0) : ep_getk(p, A, EP_I, EP_PARENT, r);
     for (int e = 0; e < n && !root; e++) {
         sv s = sym_const(g, 0.0);
         for (int r = 0; r < 6; r++) s = sym_add(g, s, sym_mul(g, ep_get(p, UDW, EP_I, EP_SELF, 6 * e + r), a[r]));
         m[e] = sym_sub(g, m[e], s);
-        ep_out_setk(p, EP_I, e, m[e]);
+        ep_out(p, m[e], ep_coord(EP_I, EP_SELF, e), ep_col(0));
     }
-    for (int e = 0; e < n && transposed; e++) ep_out_setk_t(p, EP_I, e, m[e]);
+    for (int e = 0; e < n && transposed; e++) ep_out(p, m[e], ep_col(0), ep_coord(EP_I, EP_SELF, e));
     for (int r = 0; r < 6; r++) {
         sv x = a[r];
         for (int e = 0; e < n; e++) x = sym_add(g, x, sym_mul(g, ep_get(p, JW, EP_I, EP_SELF, 6 * e + r), m[e]));
@@ -196,7 +196,7 @@ int ea_minv_program(ep_prog *p, int nv, int coupled)
     const int AL = coupled ? ep_buffer(p, "AL", 6, 1) : -1, BE = coupled ? ep_buffer(p, "BE", 1, 1) : -1;
     const int ALW = coupled ? ep_buffer(p, "ALw", 6, 1) : -1, GA = coupled ? ep_buffer(p, "GA", nv, 0) : -1;
     const int QG = coupled ? ep_buffer(p, "QG", nv, EP_PER_CHAIN) : -1;
-    ep_zero_output(p, (long)nv * nv);
+    ep_zero_output(p);
     /* pass 1: world placements; articulated inertias start as body inertias */
     for (ep_bodies(p, 0); ep_next(p);) {
         sym_graph *g = ep_graph(p);
@@ -234,7 +234,7 @@ int ea_minv_program(ep_prog *p, int nv, int coupled)
         ea_group_pieces(p, role, AL, BE, IAi, U, Dinv, &bl);
         ea_articulated_minus_joint(g, &bl, IAi, U, Dinv, Ia, UD);
         for (int r = 0; r < n; r++)
-            for (int c = 0; c < n; c++) ep_out_mat(p, EP_I, EP_SELF, r, EP_I, c, Dinv[n * r + c]);
+            for (int c = 0; c < n; c++) ep_out(p, Dinv[n * r + c], ep_coord(EP_I, EP_SELF, r), ep_coord(EP_I, EP_SELF, c));
         if (!root) {
             ep_mat6_to_parent(p, EP_I, Ia, t);
             for (int e = 0; e < 36; e++) ep_set(p, IA, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, IA, EP_I, EP_PARENT, e), t[e]));
@@ -280,7 +280,7 @@ int ea_minv_program(ep_prog *p, int nv, int coupled)
                 sv s = sym_const(gk, 0.0);
                 for (int r = 0; r < 6; r++) s = sym_add(gk, s, sym_mul(gk, ep_get(p, SDW, EP_I, EP_SELF, 6 * a + r), f[r]));
                 m[a] = sym_neg(gk, s);
-                ep_out_setk(p, EP_I, a, m[a]);
+                ep_out(p, m[a], ep_coord(EP_I, EP_SELF, a), ep_col(0));
             }
             if (root) continue;
             for (int r = 0; r < 6; r++) {
@@ -294,7 +294,7 @@ int ea_minv_program(ep_prog *p, int nv, int coupled)
         for (ep_columns(p, EP_COLS_OWN); ep_next(p);) {
             sym_graph *gk = ep_graph(p);
             sv m[6];
-            for (int a = 0; a < n; a++) m[a] = ep_out_getk(p, EP_I, a);
+            for (int a = 0; a < n; a++) m[a] = ep_out_get(p, ep_coord(EP_I, EP_SELF, a), ep_col(0));
             for (int r = 0; r < 6; r++) {
                 sv x = sym_const(gk, 0.0);
                 for (int a = 0; a < n; a++) x = sym_add(gk, x, sym_mul(gk, ep_get(p, UW, EP_I, EP_SELF, 6 * a + r), m[a]));
@@ -309,13 +309,13 @@ int ea_minv_program(ep_prog *p, int nv, int coupled)
             /* the group's row at the host's leader (a follower has no columns): QG[k], plus 1 / BE on its own */
             for (ep_columns(p, EP_COLS_OWN); ep_next(p);) {
                 sym_graph *gk = ep_graph(p);
-                ep_out_setk(p, EP_I, 0, sym_add(gk, ep_getk(p, QG, EP_I, EP_PARENT, 0),
-                                                sym_div(gk, sym_const(gk, 1.0), ep_get(p, BE, EP_I, EP_PARENT, 0))));
+                ep_out(p, sym_add(gk, ep_getk(p, QG, EP_I, EP_PARENT, 0),
+                                                sym_div(gk, sym_const(gk, 1.0), ep_get(p, BE, EP_I, EP_PARENT, 0))), ep_coord(EP_I, EP_SELF, 0), ep_col(0));
             }
             for (ep_columns(p, EP_COLS_LATER); ep_next(p);) {
                 const sv x = ep_getk(p, QG, EP_I, EP_PARENT, 0);
-                ep_out_setk(p, EP_I, 0, x);
-                ep_out_setk_t(p, EP_I, 0, x);
+                ep_out(p, x, ep_coord(EP_I, EP_SELF, 0), ep_col(0));
+                ep_out(p, x, ep_col(0), ep_coord(EP_I, EP_SELF, 0));
             }
             continue;
         }

@@ -61,7 +61,7 @@ int ea_rnea_program(ep_prog *p, int has_v, int has_a, int has_fext, int tau_buf)
         ek_joint_project(g, b, f, tau);
         for (int c = 0; c < b->nv; c++) {
             if (tau_buf >= 0) ep_set(p, tau_buf, EP_I, EP_SELF, c, tau[c]);
-            else ep_out_vec(p, EP_I, c, tau[c]);
+            else ep_out(p, tau[c], ep_coord(EP_I, EP_SELF, c));
         }
         if (!ep_is_root(p, EP_I)) {
             sv t[6];

@@ -225,8 +225,7 @@ EMIT_PROGRAM(ea_rnea_grad_program)
     const int J = B.J, DV = B.DV, DA = B.DA, DAV = B.DAV;
     const int PB = ep_buffer(p, "P", 6 * nv, 0), QB = ep_buffer(p, "Q", 6 * nv, 0);
     const int FQ = ep_buffer(p, "FQ", 6 * nv, 0), FV = ep_buffer(p, "FV", 6 * nv, 0);
-    ep_out_stride(p, 2 * nv);
-    ep_zero_output(p, 2L * nv * nv);
+    ep_zero_output(p);
     forward_pass(p, &B, has_a, has_fext, -1, -1, -1);
 
     for (ep_bodies(p, 1); ep_next(p);) {
@@ -264,10 +263,8 @@ EMIT_PROGRAM(ea_rnea_grad_program)
         /* the joint's own block */
         for (int r = 0; r < ni; r++)
             for (int c = 0; c < ni; c++) {
-                ep_out_mat_off(p, EP_I, EP_SELF, r, EP_I, c, 0,
-                               sym_add(g, sym_dot(g, P[r], dA[c], 6), sym_dot(g, Q[r], dV[c], 6)));
-                ep_out_mat_off(p, EP_I, EP_SELF, r, EP_I, c, nv,
-                               sym_add(g, sym_dot(g, P[r], dAv[c], 6), sym_dot(g, Q[r], Jc[c], 6)));
+                ep_out(p, sym_add(g, sym_dot(g, P[r], dA[c], 6), sym_dot(g, Q[r], dV[c], 6)), ep_coord(EP_I, EP_SELF, r), ep_coord(EP_I, EP_SELF, c));
+                ep_out(p, sym_add(g, sym_dot(g, P[r], dAv[c], 6), sym_dot(g, Q[r], Jc[c], 6)), ep_coord(EP_I, EP_SELF, r), ep_coord(EP_I, EP_SELF, nv + c));
             }
         add_to_parent(p, &B, &Yc, Dc, Fc);
         /* rows and columns against every descendant's column k */
@@ -286,10 +283,10 @@ EMIT_PROGRAM(ea_rnea_grad_program)
                 col_get(p, DV, c, dvc);
                 col_get(p, DA, c, dac);
                 col_get(p, DAV, c, davc);
-                ep_out_setk_off(p, EP_I, c, 0, sym_dot(gk, jc, fq, 6));
-                ep_out_setk_off(p, EP_I, c, nv, sym_dot(gk, jc, fv, 6));
-                ep_out_setk_t_off(p, EP_I, c, 0, sym_add(gk, sym_dot(gk, pk, dac, 6), sym_dot(gk, qk, dvc, 6)));
-                ep_out_setk_t_off(p, EP_I, c, nv, sym_add(gk, sym_dot(gk, pk, davc, 6), sym_dot(gk, qk, jc, 6)));
+                ep_out(p, sym_dot(gk, jc, fq, 6), ep_coord(EP_I, EP_SELF, c), ep_col(0));
+                ep_out(p, sym_dot(gk, jc, fv, 6), ep_coord(EP_I, EP_SELF, c), ep_col(nv));
+                ep_out(p, sym_add(gk, sym_dot(gk, pk, dac, 6), sym_dot(gk, qk, dvc, 6)), ep_col(0), ep_coord(EP_I, EP_SELF, c));
+                ep_out(p, sym_add(gk, sym_dot(gk, pk, davc, 6), sym_dot(gk, qk, jc, 6)), ep_col(0), ep_coord(EP_I, EP_SELF, nv + c));
             }
         }
     }
@@ -350,9 +347,8 @@ EMIT_PROGRAM(ea_rnea_vjp_program)
             col_get(p, DA, c, dac);
             col_get(p, DAV, c, davc);
             sp_force_cross(g, jc, Fc, jxf);
-            ep_out_vec(p, EP_I, c,
-                       sym_add(g, sym_add(g, sym_dot(g, dac, Pt, 6), sym_dot(g, dvc, Qt, 6)), sym_dot(g, U, jxf, 6)));
-            ep_out_vec(p, EP_I, nv + c, sym_add(g, sym_dot(g, davc, Pt, 6), sym_dot(g, jc, Qt, 6)));
+            ep_out(p, sym_add(g, sym_add(g, sym_dot(g, dac, Pt, 6), sym_dot(g, dvc, Qt, 6)), sym_dot(g, U, jxf, 6)), ep_coord(EP_I, EP_SELF, c));
+            ep_out(p, sym_add(g, sym_dot(g, davc, Pt, 6), sym_dot(g, jc, Qt, 6)), ep_coord(EP_I, EP_SELF, nv + c));
         }
         /* the parent's sums */
         add_to_parent(p, &B, &Yc, Dc, Fc);

@@ -43,7 +43,7 @@ int ea_fk(const emit_ctx *cx, ek_kin *k);
    pose and frame Jacobian (a runtime walk of the frame's chain: code O(1) in the robot's size) */
 int ea_fk_program(ep_prog *p);
 int ea_ee_pose_program(ep_prog *p, const emit_ctx *cx);
-int ea_jacobian_program(ep_prog *p, int nv);
+int ea_jacobian_program(ep_prog *p);
 int ea_ee_pose(const emit_ctx *cx, ek_kin *k);
 /* algo_jacobian.c: writes one chain function per body to cx->w (ahead of the per-state function),
    whose graph k->g gets only the runtime dispatch; their counts go to *extra (statements summed,

@@ -13,11 +13,34 @@ const char *emit_state_qualifiers(const emit_ctx *cx)
 /* the full coordinates' sizes (a coupled model's inner functions run on them) */
 static grid_sizes full_sizes(const em_model *em) { return grid_sizes_of(em->nq, em->nv, em->nb, em->nee, em->nframes); }
 
+/* the row's output on the full coordinates (a coupled model's inner functions run on them; its inner M^-1 gives the
+   user's nv x nv): its rank, dims and elements */
+static int output_shape(const emit_ctx *cx, const state_spec *sp, int dims[GRID_MAX_RANK], long long *n)
+{
+    grid_sizes s = full_sizes(cx->em);
+    if (sp->m->coupling == COUPLE_INVERSE && cx->em->group_minv) s.nv = cx->em->nv_user;
+    const grid_sig_arg *out = &grid_sig_row(sp->m->row)->out[0];
+    *n = grid_sig_shape(out, &s, dims);
+    return out->rank;
+}
+
+/* a program of sp on a schedule, its output shaped as the row's */
+static ep_prog *program_new(const emit_ctx *cx, const state_spec *sp, ek_kin *k, int schedule, const sv *const in[EP_OUT],
+                            sv *res, const sym_style *st, ew_writer *steps)
+{
+    int dims[GRID_MAX_RANK];
+    long long n;
+    const int rank = output_shape(cx, sp, dims, &n);
+    ep_prog *p = ep_new(cx->em, k, schedule, sp->fn, in, res, st, cx->t, steps);
+    if (p) ep_out_shape(p, rank, dims);
+    return p;
+}
+
 /* the unrolled schedule of sp's program: its loops run here, the n outputs (zeros until written) into res */
 static int unrolled_program(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *const in[EP_COUNT], sv *res,
                             long long n)
 {
-    ep_prog *p = ep_new(cx->em, k, EP_UNROLLED, sp->fn, in, res, NULL, NULL, NULL);
+    ep_prog *p = program_new(cx, sp, k, EP_UNROLLED, in, res, NULL, NULL);
     if (!p) return -1;
     for (long long i = 0; i < n; i++) res[i] = sym_const(k->g, 0.0);
     int rc = sp->m->program(p, cx, sp);
@@ -29,12 +52,10 @@ static int unrolled_program(const emit_ctx *cx, const state_spec *sp, ek_kin *k,
 /* run the builder of sp on fresh kinematics; outputs land in out[] through stores */
 static int build(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *const in[EP_COUNT], sym_stats *extra)
 {
-    const em_model *em = cx->em;
     if (sp->m->graph) return sp->m->graph(cx, k, extra);
-    /* the row's output on the full coordinates; a coupled model's inner M^-1 gives the user's nv x nv */
-    grid_sizes s = full_sizes(em);
-    if (sp->m->coupling == COUPLE_INVERSE && em->group_minv) s.nv = em->nv_user;
-    const long long n = grid_sig_shape(&grid_sig_row(sp->m->row)->out[0], &s, NULL);
+    int dims[GRID_MAX_RANK];
+    long long n;
+    (void)output_shape(cx, sp, dims, &n);
     sv *res = ek_calloc((size_t)n + 1, sizeof *res);
     if (!res) return -1;
     const int rc = sp->m->values ? sp->m->values(k, in, res) : unrolled_program(cx, sp, k, in, res, n);
@@ -134,8 +155,8 @@ static int rolled_function(const emit_ctx *cx, const state_spec *sp, int vector,
     long work = 0;
     int rc = -1;
     ep_write_tables(cx->em, cx->w, &cx->st, cx->t->model_table);
-    ep_prog *p = ep_new(cx->em, NULL, vector ? EP_ROLLED_LANES : EP_ROLLED, sp->fn, NULL, NULL, vector ? &cx->vst : &cx->st,
-                        cx->t, cx->w);
+    ep_prog *p = program_new(cx, sp, NULL, vector ? EP_ROLLED_LANES : EP_ROLLED, NULL, NULL, vector ? &cx->vst : &cx->st,
+                             cx->w);
     if (p && sp->m->program(p, cx, sp) == 0 && ep_finish(p, &body, &work, stats) == 0 && !body.oom) {
         ew_printf(cx->w, "/* %s, rolled schedule%s: loops over the body tables, %ld %s of workspace */\n", sp->fn,
                   vector ? " on lane vectors" : "", work, vector ? "vectors" : "reals");

@@ -57,7 +57,8 @@ static int ee_pose_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
 static int jacobian_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp)
 {
     (void)sp;
-    return ea_jacobian_program(p, cx->em->nv);
+    (void)cx;
+    return ea_jacobian_program(p);
 }
 
 /* programs written to the table's signature (EMIT_PROGRAM), in their algo_*.c */

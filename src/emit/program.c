@@ -14,11 +14,10 @@ typedef struct {
 } ep_buf;
 
 /* what a rolled step's array is: a workspace buffer slot, an input, the output, the body table */
-enum { ACC_BUF, ACC_IN, ACC_OUT_VEC, ACC_OUT_MAT, ACC_TABLE, ACC_BUFK, ACC_OUTK, ACC_BUF_AT, ACC_FRAME, ACC_OUT_FLAT,
-       ACC_OUT_JAC, ACC_OUT_BODY, ACC_OUTKT, ACC_BUF_COL };
+enum { ACC_BUF, ACC_IN, ACC_OUT, ACC_TABLE, ACC_BUFK, ACC_BUF_AT, ACC_FRAME, ACC_BUF_COL };
 
 typedef struct {
-    int what, id, var, rel, cvar;  /* id: buffer or input array; cvar: the column variable of ACC_OUT_MAT */
+    int what, id, var, rel;        /* id: buffer or input array, or ACC_OUT's index key (out_key) */
     int arr;                       /* the array in the step graph */
     sv *cache;                     /* ACC_BUF: values written in this step */
     unsigned char *set;
@@ -60,10 +59,11 @@ struct ep_prog {
     int inner;                /* rolled: the current step runs inside a columns or ancestors loop */
     int nslots;               /* rolled: slots of an EP_PER_CHAIN buffer (grid_slot_), 0 until one is declared */
     unsigned char used[EP_MAX_BUFFERS];  /* rolled: the buffers an inner step addresses (its parameters) */
-    char outT[24];            /* rolled: "" or the body (C text) whose transposed output elements the step writes
-                                 through its parameter outT = out + iv(body) */
+    char outT[48];            /* rolled: "" or the offset (C text) of the coordinate part of the transposed output
+                                 elements the step writes through its parameter outT = out + offset (out_array) */
     sym_stats stats;          /* rolled: all steps together */
-    int out_stride;           /* elements per output row of the matrix outputs: nv, or 2 nv for a gradient */
+    int out_rank;             /* the output's shape (ep_out_shape): rank, row-major strides, elements */
+    long out_strides[GRID_MAX_RANK], out_size;
     int ucols;                /* the columns and the matrix output are the user's coordinates (ep_user_columns) */
 };
 
@@ -97,7 +97,6 @@ ep_prog *ep_new(const em_model *em, ek_kin *k, int schedule, const char *fn, con
     p->t = t;
     p->steps = steps;
     p->xbuf = -1;
-    p->out_stride = em->nv;
     ew_init(&p->skel);
     for (int i = 0; i < em->nb; i++) {
         int kd = kind_of(&em->b[i]), seen = 0;
@@ -120,7 +119,6 @@ void ep_user_columns(ep_prog *p)
 {
     assert(p->em->group_minv && p->nbuf == 0);
     p->ucols = 1;
-    p->out_stride = p->em->nv_user;
 }
 
 /* the rolled loop nest of a target whose per-state functions may share a state between lanes (CUDA) */
@@ -251,13 +249,63 @@ static int buf_array(ep_prog *p, int id, const char *tag, const char *rel)
     return sym_array_at(p->sg, tag, ptr, base, 0);
 }
 
+/* ---- the output: one accessor, an element by its index along every dimension of the row's shape ---- */
+
+/* an index's key (the non-constant parts, which name a step array): 7 bits per dimension */
+static int ix_code(const ep_ix *x) { return x->kind == EP_IX_CONST ? 0 : x->kind << 4 | x->var << 2 | x->rel; }
+static int out_key(const ep_prog *p, const ep_ix *ix)
+{
+    int key = 0;
+    for (int d = 0; d < p->out_rank; d++) key |= ix_code(&ix[d]) << (7 * d);
+    return key;
+}
+
+/* the rolled step array of the output elements whose non-constant index parts are key's: out + the sum of those
+   parts times their strides (the constant parts are the elements). A column index ahead of a coordinate one (a
+   transposed write) goes through a second restrict pointer, outT = out + the coordinate part: such elements are
+   never those of the untransposed writes of the step, and the compiler then needs no dependence check */
+static int out_array(ep_prog *p, int key)
+{
+    static const char *const vn[2][3] = {{"i", "pi", "i"}, {"j", "pj", "cj"}};
+    char tag[48] = "out", base[160] = "", outT[48] = "";
+    int col_at = -1;
+    for (int d = 0; d < p->out_rank; d++) {
+        const int code = key >> (7 * d) & 127, kind = code >> 4, var = code >> 2 & 3, rel = code & 3;
+        if (!code) continue;
+        assert(var <= EP_J && rel <= EP_CHILD);
+        const long S = p->out_strides[d];
+        const char *be = body_expr(var, rel);
+        char term[64], scale[24] = "";
+        if (S != 1) snprintf(scale, sizeof scale, " * %ld", S);
+        size_t tl = strlen(tag);
+        if (kind == EP_IX_COORD && col_at >= 0) {
+            assert(!outT[0]); /* one transposed coordinate part */
+            snprintf(outT, sizeof outT, "%s[%s]%s", col_table(p), be, scale);
+            snprintf(tag + tl, sizeof tag - tl, "_T%s", vn[var][rel]);
+            continue;
+        }
+        if (kind == EP_IX_COORD) snprintf(term, sizeof term, "%s[%s]%s", col_table(p), be, scale);
+        else if (kind == EP_IX_COL) snprintf(term, sizeof term, "k%s", scale);
+        else snprintf(term, sizeof term, "%s%s", be, scale);
+        if (kind == EP_IX_COL) col_at = d;
+        snprintf(tag + tl, sizeof tag - tl, "_%s%s", kind == EP_IX_COL ? "k" : vn[var][rel], kind == EP_IX_BODY ? "b" : "");
+        const size_t bl = strlen(base);
+        snprintf(base + bl, sizeof base - bl, "%s%s", bl ? " + " : "", term);
+    }
+    if (outT[0]) {
+        assert(!p->outT[0] || strcmp(p->outT, outT) == 0); /* one outT per step */
+        snprintf(p->outT, sizeof p->outT, "%s", outT);
+    }
+    return sym_array_at(p->sg, tag, outT[0] ? "outT" : "out", base, 1);
+}
+
 /* the step array of an access, declared on first use */
-static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
+static ep_acc *access(ep_prog *p, int what, int id, int var, int rel)
 {
     sym_graph *g = step_graph(p);
     for (int a = 0; a < p->nacc; a++) {
         ep_acc *x = &p->acc[a];
-        if (x->what == what && x->id == id && x->var == var && x->rel == rel && x->cvar == cvar) return x;
+        if (x->what == what && x->id == id && x->var == var && x->rel == rel) return x;
     }
     if (g && p->nacc == p->acccap) {
         const int cap = p->acccap ? 2 * p->acccap : 16;
@@ -277,7 +325,6 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
     x->id = id;
     x->var = var;
     x->rel = rel;
-    x->cvar = cvar;
     char tag[24], base[64];
     const int is_var = (var == EP_I || var == EP_J) && rel <= EP_CHILD;  /* a loop variable's body */
     const char *be = body_expr(is_var ? var : 0, is_var ? rel : 0);
@@ -305,18 +352,8 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
         x->arr = sym_array_at(g, tag, names[id], base, 1);
         break;
     }
-    case ACC_OUT_VEC:
-        snprintf(tag, sizeof tag, "out_%s", vs);
-        snprintf(base, sizeof base, "grid_iv_[%s]", be);
-        x->arr = sym_array_at(g, tag, "out", base, 1);
-        break;
-    case ACC_OUT_MAT:
-        /* id: the column offset (a gradient's second block) */
-        snprintf(tag, sizeof tag, "out_%s_%s%s", vs, vn[cvar][0], id ? "n" : "");
-        if (id) snprintf(base, sizeof base, "%s[%s] * %d + %d + %s[%s]", col_table(p), be, p->out_stride, id, col_table(p),
-                         body_expr(cvar, 0));
-        else snprintf(base, sizeof base, "%s[%s] * %d + %s[%s]", col_table(p), be, p->out_stride, col_table(p), body_expr(cvar, 0));
-        x->arr = sym_array_at(g, tag, "out", base, 1);
+    case ACC_OUT:
+        x->arr = out_array(p, id);
         break;
     case ACC_BUFK: {
         const ep_buf *b = &p->buf[id];
@@ -331,22 +368,6 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
         if (!x->cache || !x->set) p->fail = 1;
         break;
     }
-    case ACC_OUTK:
-        snprintf(tag, sizeof tag, "out_%sk%s", vs, id ? "n" : "");
-        if (id) snprintf(base, sizeof base, "%s[%s] * %d + %d + k", col_table(p), be, p->out_stride, id);
-        else snprintf(base, sizeof base, "%s[%s] * %d + k", col_table(p), be, p->out_stride);
-        x->arr = sym_array_at(g, tag, "out", base, 1);
-        break;
-    case ACC_OUTKT:
-        /* through a second restrict pointer, outT = out + iv: the transposed elements (k, iv + r), k >= iv + nv_i,
-           are never the row's (iv + r, k), and the compiler then needs no dependence check between them */
-        assert(!p->outT[0] || strcmp(p->outT, be) == 0);
-        snprintf(p->outT, sizeof p->outT, "%s", be);
-        snprintf(tag, sizeof tag, "out_k%s%s", vs, id ? "n" : "");
-        if (id) snprintf(base, sizeof base, "k * %d + %d", p->out_stride, id);
-        else snprintf(base, sizeof base, "k * %d", p->out_stride);
-        x->arr = sym_array_at(g, tag, "outT", base, 1);
-        break;
     case ACC_BUF_COL: {
         /* the columns of var's coordinates in a one-slot 6 x nv buffer: element (r, c) at r nv + c */
         const ep_buf *b = &p->buf[id];
@@ -377,19 +398,6 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel, int cvar)
     case ACC_FRAME:
         x->arr = sym_array_at(g, "fp", "grid_frame_place_[frame]", "", 0);
         if (p->lanes) sym_array_broadcast(g, x->arr);
-        break;
-    case ACC_OUT_FLAT:
-        x->arr = sym_array_at(g, "out", "out", "", 1);
-        break;
-    case ACC_OUT_JAC:
-        snprintf(tag, sizeof tag, "out_%sj", vs);
-        snprintf(base, sizeof base, "grid_iv_[%s]", be);
-        x->arr = sym_array_at(g, tag, "out", base, 1);
-        break;
-    case ACC_OUT_BODY:
-        snprintf(tag, sizeof tag, "out_%sb%d", vs, id);
-        snprintf(base, sizeof base, "%d * %s", id, be);
-        x->arr = sym_array_at(g, tag, "out", base, 1);
         break;
     case ACC_TABLE:
         snprintf(tag, sizeof tag, "bt_%s", vs);
@@ -444,7 +452,7 @@ static void step_end(ep_prog *p)
               p->lanes ? "v" : "", p->fn, p->nsteps, p->inner ? "" : ", ws");
     for (int b = 0; b < p->nbuf; b++)
         if (p->used[b]) ew_printf(&p->skel, ", ws + %ld", p->buf[b].offset);
-    if (p->outT[0]) ew_printf(&p->skel, ", out + %s[%s]%s", col_table(p), p->outT, p->st->elem_scale);
+    if (p->outT[0]) ew_printf(&p->skel, ", out + %s%s", p->outT, p->st->elem_scale);
     ew_printf(&p->skel, "%s);\n", p->t->stride_param[0] ? ", st" : "");
     p->nsteps++;
     for (int a = 0; a < p->nacc; a++) {
@@ -676,7 +684,7 @@ const ek_body *ep_body(ep_prog *p, int var)
     if (!p->rolled) return &p->k->view[body_of(p, var, EP_SELF)];
     (void)step_graph(p);
     if (!p->have_view[var]) {
-        ep_acc *x = access(p, ACC_TABLE, 0, var, EP_SELF, 0);
+        ep_acc *x = access(p, ACC_TABLE, 0, var, EP_SELF);
         if (x) sp_body_loaded(p->sg, x->arr, kind_type(p->cur_kind[var]), &p->view[var]);
         p->have_view[var] = 1;
     }
@@ -772,8 +780,9 @@ sxf ep_world_placement(ep_prog *p, int OM, int root_origin)
     return o;
 }
 
-void ep_zero_output(ep_prog *p, long nout)
+void ep_zero_output(ep_prog *p)
 {
+    const long nout = p->out_size;
     if (!p->rolled) return;
     assert(p->depth == 0);
     step_end(p);
@@ -819,7 +828,7 @@ sv ep_get(ep_prog *p, int buf, int var, int rel, int k)
 {
     if (p->fail) return 0;
     if (!p->rolled) return *slot(p, buf, var, rel, k);
-    ep_acc *x = access(p, ACC_BUF, buf, p->buf[buf].per_body ? var : -1, p->buf[buf].per_body ? rel : 0, 0);
+    ep_acc *x = access(p, ACC_BUF, buf, p->buf[buf].per_body ? var : -1, p->buf[buf].per_body ? rel : 0);
     if (!x) return 0;
     return x->set[k] ? x->cache[k] : sym_input(p->sg, x->arr, k);
 }
@@ -835,7 +844,7 @@ void ep_set(ep_prog *p, int buf, int var, int rel, int k, sv val)
         *slot(p, buf, var, rel, k) = val;
         return;
     }
-    ep_acc *x = access(p, ACC_BUF, buf, p->buf[buf].per_body ? var : -1, p->buf[buf].per_body ? rel : 0, 0);
+    ep_acc *x = access(p, ACC_BUF, buf, p->buf[buf].per_body ? var : -1, p->buf[buf].per_body ? rel : 0);
     if (!x) return;
     x->cache[k] = val;
     x->set[k] = 1;
@@ -846,7 +855,7 @@ sv ep_getk(ep_prog *p, int buf, int var, int rel, int r)
     assert(p->depth == 2 && p->L[1].cols >= 0 && r >= 0 && r < 6);
     if (p->fail) return 0;
     if (!p->rolled) return *slot(p, buf, var, rel, r * ncols(p) + p->cur_col);
-    ep_acc *x = access(p, ACC_BUFK, buf, var, rel, 0);
+    ep_acc *x = access(p, ACC_BUFK, buf, var, rel);
     if (!x) return 0;
     return x->set[r] ? x->cache[r] : sym_input(p->sg, x->arr, r * ncols(p));
 }
@@ -859,51 +868,11 @@ void ep_setk(ep_prog *p, int buf, int var, int rel, int r, sv val)
         *slot(p, buf, var, rel, r * ncols(p) + p->cur_col) = val;
         return;
     }
-    ep_acc *x = access(p, ACC_BUFK, buf, var, rel, 0);
+    ep_acc *x = access(p, ACC_BUFK, buf, var, rel);
     if (!x) return;
     x->cache[r] = val;
     x->set[r] = 1;
 }
-
-void ep_out_stride(ep_prog *p, int stride)
-{
-    assert(stride >= ncols(p));
-    p->out_stride = stride;
-}
-
-sv ep_out_getk(ep_prog *p, int var, int r)
-{
-    assert(p->depth == 2 && p->L[1].cols >= 0);
-    if (!p->rolled) return p->res[(long)(col0(p, body_of(p, var, EP_SELF)) + r) * p->out_stride + p->cur_col];
-    ep_acc *x = access(p, ACC_OUTK, 0, var, EP_SELF, 0);
-    return x ? sym_input(p->sg, x->arr, r * p->out_stride) : 0;
-}
-
-void ep_out_setk_off(ep_prog *p, int var, int r, int off, sv val)
-{
-    assert(p->depth == 2 && p->L[1].cols >= 0 && off >= 0);
-    if (!p->rolled) {
-        p->res[(long)(col0(p, body_of(p, var, EP_SELF)) + r) * p->out_stride + off + p->cur_col] = val;
-        return;
-    }
-    ep_acc *x = access(p, ACC_OUTK, off, var, EP_SELF, 0);
-    if (x) sym_store(p->sg, x->arr, r * p->out_stride, val);
-}
-
-void ep_out_setk(ep_prog *p, int var, int r, sv val) { ep_out_setk_off(p, var, r, 0, val); }
-
-void ep_out_setk_t_off(ep_prog *p, int var, int r, int off, sv val)
-{
-    assert(p->depth == 2 && (p->L[1].cols == EP_COLS_BELOW || p->L[1].cols == EP_COLS_LATER) && off >= 0);
-    if (!p->rolled) {
-        p->res[(long)p->cur_col * p->out_stride + off + col0(p, body_of(p, var, EP_SELF)) + r] = val;
-        return;
-    }
-    ep_acc *x = access(p, ACC_OUTKT, off, var, EP_SELF, 0);
-    if (x) sym_store(p->sg, x->arr, r, val);
-}
-
-void ep_out_setk_t(ep_prog *p, int var, int r, sv val) { ep_out_setk_t_off(p, var, r, 0, val); }
 
 void ep_set_col(ep_prog *p, int buf, int var, int c, int r, sv val)
 {
@@ -914,7 +883,7 @@ void ep_set_col(ep_prog *p, int buf, int var, int c, int r, sv val)
         *slot(p, buf, var, EP_SELF, r * nv + p->em->b[body_of(p, var, EP_SELF)].iv + c) = val;
         return;
     }
-    ep_acc *x = access(p, ACC_BUF_COL, buf, var, EP_SELF, 0);
+    ep_acc *x = access(p, ACC_BUF_COL, buf, var, EP_SELF);
     if (!x) return;
     x->cache[r * nv + c] = val;
     x->set[r * nv + c] = 1;
@@ -931,7 +900,7 @@ sv ep_get_at(ep_prog *p, int buf, int body, int k)
 {
     if (p->fail) return 0;
     if (!p->rolled) return *slot_at(p, buf, body, k);
-    ep_acc *x = access(p, ACC_BUF_AT, buf, body, 3, 0);
+    ep_acc *x = access(p, ACC_BUF_AT, buf, body, 3);
     if (!x) return 0;
     return x->set[k] ? x->cache[k] : sym_input(p->sg, x->arr, k);
 }
@@ -943,7 +912,7 @@ void ep_set_at(ep_prog *p, int buf, int body, int k, sv val)
         *slot_at(p, buf, body, k) = val;
         return;
     }
-    ep_acc *x = access(p, ACC_BUF_AT, buf, body, 3, 0);
+    ep_acc *x = access(p, ACC_BUF_AT, buf, body, 3);
     if (!x) return;
     x->cache[k] = val;
     x->set[k] = 1;
@@ -952,39 +921,73 @@ void ep_set_at(ep_prog *p, int buf, int body, int k, sv val)
 sv ep_frame_place(ep_prog *p, int k)
 {
     assert(p->rolled);
-    ep_acc *x = access(p, ACC_FRAME, 0, -1, 0, 0);
+    ep_acc *x = access(p, ACC_FRAME, 0, -1, 0);
     return x ? sym_input(p->sg, x->arr, k) : 0;
 }
 
-void ep_out_flat(ep_prog *p, long k, sv val)
+void ep_out_shape(ep_prog *p, int rank, const int *dims)
 {
-    if (!p->rolled) {
-        p->res[k] = val;
-        return;
+    assert(rank >= 1 && rank <= GRID_MAX_RANK);
+    p->out_rank = rank;
+    long n = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        p->out_strides[d] = n;
+        n *= dims[d];
     }
-    ep_acc *x = access(p, ACC_OUT_FLAT, 0, -1, 0, 0);
-    if (x) sym_store(p->sg, x->arr, (int)k, val);
+    p->out_size = n;
 }
 
-void ep_out_jac(ep_prog *p, int var, int r, int c, sv val)
+/* unrolled: the element's offset */
+static long out_offset(const ep_prog *p, const ep_ix *ix)
 {
-    const int nv = p->em->nv;
-    if (!p->rolled) {
-        p->res[r * nv + p->em->b[body_of(p, var, EP_SELF)].iv + c] = val;
-        return;
+    long off = 0;
+    for (int d = 0; d < p->out_rank; d++) {
+        const ep_ix *x = &ix[d];
+        long at = x->add;
+        if (x->kind == EP_IX_COORD) at += col0(p, body_of(p, x->var, x->rel));
+        else if (x->kind == EP_IX_COL) at += p->cur_col;
+        else if (x->kind == EP_IX_BODY) at += body_of(p, x->var, x->rel);
+        off += at * p->out_strides[d];
     }
-    ep_acc *x = access(p, ACC_OUT_JAC, 0, var, EP_SELF, 0);
-    if (x) sym_store(p->sg, x->arr, r * nv + c, val);
+    assert(off >= 0 && off < p->out_size);
+    return off;
 }
 
-void ep_out_body(ep_prog *p, int var, int stride, int k, sv val)
+/* rolled: the step array and the element */
+static ep_acc *out_access(ep_prog *p, const ep_ix *ix, int *elem)
 {
+    long e = 0;
+    for (int d = 0; d < p->out_rank; d++) {
+        assert(ix[d].kind != EP_IX_COL || in_columns(p));
+        e += ix[d].add * p->out_strides[d];
+    }
+    *elem = (int)e;
+    return access(p, ACC_OUT, out_key(p, ix), -1, 0);
+}
+
+void ep_out_at(ep_prog *p, const ep_ix *ix, int rank, sv val)
+{
+    assert(rank == p->out_rank);
+    (void)rank;
+    if (p->fail) return;
     if (!p->rolled) {
-        p->res[(long)stride * body_of(p, var, EP_SELF) + k] = val;
+        p->res[out_offset(p, ix)] = val;
         return;
     }
-    ep_acc *x = access(p, ACC_OUT_BODY, stride, var, EP_SELF, 0);
-    if (x) sym_store(p->sg, x->arr, k, val);
+    int e;
+    ep_acc *x = out_access(p, ix, &e);
+    if (x) sym_store(p->sg, x->arr, e, val);
+}
+
+sv ep_out_get_at(ep_prog *p, const ep_ix *ix, int rank)
+{
+    assert(rank == p->out_rank);
+    (void)rank;
+    if (p->fail) return 0;
+    if (!p->rolled) return p->res[out_offset(p, ix)];
+    int e;
+    ep_acc *x = out_access(p, ix, &e);
+    return x ? sym_input(p->sg, x->arr, e) : 0;
 }
 
 sv ep_in(ep_prog *p, int array, int var, int k)
@@ -997,34 +1000,9 @@ sv ep_in(ep_prog *p, int array, int var, int k)
         int off = array == EP_Q ? b->iq : array == EP_F ? 6 * body_of(p, var, EP_SELF) : b->iv;
         return x[off + k];
     }
-    ep_acc *x = access(p, ACC_IN, array, var, EP_SELF, 0);
+    ep_acc *x = access(p, ACC_IN, array, var, EP_SELF);
     return x ? sym_input(p->sg, x->arr, k) : 0;
 }
-
-void ep_out_vec(ep_prog *p, int var, int k, sv val)
-{
-    if (!p->rolled) {
-        p->res[p->em->b[body_of(p, var, EP_SELF)].iv + k] = val;
-        return;
-    }
-    ep_acc *x = access(p, ACC_OUT_VEC, 0, var, EP_SELF, 0);
-    if (x) sym_store(p->sg, x->arr, k, val);
-}
-
-void ep_out_mat_off(ep_prog *p, int rv, int rrel, int r, int cv, int c, int off, sv val)
-{
-    const int stride = p->out_stride;
-    assert(!in_columns(p) && off >= 0);
-    if (!p->rolled) {
-        int rb = body_of(p, rv, rrel), cb = body_of(p, cv, EP_SELF);
-        p->res[(long)(col0(p, rb) + r) * stride + off + col0(p, cb) + c] = val;
-        return;
-    }
-    ep_acc *x = access(p, ACC_OUT_MAT, off, rv, rrel, cv);
-    if (x) sym_store(p->sg, x->arr, r * stride + c, val);
-}
-
-void ep_out_mat(ep_prog *p, int rv, int rrel, int r, int cv, int c, sv val) { ep_out_mat_off(p, rv, rrel, r, cv, c, 0, val); }
 
 void ep_mirror_upper(ep_prog *p)
 {

@@ -49,7 +49,7 @@ ep_prog *ep_new(const em_model *em, ek_kin *k, int schedule, const char *fn, con
 int ep_finish(ep_prog *p, ew_writer *w, long *work, sym_stats *stats);
 void ep_free(ep_prog *p);
 int ep_rolled(const ep_prog *p);
-/* the columns loops and the nv x nv matrix output over the user's coordinates instead of the full ones (a coupled
+/* the columns loops and the output's coordinate indices over the user's coordinates instead of the full ones (a coupled
    model's M^-1, em_model.group_minv; em_body uc, unc, unsub): called before the first buffer */
 void ep_user_columns(ep_prog *p);
 /* 1 once the unrolled graph has more than `nodes` nodes (the budget check of the AUTO schedule) */
@@ -100,9 +100,9 @@ void ep_set_xf(ep_prog *p, int buf, int var, const sxf *X);
    and returned; root_origin: a root's translation is dropped, so the frame has world axes and its origin at the
    root (what M and M^-1 are the same in, without lever arms as long as the base's distance) */
 sxf ep_world_placement(ep_prog *p, int OM, int root_origin);
-/* the nout outputs set to zero before the program writes the ones it computes (rolled; unrolled outputs
-   start as zeros) */
-void ep_zero_output(ep_prog *p, long nout);
+/* the output set to zero before the program writes the elements it computes (rolled; unrolled outputs start as
+   zeros) */
+void ep_zero_output(ep_prog *p);
 /* a forward pass computing every liMi (rolled) when the algorithm starts with a backward loop */
 void ep_kinematics(ep_prog *p);
 /* an inertia-like 6x6 / a rigid inertia from var's body frame to its parent's */
@@ -110,20 +110,9 @@ void ep_mat6_to_parent(ep_prog *p, int var, const sv M[36], sv out[36]);
 void ep_sci_to_parent(ep_prog *p, int var, const sci *Y, sci *out);
 
 /* inside a columns loop: element r of column k of a buffer whose slots are 6 x nv blocks (width 6 nv, row-major:
-   element (r, k) at r nv + k, so consecutive columns are contiguous), and the output element (iv(var) + r, k) */
+   element (r, k) at r nv + k, so consecutive columns are contiguous) */
 sv ep_getk(ep_prog *p, int buf, int var, int rel, int r);
 void ep_setk(ep_prog *p, int buf, int var, int rel, int r, sv x);
-sv ep_out_getk(ep_prog *p, int var, int r);
-void ep_out_setk(ep_prog *p, int var, int r, sv x);
-/* the transposed output element (k, iv(var) + r), inside a columns loop whose k never reaches var's own columns
-   (the loop's iterations must stay independent) */
-void ep_out_setk_t(ep_prog *p, int var, int r, sv x);
-/* a matrix output of `stride` elements per row (default nv; a gradient's [d/dq | d/dqd] is 2 nv wide), and the
-   writes above at a column offset `off` (0, or nv for the second block) */
-void ep_out_stride(ep_prog *p, int stride);
-void ep_out_setk_off(ep_prog *p, int var, int r, int off, sv x);
-void ep_out_setk_t_off(ep_prog *p, int var, int r, int off, sv x);
-void ep_out_mat_off(ep_prog *p, int rv, int rrel, int r, int cv, int c, int off, sv x);
 /* element (r, iv(var) + c) of a one-slot 6 x nv buffer (row-major, as ep_getk reads it) */
 void ep_set_col(ep_prog *p, int buf, int var, int c, int r, sv x);
 
@@ -134,19 +123,38 @@ sv ep_get_at(ep_prog *p, int buf, int body, int k);
 void ep_set_at(ep_prog *p, int buf, int body, int k, sv x);
 /* rolled only: element k of the runtime frame's placement (grid_frame_place_[frame]) */
 sv ep_frame_place(ep_prog *p, int k);
-/* out[k] (a flat output, e.g. FK's (nb, 4, 4) or the pose vector) and out[r * nv + iv(var) + c] (a 6 x nv Jacobian) */
-void ep_out_flat(ep_prog *p, long k, sv x);
-void ep_out_jac(ep_prog *p, int var, int r, int c, sv x);
-/* out[stride * body(var) + k] (FK rows) */
-void ep_out_body(ep_prog *p, int var, int stride, int k, sv x);
-
 sv ep_get(ep_prog *p, int buf, int var, int rel, int k);
 void ep_set(ep_prog *p, int buf, int var, int rel, int k, sv x);
 /* input element k of var's body: EP_Q at its iq, EP_V / EP_A / EP_G at its iv, EP_F at 6 * body */
 sv ep_in(ep_prog *p, int array, int var, int k);
-/* out[iv(var) + k] and out[(iv(rv) + r) * nv + iv(cv) + c] (rv's body or its parent with rrel) */
-void ep_out_vec(ep_prog *p, int var, int k, sv x);
-void ep_out_mat(ep_prog *p, int rv, int rrel, int r, int cv, int c, sv x);
+/* The output: an element by one index per dimension of its shape (the signature row's, row-major), each a
+   constant, a coordinate of a loop variable's body, the columns loop's k or a body id, plus a constant:
+
+       ep_out(p, tau, ep_coord(EP_I, EP_SELF, c))                        tau[iv(i) + c]
+       ep_out(p, x, ep_coord(EP_I, EP_SELF, r), ep_col(nv))               dtau[iv(i) + r][nv + k]
+       ep_out(p, x, ep_body_ix(EP_I), ep_at(r), ep_at(c))                 oMi[i][r][c]
+
+   The same call writes a vector, an (nv, 2 nv) gradient or an (nv, nv, nv) tensor, on both schedules. A write whose
+   column index precedes its coordinate one (a transposed element) must not alias an untransposed write of the same
+   columns loop (the iterations stay independent). */
+enum { EP_IX_CONST = 0, EP_IX_COORD, EP_IX_COL, EP_IX_BODY };
+typedef struct {
+    int kind, var, rel;  /* EP_IX_*; the loop variable and slot (EP_SELF, EP_PARENT, EP_CHILD) of COORD and BODY */
+    long add;
+} ep_ix;
+static inline ep_ix ep_at(long k) { return (ep_ix){EP_IX_CONST, 0, 0, k}; }
+/* the first coordinate of var's body at rel (in the user's coordinates after ep_user_columns), plus k */
+static inline ep_ix ep_coord(int var, int rel, long k) { return (ep_ix){EP_IX_COORD, var, rel, k}; }
+static inline ep_ix ep_col(long k) { return (ep_ix){EP_IX_COL, 0, 0, k}; }
+static inline ep_ix ep_body_ix(int var) { return (ep_ix){EP_IX_BODY, var, EP_SELF, 0}; }
+/* the output's shape, before the program writes it (emit_state.c: the row's concrete output) */
+void ep_out_shape(ep_prog *p, int rank, const int *dims);
+void ep_out_at(ep_prog *p, const ep_ix *ix, int rank, sv x);
+sv ep_out_get_at(ep_prog *p, const ep_ix *ix, int rank);
+#define EP_NIX(...) ((int)(sizeof((ep_ix[]){__VA_ARGS__}) / sizeof(ep_ix)))
+#define ep_out(p, x, ...) ep_out_at((p), (const ep_ix[]){__VA_ARGS__}, EP_NIX(__VA_ARGS__), (x))
+#define ep_out_get(p, ...) ep_out_get_at((p), (const ep_ix[]){__VA_ARGS__}, EP_NIX(__VA_ARGS__))
+
 /* the lower triangle of the nv x nv output from the upper */
 void ep_mirror_upper(ep_prog *p);
 /* a block label: "body 3: link 'x' (joint 'y'), what" unrolled, "what" rolled */

@@ -47,7 +47,7 @@ static int depth_program(ep_prog *p)
         const sv d = ep_is_root(p, EP_I) ? sym_const(g, 1.0)
                                          : sym_add(g, ep_get(p, D, EP_I, EP_PARENT, 0), sym_const(g, 1.0));
         ep_set(p, D, EP_I, EP_SELF, 0, d);
-        ep_out_vec(p, EP_I, 0, d);
+        ep_out(p, d, ep_coord(EP_I, EP_SELF, 0));
     }
     return 0;
 }
@@ -60,7 +60,7 @@ static int subtree_sum_program(ep_prog *p)
     for (ep_bodies(p, 1); ep_next(p);) {
         sym_graph *g = ep_graph(p);
         const sv s = ep_get(p, S, EP_I, EP_SELF, 0);
-        ep_out_vec(p, EP_I, 0, s);
+        ep_out(p, s, ep_coord(EP_I, EP_SELF, 0));
         if (!ep_is_root(p, EP_I)) ep_set(p, S, EP_I, EP_PARENT, 0, sym_add(g, ep_get(p, S, EP_I, EP_PARENT, 0), s));
     }
     return 0;
@@ -77,7 +77,7 @@ static int path_sum_program(ep_prog *p)
             sym_graph *gj = ep_graph(p); /* (rolled: a loop's steps have graphs of their own) */
             ep_set(p, T, EP_I, EP_SELF, 0, sym_add(gj, ep_get(p, T, EP_I, EP_SELF, 0), ep_in(p, EP_V, EP_J, 0)));
         }
-        ep_out_vec(p, EP_I, 0, ep_get(p, T, EP_I, EP_SELF, 0));
+        ep_out(p, ep_get(p, T, EP_I, EP_SELF, 0), ep_coord(EP_I, EP_SELF, 0));
     }
     return 0;
 }
@@ -85,11 +85,11 @@ static int path_sum_program(ep_prog *p)
 /* out[r, k] = a_r for k in the subtree of the body of coordinate r, else 0: a columns loop writing a matrix */
 static int subtree_matrix_program(ep_prog *p)
 {
-    ep_zero_output(p, (long)NV * NV);
+    ep_zero_output(p);
     for (ep_bodies(p, 0); ep_next(p);) {
         for (ep_columns(p, EP_COLS_SUBTREE); ep_next(p);) {
             sym_graph *g = ep_graph(p);
-            ep_out_setk(p, EP_I, 0, sym_mul(g, sym_const(g, 1.0), ep_in(p, EP_A, EP_I, 0)));
+            ep_out(p, sym_mul(g, sym_const(g, 1.0), ep_in(p, EP_A, EP_I, 0)), ep_coord(EP_I, EP_SELF, 0), ep_col(0));
         }
     }
     return 0;
@@ -149,6 +149,13 @@ static void expected(const toy *t, double *out)
 static grid_model *model;
 static em_model em;
 
+/* the output: nv, or nv x nv */
+static void toy_shape(ep_prog *p, const toy *t)
+{
+    const int dims[2] = {NV, NV};
+    ep_out_shape(p, t->matrix ? 2 : 1, dims);
+}
+
 /* unrolled: constant inputs, so every output folds to a constant */
 static void run_unrolled(const toy *t, double *out)
 {
@@ -166,6 +173,7 @@ static void run_unrolled(const toy *t, double *out)
     CHECK(ek_kin_init(&k, g, &em, q) == 0);
     const sv *in[EP_OUT] = {q, vv, aa, NULL, NULL};
     ep_prog *p = ep_new(&em, &k, EP_UNROLLED, t->name, in, res, NULL, NULL, NULL);
+    if (p) toy_shape(p, t);
     CHECK(p && t->program(p) == 0 && ep_finish(p, NULL, NULL, NULL) == 0);
     ep_free(p);
     for (int i = 0; i < (t->matrix ? NV * NV : NV); i++) {
@@ -197,6 +205,7 @@ static void run_rolled(const toy *t, double *out)
     ep_write_tables(&em, &w, &cx.st, tg->model_table);
     long work = 0;
     ep_prog *p = ep_new(&em, NULL, EP_ROLLED, t->name, NULL, NULL, &cx.st, tg, &w);
+    if (p) toy_shape(p, t);
     CHECK(p && t->program(p) == 0 && ep_finish(p, &body, &work, NULL) == 0);
     ep_free(p);
     ew_printf(&w, "%s void grid_s_%s", tg->state_fn, t->name);
