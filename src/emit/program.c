@@ -39,21 +39,22 @@ struct ep_prog {
     long ws;
     int xbuf;                 /* rolled: the liMi buffer (-1 until used) */
     int kin_done, kin_loop;   /* rolled: every liMi stored / the current forward loop stores them */
-    int depth;                /* 0: no loop, 1: bodies, 2: ancestors */
-    struct { int backward, from_self, started, pos, cols; } L[2];  /* cols: an EP_COLS_* range, -1: ancestors */
+    int depth;                /* loops open: 0 none, 1 bodies, 2 and 3 an ancestors or columns loop inside */
+    struct { int backward, from_self, started, pos, cols; } L[EP_MAX_DEPTH];  /* cols: an EP_COLS_* range, -1: ancestors */
+    int deep;                 /* rolled: a loop of m has been opened (its steps take m and cm) */
     char chain_start[64];     /* rolled: a chain loop's first body (C text); "" for a bodies loop */
     int kinds[2 * GRID_JOINT_NTYPES * EM_ROLES], nkinds;
-    int cur_kind[2];          /* rolled: the kind of i and j in this iteration */
-    int cur_body[2];          /* unrolled: the body of i and j */
-    int cur_child;            /* unrolled: the child of j on the path from i */
+    int cur_kind[EP_MAX_DEPTH];   /* rolled: the kind of i, j and m in this iteration */
+    int cur_body[EP_MAX_DEPTH];   /* unrolled: the body of i, j and m */
+    int cur_child[EP_MAX_DEPTH];  /* unrolled: the child of j (m) on the path from i (j) */
     int cur_col;              /* unrolled: k of a columns loop */
     sym_graph *sg;            /* rolled: the current step's graph (NULL between steps) */
     ep_acc *acc;              /* rolled: the current step's arrays (grown: one per fixed body a step addresses) */
     int nacc, acccap;
-    ek_body view[2];
-    int have_view[2];
-    sxf X[3];
-    int have_X[3];            /* i, j, the child of j */
+    ek_body view[EP_MAX_DEPTH];
+    int have_view[EP_MAX_DEPTH];
+    sxf X[2 * EP_MAX_DEPTH];
+    int have_X[2 * EP_MAX_DEPTH]; /* i, j, m, then the child of each */
     ew_writer skel;           /* rolled: the per-state body */
     int nsteps, fail;
     int inner;                /* rolled: the current step runs inside a columns or ancestors loop */
@@ -214,21 +215,33 @@ static sym_graph *step_graph(ep_prog *p)
         p->sg = sym_new();
         if (!p->sg) p->fail = 1;
         p->nacc = 0;
-        p->inner = p->depth == 2;
+        p->inner = p->depth >= 2;
         memset(p->used, 0, sizeof p->used);
         p->outT[0] = 0;
-        p->have_view[0] = p->have_view[1] = 0;
-        p->have_X[0] = p->have_X[1] = p->have_X[2] = 0;
+        memset(p->have_view, 0, sizeof p->have_view);
+        memset(p->have_X, 0, sizeof p->have_X);
     }
     return p->sg;
 }
 
-/* the C text of var's body (rel = parent: its parent) */
+/* the C text of var's body at rel (its own, its parent's, the child on the path to the enclosing variable's), and the
+   short names of the three in step array names */
 static const char *body_expr(int var, int rel)
 {
-    static const char *const e[2][3] = {{"i", "grid_parent_[i]", "i"}, {"j", "grid_parent_[j]", "c"}};
+    static const char *const e[EP_MAX_DEPTH][3] = {{"i", "grid_parent_[i]", "i"}, {"j", "grid_parent_[j]", "c"},
+                                                   {"m", "grid_parent_[m]", "cm"}};
+    assert(var >= 0 && var < EP_MAX_DEPTH && rel >= 0 && rel <= EP_CHILD);
     return e[var][rel];
 }
+
+static const char *body_tag(int var, int rel)
+{
+    static const char *const vn[EP_MAX_DEPTH][3] = {{"i", "pi", "i"}, {"j", "pj", "cj"}, {"m", "pm", "cm"}};
+    return vn[var][rel];
+}
+
+/* 1 inside a columns loop (the innermost loop), whose iterations write column k only (they may run as SIMD lanes) */
+static inline int in_columns(const ep_prog *p) { return p->depth >= 2 && p->L[p->depth - 1].cols >= 0; }
 
 /* the step array of buffer id's elements at rel (C text, "" for the buffer's start): an inner step gets one
    restrict pointer per buffer (ws<id>_<name>, a parameter), so the compiler may keep the loop-invariant loads of one
@@ -266,13 +279,11 @@ static int out_key(const ep_prog *p, const ep_ix *ix)
    never those of the untransposed writes of the step, and the compiler then needs no dependence check */
 static int out_array(ep_prog *p, int key)
 {
-    static const char *const vn[2][3] = {{"i", "pi", "i"}, {"j", "pj", "cj"}};
     char tag[48] = "out", base[160] = "", outT[48] = "";
     int col_at = -1;
     for (int d = 0; d < p->out_rank; d++) {
         const int code = key >> (7 * d) & 127, kind = code >> 4, var = code >> 2 & 3, rel = code & 3;
         if (!code) continue;
-        assert(var <= EP_J && rel <= EP_CHILD);
         const long S = p->out_strides[d];
         const char *be = body_expr(var, rel);
         char term[64], scale[24] = "";
@@ -281,14 +292,14 @@ static int out_array(ep_prog *p, int key)
         if (kind == EP_IX_COORD && col_at >= 0) {
             assert(!outT[0]); /* one transposed coordinate part */
             snprintf(outT, sizeof outT, "%s[%s]%s", col_table(p), be, scale);
-            snprintf(tag + tl, sizeof tag - tl, "_T%s", vn[var][rel]);
+            snprintf(tag + tl, sizeof tag - tl, "_T%s", body_tag(var, rel));
             continue;
         }
         if (kind == EP_IX_COORD) snprintf(term, sizeof term, "%s[%s]%s", col_table(p), be, scale);
         else if (kind == EP_IX_COL) snprintf(term, sizeof term, "k%s", scale);
         else snprintf(term, sizeof term, "%s%s", be, scale);
         if (kind == EP_IX_COL) col_at = d;
-        snprintf(tag + tl, sizeof tag - tl, "_%s%s", kind == EP_IX_COL ? "k" : vn[var][rel], kind == EP_IX_BODY ? "b" : "");
+        snprintf(tag + tl, sizeof tag - tl, "_%s%s", kind == EP_IX_COL ? "k" : body_tag(var, rel), kind == EP_IX_BODY ? "b" : "");
         const size_t bl = strlen(base);
         snprintf(base + bl, sizeof base - bl, "%s%s", bl ? " + " : "", term);
     }
@@ -326,10 +337,9 @@ static ep_acc *access(ep_prog *p, int what, int id, int var, int rel)
     x->var = var;
     x->rel = rel;
     char tag[24], base[64];
-    const int is_var = (var == EP_I || var == EP_J) && rel <= EP_CHILD;  /* a loop variable's body */
+    const int is_var = var >= 0 && var < EP_MAX_DEPTH && rel <= EP_CHILD;  /* a loop variable's body */
     const char *be = body_expr(is_var ? var : 0, is_var ? rel : 0);
-    static const char *const vn[2][3] = {{"i", "pi", "i"}, {"j", "pj", "cj"}};
-    const char *vs = is_var ? vn[var][rel] : "s";
+    const char *vs = is_var ? body_tag(var, rel) : "s";
     switch (what) {
     case ACC_BUF: {
         const ep_buf *b = &p->buf[id];
@@ -426,16 +436,17 @@ static void step_end(ep_prog *p)
     }
     const char *r = p->t->restrict_kw, *T = p->lanes ? "grid_vec" : "grid_real";
     ew_printf(p->steps,
-              "%s void grid_r%s_%s_%d(const int i, const int j, const int c, const int k, const int frame, const %s *%s q, const %s *%s v, "
+              "%s void grid_r%s_%s_%d(const int i, const int j, const int c, const int k, %sconst int frame, const %s *%s q, const %s *%s v, "
               "const %s *%s a, const %s *%s fext, const %s *%s g, %s *%s out",
-              p->inner ? p->t->inner_fn : p->t->state_fn, p->lanes ? "v" : "", p->fn, p->nsteps, T, r, T, r, T, r, T, r, T,
+              p->inner ? p->t->inner_fn : p->t->state_fn, p->lanes ? "v" : "", p->fn, p->nsteps, p->deep ? "const int m, const int cm, " : "", T, r, T, r, T, r, T, r, T,
               r, T, r);
     if (!p->inner) ew_printf(p->steps, ", %s *%s ws", T, r);
     for (int b = 0; b < p->nbuf; b++)
         if (p->used[b]) ew_printf(p->steps, ", %s *%s ws%d_%s", T, r, b, p->buf[b].name);
     if (p->outT[0]) ew_printf(p->steps, ", %s *%s outT", T, r);
-    ew_printf(p->steps, "%s)\n{\n    (void)i; (void)j; (void)c; (void)k; (void)frame; (void)q; (void)v; (void)a; (void)fext; (void)g; (void)out;%s%s\n",
-              p->t->stride_param, p->inner ? "" : " (void)ws;", p->t->stride_param[0] ? " (void)st;" : "");
+    ew_printf(p->steps, "%s)\n{\n    (void)i; (void)j; (void)c; (void)k; (void)frame; (void)q; (void)v; (void)a; (void)fext; (void)g; (void)out;%s%s%s\n",
+              p->t->stride_param, p->inner ? "" : " (void)ws;", p->t->stride_param[0] ? " (void)st;" : "",
+              p->deep ? " (void)m; (void)cm;" : "");
     sym_stats s;
     memset(&s, 0, sizeof s);
     if (sym_failed(g) || sym_emit(g, p->st, p->steps, &s) != 0) p->fail = 1;
@@ -447,9 +458,9 @@ static void step_end(ep_prog *p)
     p->stats.stores += s.stores;
     /* grouped: a columns loop's step runs on every lane (its own columns), any other step on the group's first
        lane only (steps accumulate into their buffers, so they must run once); the syncs publish its stores */
-    const int column_step = p->depth == 2 && p->L[1].cols >= 0 && p->L[1].started;
-    ew_printf(&p->skel, "%sgrid_r%s_%s_%d(i, j, c, k, frame, q, v, a, fext, g, out%s", grouped(p) && !column_step ? "if (gl == 0) " : "",
-              p->lanes ? "v" : "", p->fn, p->nsteps, p->inner ? "" : ", ws");
+    const int column_step = in_columns(p) && p->L[p->depth - 1].started;
+    ew_printf(&p->skel, "%sgrid_r%s_%s_%d(i, j, c, k, %sframe, q, v, a, fext, g, out%s", grouped(p) && !column_step ? "if (gl == 0) " : "",
+              p->lanes ? "v" : "", p->fn, p->nsteps, p->deep ? "m, cm, " : "", p->inner ? "" : ", ws");
     for (int b = 0; b < p->nbuf; b++)
         if (p->used[b]) ew_printf(&p->skel, ", ws + %ld", p->buf[b].offset);
     if (p->outT[0]) ew_printf(&p->skel, ", out + %s%s", p->outT, p->st->elem_scale);
@@ -463,8 +474,8 @@ static void step_end(ep_prog *p)
     sym_free(g);
     p->sg = NULL;
     /* views and transforms belong to the graph just written */
-    p->have_view[0] = p->have_view[1] = 0;
-    p->have_X[0] = p->have_X[1] = p->have_X[2] = 0;
+    memset(p->have_view, 0, sizeof p->have_view);
+    memset(p->have_X, 0, sizeof p->have_X);
 }
 
 /* ---- loops ---- */
@@ -475,6 +486,7 @@ void ep_bodies(ep_prog *p, int backward)
     step_end(p);
     p->depth = 1;
     p->L[0].backward = backward;
+    p->L[0].cols = -1;
     p->L[0].started = 0;
     p->L[0].pos = 0;
     p->kin_loop = p->rolled && !backward && !p->kin_done;
@@ -496,40 +508,47 @@ void ep_raw(ep_prog *p, const char *text)
     ew_puts(&p->skel, text);
 }
 
+/* a loop inside the innermost one, which must be a bodies or ancestors loop */
+static void open_inner(ep_prog *p, int cols)
+{
+    const int lv = p->depth;
+    assert(lv >= 1 && lv < EP_MAX_DEPTH && p->L[lv - 1].cols < 0);
+    p->depth = lv + 1;
+    p->L[lv].started = 0;
+    p->L[lv].pos = 0;
+    p->L[lv].cols = cols;
+    if (cols < 0 && lv == EP_M && p->rolled) p->deep = 1;
+}
+
 void ep_ancestors(ep_prog *p, int from_self)
 {
-    assert(p->depth == 1);
-    p->depth = 2;
-    p->L[1].from_self = from_self;
-    p->L[1].started = 0;
-    p->L[1].pos = 0;
-    p->L[1].cols = -1;
+    p->L[p->depth].from_self = from_self;
+    open_inner(p, -1);
 }
 
 void ep_columns(ep_prog *p, int range)
 {
-    assert(p->depth == 1 && range >= EP_COLS_OWN && range <= EP_COLS_LATER);
-    p->depth = 2;
-    p->L[1].started = 0;
-    p->L[1].pos = 0;
-    p->L[1].cols = range;
+    assert(range >= EP_COLS_OWN && range <= EP_COLS_LATER);
+    open_inner(p, range);
 }
 
-/* rolled: the bounds of a columns loop as C text */
-static void column_bounds(const ep_prog *p, int range, char *lo, char *hi, size_t cap)
+/* rolled: the bounds of a columns loop at level lv (over the body of the enclosing loop's variable) as C text */
+static void column_bounds(const ep_prog *p, int lv, char *lo, char *hi, size_t cap)
 {
     /* the body's first column, its own count (the kind's, or in the user's columns a table's: a mimic joint's range
        is empty, ivc = nv_user, nvc = nvsubc = 0) and its subtree's */
+    const int var = lv - 1, range = p->L[lv].cols;
+    const char *b = body_expr(var, EP_SELF);
     char own[24];
-    if (p->ucols) snprintf(own, sizeof own, "grid_nvc_[i]");
-    else snprintf(own, sizeof own, "%d", kind_nv(p->cur_kind[EP_I]));
+    if (p->ucols) snprintf(own, sizeof own, "grid_nvc_[%s]", b);
+    else snprintf(own, sizeof own, "%d", kind_nv(p->cur_kind[var]));
     const char *iv = col_table(p), *sub = p->ucols ? "grid_nvsubc_" : "grid_nvsub_";
     switch (range) {
-    case EP_COLS_OWN: snprintf(lo, cap, "%s[i]", iv); snprintf(hi, cap, "%s[i] + %s", iv, own); break;
-    case EP_COLS_BELOW: snprintf(lo, cap, "%s[i] + %s", iv, own); snprintf(hi, cap, "%s[i] + %s[i]", iv, sub); break;
-    case EP_COLS_SUBTREE: snprintf(lo, cap, "%s[i]", iv); snprintf(hi, cap, "%s[i] + %s[i]", iv, sub); break;
-    case EP_COLS_LATER: snprintf(lo, cap, "%s[i] + %s", iv, own); snprintf(hi, cap, "%d", ncols(p)); break;
-    default: snprintf(lo, cap, "%s[i]", iv); snprintf(hi, cap, "%d", ncols(p)); break;
+    case EP_COLS_OWN: snprintf(lo, cap, "%s[%s]", iv, b); snprintf(hi, cap, "%s[%s] + %s", iv, b, own); break;
+    case EP_COLS_BELOW: snprintf(lo, cap, "%s[%s] + %s", iv, b, own); snprintf(hi, cap, "%s[%s] + %s[%s]", iv, b, sub, b); break;
+    case EP_COLS_SUBTREE: snprintf(lo, cap, "%s[%s]", iv, b); snprintf(hi, cap, "%s[%s] + %s[%s]", iv, b, sub, b); break;
+    case EP_COLS_LATER: snprintf(lo, cap, "%s[%s] + %s", iv, b, own); snprintf(hi, cap, "%d", ncols(p)); break;
+    default: snprintf(lo, cap, "%s[%s]", iv, b); snprintf(hi, cap, "%d", ncols(p)); break;
     }
 }
 
@@ -556,12 +575,12 @@ static void column_range(const ep_prog *p, int b, int range, int *lo, int *hi)
 static int next_rolled(ep_prog *p)
 {
     const int lv = p->depth - 1;
-    if (lv == 1 && p->L[1].cols >= 0) {
+    if (lv >= 1 && p->L[lv].cols >= 0) {
         /* a columns loop: one step, the body of a C for loop over k */
         step_end(p);
-        if (!p->L[1].started) {
+        if (!p->L[lv].started) {
             char lo[64], hi[64];
-            column_bounds(p, p->L[1].cols, lo, hi, sizeof lo);
+            column_bounds(p, lv, lo, hi, sizeof lo);
             /* columns are independent (a step reads and writes column k only): the loop may be vectorized, or
                split over a group's lanes (lane k mod GRID_G_ always owns column k) */
             if (grouped(p))
@@ -569,11 +588,11 @@ static int next_rolled(ep_prog *p)
                           lo, lo, hi);
             else
                 ew_printf(&p->skel, "%sfor (k = %s; k < %s; k++) {\n", p->lanes ? "" : p->t->simd_loop, lo, hi);
-            p->L[1].started = 1;
+            p->L[lv].started = 1;
             return 1;
         }
         ew_puts(&p->skel, grouped(p) ? "}\nGRID_GROUP_SYNC_();\n" : "}\n");
-        p->depth = 1;
+        p->depth = lv;
         return 0;
     }
     if (!p->L[lv].started) {
@@ -586,9 +605,12 @@ static int next_rolled(ep_prog *p)
             ew_printf(&p->skel, p->L[0].backward ? "for (i = %d; i >= 0; i--) %s (grid_kind_[i]) {\n"
                                                  : "for (i = 0; i < %d; i++) %s (grid_kind_[i]) {\n",
                       p->L[0].backward ? p->em->nb - 1 : p->em->nb, open);
-        else
-            ew_printf(&p->skel, "for (c = i, j = %s; j >= 0; c = j, j = grid_parent_[j]) %s (grid_kind_[j]) {\n",
-                      p->L[1].from_self ? "i" : "grid_parent_[i]", open);
+        else {
+            /* j over the ancestors of i (c: the child of j on the path), m over those of j (cm) */
+            const char *v = body_expr(lv, EP_SELF), *c = body_expr(lv, EP_CHILD), *up = body_expr(lv - 1, EP_SELF);
+            ew_printf(&p->skel, "for (%s = %s, %s = %s%s%s; %s >= 0; %s = %s, %s = grid_parent_[%s]) %s (grid_kind_[%s]) {\n", c, up,
+                      v, p->L[lv].from_self ? "" : "grid_parent_[", up, p->L[lv].from_self ? "" : "]", v, c, v, v, v, open, v);
+        }
         p->L[lv].started = 1;
         p->L[lv].pos = 0;
     } else {
@@ -614,7 +636,8 @@ static int next_rolled(ep_prog *p)
 static int next_unrolled(ep_prog *p)
 {
     const em_model *em = p->em;
-    if (p->depth == 1) {
+    const int lv = p->depth - 1;
+    if (lv == 0) {
         int *pos = &p->L[0].pos;
         if (p->L[0].started) (*pos)++;
         p->L[0].started = 1;
@@ -625,31 +648,31 @@ static int next_unrolled(ep_prog *p)
         p->cur_body[EP_I] = p->L[0].backward ? em->nb - 1 - *pos : *pos;
         return 1;
     }
-    if (p->L[1].cols >= 0) {
+    if (p->L[lv].cols >= 0) {
         int lo, hi;
-        column_range(p, p->cur_body[EP_I], p->L[1].cols, &lo, &hi);
-        p->cur_col = p->L[1].started ? p->cur_col + 1 : lo;
-        p->L[1].started = 1;
+        column_range(p, p->cur_body[lv - 1], p->L[lv].cols, &lo, &hi);
+        p->cur_col = p->L[lv].started ? p->cur_col + 1 : lo;
+        p->L[lv].started = 1;
         if (p->cur_col >= hi) {
-            p->depth = 1;
+            p->depth = lv;
             return 0;
         }
         return 1;
     }
     int j;
-    if (!p->L[1].started) {
-        j = p->L[1].from_self ? p->cur_body[EP_I] : em->b[p->cur_body[EP_I]].parent;
-        p->cur_child = p->cur_body[EP_I];
+    if (!p->L[lv].started) {
+        j = p->L[lv].from_self ? p->cur_body[lv - 1] : em->b[p->cur_body[lv - 1]].parent;
+        p->cur_child[lv] = p->cur_body[lv - 1];
     } else {
-        p->cur_child = p->cur_body[EP_J];
-        j = em->b[p->cur_body[EP_J]].parent;
+        p->cur_child[lv] = p->cur_body[lv];
+        j = em->b[p->cur_body[lv]].parent;
     }
-    p->L[1].started = 1;
+    p->L[lv].started = 1;
     if (j < 0) {
-        p->depth = 1;
+        p->depth = lv;
         return 0;
     }
-    p->cur_body[EP_J] = j;
+    p->cur_body[lv] = j;
     return 1;
 }
 
@@ -673,8 +696,8 @@ double ep_gravity(const ep_prog *p)
 
 static int body_of(const ep_prog *p, int var, int rel)
 {
-    assert(!p->rolled && var >= 0 && var <= 1);
-    if (rel == EP_CHILD) return var == EP_J ? p->cur_child : p->cur_body[EP_I];
+    assert(!p->rolled && var >= 0 && var < EP_MAX_DEPTH);
+    if (rel == EP_CHILD) return var > EP_I ? p->cur_child[var] : p->cur_body[EP_I];
     int b = p->cur_body[var];
     return rel == EP_PARENT ? p->em->b[b].parent : b;
 }
@@ -740,16 +763,18 @@ const sxf *ep_X(ep_prog *p, int var)
 
 const sxf *ep_X_child(ep_prog *p)
 {
-    assert(p->depth == 2 && !p->L[1].from_self);
-    if (!p->rolled) return &p->k->X[p->cur_child];
-    if (!p->have_X[2]) {
+    const int var = p->depth - 1; /* the innermost loop's */
+    assert(var >= 1 && p->L[var].cols < 0 && !p->L[var].from_self);
+    if (!p->rolled) return &p->k->X[p->cur_child[var]];
+    sxf *X = &p->X[EP_MAX_DEPTH + var];
+    if (!p->have_X[EP_MAX_DEPTH + var]) {
         assert(p->kin_done);
         (void)step_graph(p);
-        for (int e = 0; e < 9; e++) p->X[2].R[e] = ep_get(p, p->xbuf, EP_J, EP_CHILD, e);
-        for (int e = 0; e < 3; e++) p->X[2].p[e] = ep_get(p, p->xbuf, EP_J, EP_CHILD, 9 + e);
-        p->have_X[2] = 1;
+        for (int e = 0; e < 9; e++) X->R[e] = ep_get(p, p->xbuf, var, EP_CHILD, e);
+        for (int e = 0; e < 3; e++) X->p[e] = ep_get(p, p->xbuf, var, EP_CHILD, 9 + e);
+        p->have_X[EP_MAX_DEPTH + var] = 1;
     }
-    return &p->X[2];
+    return X;
 }
 
 void ep_get_xf(ep_prog *p, int buf, int var, int rel, sxf *X)
@@ -833,8 +858,6 @@ sv ep_get(ep_prog *p, int buf, int var, int rel, int k)
     return x->set[k] ? x->cache[k] : sym_input(p->sg, x->arr, k);
 }
 
-/* 1 inside a columns loop, whose iterations write column k only (they may run as SIMD lanes) */
-static inline int in_columns(const ep_prog *p) { return p->depth == 2 && p->L[1].cols >= 0; }
 
 void ep_set(ep_prog *p, int buf, int var, int rel, int k, sv val)
 {
@@ -852,7 +875,7 @@ void ep_set(ep_prog *p, int buf, int var, int rel, int k, sv val)
 
 sv ep_getk(ep_prog *p, int buf, int var, int rel, int r)
 {
-    assert(p->depth == 2 && p->L[1].cols >= 0 && r >= 0 && r < 6);
+    assert(in_columns(p) && r >= 0 && r < 6);
     if (p->fail) return 0;
     if (!p->rolled) return *slot(p, buf, var, rel, r * ncols(p) + p->cur_col);
     ep_acc *x = access(p, ACC_BUFK, buf, var, rel);
@@ -862,7 +885,7 @@ sv ep_getk(ep_prog *p, int buf, int var, int rel, int r)
 
 void ep_setk(ep_prog *p, int buf, int var, int rel, int r, sv val)
 {
-    assert(p->depth == 2 && p->L[1].cols >= 0 && r >= 0 && r < 6);
+    assert(in_columns(p) && r >= 0 && r < 6);
     if (p->fail) return;
     if (!p->rolled) {
         *slot(p, buf, var, rel, r * ncols(p) + p->cur_col) = val;
@@ -1026,7 +1049,8 @@ void ep_mirror_upper(ep_prog *p)
 void ep_comment(ep_prog *p, const char *what)
 {
     if (!p->rolled) {
-        int var = p->depth == 2 ? EP_J : EP_I;
+        int var = p->depth - 1; /* the innermost body variable's */
+        while (var > 0 && p->L[var].cols >= 0) var--;
         ek_body_comment(p->k->g, p->em, p->cur_body[var], what);
     } else {
         sym_comment(step_graph(p), "/* %s */", what);
@@ -1039,6 +1063,7 @@ int ep_finish(ep_prog *p, ew_writer *w, long *work, sym_stats *stats)
     if (p->rolled) {
         step_end(p);
         ew_puts(w, "    int i = 0, j = 0, c = 0, k = 0;\n    (void)i; (void)j; (void)c; (void)k;\n");
+        if (p->deep) ew_puts(w, "    int m = 0, cm = 0;\n    (void)m; (void)cm;\n");
         /* the loop nest, indented */
         const char *s = p->skel.buf ? p->skel.buf : "";
         while (*s) {

@@ -27,9 +27,11 @@
 
 /* the array ids every per-state graph declares are the per-state parameters, EP_Q .. EP_G then EP_OUT (target.h) */
 
-enum { EP_I = 0, EP_J = 1 };          /* loop variables: i (a bodies loop), j (an ancestors loop inside it) */
-/* a buffer slot: the variable's body, its parent, or (j of an ancestors loop that starts at parent(i))
-   the child of j on the path from i */
+/* loop variables: i (a bodies loop), j (an ancestors loop inside it), m (an ancestors loop inside that); a columns
+   loop (k) may be the innermost loop at any level below the bodies loop */
+enum { EP_I = 0, EP_J = 1, EP_M = 2, EP_MAX_DEPTH = 3 };
+/* a buffer slot: the variable's body, its parent, or (j or m of an ancestors loop that starts at the parent of the
+   enclosing variable's body) the child of j on the path from i, of m on the path from j */
 enum { EP_SELF = 0, EP_PARENT = 1, EP_CHILD = 2 };
 enum { EP_MAX_BUFFERS = 16 };
 
@@ -66,8 +68,10 @@ int ep_buffer(ep_prog *p, const char *name, int width, int per_body);
 const sv *ep_buffer_values(const ep_prog *p, int buf);
 
 void ep_bodies(ep_prog *p, int backward);
-void ep_ancestors(ep_prog *p, int from_self);   /* j = i (from_self) or parent(i), up to the root */
-/* a loop over columns k of the nv-wide joint space, inside a bodies loop: */
+/* inside a bodies (ancestors) loop: j = i (from_self) or parent(i), up to the root (m from j) */
+void ep_ancestors(ep_prog *p, int from_self);
+/* a loop over columns k of the nv-wide joint space, inside a bodies or ancestors loop; its range is relative to that
+   loop variable's body (i below, j or m when it runs inside an ancestors loop): */
 enum {
     EP_COLS_OWN,        /* i's own coordinates: [iv_i, iv_i + nv_i) */
     EP_COLS_BELOW,      /* the coordinates of i's descendants: [iv_i + nv_i, iv_i + nvsub_i) */

@@ -36,7 +36,7 @@ static const char toy_urdf[] =
 enum { NB = 6, NV = 6 };
 static const int parent[NB] = {-1, 0, 1, 0, 3, 3};
 
-/* ---- the programs: one output of NV (vectors) or NV x NV (matrices) ---- */
+/* ---- the programs: one output of NV (vectors), NV x NV (matrices) or NV x NV x NV ---- */
 
 /* out[i] = the depth of body i (the root: 1): a forward loop reading the parent's slot */
 static int depth_program(ep_prog *p)
@@ -95,18 +95,61 @@ static int subtree_matrix_program(ep_prog *p)
     return 0;
 }
 
+/* out[i, j, m] = 100 a_i + 10 a_j + a_m + 1000 a_c for j = i and its ancestors, m a strict ancestor of j and c the child
+   of m on the path to j: three nested body loops, the innermost reading its child slot, into a rank-3 output */
+static int ancestor_triples_program(ep_prog *p)
+{
+    const int A = ep_buffer(p, "a", 1, 1);
+    ep_zero_output(p);
+    for (ep_bodies(p, 0); ep_next(p);) ep_set(p, A, EP_I, EP_SELF, 0, ep_in(p, EP_A, EP_I, 0));
+    for (ep_bodies(p, 0); ep_next(p);) {
+        for (ep_ancestors(p, 1); ep_next(p);) {
+            for (ep_ancestors(p, 0); ep_next(p);) {
+                sym_graph *g = ep_graph(p);
+                sv x = sym_mul(g, sym_const(g, 100.0), ep_in(p, EP_A, EP_I, 0));
+                x = sym_add(g, x, sym_mul(g, sym_const(g, 10.0), ep_in(p, EP_A, EP_J, 0)));
+                x = sym_add(g, x, ep_get(p, A, EP_M, EP_SELF, 0));
+                x = sym_add(g, x, sym_mul(g, sym_const(g, 1000.0), ep_get(p, A, EP_M, EP_CHILD, 0)));
+                ep_out(p, x, ep_coord(EP_I, EP_SELF, 0), ep_coord(EP_J, EP_SELF, 0), ep_coord(EP_M, EP_SELF, 0));
+            }
+        }
+    }
+    return 0;
+}
+
+/* out[i, j, k] = 10 a_i + a_j for j = i and its ancestors and k in j's subtree: a columns loop inside an ancestors
+   loop, over the columns of j's subtree */
+static int ancestor_columns_program(ep_prog *p)
+{
+    ep_zero_output(p);
+    for (ep_bodies(p, 0); ep_next(p);) {
+        for (ep_ancestors(p, 1); ep_next(p);) {
+            for (ep_columns(p, EP_COLS_SUBTREE); ep_next(p);) {
+                sym_graph *g = ep_graph(p);
+                const sv x = sym_add(g, sym_mul(g, sym_const(g, 10.0), ep_in(p, EP_A, EP_I, 0)), ep_in(p, EP_A, EP_J, 0));
+                ep_out(p, x, ep_coord(EP_I, EP_SELF, 0), ep_coord(EP_J, EP_SELF, 0), ep_col(0));
+            }
+        }
+    }
+    return 0;
+}
+
 typedef struct {
     const char *name;
     int (*program)(ep_prog *p);
-    int matrix;
+    int rank;
 } toy;
 
 static const toy toys[] = {
-    {"depth", depth_program, 0},
-    {"subtree_sum", subtree_sum_program, 0},
-    {"path_sum", path_sum_program, 0},
-    {"subtree_matrix", subtree_matrix_program, 1},
+    {"depth", depth_program, 1},
+    {"subtree_sum", subtree_sum_program, 1},
+    {"path_sum", path_sum_program, 1},
+    {"subtree_matrix", subtree_matrix_program, 2},
+    {"ancestor_triples", ancestor_triples_program, 3},
+    {"ancestor_columns", ancestor_columns_program, 3},
 };
+enum { NOUT = NV * NV * NV };
+static int toy_size(const toy *t) { return t->rank == 1 ? NV : t->rank == 2 ? NV * NV : NOUT; }
 
 /* the inputs: v_k = 10^k (so every sum shows which bodies it took), a_k = k + 1 */
 static void inputs(double v[NV], double a[NV])
@@ -129,7 +172,7 @@ static void expected(const toy *t, double *out)
 {
     double v[NV], a[NV];
     inputs(v, a);
-    memset(out, 0, sizeof(double) * NV * NV);
+    memset(out, 0, sizeof(double) * NOUT);
     for (int i = 0; i < NB; i++) {
         if (!strcmp(t->name, "depth")) {
             int d = 0;
@@ -139,9 +182,16 @@ static void expected(const toy *t, double *out)
             for (int k = 0; k < NB; k++) out[i] += in_subtree(i, k) ? v[k] : 0.0;
         } else if (!strcmp(t->name, "path_sum")) {
             for (int j = i; j >= 0; j = parent[j]) out[i] += v[j];
-        } else {
+        } else if (!strcmp(t->name, "subtree_matrix")) {
             /* row i: the subtree's columns; the columns loop's ep_in(EP_A, EP_I) is body i's a: i + 1 */
             for (int k = 0; k < NB; k++) out[i * NV + k] = in_subtree(i, k) ? a[i] : 0.0;
+        } else if (!strcmp(t->name, "ancestor_triples")) {
+            for (int j = i; j >= 0; j = parent[j])
+                for (int c = j, m = parent[j]; m >= 0; c = m, m = parent[m])
+                    out[(i * NV + j) * NV + m] = 100 * a[i] + 10 * a[j] + a[m] + 1000 * a[c];
+        } else {
+            for (int j = i; j >= 0; j = parent[j])
+                for (int k = 0; k < NB; k++) out[(i * NV + j) * NV + k] = in_subtree(j, k) ? 10 * a[i] + a[j] : 0.0;
         }
     }
 }
@@ -152,8 +202,8 @@ static em_model em;
 /* the output: nv, or nv x nv */
 static void toy_shape(ep_prog *p, const toy *t)
 {
-    const int dims[2] = {NV, NV};
-    ep_out_shape(p, t->matrix ? 2 : 1, dims);
+    const int dims[3] = {NV, NV, NV};
+    ep_out_shape(p, t->rank, dims);
 }
 
 /* unrolled: constant inputs, so every output folds to a constant */
@@ -162,13 +212,13 @@ static void run_unrolled(const toy *t, double *out)
     sym_graph *g = sym_new();
     double v[NV], a[NV];
     inputs(v, a);
-    sv q[NV], vv[NV], aa[NV], res[NV * NV];
+    sv q[NV], vv[NV], aa[NV], res[NOUT];
     for (int k = 0; k < NV; k++) {
         q[k] = sym_const(g, 0.1 * k);
         vv[k] = sym_const(g, v[k]);
         aa[k] = sym_const(g, a[k]);
     }
-    for (int k = 0; k < NV * NV; k++) res[k] = sym_const(g, 0.0);
+    for (int k = 0; k < NOUT; k++) res[k] = sym_const(g, 0.0);
     ek_kin k = {0};
     CHECK(ek_kin_init(&k, g, &em, q) == 0);
     const sv *in[EP_OUT] = {q, vv, aa, NULL, NULL};
@@ -176,7 +226,7 @@ static void run_unrolled(const toy *t, double *out)
     if (p) toy_shape(p, t);
     CHECK(p && t->program(p) == 0 && ep_finish(p, NULL, NULL, NULL) == 0);
     ep_free(p);
-    for (int i = 0; i < (t->matrix ? NV * NV : NV); i++) {
+    for (int i = 0; i < toy_size(t); i++) {
         double x = -1e300;
         CHECK_MSG(sym_is_const(g, res[i], &x), "%s output %d is not a constant", t->name, i);
         out[i] = x;
@@ -233,7 +283,7 @@ static void run_rolled(const toy *t, double *out)
     double q[NV] = {0}, v[NV], a[NV];
     inputs(v, a);
     double *ws = calloc((size_t)(work > 0 ? work : 1), sizeof *ws);
-    for (int i = 0; i < NV * NV; i++) out[i] = -7.0; /* the program writes every element it owns */
+    for (int i = 0; i < NOUT; i++) out[i] = -7.0; /* the program writes every element it owns */
     if (entry) entry(q, v, a, out, ws);
     free(ws);
     if (h) dlclose(h);
@@ -243,8 +293,8 @@ static void run_rolled(const toy *t, double *out)
 
 static void check_toy(const toy *t)
 {
-    double want[NV * NV], got[NV * NV];
-    const int n = t->matrix ? NV * NV : NV;
+    double want[NOUT], got[NOUT];
+    const int n = toy_size(t);
     expected(t, want);
     run_unrolled(t, got);
     for (int i = 0; i < n; i++) CHECK_MSG(got[i] == want[i], "%s unrolled [%d]: %g, want %g", t->name, i, got[i], want[i]);
@@ -262,6 +312,8 @@ static void test_depth(void) { check_toy(&toys[0]); }
 static void test_subtree_sum(void) { check_toy(&toys[1]); }
 static void test_path_sum(void) { check_toy(&toys[2]); }
 static void test_subtree_matrix(void) { check_toy(&toys[3]); }
+static void test_ancestor_triples(void) { check_toy(&toys[4]); }
+static void test_ancestor_columns(void) { check_toy(&toys[5]); }
 
 int main(void)
 {
@@ -278,6 +330,8 @@ int main(void)
     RUN_TEST(test_subtree_sum);
     RUN_TEST(test_path_sum);
     RUN_TEST(test_subtree_matrix);
+    RUN_TEST(test_ancestor_triples);
+    RUN_TEST(test_ancestor_columns);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
