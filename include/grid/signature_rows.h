@@ -83,3 +83,8 @@ GRID_ROW(EE_POSE_VJP, ee_pose_vjp, VJP,
           2, {IN_Q, IN_COTANGENT(DIM(NEE, 6))},
           1, {ARG("vjp", "cotangent of q", GRID_REQUIRED, DIM(NV, 1))},
           0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED})
+/* energies and centroidal quantities */
+GRID_ROW(ENERGY, energy, OWN,
+         {"energy", "energy", "", "[kinetic, potential, mechanical] energy at (q, qd) (computeMechanicalEnergy)",
+          2, {IN_Q, IN_QD}, 1, {ARG("E", "energies", GRID_REQUIRED, DIM(ONE, 3))},
+          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_WORLD})

@@ -64,6 +64,7 @@ static int jacobian_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp
 /* programs written to the table's signature (EMIT_PROGRAM), in their algo_*.c */
 EMIT_PROGRAM(ea_rnea_grad_program);
 EMIT_PROGRAM(ea_rnea_vjp_program);
+EMIT_PROGRAM(ea_energy_program);
 
 /* ---- unrolled builders besides the programs' own unrolled schedule: M^-1's couplings to every ancestor ---- */
 
@@ -129,6 +130,8 @@ static const emit_method methods[GRID_ALGO_COUNT] = {
     [GRID_ALGO_EE_POSE_VJP] = {.row = GRID_ALGO_EE_POSE_VJP, .shares = -1, .variants = {Q | G},
                                .callees = {{GRID_ALGO_EE_POSE, Q}, {GRID_ALGO_FRAME_JACOBIAN, Q}}, .n_callees = 2,
                                .composite = emit_ee_pose_grad_function},
+    /* energies and centroidal quantities */
+    [GRID_ALGO_ENERGY] = {.row = GRID_ALGO_ENERGY, .shares = -1, .variants = {Q | V}, .lanes = 1, .program = ea_energy_program},
 };
 
 const emit_method *emit_method_of(int row)

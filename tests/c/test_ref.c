@@ -6,6 +6,34 @@
 #include "check.h"
 #include "calls.h"
 #include "grid/ref.h"
+#include "../../src/ref/ref_rows.h"
+
+/* the per-row reference functions of the rows without a public single-state function of their own */
+static const ref_state_fn row_fns[GRID_ALGO_COUNT] = {
+#define REF_FN_OWN(id) ref_row_##id
+#define REF_FN_VJP(id) NULL
+#define GRID_ROW(ID, id, ref, ...) [GRID_ALGO_##ID] = REF_FN_##ref(id),
+#include "grid/signature_rows.h"
+#undef GRID_ROW
+};
+
+/* one state of a row by its reference function, its inputs by name (q, qd, qdd or u, f_ext) */
+static void row_state(const grid_model *m, int algo, const double *q, const double *v, const double *a,
+                      const double *f, double *out, double *w)
+{
+    const grid_signature_row *row = grid_sig_row(algo);
+    const double *in[GRID_MAX_IN] = {0};
+    for (int k = 0; k < row->n_in; k++) {
+        const char *n = row->in[k].name;
+        in[k] = !strcmp(n, "q") ? q : !strcmp(n, "qd") ? v : !strcmp(n, "qdd") || !strcmp(n, "u") ? a
+              : !strcmp(n, "f_ext") ? f : NULL;
+        CHECK_MSG(in[k] != NULL, "%s: input %s", row->name, n);
+    }
+    double *outs[GRID_MAX_OUT] = {out};
+    const int attr[GRID_MAX_ATTR] = {0};
+    CHECK(row_fns[algo] != NULL);
+    if (row_fns[algo]) row_fns[algo](m, in, outs, attr, w);
+}
 
 /* ---- hand-built models ---- */
 
@@ -1035,6 +1063,7 @@ static void test_batch(void)
                 }
                 break;
             }
+            default: row_state(m, algo, qb, vb, ab, fb, one, w); break;
             }
             CHECK_MSG(max_abs_diff(out + b * width, one, width) == 0.0, "algo %d state %d", algo, b);
         }

@@ -111,6 +111,7 @@ METHODS = {
     "forward_dynamics_vjp": lambda h, s, out: h.forward_dynamics_vjp(s["q"], s["qd"], s["u"], s["g"], s["f_ext"],
                                                                      out=out),
     "end_effector_pose_vjp": lambda h, s, out: h.end_effector_pose_vjp(s["q"], s["g_pose"], out=out),
+    "energy": lambda h, s, out: h.energy(s["q"], s["qd"], out=out),
 }
 
 

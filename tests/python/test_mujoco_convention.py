@@ -184,12 +184,15 @@ def mujoco_reference(mj, q, qd, qdd, u, jac_frames):
     """MuJoCo's answer for every method at each state (in grid_rbd's joint order, MuJoCo's coordinates)"""
     m, d = mj.m, mj.d
     nv = m.nv
-    out = {k: [] for k in ("rnea", "rnea_inverse", "nle", "gravity", "crba", "minv", "fd", "fk")}
+    out = {k: [] for k in ("rnea", "rnea_inverse", "nle", "gravity", "crba", "minv", "fd", "fk", "energy")}
     out.update({f"jacobian_{rf}_{f}": [] for f in jac_frames for rf in ("LWA", "LOCAL", "WORLD")})
+    m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
     for k in range(len(q)):
         mj.set(q[k], qd[k])
         mujoco.mj_forward(m, d)
         out["nle"].append(mj.vec(d.qfrc_bias))
+        # d.energy: [potential, kinetic]
+        out["energy"].append([d.energy[1], d.energy[0], d.energy[0] + d.energy[1]])
         M = np.zeros((nv, nv))
         mujoco.mj_fullM(m, d, M)
         out["crba"].append(mj.mat(M))
@@ -233,7 +236,7 @@ def mujoco_reference(mj, q, qd, qdd, u, jac_frames):
 def ours(h, q, qd, qdd, u, jac_frames):
     out = {"rnea": h.rnea(q, qd, qdd), "nle": h.nonlinear_effects(q, qd), "gravity": h.generalized_gravity(q),
            "crba": h.crba(q), "minv": h.minv(q), "fd": h.forward_dynamics(q, qd, u), "aba": h.aba(q, qd, u),
-           "fk": h.forward_kinematics(q)}
+           "fk": h.forward_kinematics(q), "energy": h.energy(q, qd)}
     out["rnea_inverse"] = out["rnea"]
     for f in jac_frames:
         for rf, name in (("LWA", "LOCAL_WORLD_ALIGNED"), ("LOCAL", "LOCAL"), ("WORLD", "WORLD")):
@@ -250,7 +253,7 @@ _handles = {}
 
 
 # the methods ours() calls: a fixed-base library (test_fixed_base_is_the_identity) is built with these only
-OURS_METHODS = ("rnea", "nle", "gravity", "crba", "minv", "fd", "aba", "fk", "frame_jacobian")
+OURS_METHODS = ("rnea", "nle", "gravity", "crba", "minv", "fd", "aba", "fk", "frame_jacobian", "energy")
 
 
 def handle(robot, provider, dtype="float64", convention="mujoco", floating=True):
@@ -556,6 +559,12 @@ def test_fixed_base_is_the_identity(provider):
     mj = mujoco_map("hyq", floating=False)
     ref = mujoco_reference(mj, q, qd, qdd, u, frames)
     ref["aba"] = ref["fd"]
+    # MuJoCo's potential energy also counts the bodies welded to the world (the trunk); Pinocchio's, and so grid_rbd's
+    # in either convention, only the moving ones: a constant apart
+    static = [b for b in range(1, mj.m.nbody) if mj.m.body_weldid[b] == 0]
+    pe_static = -sum(mj.m.body_mass[b] * mj.m.opt.gravity @ mj.d.xipos[b] for b in static)
+    assert static and pe_static != 0
+    ref["energy"] = ref["energy"] - np.array([0.0, pe_static, pe_static])
     for name, r in ref.items():
         err = rel(a[name], r)
         assert np.all(err <= RTOL), f"{name}: {err.max():.2e}"

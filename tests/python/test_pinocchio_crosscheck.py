@@ -75,6 +75,18 @@ def pin_ee_pose(P, q, handle):
     return np.concatenate(out)
 
 
+def pin_energy(P, q, v):
+    if P.mimic:
+        # Pinocchio 4.1's energies refuse mimic joints: 1/2 qd^T M qd with its (coupled) M, and -m g . c
+        T = 0.5 * v @ pin_crba(P, q) @ v
+        com = pin.centerOfMass(P.model, P.data, P.q(q))
+        V = -P.data.mass[0] * P.model.gravity.linear @ com
+        return np.array([T, V, T + V])
+    qq, vv = P.q(q), P.v(v)
+    return np.array([pin.computeKineticEnergy(P.model, P.data, qq, vv), pin.computePotentialEnergy(P.model, P.data, qq),
+                     pin.computeMechanicalEnergy(P.model, P.data, qq, vv)])
+
+
 def per_state(fn, *arrays):
     return np.stack([fn(*row) for row in zip(*arrays)])
 
@@ -138,6 +150,9 @@ CHECKS = {
     "end_effector_pose": (
         lambda h, s: h.end_effector_pose(s["q"]),
         lambda P, h, s: per_state(lambda q: pin_ee_pose(P, q, h), s["q"])),
+    "energy": (
+        lambda h, s: h.energy(s["q"], s["qd"]),
+        lambda P, h, s: per_state(lambda q, v: pin_energy(P, q, v), s["q"], s["qd"])),
 }
 
 

@@ -1,0 +1,65 @@
+/* The energies of a state and their inertial-parameter regressors, as programs over the tree for both schedules. */
+#include "emit_ctx.h"
+
+/* in a forward bodies loop: body i's local spatial velocity (VEL, 6 per body) and the world z row of its placement
+   (ZR, 4 per body: row 2 of oR, then the z of its origin), stored and returned */
+static void velocity_and_height(ep_prog *p, int VEL, int ZR, sv vel[6], sv zr[4])
+{
+    sym_graph *g = ep_graph(p);
+    const ek_body *b = ep_body(p, EP_I);
+    const sxf *X = ep_X(p, EP_I);
+    sv qd[6], vj[6];
+    for (int c = 0; c < b->nv; c++) qd[c] = ep_in(p, EP_V, EP_I, c);
+    ek_joint_motion(g, b, qd, vj);
+    if (ep_is_root(p, EP_I)) {
+        for (int r = 0; r < 6; r++) vel[r] = vj[r];
+        for (int k = 0; k < 3; k++) zr[k] = X->R[6 + k];
+        zr[3] = X->p[2];
+    } else {
+        sv vp[6], t[6], zp[4];
+        for (int r = 0; r < 6; r++) vp[r] = ep_get(p, VEL, EP_I, EP_PARENT, r);
+        sp_motion_act_inv(g, X, vp, t);
+        for (int r = 0; r < 6; r++) vel[r] = sym_add(g, t[r], vj[r]);
+        for (int k = 0; k < 4; k++) zp[k] = ep_get(p, ZR, EP_I, EP_PARENT, k);
+        /* oR_i = oR_p R, z_i = oR_p row 2 . p + z_p */
+        for (int k = 0; k < 3; k++) {
+            const sv col[3] = {X->R[k], X->R[3 + k], X->R[6 + k]};
+            zr[k] = sym_dot(g, zp, col, 3);
+        }
+        zr[3] = sym_add(g, sym_dot(g, zp, X->p, 3), zp[3]);
+    }
+    for (int r = 0; r < 6; r++) ep_set(p, VEL, EP_I, EP_SELF, r, vel[r]);
+    for (int k = 0; k < 4; k++) ep_set(p, ZR, EP_I, EP_SELF, k, zr[k]);
+}
+
+/* [kinetic, potential, mechanical] at (q, qd): T = sum 1/2 v_i . I_i v_i, V = -g sum (oR_i row 2 . h_i + m_i z_i) */
+EMIT_PROGRAM(ea_energy_program)
+{
+    (void)cx;
+    (void)sp;
+    const int VEL = ep_buffer(p, "vel", 6, 1), ZR = ep_buffer(p, "zr", 4, 1), E = ep_buffer(p, "E", 2, 0);
+    {
+        sym_graph *g = ep_graph(p);
+        ep_set(p, E, EP_I, EP_SELF, 0, sym_const(g, 0.0));
+        ep_set(p, E, EP_I, EP_SELF, 1, sym_const(g, 0.0));
+    }
+    for (ep_bodies(p, 0); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        const ek_body *b = ep_body(p, EP_I);
+        sv vel[6], zr[4], Iv[6];
+        ep_comment(p, "energies");
+        velocity_and_height(p, VEL, ZR, vel, zr);
+        sp_body_inertia_apply(g, b, vel, Iv);
+        const sv T = sym_mul(g, sym_const(g, 0.5), sym_dot(g, vel, Iv, 6));
+        const sv mz = sym_add(g, sym_dot(g, zr, b->h, 3), sym_mul(g, b->mass, zr[3]));
+        const sv V = sym_mul(g, sym_const(g, -ep_gravity(p)), mz);
+        ep_set(p, E, EP_I, EP_SELF, 0, sym_add(g, ep_get(p, E, EP_I, EP_SELF, 0), T));
+        ep_set(p, E, EP_I, EP_SELF, 1, sym_add(g, ep_get(p, E, EP_I, EP_SELF, 1), V));
+    }
+    sym_graph *g = ep_graph(p);
+    const sv T = ep_get(p, E, EP_I, EP_SELF, 0), V = ep_get(p, E, EP_I, EP_SELF, 1);
+    ep_out(p, T, ep_at(0));
+    ep_out(p, V, ep_at(1));
+    ep_out(p, sym_add(g, T, V), ep_at(2));
+    return 0;
+}

@@ -1,0 +1,53 @@
+/* Reference energies: kinetic, potential and mechanical energy of a state, and their inertial-parameter regressors. */
+#include <assert.h>
+#include "ref_rows.h"
+#include "spatial.h"
+
+/* placements (liMi, oMi) and the body-local spatial velocities of every body at (q, qd): 30 nb doubles, inside
+   RNEA's workspace (grid_sp_work_rnea), which grid_ref_work_size covers */
+static void body_velocities(const grid_model *m, const double *q, const double *v, double *work)
+{
+    const size_t nb = (size_t)m->nb;
+    assert(grid_sp_work_kinematics(m) + 6 * nb <= grid_sp_work_rnea(m));
+    double *liMi = work, *oMi = liMi + 12 * nb, *vel = oMi + 12 * nb;
+    grid_sp_placements(m, q, liMi, oMi);
+    for (int i = 0; i < m->nb; i++) {
+        const grid_joint *j = &m->bodies[i].joint;
+        double S[36], vJ[6] = {0}, *vi = vel + 6 * i;
+        grid_sp_joint_subspace(j, S);
+        for (int r = 0; r < 6; r++)
+            for (int c = 0; c < j->nv; c++) vJ[r] += S[j->nv * r + c] * v[j->iv + c];
+        if (j->parent < 0) {
+            for (int r = 0; r < 6; r++) vi[r] = vJ[r];
+        } else {
+            grid_sp_motion_act_inv(liMi + 12 * i, vel + 6 * j->parent, vi);
+            for (int r = 0; r < 6; r++) vi[r] += vJ[r];
+        }
+    }
+}
+
+/* [kinetic, potential, mechanical] (computeKineticEnergy, computePotentialEnergy, computeMechanicalEnergy):
+   T = sum 1/2 v_i . I_i v_i, V = -sum m_i g . c_i (c_i the world centre of mass; links welded to a fixed base's world
+   are in no body and count in neither, as Pinocchio's universe) */
+void ref_row_energy(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
+{
+    (void)attr;
+    const size_t nb = (size_t)m->nb;
+    body_velocities(m, in[0], in[1], work);
+    const double *oMi = work + 12 * nb, *vel = oMi + 12 * nb;
+    double T = 0.0, V = 0.0;
+    for (int i = 0; i < m->nb; i++) {
+        const grid_inertia *in_i = &m->bodies[i].inertia;
+        double I[36], Iv[6];
+        grid_sp_inertia_matrix(in_i, I);
+        grid_sp_mat6_vec(I, vel + 6 * i, Iv);
+        for (int r = 0; r < 6; r++) T += 0.5 * vel[6 * i + r] * Iv[r];
+        /* the world z of the centre of mass: row 2 of R times c, plus p_z */
+        const double *X = oMi + 12 * i;
+        const double z = X[6] * in_i->com[0] + X[7] * in_i->com[1] + X[8] * in_i->com[2] + X[11];
+        V -= in_i->mass * m->gravity * z;
+    }
+    out[0][0] = T;
+    out[0][1] = V;
+    out[0][2] = T + V;
+}
