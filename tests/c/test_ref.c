@@ -1114,6 +1114,19 @@ static void test_batch(void)
 /* the signature table: every row's concrete output shape is exactly what its reference function writes
    (no element left unwritten, none past the end), inputs and attributes are within the GRID_MAX_* bounds,
    names are unique, and the helpers agree with each other */
+/* each entry of signature_rows.h: its lower-case token is the row's ABI name (grid_<name>, ref_row_<name>) */
+static void test_row_tokens_are_the_names(void)
+{
+    static const char *const tokens[GRID_ALGO_COUNT] = {
+#define GRID_ROW(ID, id, ref, ...) [GRID_ALGO_##ID] = #id,
+#include "grid/signature_rows.h"
+#undef GRID_ROW
+    };
+    for (int a = 0; a < GRID_ALGO_COUNT; a++)
+        CHECK_MSG(tokens[a] && !strcmp(tokens[a], grid_sig_row(a)->name), "row %d: token %s, name %s", a,
+                  tokens[a] ? tokens[a] : "(none)", grid_sig_row(a)->name);
+}
+
 static void test_signature_table(void)
 {
     const grid_model *m = &tree;
@@ -1223,5 +1236,6 @@ int main(void)
     RUN_TEST(test_derivatives_mimic_coupled);
     RUN_TEST(test_batch);
     RUN_TEST(test_signature_table);
+    RUN_TEST(test_row_tokens_are_the_names);
     return check_summary("ref");
 }

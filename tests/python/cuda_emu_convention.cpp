@@ -10,20 +10,23 @@
 #undef GRID_CONV_TYPES_ONLY /* the runtime above took the types alone; the host API too */
 #include "grid/convention.h"
 #include "grid/urdf.h"
-#define EMU_N_ALGO 16 /* every row, in the order of their ids (GRID_ALGO_*) */
-static const char *emu_names[EMU_N_ALGO] = {"rnea", "nle", "gravity", "crba", "minv", "fd", "aba", "fk", "ee_pose",
-                                            "frame_jacobian", "rnea_grad", "fd_grad", "ee_pose_grad", "rnea_vjp",
-                                            "fd_vjp", "ee_pose_vjp"};
-static int (*emu_device[EMU_N_ALGO])(const grid_call *) = {
-    grid_cuda_rnea, grid_cuda_nle, grid_cuda_gravity, grid_cuda_crba, grid_cuda_minv,
-    grid_cuda_fd, grid_cuda_aba, grid_cuda_fk, grid_cuda_ee_pose, grid_cuda_frame_jacobian,
-    grid_cuda_rnea_grad, grid_cuda_fd_grad, grid_cuda_ee_pose_grad, grid_cuda_rnea_vjp, grid_cuda_fd_vjp,
-    grid_cuda_ee_pose_vjp};
-static int (*emu_host[EMU_N_ALGO])(const grid_call *) = {
-    grid_host_rnea, grid_host_nle, grid_host_gravity, grid_host_crba, grid_host_minv,
-    grid_host_fd, grid_host_aba, grid_host_fk, grid_host_ee_pose, grid_host_frame_jacobian,
-    grid_host_rnea_grad, grid_host_fd_grad, grid_host_ee_pose_grad, grid_host_rnea_vjp, grid_host_fd_vjp,
-    grid_host_ee_pose_vjp};
+/* every row, in the order of their ids (GRID_ALGO_*), from the signature rows */
+static const char *emu_names[] = {
+#define GRID_ROW(ID, id, ref, ...) #id,
+#include "grid/signature_rows.h"
+#undef GRID_ROW
+};
+#define EMU_N_ALGO ((int)(sizeof emu_names / sizeof emu_names[0]))
+static int (*emu_device[])(const grid_call *) = {
+#define GRID_ROW(ID, id, ref, ...) grid_cuda_##id,
+#include "grid/signature_rows.h"
+#undef GRID_ROW
+};
+static int (*emu_host[])(const grid_call *) = {
+#define GRID_ROW(ID, id, ref, ...) grid_host_##id,
+#include "grid/signature_rows.h"
+#undef GRID_ROW
+};
 
 typedef int (*cpu_fn)(const grid_call *);
 alignas(64) static char emu_cpu_work[16 << 20];
