@@ -951,12 +951,11 @@ sv ep_frame_place(ep_prog *p, int k)
 void ep_out_shape(ep_prog *p, int rank, const int *dims)
 {
     assert(rank >= 1 && rank <= GRID_MAX_RANK);
-    p->out_rank = rank;
     long n = 1;
-    for (int d = rank - 1; d >= 0; d--) {
-        p->out_strides[d] = n;
-        n *= dims[d];
-    }
+    for (int d = 0; d < rank; d++) n *= dims[d];
+    assert(!p->out_rank || n == p->out_size); /* a program's view has the row's elements */
+    p->out_rank = rank;
+    for (int d = rank - 1; d >= 0; d--) p->out_strides[d] = d == rank - 1 ? 1 : p->out_strides[d + 1] * dims[d + 1];
     p->out_size = n;
 }
 

@@ -151,7 +151,8 @@ static inline ep_ix ep_at(long k) { return (ep_ix){EP_IX_CONST, 0, 0, k}; }
 static inline ep_ix ep_coord(int var, int rel, long k) { return (ep_ix){EP_IX_COORD, var, rel, k}; }
 static inline ep_ix ep_col(long k) { return (ep_ix){EP_IX_COL, 0, 0, k}; }
 static inline ep_ix ep_body_ix(int var) { return (ep_ix){EP_IX_BODY, var, EP_SELF, 0}; }
-/* the output's shape, before the program writes it (emit_state.c: the row's concrete output) */
+/* the output's shape, before the program writes it (emit_state.c: the row's concrete output); a program may view
+   it in another shape of the same elements, row-major (the 10 nb parameters of a regressor as nb x 10) */
 void ep_out_shape(ep_prog *p, int rank, const int *dims);
 void ep_out_at(ep_prog *p, const ep_ix *ix, int rank, sv x);
 sv ep_out_get_at(ep_prog *p, const ep_ix *ix, int rank);
