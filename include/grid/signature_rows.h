@@ -88,3 +88,8 @@ GRID_ROW(ENERGY, energy, OWN,
          {"energy", "energy", "", "[kinetic, potential, mechanical] energy at (q, qd) (computeMechanicalEnergy)",
           2, {IN_Q, IN_QD}, 1, {ARG("E", "energies", GRID_REQUIRED, DIM(ONE, 3))},
           0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_WORLD})
+GRID_ROW(KINETIC_ENERGY_REGRESSOR, kinetic_energy_regressor, OWN,
+         {"kinetic_energy_regressor", "kinetic_energy_regressor", "",
+          "y with kinetic energy = y . pi, pi the dynamic parameters per body (computeKineticEnergyRegressor)",
+          2, {IN_Q, IN_QD}, 1, {ARG("y", "inertial parameters", GRID_REQUIRED, DIM(NB, 10))},
+          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_WORLD})

@@ -63,3 +63,27 @@ EMIT_PROGRAM(ea_energy_program)
     ep_out(p, sym_add(g, T, V), ep_at(2));
     return 0;
 }
+
+/* the kinetic energy regressor y (nb x 10), T = y . pi (pi: Pinocchio's dynamic parameters per body, the inertia about
+   the body origin): [1/2 v.v, v x w, 1/2 wx^2, wx wy, 1/2 wy^2, wx wz, wy wz, 1/2 wz^2] of body i's local velocity */
+EMIT_PROGRAM(ea_kinetic_energy_regressor_program)
+{
+    (void)sp;
+    const int VEL = ep_buffer(p, "vel", 6, 1), ZR = ep_buffer(p, "zr", 4, 1);
+    const int dims[2] = {cx->em->nb, 10};
+    ep_out_shape(p, 2, dims);
+    for (ep_bodies(p, 0); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        sv vel[6], zr[4], vxw[3];
+        ep_comment(p, "kinetic energy regressor");
+        velocity_and_height(p, VEL, ZR, vel, zr);
+        const sv *v = vel, *w = vel + 3, half = sym_const(g, 0.5);
+        sp_cross(g, v, w, vxw);
+        const sv y[10] = {sym_mul(g, half, sym_dot(g, v, v, 3)), vxw[0], vxw[1], vxw[2],
+                          sym_mul(g, half, sym_mul(g, w[0], w[0])), sym_mul(g, w[0], w[1]),
+                          sym_mul(g, half, sym_mul(g, w[1], w[1])), sym_mul(g, w[0], w[2]), sym_mul(g, w[1], w[2]),
+                          sym_mul(g, half, sym_mul(g, w[2], w[2]))};
+        for (int k = 0; k < 10; k++) ep_out(p, y[k], ep_body_ix(EP_I), ep_at(k));
+    }
+    return 0;
+}

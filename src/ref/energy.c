@@ -51,3 +51,29 @@ void ref_row_energy(const grid_model *m, const double *const *in, double *const 
     out[0][1] = V;
     out[0][2] = T + V;
 }
+
+/* y with T = y . pi, pi per body in Pinocchio's order (m, m c, Ixx Ixy Iyy Ixz Iyz Izz about the body origin)
+   (computeKineticEnergyRegressor): with v, w body i's local linear and angular velocity, T_i = 1/2 m v.v + m c . (v x w)
+   + 1/2 w^T I w */
+void ref_row_kinetic_energy_regressor(const grid_model *m, const double *const *in, double *const *out, const int *attr,
+                                      double *work)
+{
+    (void)attr;
+    const size_t nb = (size_t)m->nb;
+    body_velocities(m, in[0], in[1], work);
+    const double *vel = work + 24 * nb;
+    for (int i = 0; i < m->nb; i++) {
+        const double *v = vel + 6 * i, *w = v + 3;
+        double *y = out[0] + 10 * i;
+        y[0] = 0.5 * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+        y[1] = v[1] * w[2] - v[2] * w[1];
+        y[2] = v[2] * w[0] - v[0] * w[2];
+        y[3] = v[0] * w[1] - v[1] * w[0];
+        y[4] = 0.5 * w[0] * w[0];
+        y[5] = w[0] * w[1];
+        y[6] = 0.5 * w[1] * w[1];
+        y[7] = w[0] * w[2];
+        y[8] = w[1] * w[2];
+        y[9] = 0.5 * w[2] * w[2];
+    }
+}

@@ -55,6 +55,7 @@ METHODS = {
     "forward_dynamics_vjp": lambda h, s: h.forward_dynamics_vjp(s["q"], s["qd"], s["u"], s["g"]),
     "forward_dynamics_vjp_f_ext": lambda h, s: h.forward_dynamics_vjp(s["q"], s["qd"], s["u"], s["g"], f_ext=s["f_ext"]),
     "energy": lambda h, s: h.energy(s["q"], s["qd"]),
+    "kinetic_energy_regressor": lambda h, s: h.kinetic_energy_regressor(s["q"], s["qd"]),
 }
 # (the end-effector pose gradient is not among them: its rpy rows are infinite at pitch = +-pi/2, where a state of
 # some robots sits exactly; tests/python/test_derivatives.py checks it on states away from that)

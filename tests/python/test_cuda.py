@@ -112,6 +112,7 @@ METHODS = {
                                                                      out=out),
     "end_effector_pose_vjp": lambda h, s, out: h.end_effector_pose_vjp(s["q"], s["g_pose"], out=out),
     "energy": lambda h, s, out: h.energy(s["q"], s["qd"], out=out),
+    "kinetic_energy_regressor": lambda h, s, out: h.kinetic_energy_regressor(s["q"], s["qd"], out=out),
 }
 
 
