@@ -93,3 +93,8 @@ GRID_ROW(KINETIC_ENERGY_REGRESSOR, kinetic_energy_regressor, OWN,
           "y with kinetic energy = y . pi, pi the dynamic parameters per body (computeKineticEnergyRegressor)",
           2, {IN_Q, IN_QD}, 1, {ARG("y", "inertial parameters", GRID_REQUIRED, DIM(NB, 10))},
           0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_WORLD})
+GRID_ROW(POTENTIAL_ENERGY_REGRESSOR, potential_energy_regressor, OWN,
+         {"potential_energy_regressor", "potential_energy_regressor", "",
+          "y with potential energy = y . pi, pi the dynamic parameters per body (computePotentialEnergyRegressor)",
+          1, {IN_Q}, 1, {ARG("y", "inertial parameters", GRID_REQUIRED, DIM(NB, 10))},
+          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_WORLD})

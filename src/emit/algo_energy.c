@@ -1,8 +1,28 @@
 /* The energies of a state and their inertial-parameter regressors, as programs over the tree for both schedules. */
 #include "emit_ctx.h"
 
-/* in a forward bodies loop: body i's local spatial velocity (VEL, 6 per body) and the world z row of its placement
-   (ZR, 4 per body: row 2 of oR, then the z of its origin), stored and returned */
+/* in a forward bodies loop: the world z row of body i's placement (ZR, 4 per body: row 2 of oR, then the z of its
+   origin; oR_i = oR_p R, z_i = oR_p row 2 . p + z_p), stored and returned */
+static void world_height(ep_prog *p, int ZR, sv zr[4])
+{
+    sym_graph *g = ep_graph(p);
+    const sxf *X = ep_X(p, EP_I);
+    if (ep_is_root(p, EP_I)) {
+        for (int k = 0; k < 3; k++) zr[k] = X->R[6 + k];
+        zr[3] = X->p[2];
+    } else {
+        sv zp[4];
+        for (int k = 0; k < 4; k++) zp[k] = ep_get(p, ZR, EP_I, EP_PARENT, k);
+        for (int k = 0; k < 3; k++) {
+            const sv col[3] = {X->R[k], X->R[3 + k], X->R[6 + k]};
+            zr[k] = sym_dot(g, zp, col, 3);
+        }
+        zr[3] = sym_add(g, sym_dot(g, zp, X->p, 3), zp[3]);
+    }
+    for (int k = 0; k < 4; k++) ep_set(p, ZR, EP_I, EP_SELF, k, zr[k]);
+}
+
+/* in a forward bodies loop: body i's local spatial velocity (VEL, 6 per body) and its world z row (world_height) */
 static void velocity_and_height(ep_prog *p, int VEL, int ZR, sv vel[6], sv zr[4])
 {
     sym_graph *g = ep_graph(p);
@@ -13,23 +33,14 @@ static void velocity_and_height(ep_prog *p, int VEL, int ZR, sv vel[6], sv zr[4]
     ek_joint_motion(g, b, qd, vj);
     if (ep_is_root(p, EP_I)) {
         for (int r = 0; r < 6; r++) vel[r] = vj[r];
-        for (int k = 0; k < 3; k++) zr[k] = X->R[6 + k];
-        zr[3] = X->p[2];
     } else {
-        sv vp[6], t[6], zp[4];
+        sv vp[6], t[6];
         for (int r = 0; r < 6; r++) vp[r] = ep_get(p, VEL, EP_I, EP_PARENT, r);
         sp_motion_act_inv(g, X, vp, t);
         for (int r = 0; r < 6; r++) vel[r] = sym_add(g, t[r], vj[r]);
-        for (int k = 0; k < 4; k++) zp[k] = ep_get(p, ZR, EP_I, EP_PARENT, k);
-        /* oR_i = oR_p R, z_i = oR_p row 2 . p + z_p */
-        for (int k = 0; k < 3; k++) {
-            const sv col[3] = {X->R[k], X->R[3 + k], X->R[6 + k]};
-            zr[k] = sym_dot(g, zp, col, 3);
-        }
-        zr[3] = sym_add(g, sym_dot(g, zp, X->p, 3), zp[3]);
     }
     for (int r = 0; r < 6; r++) ep_set(p, VEL, EP_I, EP_SELF, r, vel[r]);
-    for (int k = 0; k < 4; k++) ep_set(p, ZR, EP_I, EP_SELF, k, zr[k]);
+    world_height(p, ZR, zr);
 }
 
 /* [kinetic, potential, mechanical] at (q, qd): T = sum 1/2 v_i . I_i v_i, V = -g sum (oR_i row 2 . h_i + m_i z_i) */
@@ -84,6 +95,26 @@ EMIT_PROGRAM(ea_kinetic_energy_regressor_program)
                           sym_mul(g, half, sym_mul(g, w[1], w[1])), sym_mul(g, w[0], w[2]), sym_mul(g, w[1], w[2]),
                           sym_mul(g, half, sym_mul(g, w[2], w[2]))};
         for (int k = 0; k < 10; k++) ep_out(p, y[k], ep_body_ix(EP_I), ep_at(k));
+    }
+    return 0;
+}
+
+/* the potential energy regressor y (nb x 10), V = y . pi: [-g z_i, -g (row 2 of oR_i), 0 x 6] (gravity along z) */
+EMIT_PROGRAM(ea_potential_energy_regressor_program)
+{
+    (void)sp;
+    const int ZR = ep_buffer(p, "zr", 4, 1);
+    const int dims[2] = {cx->em->nb, 10};
+    ep_out_shape(p, 2, dims);
+    ep_zero_output(p);
+    for (ep_bodies(p, 0); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        sv zr[4];
+        ep_comment(p, "potential energy regressor");
+        world_height(p, ZR, zr);
+        const sv mg = sym_const(g, -ep_gravity(p));
+        ep_out(p, sym_mul(g, mg, zr[3]), ep_body_ix(EP_I), ep_at(0));
+        for (int k = 0; k < 3; k++) ep_out(p, sym_mul(g, mg, zr[k]), ep_body_ix(EP_I), ep_at(1 + k));
     }
     return 0;
 }

@@ -66,6 +66,7 @@ EMIT_PROGRAM(ea_rnea_grad_program);
 EMIT_PROGRAM(ea_rnea_vjp_program);
 EMIT_PROGRAM(ea_energy_program);
 EMIT_PROGRAM(ea_kinetic_energy_regressor_program);
+EMIT_PROGRAM(ea_potential_energy_regressor_program);
 
 /* ---- unrolled builders besides the programs' own unrolled schedule: M^-1's couplings to every ancestor ---- */
 
@@ -135,6 +136,8 @@ static const emit_method methods[GRID_ALGO_COUNT] = {
     [GRID_ALGO_ENERGY] = {.row = GRID_ALGO_ENERGY, .shares = -1, .variants = {Q | V}, .lanes = 1, .program = ea_energy_program},
     [GRID_ALGO_KINETIC_ENERGY_REGRESSOR] = {.row = GRID_ALGO_KINETIC_ENERGY_REGRESSOR, .shares = -1, .variants = {Q | V},
                                             .lanes = 1, .program = ea_kinetic_energy_regressor_program},
+    [GRID_ALGO_POTENTIAL_ENERGY_REGRESSOR] = {.row = GRID_ALGO_POTENTIAL_ENERGY_REGRESSOR, .shares = -1, .variants = {Q},
+                                              .lanes = 1, .program = ea_potential_energy_regressor_program},
 };
 
 const emit_method *emit_method_of(int row)

@@ -77,3 +77,21 @@ void ref_row_kinetic_energy_regressor(const grid_model *m, const double *const *
         y[9] = 0.5 * w[2] * w[2];
     }
 }
+
+/* y with V = y . pi (computePotentialEnergyRegressor): V_i = -g . (m p_i + R_i m c) with oMi = (R_i, p_i), so body i's
+   columns are [-g . p_i, -(R_i^T g), 0 x 6] */
+void ref_row_potential_energy_regressor(const grid_model *m, const double *const *in, double *const *out,
+                                        const int *attr, double *work)
+{
+    (void)attr;
+    const size_t nb = (size_t)m->nb;
+    double *liMi = work, *oMi = liMi + 12 * nb;
+    grid_sp_placements(m, in[0], liMi, oMi);
+    for (int i = 0; i < m->nb; i++) {
+        const double *X = oMi + 12 * i;
+        double *y = out[0] + 10 * i;
+        y[0] = -m->gravity * X[11];
+        for (int k = 0; k < 3; k++) y[1 + k] = -m->gravity * X[6 + k];
+        for (int k = 4; k < 10; k++) y[k] = 0.0;
+    }
+}

@@ -56,6 +56,7 @@ METHODS = {
     "forward_dynamics_vjp_f_ext": lambda h, s: h.forward_dynamics_vjp(s["q"], s["qd"], s["u"], s["g"], f_ext=s["f_ext"]),
     "energy": lambda h, s: h.energy(s["q"], s["qd"]),
     "kinetic_energy_regressor": lambda h, s: h.kinetic_energy_regressor(s["q"], s["qd"]),
+    "potential_energy_regressor": lambda h, s: h.potential_energy_regressor(s["q"]),
 }
 # (the end-effector pose gradient is not among them: its rpy rows are infinite at pitch = +-pi/2, where a state of
 # some robots sits exactly; tests/python/test_derivatives.py checks it on states away from that)
@@ -238,7 +239,8 @@ def test_generated_float32_accuracy(handles):
 # ---- where the floating base is ----
 # every dynamics output (Pinocchio's local free-flyer convention, uniform gravity) is the same wherever the base
 # stands; kinematics are not (they are world placements), nor is the potential energy (it is the height)
-DYNAMICS = [m for m in METHODS if m not in ("forward_kinematics", "end_effector_pose", "energy")]
+DYNAMICS = [m for m in METHODS if m not in ("forward_kinematics", "end_effector_pose", "energy",
+                                           "potential_energy_regressor")]
 FAR = np.array([1000.0, -700.0, 300.0])
 
 

@@ -113,6 +113,7 @@ METHODS = {
     "end_effector_pose_vjp": lambda h, s, out: h.end_effector_pose_vjp(s["q"], s["g_pose"], out=out),
     "energy": lambda h, s, out: h.energy(s["q"], s["qd"], out=out),
     "kinetic_energy_regressor": lambda h, s, out: h.kinetic_energy_regressor(s["q"], s["qd"], out=out),
+    "potential_energy_regressor": lambda h, s, out: h.potential_energy_regressor(s["q"], out=out),
 }
 
 
