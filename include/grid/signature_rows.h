@@ -98,3 +98,8 @@ GRID_ROW(POTENTIAL_ENERGY_REGRESSOR, potential_energy_regressor, OWN,
           "y with potential energy = y . pi, pi the dynamic parameters per body (computePotentialEnergyRegressor)",
           1, {IN_Q}, 1, {ARG("y", "inertial parameters", GRID_REQUIRED, DIM(NB, 10))},
           0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_WORLD})
+GRID_ROW(CORIOLIS_MATRIX, coriolis_matrix, OWN,
+         {"coriolis_matrix", "coriolis_matrix", "",
+          "C(q, qd) with C qd + g = nonlinear_effects and dM/dt = C + C^T (computeCoriolisMatrix)",
+          2, {IN_Q, IN_QD}, 1, {OUT_NVxNV("C", "Coriolis matrix")}, 0, {{0}}, GRID_GPU_THREAD, NO_LINKS,
+          GRID_QTY_DERIVED})

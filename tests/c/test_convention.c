@@ -80,6 +80,14 @@ static void test_blocks(void)
     /* every row's output width is the row's own (fk: nb x 4 x 4, ee_pose: 6 nee) */
     for (int al = 0; al < GRID_ALGO_COUNT; al++) {
         const void *all[GRID_MAX_IN] = {&j, &j, &j, &j};
+        /* a row that neither states a quantity nor is a linked derivative has no conversion: refused */
+        int linked = 0;
+        for (int p = 0; p < GRID_ALGO_COUNT; p++)
+            linked |= grid_sig_row(p)->derivative == al || grid_sig_row(p)->vjp == al;
+        if (grid_sig_row(al)->quantity == GRID_QTY_DERIVED && !linked) {
+            CHECK_MSG(grid_convention_job(&cv, al, all, &j) == GRID_ERR_UNSUPPORTED, "%s", grid_algo_name(al));
+            continue;
+        }
         CHECK(grid_convention_job(&cv, al, all, &j) == GRID_OK);
         CHECK_MSG(j.out_width == grid_algo_output_width(al, flo->nq, flo->nv, flo->nb, flo->nee), "%s",
                   grid_algo_name(al));

@@ -131,6 +131,11 @@ int main(int argc, char **argv)
                 /* the job's run row with the caller's arrays */
                 grid_conv_job job;
                 const int rc_job = grid_convention_job(&cv, al, ip, &job);
+                if (rc_job == GRID_ERR_UNSUPPORTED && rc_cpu == rc_job) {
+                    /* a row without a conversion (no quantity): refused on every path alike, nothing to run */
+                    checks++;
+                    continue;
+                }
                 const void *rp[GRID_MAX_IN] = {0}, *hp[GRID_MAX_IN] = {0};
                 for (int k = 0; k < job.n_in; k++) rp[k] = hp[k] = job.src[k] >= 0 ? ip[job.src[k]] : NULL;
                 if (job.a_zero) hp[job.slot_a] = hp[job.slot_v]; /* a buffer for the round trip to build it in */

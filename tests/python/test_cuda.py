@@ -114,6 +114,7 @@ METHODS = {
     "energy": lambda h, s, out: h.energy(s["q"], s["qd"], out=out),
     "kinetic_energy_regressor": lambda h, s, out: h.kinetic_energy_regressor(s["q"], s["qd"], out=out),
     "potential_energy_regressor": lambda h, s, out: h.potential_energy_regressor(s["q"], out=out),
+    "coriolis_matrix": lambda h, s, out: h.coriolis_matrix(s["q"], s["qd"], out=out),
 }
 
 

@@ -643,3 +643,19 @@ def test_option_errors(tmp_path):
     # the Runner refuses an unknown kind
     with pytest.raises(grid_rbd.GridArgumentError, match="unknown output convention"):
         grid_rbd._core.Runner(h._model, grid_rbd._core.FLOAT64, convention=5)
+
+
+def test_coriolis_matrix_is_refused_on_a_free_joint():
+    """C in MuJoCo's basis would be T^T C T + T^T M dT/dt (its product with qd is MuJoCo's bias): not defined yet, so
+    a floating base refuses it by name, and a fixed base (the identity) answers it"""
+    h = handle("go2", "reference")
+    q, qd, _, _ = states(h, "random", 2, 4)
+    with pytest.raises(grid_rbd.NotAvailableError, match="coriolis_matrix.*output_convention='pinocchio'"):
+        h.coriolis_matrix(q, qd)
+    fixed = grid_rbd.register_robot("hyq_coriolis_mj", urdf_path=_need("hyq"), codegen=False, dtype="float64",
+                                    output_convention="mujoco", verbose=False)
+    pin_fixed = grid_rbd.register_robot("hyq_coriolis_pin", urdf_path=_need("hyq"), codegen=False, dtype="float64",
+                                        verbose=False)
+    qf = np.random.default_rng(0).uniform(-1, 1, (3, fixed.nq))
+    vf = np.random.default_rng(1).uniform(-1, 1, (3, fixed.nv))
+    assert np.array_equal(fixed.coriolis_matrix(qf, vf), pin_fixed.coriolis_matrix(qf, vf))

@@ -117,6 +117,12 @@ def pin_potential_energy_regressor(P, q):
     return np.concatenate([y[10 * (j - 1):10 * j] for j in P.joint_ids])
 
 
+def pin_coriolis(P, q, v):
+    if P.mimic:
+        pytest.skip("Pinocchio 4.1's computeCoriolisMatrix refuses mimic joints (test_coriolis_matrix_properties)")
+    return P.mat(pin.computeCoriolisMatrix(P.model, P.data, P.q(q), P.v(v)))
+
+
 def pin_params(P):
     """pi of every body of ours: Pinocchio's dynamic parameters of its joint's inertia"""
     return np.concatenate([P.model.inertias[j].toDynamicParameters() for j in P.joint_ids])
@@ -194,7 +200,29 @@ CHECKS = {
     "potential_energy_regressor": (
         lambda h, s: h.potential_energy_regressor(s["q"]),
         lambda P, h, s: per_state(lambda q: pin_potential_energy_regressor(P, q), s["q"])),
+    "coriolis_matrix": (
+        lambda h, s: h.coriolis_matrix(s["q"], s["qd"]),
+        lambda P, h, s: per_state(lambda q, v: pin_coriolis(P, q, v), s["q"], s["qd"])),
 }
+
+
+def test_coriolis_matrix_properties(robot):
+    """on every robot, mimic ones too: C qd + g = nonlinear_effects, and dM/dt = C + C^T (M of Pinocchio's model,
+    differentiated centrally along qd with pin.integrate)"""
+    h, P = robot.handle, robot.pin
+    s = make_states(h, "random", 4, seed=5)
+    C = h.coriolis_matrix(s["q"], s["qd"])
+    bias = np.einsum("bij,bj->bi", C, s["qd"]) + h.generalized_gravity(s["q"])
+    assert_blocks_close(bias, h.nonlinear_effects(s["q"], s["qd"]), f"{robot.case.id} C qd + g")
+    eps = 1e-6
+    for b in range(len(C)):
+        qp, vp = P.q(s["q"][b]), P.v(s["qd"][b])
+        plus = _sym(pin.crba(P.model, P.data, pin.integrate(P.model, qp, eps * vp)))
+        minus = _sym(pin.crba(P.model, P.data, pin.integrate(P.model, qp, -eps * vp)))
+        Mdot = P.mat((plus - minus) / (2 * eps))
+        sym = C[b] + C[b].T
+        err = np.abs(sym - Mdot).max() / max(1.0, np.abs(Mdot).max())
+        assert err < 1e-6, f"{robot.case.id} state {b}: |C + C^T - dM/dt| = {err:.1e}"
 
 
 def test_energy_regressors_give_the_energies(robot):
