@@ -4,12 +4,15 @@ grid_bench of OLD_COMMIT in a temporary git worktree, the current tree's from bu
 library with the build driver's flags, and prints new/old per algorithm (best of interleaved rounds)."""
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# COMPARE_SCHEDULE=rolled (or unrolled): both commits' libraries in that schedule (default: gridc's, auto)
+SCHEDULE = ["--schedule", os.environ["COMPARE_SCHEDULE"]] if os.environ.get("COMPARE_SCHEDULE") else []
 FLAGS = ("-O2 -march=native -ffp-contract=fast -fno-math-errno -fPIC -fopenmp -fno-schedule-insns2 "
          "--param=max-combine-insns=2 -fno-tree-pre -fno-dse -fno-tree-dse -shared").split()
 
@@ -42,7 +45,7 @@ def main():
                 libs = {}
                 for v, (gridc, _) in versions.items():
                     src = tmp / f"{v}_{name}.c"
-                    sh(str(gridc), str(urdf), *(["--floating-base"] if fb else []), "-o", str(src))
+                    sh(str(gridc), str(urdf), *(["--floating-base"] if fb else []), *SCHEDULE, "-o", str(src))
                     libs[v] = tmp / f"{v}_{name}.so"
                     sh("cc", *FLAGS, str(src), "-o", str(libs[v]), "-lm")
                 best = {"old": {}, "new": {}}

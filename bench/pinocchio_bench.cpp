@@ -29,6 +29,8 @@
 #include <pinocchio/algorithm/jacobian.hpp>
 #include <pinocchio/algorithm/rnea-derivatives.hpp>
 #include <pinocchio/algorithm/aba-derivatives.hpp>
+#include <pinocchio/algorithm/energy.hpp>
+#include <pinocchio/algorithm/regressor.hpp>
 
 namespace pin = pinocchio;
 
@@ -206,6 +208,11 @@ int main(int argc, char **argv)
         // first-order derivatives (data.dtau_dq / dtau_dv, data.ddq_dq / ddq_dv)
         {"rnea_grad", [&](int i) { pin::computeRNEADerivatives(model, data, qs[i], vs[i], as[i]); }},
         {"fd_grad", [&](int i) { pin::computeABADerivatives(model, data, qs[i], vs[i], taus[i]); }},
+        // energies, their regressors, the Coriolis matrix (issue 27)
+        {"energy", [&](int i) { pin::computeMechanicalEnergy(model, data, qs[i], vs[i]); }},
+        {"kinetic_energy_regressor", [&](int i) { pin::computeKineticEnergyRegressor(model, data, qs[i], vs[i]); }},
+        {"potential_energy_regressor", [&](int i) { pin::computePotentialEnergyRegressor(model, data, qs[i]); }},
+        {"coriolis_matrix", [&](int i) { pin::computeCoriolisMatrix(model, data, qs[i], vs[i]); }},
         // the other formulation of the FD gradient, with Pinocchio's own pieces (issue 10 asks for both measured):
         // qdd by ABA, the RNEA derivatives at qdd, M^-1 (computeMinverse: upper triangle, mirrored), dense -M^-1 D
         {"fd_grad_minv_dtau", [&](int i) {
@@ -235,7 +242,7 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < algos.size(); k++) {
             prepare(k);
             per_call[k].push_back(timed_loop(algos[k].call, P, n[k]));
-            checksum += data.tau.sum() + data.M(0, 0) + qdd.sum() + J.sum();
+            checksum += data.tau.sum() + data.M(0, 0) + qdd.sum() + J.sum() + data.kinetic_energy + data.C(0, 0);
         }
 
     // sanity check of the FD composition: it must agree with ABA on every pool state

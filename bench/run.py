@@ -56,6 +56,10 @@ ALGOS = [
     # the VJPs against the derivatives a Pinocchio user computes (and contracts) to get one
     ("rnea_vjp", "rnea_grad", "RNEA VJP g^T [dtau/dq | dtau/dqd] (vs RNEA derivatives)"),
     ("fd_vjp", "fd_grad", "FD VJP g^T [dqdd/dq | dqdd/dqd | dqdd/du] (vs ABA derivatives)"),
+    ("energy", "energy", "energies (computeMechanicalEnergy)"),
+    ("kinetic_energy_regressor", "kinetic_energy_regressor", "kinetic energy regressor"),
+    ("potential_energy_regressor", "potential_energy_regressor", "potential energy regressor"),
+    ("coriolis_matrix", "coriolis_matrix", "Coriolis matrix (computeCoriolisMatrix)"),
 ]
 # Pinocchio-only variants, shown for the anchors
 PIN_EXTRA = [
