@@ -953,8 +953,9 @@ static void test_schedule_code_size(void)
             CHECK(grid_emit_source_stats(m, &o, &src, &len, &st, &err) == GRID_OK);
             free(src);
             /* (the gradients, whose unrolled code is O(nv depth) statements, and the VJPs roll from
-               GRID_EMIT_GRADIENT_BUDGET on) */
-            for (int a = 0; a < GRID_ALGO_COUNT; a++)
+               GRID_EMIT_GRADIENT_BUDGET on); the rows after them (issue 27 on: the Coriolis matrix rolls on g1 and
+               atlas floating) take what the AUTO budget gives, both schedules checked against the reference */
+            for (int a = 0; a < GRID_ALGO_ENERGY; a++)
                 CHECK_MSG(st.rolled[a] == 0 || a == GRID_ALGO_RNEA_GRAD || a == GRID_ALGO_FD_GRAD ||
                               a == GRID_ALGO_RNEA_VJP || a == GRID_ALGO_FD_VJP,
                           "%s%s: %s rolled under AUTO", robots[r], floating ? " floating" : "", grid_algo_name(a));
