@@ -1,21 +1,6 @@
 /* The Coriolis matrix C(q, qd) with C qd + g = nonlinear_effects and dM/dt = C + C^T, as one program for both schedules. */
 #include "emit_ctx.h"
 
-/* a rigid inertia in a 13-wide buffer slot: m, h, I */
-static void sci_get(ep_prog *p, int buf, int var, int rel, sci *Y)
-{
-    Y->m = ep_get(p, buf, var, rel, 0);
-    for (int e = 0; e < 3; e++) Y->h[e] = ep_get(p, buf, var, rel, 1 + e);
-    for (int e = 0; e < 9; e++) Y->I[e] = ep_get(p, buf, var, rel, 4 + e);
-}
-
-static void sci_set(ep_prog *p, int buf, int var, int rel, const sci *Y)
-{
-    ep_set(p, buf, var, rel, 0, Y->m);
-    for (int e = 0; e < 3; e++) ep_set(p, buf, var, rel, 1 + e, Y->h[e]);
-    for (int e = 0; e < 9; e++) ep_set(p, buf, var, rel, 4 + e, Y->I[e]);
-}
-
 /* B m = 1/2 (v x* (Y m) - Y (v x m)) + 1/2 m x* h, h = Y v: the Coriolis inertia of a body moving at v, whose
    symmetric part is 1/2 dY/dt and whose product with v is v x* Y v */
 static void coriolis_inertia(sym_graph *g, const sci *Y, const sv v[6], const sv h[6], sv B[36])
@@ -81,7 +66,7 @@ EMIT_PROGRAM(ea_coriolis_matrix_program)
         sp_sci_to_parent(g, &o, &Yl, &Y);
         sp_sci_apply(g, &Y, ov, h);
         coriolis_inertia(g, &Y, ov, h, B);
-        sci_set(p, YC, EP_I, EP_SELF, &Y);
+        ep_set_sci(p, YC, EP_I, EP_SELF, &Y);
         for (int e = 0; e < 36; e++) ep_set(p, BC, EP_I, EP_SELF, e, B[e]);
     }
     for (ep_bodies(p, 1); ep_next(p);) {
@@ -90,7 +75,7 @@ EMIT_PROGRAM(ea_coriolis_matrix_program)
         sci Y;
         sv B[36];
         ep_comment(p, "Coriolis matrix: backward pass");
-        sci_get(p, YC, EP_I, EP_SELF, &Y);
+        ep_get_sci(p, YC, EP_I, EP_SELF, &Y);
         for (int e = 0; e < 36; e++) B[e] = ep_get(p, BC, EP_I, EP_SELF, e);
         sv Jc[6][6], dF[6][6];
         for (int c = 0; c < ni; c++) {
@@ -118,9 +103,9 @@ EMIT_PROGRAM(ea_coriolis_matrix_program)
         if (!ep_is_root(p, EP_I)) {
             /* the composites, world frame: plain sums into the parent's */
             sci Yp;
-            sci_get(p, YC, EP_I, EP_PARENT, &Yp);
+            ep_get_sci(p, YC, EP_I, EP_PARENT, &Yp);
             sp_sci_add(g, &Yp, &Y);
-            sci_set(p, YC, EP_I, EP_PARENT, &Yp);
+            ep_set_sci(p, YC, EP_I, EP_PARENT, &Yp);
             for (int e = 0; e < 36; e++) ep_set(p, BC, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, BC, EP_I, EP_PARENT, e), B[e]));
         }
         for (ep_ancestors(p, 0); ep_next(p);) {

@@ -2,21 +2,6 @@
 #include <stdlib.h>
 #include "algos.h"
 
-/* a rigid inertia in a 13-wide buffer slot: m, h (3), I (9) */
-static void get_sci(ep_prog *p, int buf, int var, int rel, sci *Y)
-{
-    Y->m = ep_get(p, buf, var, rel, 0);
-    for (int e = 0; e < 3; e++) Y->h[e] = ep_get(p, buf, var, rel, 1 + e);
-    for (int e = 0; e < 9; e++) Y->I[e] = ep_get(p, buf, var, rel, 4 + e);
-}
-
-static void set_sci(ep_prog *p, int buf, int var, int rel, const sci *Y)
-{
-    ep_set(p, buf, var, rel, 0, Y->m);
-    for (int e = 0; e < 3; e++) ep_set(p, buf, var, rel, 1 + e, Y->h[e]);
-    for (int e = 0; e < 9; e++) ep_set(p, buf, var, rel, 4 + e, Y->I[e]);
-}
-
 /* The rolled form, in the world frame (Pinocchio's WORLD convention): composites add without a transform, body i
    leaves F = Yc_i Jw_i in its own columns of one 6 x nv matrix, and row i of M over the descendants' columns is
    Jw_i^T F, a loop over contiguous columns (vectorized) with Jw_i in registers; both triangles are written. */
@@ -40,7 +25,7 @@ static int crba_world_program(ep_prog *p, int nv)
         }
         sp_body_inertia_sci(g, b, &Y);
         sp_sci_to_parent(g, &oM, &Y, &Yw);
-        set_sci(p, YC, EP_I, EP_SELF, &Yw);
+        ep_set_sci(p, YC, EP_I, EP_SELF, &Yw);
     }
     for (ep_bodies(p, 1); ep_next(p);) {
         sym_graph *g = ep_graph(p);
@@ -48,12 +33,12 @@ static int crba_world_program(ep_prog *p, int nv)
         sci Y;
         sv J[36], Fc[36];
         ep_comment(p, "composite inertia (world frame), F = Yc Jw in the body's columns, the diagonal block");
-        get_sci(p, YC, EP_I, EP_SELF, &Y);
+        ep_get_sci(p, YC, EP_I, EP_SELF, &Y);
         if (!ep_is_root(p, EP_I)) {
             sci Yp;
-            get_sci(p, YC, EP_I, EP_PARENT, &Yp);
+            ep_get_sci(p, YC, EP_I, EP_PARENT, &Yp);
             sp_sci_add(g, &Yp, &Y);
-            set_sci(p, YC, EP_I, EP_PARENT, &Yp);
+            ep_set_sci(p, YC, EP_I, EP_PARENT, &Yp);
         }
         for (int e = 0; e < 6 * n; e++) J[e] = ep_get(p, JW, EP_I, EP_SELF, e);
         for (int c = 0; c < n; c++) {
@@ -91,14 +76,14 @@ int ea_crba_program(ep_prog *p, int nv)
     for (ep_bodies(p, 0); ep_next(p);) {
         sci Y;
         sp_body_inertia_sci(ep_graph(p), ep_body(p, EP_I), &Y);
-        set_sci(p, YC, EP_I, EP_SELF, &Y);
+        ep_set_sci(p, YC, EP_I, EP_SELF, &Y);
     }
     for (ep_bodies(p, 1); ep_next(p);) {
         sym_graph *g = ep_graph(p);
         const ek_body *b = ep_body(p, EP_I);
         sci Y;
         ep_comment(p, "composite inertia");
-        get_sci(p, YC, EP_I, EP_SELF, &Y);
+        ep_get_sci(p, YC, EP_I, EP_SELF, &Y);
         /* F = Yc_i S_i; M_ii = S_i^T F */
         for (int c = 0; c < b->nv; c++) {
             sv s[6], Fc[6], col[6];
@@ -130,11 +115,11 @@ int ea_crba_program(ep_prog *p, int nv)
         if (!ep_is_root(p, EP_I)) {
             sci t, Yp;
             sym_graph *gp = ep_graph(p);
-            get_sci(p, YC, EP_I, EP_SELF, &Y);
+            ep_get_sci(p, YC, EP_I, EP_SELF, &Y);
             ep_sci_to_parent(p, EP_I, &Y, &t);
-            get_sci(p, YC, EP_I, EP_PARENT, &Yp);
+            ep_get_sci(p, YC, EP_I, EP_PARENT, &Yp);
             sp_sci_add(gp, &Yp, &t);
-            set_sci(p, YC, EP_I, EP_PARENT, &Yp);
+            ep_set_sci(p, YC, EP_I, EP_PARENT, &Yp);
         }
     }
     return 0;

@@ -789,6 +789,20 @@ void ep_set_xf(ep_prog *p, int buf, int var, const sxf *X)
     for (int e = 0; e < 3; e++) ep_set(p, buf, var, EP_SELF, 9 + e, X->p[e]);
 }
 
+void ep_get_sci(ep_prog *p, int buf, int var, int rel, sci *Y)
+{
+    Y->m = ep_get(p, buf, var, rel, 0);
+    for (int e = 0; e < 3; e++) Y->h[e] = ep_get(p, buf, var, rel, 1 + e);
+    for (int e = 0; e < 9; e++) Y->I[e] = ep_get(p, buf, var, rel, 4 + e);
+}
+
+void ep_set_sci(ep_prog *p, int buf, int var, int rel, const sci *Y)
+{
+    ep_set(p, buf, var, rel, 0, Y->m);
+    for (int e = 0; e < 3; e++) ep_set(p, buf, var, rel, 1 + e, Y->h[e]);
+    for (int e = 0; e < 9; e++) ep_set(p, buf, var, rel, 4 + e, Y->I[e]);
+}
+
 sxf ep_world_placement(ep_prog *p, int OM, int root_origin)
 {
     sym_graph *g = ep_graph(p);
