@@ -64,6 +64,7 @@ enum {
     GRID_CONV_OUT_QDD,      /* acceleration: T^T (qdd_pin - Tdot v) */
     GRID_CONV_OUT_MAT,      /* nv x nv: T^T X T (M and Minv alike, T being orthogonal) */
     GRID_CONV_OUT_JAC,      /* rows x nv: X T */
+    GRID_CONV_OUT_COR,      /* nv x nv Coriolis matrix: T^T (C T + M Tdot) (aux: M), so that C qd is MuJoCo's bias */
     /* the derivatives (last: the post pass tests >= GRID_CONV_OUT_DTAU) */
     GRID_CONV_OUT_DTAU,     /* nv x 2nv [dtau/dq | dtau/dv] (aux: tau, M) */
     GRID_CONV_OUT_DQDD,     /* nv x 2nv [dqdd/dq | dqdd/dv] (aux: qdd, Minv) */

@@ -57,7 +57,8 @@ typedef enum {
     GRID_QTY_FORCE,       /* a generalised force (torques, bias, gravity) */
     GRID_QTY_ACCEL,       /* a generalised acceleration */
     GRID_QTY_INERTIA,     /* nv x nv, M or M^-1 */
-    GRID_QTY_JACOBIAN     /* rows x nv, maps a generalised velocity */
+    GRID_QTY_JACOBIAN,    /* rows x nv, maps a generalised velocity */
+    GRID_QTY_CORIOLIS     /* nv x nv, maps a generalised velocity to a generalised force beside M (C with C qd = c) */
 } grid_quantity;
 
 /* one integer attribute of a row: valid values lo <= x < hi */

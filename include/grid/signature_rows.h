@@ -102,4 +102,4 @@ GRID_ROW(CORIOLIS_MATRIX, coriolis_matrix, OWN,
          {"coriolis_matrix", "coriolis_matrix", "",
           "C(q, qd) with C qd + g = nonlinear_effects and dM/dt = C + C^T (computeCoriolisMatrix)",
           2, {IN_Q, IN_QD}, 1, {OUT_NVxNV("C", "Coriolis matrix")}, 0, {{0}}, GRID_GPU_THREAD, NO_LINKS,
-          GRID_QTY_DERIVED})
+          GRID_QTY_CORIOLIS})

@@ -323,6 +323,22 @@ GRID_CV_FN void GRID_CV_NAME(post)(const grid_conv_job *j, const GRID_CV_REAL *q
         case GRID_CONV_OUT_JAC: /* X T: each row's columns i..i+2 become R x */
             for (long long r = 0; r < j->out_rows; r++) GRID_CV_NAME(rot3)(R, out + r * n + i, 1);
             break;
+        case GRID_CONV_OUT_COR: { /* T^T (C T + M Tdot), Tdot's block -[w]x R^T: row r's columns become R (c + w x m) */
+            const GRID_CV_REAL *M = x[0];
+            const double w0 = (double)vp[i + 3], w1 = (double)vp[i + 4], w2 = (double)vp[i + 5];
+            for (long long r = 0; r < n; r++) {
+                GRID_CV_REAL *const c = out + r * n + i;
+                const GRID_CV_REAL *const m = M + r * n + i;
+                const double m0 = (double)m[0], m1 = (double)m[1], m2 = (double)m[2];
+                c[0] = (GRID_CV_REAL)((double)c[0] + (w1 * m2 - w2 * m1));
+                c[1] = (GRID_CV_REAL)((double)c[1] + (w2 * m0 - w0 * m2));
+                c[2] = (GRID_CV_REAL)((double)c[2] + (w0 * m1 - w1 * m0));
+                GRID_CV_NAME(rot3)(R, c, 1);
+            }
+            /* then T^T: rows i..i+2 of every column become R x */
+            for (long long c = 0; c < n; c++) GRID_CV_NAME(rot3)(R, out + i * n + c, n);
+            break;
+        }
         default:
             break;
         }

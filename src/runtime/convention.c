@@ -116,12 +116,13 @@ static int conv_row_of(int algo, conv_row *c)
 {
     static const int primal_kind[] = {[GRID_QTY_WORLD] = GRID_CONV_OUT_NONE, [GRID_QTY_FORCE] = GRID_CONV_OUT_TAU,
                                       [GRID_QTY_ACCEL] = GRID_CONV_OUT_QDD, [GRID_QTY_INERTIA] = GRID_CONV_OUT_MAT,
-                                      [GRID_QTY_JACOBIAN] = GRID_CONV_OUT_JAC};
+                                      [GRID_QTY_JACOBIAN] = GRID_CONV_OUT_JAC, [GRID_QTY_CORIOLIS] = GRID_CONV_OUT_COR};
     memset(c, 0, sizeof *c);
     const grid_signature_row *row = grid_sig_row(algo);
     if (!row) return -1;
     if (row->quantity != GRID_QTY_DERIVED) {
         c->out = primal_kind[row->quantity];
+        if (row->quantity == GRID_QTY_CORIOLIS) *c = (conv_row){GRID_CONV_OUT_COR, 0, 1, {GRID_ALGO_CRBA}};
         return 0;
     }
     for (int p = 0; p < GRID_ALGO_COUNT; p++) {
@@ -236,7 +237,8 @@ int grid_convention_job(const grid_convention *cv, int algo, const void *const *
         assert(run->out[0].rank >= 1 && job->out_width % cv->nv == 0 &&
                (job->out_kind >= GRID_CONV_OUT_DTAU ||
                 (shape[run->out[0].rank - 1] == cv->nv && job->out_width == job->out_rows * cv->nv)));
-    /* a derivative's chain rule on a free flyer: its aux rows, each input the run row's of the same name */
+    /* a derivative's chain rule (or the Coriolis matrix's M Tdot) on a free flyer: its aux rows, each input the run
+       row's of the same name */
     job->n_aux = 0;
     for (int x = 0; cv->n_free > 0 && x < cr.n_aux; x++) {
         const int ax = cr.aux[x];

@@ -93,7 +93,7 @@ static void test_blocks(void)
                   grid_algo_name(al));
         /* the dynamics' derivatives run their primal row and M or Minv beside them; the pose's need nothing */
         const int dyn = al == GRID_ALGO_RNEA_GRAD || al == GRID_ALGO_FD_GRAD || al == GRID_ALGO_RNEA_VJP ||
-                        al == GRID_ALGO_FD_VJP;
+                        al == GRID_ALGO_FD_VJP || grid_sig_row(al)->quantity == GRID_QTY_CORIOLIS;
         CHECK_MSG(dyn ? j.n_aux >= 1 && j.aux_in[0][0] == 0 : j.n_aux == 0, "%s: %d aux rows", grid_algo_name(al),
                   j.n_aux);
         CHECK(j.slot_g == (al == GRID_ALGO_RNEA_VJP ? 2 : al == GRID_ALGO_FD_VJP ? 3 : -1));

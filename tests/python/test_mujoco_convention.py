@@ -645,17 +645,33 @@ def test_option_errors(tmp_path):
         grid_rbd._core.Runner(h._model, grid_rbd._core.FLOAT64, convention=5)
 
 
-def test_coriolis_matrix_is_refused_on_a_free_joint():
-    """C in MuJoCo's basis would be T^T C T + T^T M dT/dt (its product with qd is MuJoCo's bias): not defined yet, so
-    a floating base refuses it by name, and a fixed base (the identity) answers it"""
-    h = handle("go2", "reference")
-    q, qd, _, _ = states(h, "random", 2, 4)
-    with pytest.raises(grid_rbd.NotAvailableError, match="coriolis_matrix.*output_convention='pinocchio'"):
-        h.coriolis_matrix(q, qd)
-    fixed = grid_rbd.register_robot("hyq_coriolis_mj", urdf_path=_need("hyq"), codegen=False, dtype="float64",
-                                    output_convention="mujoco", verbose=False)
-    pin_fixed = grid_rbd.register_robot("hyq_coriolis_pin", urdf_path=_need("hyq"), codegen=False, dtype="float64",
-                                        verbose=False)
-    qf = np.random.default_rng(0).uniform(-1, 1, (3, fixed.nq))
-    vf = np.random.default_rng(1).uniform(-1, 1, (3, fixed.nv))
-    assert np.array_equal(fixed.coriolis_matrix(qf, vf), pin_fixed.coriolis_matrix(qf, vf))
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_coriolis_matrix_in_mujocos_basis(provider):
+    """C_mj = T^T (C T + M dT/dt): C_mj qd + g is MuJoCo's bias, and C_mj + C_mj^T is dM_mj/dt (MuJoCo's mj_fullM,
+    differentiated centrally along qd with mj_integratePos), on go2 and atlas with a free joint"""
+    for robot in ("go2", "atlas"):
+        h = handle(robot, provider)
+        mj = mujoco_map(robot)
+        m, d = mj.m, mj.d
+        q, qd, _, _ = states(h, "random", 3, 6)
+        C = h.coriolis_matrix(q, qd)
+        bias = np.einsum("bij,bj->bi", C, qd) + h.generalized_gravity(q)
+        err = rel(bias, h.nonlinear_effects(q, qd))
+        assert np.all(err <= RTOL), f"{robot}: C qd + g vs MuJoCo's bias: {err.max():.1e}"
+        qu = unit(q, True)
+        eps = 1e-6
+        for b in range(len(q)):
+            Ms = []
+            for sgn in (1, -1):
+                mj.set(qu[b], qd[b])
+                qpos = d.qpos.copy()
+                mujoco.mj_integratePos(m, qpos, d.qvel, sgn * eps)
+                d.qpos[:] = qpos
+                mujoco.mj_forward(m, d)
+                M = np.zeros((m.nv, m.nv))
+                mujoco.mj_fullM(m, d, M)
+                Ms.append(mj.mat(M))
+            Mdot = (Ms[0] - Ms[1]) / (2 * eps)
+            e = np.abs(C[b] + C[b].T - Mdot).max() / max(1.0, np.abs(Mdot).max())
+            assert e < 1e-6, f"{robot} state {b}: |C + C^T - dM/dt| = {e:.1e}"
