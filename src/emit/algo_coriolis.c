@@ -34,22 +34,11 @@ EMIT_PROGRAM(ea_coriolis_matrix_program)
     for (ep_bodies(p, 0); ep_next(p);) {
         sym_graph *g = ep_graph(p);
         const ek_body *b = ep_body(p, EP_I);
-        const sxf *X = ep_X(p, EP_I);
         const int ni = ep_nv(p, EP_I);
-        sv qd[6], vj[6], vel[6], ov[6], h[6], B[36];
+        sv vel[6], ov[6], h[6], B[36];
         ep_comment(p, "Coriolis matrix: forward pass");
         const sxf o = ep_world_placement(p, OM, 1);
-        for (int c = 0; c < ni; c++) qd[c] = ep_in(p, EP_V, EP_I, c);
-        ek_joint_motion(g, b, qd, vj);
-        if (ep_is_root(p, EP_I)) {
-            for (int r = 0; r < 6; r++) vel[r] = vj[r];
-        } else {
-            sv vp[6], t[6];
-            for (int r = 0; r < 6; r++) vp[r] = ep_get(p, VEL, EP_I, EP_PARENT, r);
-            sp_motion_act_inv(g, X, vp, t);
-            for (int r = 0; r < 6; r++) vel[r] = sym_add(g, t[r], vj[r]);
-        }
-        for (int r = 0; r < 6; r++) ep_set(p, VEL, EP_I, EP_SELF, r, vel[r]);
+        ep_body_velocity(p, VEL, vel);
         sp_motion_act(g, &o, vel, ov);
         for (int c = 0; c < ni; c++) {
             sv s[6], Jc[6], dJc[6];

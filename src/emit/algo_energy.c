@@ -22,27 +22,6 @@ static void world_height(ep_prog *p, int ZR, sv zr[4])
     for (int k = 0; k < 4; k++) ep_set(p, ZR, EP_I, EP_SELF, k, zr[k]);
 }
 
-/* in a forward bodies loop: body i's local spatial velocity (VEL, 6 per body) and its world z row (world_height) */
-static void velocity_and_height(ep_prog *p, int VEL, int ZR, sv vel[6], sv zr[4])
-{
-    sym_graph *g = ep_graph(p);
-    const ek_body *b = ep_body(p, EP_I);
-    const sxf *X = ep_X(p, EP_I);
-    sv qd[6], vj[6];
-    for (int c = 0; c < b->nv; c++) qd[c] = ep_in(p, EP_V, EP_I, c);
-    ek_joint_motion(g, b, qd, vj);
-    if (ep_is_root(p, EP_I)) {
-        for (int r = 0; r < 6; r++) vel[r] = vj[r];
-    } else {
-        sv vp[6], t[6];
-        for (int r = 0; r < 6; r++) vp[r] = ep_get(p, VEL, EP_I, EP_PARENT, r);
-        sp_motion_act_inv(g, X, vp, t);
-        for (int r = 0; r < 6; r++) vel[r] = sym_add(g, t[r], vj[r]);
-    }
-    for (int r = 0; r < 6; r++) ep_set(p, VEL, EP_I, EP_SELF, r, vel[r]);
-    world_height(p, ZR, zr);
-}
-
 /* [kinetic, potential, mechanical] at (q, qd): T = sum 1/2 v_i . I_i v_i, V = -g sum (oR_i row 2 . h_i + m_i z_i) */
 EMIT_PROGRAM(ea_energy_program)
 {
@@ -59,7 +38,8 @@ EMIT_PROGRAM(ea_energy_program)
         const ek_body *b = ep_body(p, EP_I);
         sv vel[6], zr[4], Iv[6];
         ep_comment(p, "energies");
-        velocity_and_height(p, VEL, ZR, vel, zr);
+        ep_body_velocity(p, VEL, vel);
+        world_height(p, ZR, zr);
         sp_body_inertia_apply(g, b, vel, Iv);
         const sv T = sym_mul(g, sym_const(g, 0.5), sym_dot(g, vel, Iv, 6));
         const sv mz = sym_add(g, sym_dot(g, zr, b->h, 3), sym_mul(g, b->mass, zr[3]));
@@ -80,14 +60,14 @@ EMIT_PROGRAM(ea_energy_program)
 EMIT_PROGRAM(ea_kinetic_energy_regressor_program)
 {
     (void)sp;
-    const int VEL = ep_buffer(p, "vel", 6, 1), ZR = ep_buffer(p, "zr", 4, 1);
+    const int VEL = ep_buffer(p, "vel", 6, 1);
     const int dims[2] = {cx->em->nb, 10};
     ep_out_shape(p, 2, dims);
     for (ep_bodies(p, 0); ep_next(p);) {
         sym_graph *g = ep_graph(p);
-        sv vel[6], zr[4], vxw[3];
+        sv vel[6], vxw[3];
         ep_comment(p, "kinetic energy regressor");
-        velocity_and_height(p, VEL, ZR, vel, zr);
+        ep_body_velocity(p, VEL, vel);
         const sv *v = vel, *w = vel + 3, half = sym_const(g, 0.5);
         sp_cross(g, v, w, vxw);
         const sv y[10] = {sym_mul(g, half, sym_dot(g, v, v, 3)), vxw[0], vxw[1], vxw[2],

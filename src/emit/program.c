@@ -819,6 +819,24 @@ sxf ep_world_placement(ep_prog *p, int OM, int root_origin)
     return o;
 }
 
+void ep_body_velocity(ep_prog *p, int VEL, sv vel[6])
+{
+    sym_graph *g = ep_graph(p);
+    const ek_body *b = ep_body(p, EP_I);
+    sv qd[6], vj[6];
+    for (int c = 0; c < b->nv; c++) qd[c] = ep_in(p, EP_V, EP_I, c);
+    ek_joint_motion(g, b, qd, vj);
+    if (ep_is_root(p, EP_I)) {
+        for (int r = 0; r < 6; r++) vel[r] = vj[r];
+    } else {
+        sv vp[6], t[6];
+        for (int r = 0; r < 6; r++) vp[r] = ep_get(p, VEL, EP_I, EP_PARENT, r);
+        sp_motion_act_inv(g, ep_X(p, EP_I), vp, t);
+        for (int r = 0; r < 6; r++) vel[r] = sym_add(g, t[r], vj[r]);
+    }
+    for (int r = 0; r < 6; r++) ep_set(p, VEL, EP_I, EP_SELF, r, vel[r]);
+}
+
 void ep_zero_output(ep_prog *p)
 {
     const long nout = p->out_size;

@@ -107,6 +107,9 @@ void ep_set_sci(ep_prog *p, int buf, int var, int rel, const sci *Y);
    and returned; root_origin: a root's translation is dropped, so the frame has world axes and its origin at the
    root (what M and M^-1 are the same in, without lever arms as long as the base's distance) */
 sxf ep_world_placement(ep_prog *p, int OM, int root_origin);
+/* in a forward bodies loop: body i's local spatial velocity v_i = liMi^-1 v_parent + S qd (S qd at a root), stored in
+   i's slot of VEL (6 wide) and returned */
+void ep_body_velocity(ep_prog *p, int VEL, sv vel[6]);
 /* the output set to zero before the program writes the elements it computes (rolled; unrolled outputs start as
    zeros) */
 void ep_zero_output(ep_prog *p);

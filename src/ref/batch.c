@@ -13,6 +13,8 @@ static const ref_state_fn ref_fns[GRID_ALGO_COUNT] = {
 #undef GRID_ROW
 };
 
+ref_state_fn ref_row_fn(int algo) { return algo >= 0 && algo < GRID_ALGO_COUNT ? ref_fns[algo] : NULL; }
+
 /* ---- a model with coupled mimic joints ----
    M^-1, FD and ABA do not follow from the full model's by projection: they solve the coupled system
    M_c = G^T M G, c_c = G^T rnea(q, v, 0, fext) densely; the two gradients (nv x 2nv, whose 2nv the generic

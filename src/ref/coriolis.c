@@ -35,19 +35,12 @@ void ref_row_coriolis_matrix(const grid_model *m, const double *const *in, doubl
     assert((size_t)(F + 6 * (size_t)nv - work) <= grid_ref_work_size(m));
     double *C = out[0];
     memset(C, 0, sizeof(double) * (size_t)nv * (size_t)nv);
-    grid_sp_placements(m, q, liMi, oMi);
+    grid_sp_velocities(m, q, v, liMi, oMi, vel);
     for (int i = 0; i < m->nb; i++) {
         const grid_joint *j = &m->bodies[i].joint;
-        double S[36], vJ[6] = {0};
+        double S[36];
         grid_sp_joint_subspace(j, S);
-        for (int r = 0; r < 6; r++)
-            for (int c = 0; c < j->nv; c++) vJ[r] += S[j->nv * r + c] * v[j->iv + c];
-        double *vi = vel + 6 * i;
-        if (j->parent < 0) memcpy(vi, vJ, sizeof vJ);
-        else {
-            grid_sp_motion_act_inv(liMi + 12 * i, vel + 6 * j->parent, vi);
-            for (int r = 0; r < 6; r++) vi[r] += vJ[r];
-        }
+        const double *vi = vel + 6 * i;
         grid_sp_motion_act(oMi + 12 * i, vi, ov + 6 * i);
         for (int c = 0; c < j->nv; c++) {
             double s[6];

@@ -9,21 +9,7 @@ static void body_velocities(const grid_model *m, const double *q, const double *
 {
     const size_t nb = (size_t)m->nb;
     assert(grid_sp_work_kinematics(m) + 6 * nb <= grid_sp_work_rnea(m));
-    double *liMi = work, *oMi = liMi + 12 * nb, *vel = oMi + 12 * nb;
-    grid_sp_placements(m, q, liMi, oMi);
-    for (int i = 0; i < m->nb; i++) {
-        const grid_joint *j = &m->bodies[i].joint;
-        double S[36], vJ[6] = {0}, *vi = vel + 6 * i;
-        grid_sp_joint_subspace(j, S);
-        for (int r = 0; r < 6; r++)
-            for (int c = 0; c < j->nv; c++) vJ[r] += S[j->nv * r + c] * v[j->iv + c];
-        if (j->parent < 0) {
-            for (int r = 0; r < 6; r++) vi[r] = vJ[r];
-        } else {
-            grid_sp_motion_act_inv(liMi + 12 * i, vel + 6 * j->parent, vi);
-            for (int r = 0; r < 6; r++) vi[r] += vJ[r];
-        }
-    }
+    grid_sp_velocities(m, q, v, work, work + 12 * nb, work + 24 * nb);
 }
 
 /* [kinetic, potential, mechanical] (computeKineticEnergy, computePotentialEnergy, computeMechanicalEnergy):

@@ -19,4 +19,7 @@ typedef void (*ref_state_fn)(const grid_model *m, const double *const *in, doubl
 #undef REF_PROTO_OWN
 #undef REF_PROTO_VJP
 
+/* the row's function (src/ref/batch.c's table); NULL for a VJP row or an id out of range */
+ref_state_fn ref_row_fn(int algo);
+
 #endif

@@ -328,3 +328,21 @@ void grid_sp_placements(const grid_model *m, const double *q, double *liMi, doub
             grid_sp_xform_compose(oMi + 12 * j->parent, liMi + 12 * i, oMi + 12 * i);
     }
 }
+
+void grid_sp_velocities(const grid_model *m, const double *q, const double *v, double *liMi, double *oMi, double *vel)
+{
+    grid_sp_placements(m, q, liMi, oMi);
+    for (int i = 0; i < m->nb; i++) {
+        const grid_joint *j = &m->bodies[i].joint;
+        double S[36], vJ[6] = {0}, *vi = vel + 6 * i;
+        grid_sp_joint_subspace(j, S);
+        for (int r = 0; r < 6; r++)
+            for (int c = 0; c < j->nv; c++) vJ[r] += S[j->nv * r + c] * v[j->iv + c];
+        if (j->parent < 0) {
+            memcpy(vi, vJ, sizeof vJ);
+        } else {
+            grid_sp_motion_act_inv(liMi + 12 * i, vel + 6 * j->parent, vi);
+            for (int r = 0; r < 6; r++) vi[r] += vJ[r];
+        }
+    }
+}

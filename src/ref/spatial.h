@@ -65,6 +65,8 @@ void grid_sp_joint_subspace(const grid_joint *j, double *S);
 
 /* liMi (body in parent) and oMi (body in world) of every body at q, each nb*12 wide */
 void grid_sp_placements(const grid_model *m, const double *q, double *liMi, double *oMi);
+/* the placements and every body's local spatial velocity at (q, v): vel is nb*6 wide, v_i = liMi^-1 v_parent + S qd */
+void grid_sp_velocities(const grid_model *m, const double *q, const double *v, double *liMi, double *oMi, double *vel);
 
 /* doubles of work each algorithm family takes (the public work size is their maximum) */
 size_t grid_sp_work_kinematics(const grid_model *m);

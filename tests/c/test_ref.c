@@ -8,15 +8,6 @@
 #include "grid/ref.h"
 #include "../../src/ref/ref_rows.h"
 
-/* the per-row reference functions of the rows without a public single-state function of their own */
-static const ref_state_fn row_fns[GRID_ALGO_COUNT] = {
-#define REF_FN_OWN(id) ref_row_##id
-#define REF_FN_VJP(id) NULL
-#define GRID_ROW(ID, id, ref, ...) [GRID_ALGO_##ID] = REF_FN_##ref(id),
-#include "grid/signature_rows.h"
-#undef GRID_ROW
-};
-
 /* one state of a row by its reference function, its inputs by name (q, qd, qdd or u, f_ext) */
 static void row_state(const grid_model *m, int algo, const double *q, const double *v, const double *a,
                       const double *f, double *out, double *w)
@@ -31,8 +22,9 @@ static void row_state(const grid_model *m, int algo, const double *q, const doub
     }
     double *outs[GRID_MAX_OUT] = {out};
     const int attr[GRID_MAX_ATTR] = {0};
-    CHECK(row_fns[algo] != NULL);
-    if (row_fns[algo]) row_fns[algo](m, in, outs, attr, w);
+    const ref_state_fn fn = ref_row_fn(algo);
+    CHECK(fn != NULL);
+    if (fn) fn(m, in, outs, attr, w);
 }
 
 /* ---- hand-built models ---- */

@@ -10,23 +10,7 @@
 #undef GRID_CONV_TYPES_ONLY /* the runtime above took the types alone; the host API too */
 #include "grid/convention.h"
 #include "grid/urdf.h"
-/* every row, in the order of their ids (GRID_ALGO_*), from the signature rows */
-static const char *emu_names[] = {
-#define GRID_ROW(ID, id, ref, ...) #id,
-#include "grid/signature_rows.h"
-#undef GRID_ROW
-};
-#define EMU_N_ALGO ((int)(sizeof emu_names / sizeof emu_names[0]))
-static int (*emu_device[])(const grid_call *) = {
-#define GRID_ROW(ID, id, ref, ...) grid_cuda_##id,
-#include "grid/signature_rows.h"
-#undef GRID_ROW
-};
-static int (*emu_host[])(const grid_call *) = {
-#define GRID_ROW(ID, id, ref, ...) grid_host_##id,
-#include "grid/signature_rows.h"
-#undef GRID_ROW
-};
+#include "cuda_emu_rows.h"
 
 typedef int (*cpu_fn)(const grid_call *);
 alignas(64) static char emu_cpu_work[16 << 20];

@@ -8,23 +8,7 @@
 #include <dlfcn.h>
 #include <random>
 #include <string>
-/* every row, in the order of their ids (GRID_ALGO_*), from the signature rows */
-static const char *emu_names[] = {
-#define GRID_ROW(ID, id, ref, ...) #id,
-#include "grid/signature_rows.h"
-#undef GRID_ROW
-};
-#define EMU_N_ALGO ((int)(sizeof emu_names / sizeof emu_names[0]))
-static int (*emu_device[])(const grid_call *) = {
-#define GRID_ROW(ID, id, ref, ...) grid_cuda_##id,
-#include "grid/signature_rows.h"
-#undef GRID_ROW
-};
-static int (*emu_host[])(const grid_call *) = {
-#define GRID_ROW(ID, id, ref, ...) grid_host_##id,
-#include "grid/signature_rows.h"
-#undef GRID_ROW
-};
+#include "cuda_emu_rows.h"
 
 int main(int argc, char **argv)
 {
