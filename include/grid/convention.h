@@ -87,7 +87,7 @@ typedef struct {
     int slot_q, slot_v, slot_a, slot_u, slot_g; /* the run row's input of each role, -1: none */
     int a_zero;               /* the acceleration is built from zero in MuJoCo's basis (slot_a set, no source) */
     int out_kind;             /* GRID_CONV_OUT_* */
-    int out_rows;             /* the output per state is out_rows x nv (vectors: 1) */
+    int out_rows;             /* the output per state is out_rows x nv (vectors: 1; a generalised force nv x columns) */
     long long out_width;      /* elements of the output per state */
     int n_aux;                        /* rows run beside it on the same converted inputs (0 without a free flyer) */
     int aux[GRID_CONV_MAX_AUX];       /* their rows: the primal output, then M or Minv */

@@ -290,8 +290,8 @@ GRID_CV_FN void GRID_CV_NAME(post)(const grid_conv_job *j, const GRID_CV_REAL *q
         GRID_CV_NAME(rot_pin)(qp, k->iq + 3, R);
         const int i = k->iv;
         switch (j->out_kind) {
-        case GRID_CONV_OUT_TAU: /* tau_lin world = R tau_lin body */
-            GRID_CV_NAME(rot3)(R, out + i, 1);
+        case GRID_CONV_OUT_TAU: /* tau_lin world = R tau_lin body, in each column of nv x cols (a regressor's) */
+            for (long long c = 0, cols = j->out_width / n; c < cols; c++) GRID_CV_NAME(rot3)(R, out + i * cols + c, cols);
             break;
         case GRID_CONV_OUT_QDD: { /* a_world = R (qdd_lin + omega x v_lin body) */
             const double b0 = (double)vp[i], b1 = (double)vp[i + 1], b2 = (double)vp[i + 2];

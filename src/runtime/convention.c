@@ -233,7 +233,9 @@ int grid_convention_job(const grid_convention *cv, int algo, const void *const *
     int shape[GRID_MAX_RANK];
     job->out_width = grid_sig_shape(&run->out[0], &sz, shape);
     job->out_rows = run->out[0].rank == 2 ? shape[0] : 1;
-    if (job->out_kind != GRID_CONV_OUT_NONE)
+    /* a generalised force is nv x columns (1, or a regressor's parameters); the rest out_rows x nv */
+    if (job->out_kind == GRID_CONV_OUT_TAU) assert(run->out[0].rank >= 1 && shape[0] == cv->nv);
+    else if (job->out_kind != GRID_CONV_OUT_NONE)
         assert(run->out[0].rank >= 1 && job->out_width % cv->nv == 0 &&
                (job->out_kind >= GRID_CONV_OUT_DTAU ||
                 (shape[run->out[0].rank - 1] == cv->nv && job->out_width == job->out_rows * cv->nv)));
