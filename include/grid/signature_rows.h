@@ -103,3 +103,9 @@ GRID_ROW(CORIOLIS_MATRIX, coriolis_matrix, OWN,
           "C(q, qd) with C qd + g = nonlinear_effects and dM/dt = C + C^T (computeCoriolisMatrix)",
           2, {IN_Q, IN_QD}, 1, {OUT_NVxNV("C", "Coriolis matrix")}, 0, {{0}}, GRID_GPU_THREAD, NO_LINKS,
           GRID_QTY_CORIOLIS})
+GRID_ROW(INVERSE_DYNAMICS_REGRESSOR, inverse_dynamics_regressor, OWN,
+         {"inverse_dynamics_regressor", "inverse_dynamics_regressor", "",
+          "Y with tau = Y . pi, pi the dynamic parameters per body (computeJointTorqueRegressor)",
+          3, {IN_Q, IN_QD, IN_QDD_OPT}, 1,
+          {ARG("Y", "joint torque regressor", GRID_REQUIRED, DIM(NV, 1), DIM(NB, 10))},
+          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_FORCE})

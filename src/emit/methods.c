@@ -68,6 +68,7 @@ EMIT_PROGRAM(ea_energy_program);
 EMIT_PROGRAM(ea_kinetic_energy_regressor_program);
 EMIT_PROGRAM(ea_potential_energy_regressor_program);
 EMIT_PROGRAM(ea_coriolis_matrix_program);
+EMIT_PROGRAM(ea_inverse_dynamics_regressor_program);
 
 /* ---- unrolled builders besides the programs' own unrolled schedule: M^-1's couplings to every ancestor ---- */
 
@@ -141,6 +142,10 @@ static const emit_method methods[GRID_ALGO_COUNT] = {
                                               .lanes = 1, .program = ea_potential_energy_regressor_program},
     [GRID_ALGO_CORIOLIS_MATRIX] = {.row = GRID_ALGO_CORIOLIS_MATRIX, .shares = -1, .variants = {Q | V}, .lanes = 1,
                                    .program = ea_coriolis_matrix_program},
+    /* absent qdd reads zeros */
+    [GRID_ALGO_INVERSE_DYNAMICS_REGRESSOR] = {.row = GRID_ALGO_INVERSE_DYNAMICS_REGRESSOR, .shares = -1,
+                                              .variants = {Q | V | A}, .lanes = 1,
+                                              .program = ea_inverse_dynamics_regressor_program},
 };
 
 const emit_method *emit_method_of(int row)

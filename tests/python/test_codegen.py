@@ -58,6 +58,7 @@ METHODS = {
     "kinetic_energy_regressor": lambda h, s: h.kinetic_energy_regressor(s["q"], s["qd"]),
     "potential_energy_regressor": lambda h, s: h.potential_energy_regressor(s["q"]),
     "coriolis_matrix": lambda h, s: h.coriolis_matrix(s["q"], s["qd"]),
+    "inverse_dynamics_regressor": lambda h, s: h.inverse_dynamics_regressor(s["q"], s["qd"], s["qdd"]),
 }
 # (the end-effector pose gradient is not among them: its rpy rows are infinite at pitch = +-pi/2, where a state of
 # some robots sits exactly; tests/python/test_derivatives.py checks it on states away from that)

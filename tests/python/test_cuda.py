@@ -115,6 +115,7 @@ METHODS = {
     "kinetic_energy_regressor": lambda h, s, out: h.kinetic_energy_regressor(s["q"], s["qd"], out=out),
     "potential_energy_regressor": lambda h, s, out: h.potential_energy_regressor(s["q"], out=out),
     "coriolis_matrix": lambda h, s, out: h.coriolis_matrix(s["q"], s["qd"], out=out),
+    "inverse_dynamics_regressor": lambda h, s, out: h.inverse_dynamics_regressor(s["q"], s["qd"], s["qdd"], out=out),
 }
 
 

@@ -675,3 +675,20 @@ def test_coriolis_matrix_in_mujocos_basis(provider):
             Mdot = (Ms[0] - Ms[1]) / (2 * eps)
             e = np.abs(C[b] + C[b].T - Mdot).max() / max(1.0, np.abs(Mdot).max())
             assert e < 1e-6, f"{robot} state {b}: |C + C^T - dM/dt| = {e:.1e}"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_inverse_dynamics_regressor_in_mujocos_basis(provider):
+    """Y_mj = T^T Y: Y_mj pi is inverse_dynamics in MuJoCo's basis (checked against MuJoCo's mj_inverse above), with
+    and without qdd, on go2 and atlas with a free joint (pi: Pinocchio's dynamic parameters of the same bodies)"""
+    from robot_cases import PinMap
+    for robot in ("go2", "atlas"):
+        h = handle(robot, provider)
+        P = PinMap(h, _need(robot), True)
+        pi = np.concatenate([P.model.inertias[j].toDynamicParameters() for j in P.joint_ids])
+        for kind in ("random", "extreme"):
+            q, qd, qdd, _ = states(h, kind, 3, 8)
+            err = rel(h.inverse_dynamics_regressor(q, qd, qdd) @ pi, h.inverse_dynamics(q, qd, qdd))
+            assert np.all(err <= RTOL), f"{robot} {kind}: Y pi vs inverse_dynamics: {err.max():.1e}"
+            err = rel(h.inverse_dynamics_regressor(q, qd) @ pi, h.nonlinear_effects(q, qd))
+            assert np.all(err <= RTOL), f"{robot} {kind}: Y(qdd = 0) pi vs nonlinear_effects: {err.max():.1e}"

@@ -117,6 +117,26 @@ def pin_potential_energy_regressor(P, q):
     return np.concatenate([y[10 * (j - 1):10 * j] for j in P.joint_ids])
 
 
+def pin_torque_regressor(P, q, v, a):
+    """Y (nv, 10 nb) in our order: rows our coordinates, columns our bodies' parameters"""
+    qq, vv, aa = P.q(q), P.v(v), P.v(a)
+    if P.mimic:
+        # Pinocchio 4.1's regressor refuses mimic joints: its RNEA is linear in each body's parameters
+        base = pin.rnea(P.model, P.data, qq, vv, aa).copy()
+        cols = []
+        for j in P.joint_ids:
+            keep = P.model.inertias[j].copy()
+            for k in range(10):
+                pi = keep.toDynamicParameters()
+                pi[k] += 1.0
+                P.model.inertias[j] = pin.Inertia.FromDynamicParameters(pi)
+                cols.append(pin.rnea(P.model, P.data, qq, vv, aa) - base)
+            P.model.inertias[j] = keep
+        return P.vec(np.stack(cols, axis=1))
+    Y = np.asarray(pin.computeJointTorqueRegressor(P.model, P.data, qq, vv, aa))
+    return P.vec(Y[:, np.concatenate([np.arange(10 * (j - 1), 10 * j) for j in P.joint_ids])])
+
+
 def pin_coriolis(P, q, v):
     if P.mimic:
         pytest.skip("Pinocchio 4.1's computeCoriolisMatrix refuses mimic joints (test_coriolis_matrix_properties)")
@@ -203,6 +223,9 @@ CHECKS = {
     "coriolis_matrix": (
         lambda h, s: h.coriolis_matrix(s["q"], s["qd"]),
         lambda P, h, s: per_state(lambda q, v: pin_coriolis(P, q, v), s["q"], s["qd"])),
+    "inverse_dynamics_regressor": (
+        lambda h, s: h.inverse_dynamics_regressor(s["q"], s["qd"], s["qdd"]),
+        lambda P, h, s: per_state(lambda q, v, a: pin_torque_regressor(P, q, v, a), s["q"], s["qd"], s["qdd"])),
 }
 
 
@@ -236,6 +259,18 @@ def test_energy_regressors_give_the_energies(robot):
         assert_blocks_close(T[:, None], E[:, :1], f"{robot.case.id} kinetic regressor . pi [{kind}]")
         V = h.potential_energy_regressor(s["q"]) @ pi
         assert_blocks_close(V[:, None], E[:, 1:2], f"{robot.case.id} potential regressor . pi [{kind}]")
+
+
+def test_torque_regressor_gives_inverse_dynamics(robot):
+    """Y . pi with the model's own parameters is inverse_dynamics, and with qdd absent nonlinear_effects (mimic robots
+    too: Y of the coupled coordinates)"""
+    h, P = robot.handle, robot.pin
+    pi = pin_params(P)
+    for kind, s in all_states(robot):
+        tau = h.inverse_dynamics_regressor(s["q"], s["qd"], s["qdd"]) @ pi
+        assert_blocks_close(tau, h.inverse_dynamics(s["q"], s["qd"], s["qdd"]), f"{robot.case.id} Y . pi [{kind}]")
+        c = h.inverse_dynamics_regressor(s["q"], s["qd"]) @ pi
+        assert_blocks_close(c, h.nonlinear_effects(s["q"], s["qd"]), f"{robot.case.id} Y(qdd = 0) . pi [{kind}]")
 
 
 @pytest.mark.parametrize("method", list(CHECKS))
