@@ -89,12 +89,25 @@ typedef struct {
     int out_kind;             /* GRID_CONV_OUT_* */
     int out_rows;             /* the output per state is out_rows x nv (vectors: 1; a generalised force nv x columns) */
     long long out_width;      /* elements of the output per state */
+    int n_out;                /* the row's outputs: output k converts as part_kind[k], part_rows[k], part_width[k] (part
+                                 0 is out_kind, out_rows, out_width; grid_conv_job_part gives output k's job) */
+    int part_kind[GRID_MAX_OUT], part_rows[GRID_MAX_OUT];
+    long long part_width[GRID_MAX_OUT];
     int n_aux;                        /* rows run beside it on the same converted inputs (0 without a free flyer) */
     int aux[GRID_CONV_MAX_AUX];       /* their rows: the primal output, then M or Minv */
     int aux_n_in[GRID_CONV_MAX_AUX];            /* their inputs */
     int aux_in[GRID_CONV_MAX_AUX][GRID_MAX_IN]; /* each aux input: the run row's input of the same name, -1 */
     long long aux_width[GRID_CONV_MAX_AUX];     /* their output elements per state */
 } grid_conv_job;
+
+/* j for output k of its row (the post pass of that output): j with out_kind, out_rows, out_width of part k */
+static inline void grid_conv_job_part(const grid_conv_job *j, int k, grid_conv_job *part)
+{
+    *part = *j;
+    part->out_kind = j->part_kind[k];
+    part->out_rows = j->part_rows[k];
+    part->out_width = j->part_width[k];
+}
 
 /* a CUDA robot.so's grid_cuda_convention_call (cuda_runtime.cu): job's run row through fns[0], the host round trip
    grid_<row> (host != 0, a job without aux rows: the chunks' device buffers converted in place) or the kernels

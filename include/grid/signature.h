@@ -61,6 +61,11 @@ typedef enum {
     GRID_QTY_CORIOLIS     /* nv x nv, maps a generalised velocity to a generalised force beside M (C with C qd = c) */
 } grid_quantity;
 
+/* the quantities of a row's outputs, 8 bits each */
+#define GRID_QTYS2(q0, q1) ((q0) | (q1) << 8)
+/* what output k is, from a row's quantity field */
+static inline int grid_sig_quantity_of(int quantity, int k) { return quantity >> (8 * k) & 255; }
+
 /* one integer attribute of a row: valid values lo <= x < hi */
 typedef struct {
     const char *name;         /* "frame" */
@@ -83,7 +88,8 @@ typedef struct {
     int gpu_map;              /* GRID_GPU_THREAD / _WARP / _BLOCK: how one state maps onto the GPU */
     int derivative;           /* row id of this method's derivative, -1 = none (yet) */
     int vjp;                  /* row id of its vector-Jacobian product, -1 = none (yet) */
-    int quantity;             /* what output 0 is (grid_quantity); GRID_QTY_DERIVED for derivatives and VJPs */
+    int quantity;             /* what output 0 is (grid_quantity; GRID_QTY_DERIVED for derivatives and VJPs), or for a
+                                 row of several outputs GRID_QTYS(what output 0 is, output 1, ...) */
 } grid_signature_row;
 
 /* the table: GRID_ALGO_COUNT rows, row i has id i */

@@ -20,8 +20,8 @@ def row(name):
 
 
 def matrix_rows():
-    """the rows whose output is a matrix per state (rank 2 or more): the ones a flat out= block applies to"""
-    return [r for r in ROWS if len(r["outputs"][0]["dims"]) > 1]
+    """the rows of one output that is a matrix per state (rank 2 or more): the ones a flat out= block applies to"""
+    return [r for r in ROWS if len(r["outputs"]) == 1 and len(r["outputs"][0]["dims"]) > 1]
 
 
 def sizes_of(model):

@@ -255,19 +255,32 @@ class CudaRunner:
                 raise ValueError(f"{name} is on cuda:{d.device} and q on cuda:{dq.device}; pass all arrays on one device")
             ptrs.append(d.ptr)
         q = inputs[0]
-        shape = (() if one else (batch,)) + row["outputs"][0][1]
-        if out is None:
+        shapes = [(() if one else (batch,)) + o[1] for o in row["outputs"]]
+        several = len(shapes) > 1
+
+        def allocate(shape):
             if not dq.torch:
-                out = _allocate_like(q, shape, self._dtype)
-            else:
-                import torch
-                out = torch.empty(shape, dtype=q.dtype, device=q.device)
-        do = _DeviceArray(out, "out")
-        if do.typestr != self._typestr or do.shape != shape:
-            raise ValueError(f"out must be a C-contiguous {self._dtype.name} device array of shape {shape}; got "
-                             f"{_type_name(do.typestr)} of shape {do.shape}")
+                return _allocate_like(q, shape, self._dtype)
+            import torch
+            return torch.empty(shape, dtype=q.dtype, device=q.device)
+
+        if out is None:
+            outs = [allocate(shape) for shape in shapes]
+        elif several:
+            if not isinstance(out, tuple) or len(out) != len(shapes):
+                raise TypeError(f"out must be None or a tuple of {len(shapes)} device arrays for {row['name']}")
+            outs = list(out)
+        else:
+            outs = [out]
+        labels = [f"out[{k}] ({o[0]})" if several else "out" for k, o in enumerate(row["outputs"])]
+        for o, shape, label in zip(outs, shapes, labels):
+            do = _DeviceArray(o, label)
+            if do.typestr != self._typestr or do.shape != shape:
+                raise ValueError(f"{label} must be a C-contiguous {self._dtype.name} device array of shape {shape}; "
+                                 f"got {_type_name(do.typestr)} of shape {do.shape}")
+        result = tuple(outs) if several else outs[0]
         if batch == 0:
-            return out
+            return result
         # the stream: torch's current stream for torch arrays, else the interface's (1 legacy, 2 per-thread)
         if dq.torch:
             import torch
@@ -276,25 +289,27 @@ class CudaRunner:
             stream = dq.stream or 0
         if dq.device is not None:
             self._cuda.use_device(dq.device)
-        # out sharing memory with an input (equal to it or overlapping it): computed into a temporary, then copied
-        # (numpy's rule, as on the CPU: a kernel may write a state's output before it has read all its inputs)
+        # an output sharing memory with an input (equal to it or overlapping it): computed into a temporary, then
+        # copied (numpy's rule, as on the CPU: a kernel may write a state's output before it has read all its inputs)
         size = self._dtype.itemsize * batch
-        alias = any(p and _ranges_meet(p, size * math.prod(s[1]), do.ptr, size * math.prod(row["outputs"][0][1]))
-                    for p, s in zip(ptrs, specs))
-        target = out
-        if alias:
-            if not dq.torch and type(out).__module__.split(".")[0] != "cupy":
+        targets = []
+        for o, (_, oshape), shape in zip(outs, row["outputs"], shapes):
+            do = _DeviceArray(o, "out")
+            alias = any(p and _ranges_meet(p, size * math.prod(s[1]), do.ptr, size * math.prod(oshape))
+                        for p, s in zip(ptrs, specs))
+            if alias and not dq.torch and type(o).__module__.split(".")[0] != "cupy":
                 raise ValueError("out shares memory with an input; pass a separate out= array (grid_rbd makes the "
                                  "temporary this needs only for torch and cupy arrays)")
-            target = torch.empty_like(out) if dq.torch else _allocate_like(q, shape, self._dtype)
-        dt = _DeviceArray(target, "out")
-        self._cuda.call(algo, tuple(ptrs), (dt.ptr,), batch, tuple(int(x) for x in attrs), stream)
-        if alias:
-            if dq.torch:
-                out.copy_(target)
-            else:
-                out[...] = target
-        return out
+            targets.append((torch.empty_like(o) if dq.torch else _allocate_like(q, shape, self._dtype)) if alias else o)
+        self._cuda.call(algo, tuple(ptrs), tuple(_DeviceArray(t, "out").ptr for t in targets), batch,
+                        tuple(int(x) for x in attrs), stream)
+        for o, t in zip(outs, targets):
+            if t is not o:
+                if dq.torch:
+                    o.copy_(t)
+                else:
+                    o[...] = t
+        return result
 
     def _check(self, d, name, shape, batch, what, first, one=False):
         want = ", ".join(str(n) for n in shape)

@@ -157,7 +157,7 @@ static void write_expand(wr *x, const char *name, int tangent)
    coordinate's column, then row, folded into its leader's in src (src[., leader] += w src[., mimic]; a leader's own
    weight is 1), then the leaders' elements gathered. Contiguous row updates and one read per output element, not a
    scatter over every full element */
-static void write_project(wr *x, const char *src, const char *dst, int rows, int cols, int trow, int tcol)
+static void write_project(wr *x, const char *src, const char *dst, long dst_off, int rows, int cols, int trow, int tcol)
 {
     const em_model *em = x->cx->em;
     ew_writer *w = x->cx->w;
@@ -177,7 +177,8 @@ static void write_project(wr *x, const char *src, const char *dst, int rows, int
     if (tcol == 1) snprintf(col, sizeof col, "grid_cfull_[c]");
     if (tcol == 2) snprintf(col, sizeof col, "(c / %d) * %d + grid_cfull_[c %% %d]", nv, nvf, nv);
     char d[128], at[48];
-    snprintf(at, sizeof at, "r * %d + c", ucols);
+    if (dst_off) snprintf(at, sizeof at, "%ld + r * %d + c", dst_off, ucols);
+    else snprintf(at, sizeof at, "r * %d + c", ucols);
     if (dst) snprintf(d, sizeof d, "%s[%s]", dst, at);
     else elem(x, d, sizeof d, "out", at);
     ew_printf(w, "    for (int r = 0; r < %d; r++)\n        for (int c = 0; c < %d; c++)\n"
@@ -249,12 +250,11 @@ static void write_inner_call(wr *x, const state_spec *in, const char *out)
     ew_puts(w, ";\n");
 }
 
-/* the full output of sp as rows x cols (row-major) and which of them are tangent coordinates (trow: the rows, 1 or 0;
-   tcol: the columns, in as many blocks of nv), from its row's output shape: a first dimension of nv are the rows, a
-   last one k nv the columns; -1 for a tangent dimension elsewhere (not projected yet) */
-static int projection(const em_model *em, const state_spec *sp, int *rows, int *cols, int *trow, int *tcol)
+/* the full output o as rows x cols (row-major) and which of them are tangent coordinates (trow: the rows, 1 or 0;
+   tcol: the columns, in as many blocks of nv), from its shape: a first dimension of nv are the rows, a last one k nv
+   the columns; -1 for a tangent dimension elsewhere (not projected yet) */
+static int projection(const em_model *em, const grid_sig_arg *o, int *rows, int *cols, int *trow, int *tcol)
 {
-    const grid_sig_arg *o = &grid_sig_row(sp->m->row)->out[0];
     const grid_sizes s = grid_sizes_of(em->nq, em->nv, em->nb, em->nee, em->nframes);
     const long long width = grid_sig_shape(o, &s, NULL);
     if (o->rank == 0) { /* a scalar: nothing to project */
@@ -373,17 +373,30 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
             write_inner_call(&x, &inner[0], "out");
         }
     } else if (!solves) {
-        /* one inner function, its output projected along the tangent dimensions of the row's output */
-        int rows, cols, trow, tcol;
-        if (projection(em, sp, &rows, &cols, &trow, &tcol) != 0) return -1;
-        ew_printf(w, "    %s of[%d];\n", T, rows * cols > 0 ? rows * cols : 1);
+        /* one inner function, each of its outputs (packed, in order) projected along its tangent dimensions */
+        const grid_signature_row *r = grid_sig_row(sp->m->row);
+        const grid_sizes fs = grid_sizes_of(em->nq, em->nv, em->nb, em->nee, em->nframes),
+                         us = grid_sizes_of(em->nq_user, em->nv_user, em->nb, em->nee, em->nframes);
+        long full = 0;
+        for (int k = 0; k < r->n_out; k++) full += (long)grid_sig_shape(&r->out[k], &fs, NULL);
+        ew_printf(w, "    %s of[%ld];\n", T, full > 0 ? full : 1);
         write_inner_call(&x, &inner[0], "of");
-        write_project(&x, "of", NULL, rows, cols, trow, tcol);
+        long src = 0, dst = 0;
+        for (int k = 0; k < r->n_out; k++) {
+            int rows, cols, trow, tcol;
+            char at[48];
+            if (projection(em, &r->out[k], &rows, &cols, &trow, &tcol) != 0) return -1;
+            if (src) snprintf(at, sizeof at, "(of + %ld)", src);
+            else snprintf(at, sizeof at, "of");
+            write_project(&x, at, NULL, dst, rows, cols, trow, tcol);
+            src += (long)grid_sig_shape(&r->out[k], &fs, NULL);
+            dst += (long)grid_sig_shape(&r->out[k], &us, NULL);
+        }
     } else {
         /* M_c = G^T M G; M^-1: M_c^-1 I; FD, ABA: M_c^-1 (u - G^T rnea(q, v, 0, fext)), by the L^T D L helper */
         ew_printf(w, "    %s Mf[%d], Mc[%d];\n", T, nvf * nvf, nv * nv);
         write_inner_call(&x, &inner[0], "Mf");
-        write_project(&x, "Mf", "Mc", nvf, nvf, 1, 1);
+        write_project(&x, "Mf", "Mc", 0, nvf, nvf, 1, 1);
         if (inverse) {
             ew_printf(w, "    %s B[%d];\n    for (int k = 0; k < %d; k++) B[k] = %s;\n", T, nv * nv, nv * nv,
                       constant(&x, 0.0));
@@ -393,7 +406,7 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
             char u[96];
             ew_printf(w, "    %s cf[%d], B[%d];\n", T, nvf, nv);
             write_inner_call(&x, &inner[1], "cf");
-            write_project(&x, "cf", "B", 1, nvf, 0, 1);
+            write_project(&x, "cf", "B", 0, 1, nvf, 0, 1);
             /* u is the row's third input, passed as a */
             elem(&x, u, sizeof u, "a", "k");
             ew_printf(w, "    for (int k = 0; k < %d; k++) B[k] = %s - B[k];\n", nv, u);

@@ -102,7 +102,7 @@ static void init_tables(void)
         method_layout *L = &layouts[a];
         int opt[GRID_MAX_IN], given = 0, fopt = -1;
         const int n_opt = optional_inputs(r, opt);
-        assert(r->n_out == 1 && n_opt <= EMIT_MAX_OPT);
+        assert(n_opt <= EMIT_MAX_OPT);
         for (int p = 0; p < EP_COUNT; p++) L->param_in[p] = -1;
         for (int k = 0; k < r->n_in; k++) {
             const int p = param_of_input(r->in[k].name);
@@ -346,12 +346,31 @@ static int row_of(int f, int *slot)
     return -1;
 }
 
-/* the batch entry of row a (rows: every row's concrete form, for a staged composite's callees) */
+/* a row with several outputs as the row of one output holding all their elements, in order (its per-state
+   functions' packed block), named <name>_packed */
+static void packed_row(const grid_method_info *r, grid_method_info *pk, char *name, size_t cap)
+{
+    *pk = *r;
+    snprintf(name, cap, "%s_packed", r->name);
+    pk->name = name;
+    pk->n_out = 1;
+    long long w = 0;
+    for (int k = 0; k < r->n_out; k++) w += r->out[k].width;
+    memset(pk->out, 0, sizeof pk->out);
+    pk->out[0] = (grid_arg_info){"packed", 1, {(int)w}, w, GRID_REQUIRED};
+}
+
+/* the batch entry of row a (rows: every row's concrete form, for a staged composite's callees); a row with several
+   outputs: the entry of its packed row, then the one that splits the packed block into the row's outputs */
 static void write_entry(const emit_ctx *cx, int a, const grid_method_info *rows, const sym_stats *fstats, const int *vec,
                         const int *rolled, const int *ilv, const int *sched)
 {
     emit_entry e, st[EMIT_STAGES];
-    fill_entry(cx, a, &rows[a], fstats, vec, rolled, ilv, &e);
+    grid_method_info pk;
+    char pk_name[80];
+    if (rows[a].n_out > 1) packed_row(&rows[a], &pk, pk_name, sizeof pk_name);
+    fill_entry(cx, a, rows[a].n_out > 1 ? &pk : &rows[a], fstats, vec, rolled, ilv, &e);
+    e.split = rows[a].n_out > 1 ? &rows[a] : NULL;
     const int f = layouts[a].slot[0];
     if (sched[f] & SCHED_STAGED)
         for (int k = 0; k < EMIT_STAGES; k++) {

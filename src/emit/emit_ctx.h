@@ -96,6 +96,8 @@ long emit_state_size(const emit_ctx *cx, const state_spec *sp);
 /* rolled = 1: the rolled schedule (sp must have a program); vector = 1: the lane form grid_v_<fn>(const grid_vec
    *q, *v, *a, *fext, *g, grid_vec *out, grid_vec *ws), on either schedule (a rolled one's workspace: work vectors) */
 int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats);
+/* a program of a row with several outputs writes output k through this view of its packed block (program.h) */
+void emit_output_part(ep_prog *p, const emit_ctx *cx, const state_spec *sp, int k);
 /* "qualifiers void grid_v_<fn>(... grid_vec *ws)\n{\n" and the (void) casts of its parameters */
 void emit_lane_signature(const emit_ctx *cx, const char *qualifiers, const char *fn);
 

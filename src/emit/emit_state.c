@@ -19,9 +19,28 @@ static int output_shape(const emit_ctx *cx, const state_spec *sp, int dims[GRID_
 {
     grid_sizes s = full_sizes(cx->em);
     if (sp->m->coupling == COUPLE_INVERSE && cx->em->group_minv) s.nv = cx->em->nv_user;
-    const grid_sig_arg *out = &grid_sig_row(sp->m->row)->out[0];
-    *n = grid_sig_shape(out, &s, dims);
-    return out->rank;
+    const grid_signature_row *r = grid_sig_row(sp->m->row);
+    if (r->n_out > 1) {
+        /* several outputs: one block of all their elements, in order (a program views each, emit_output_part) */
+        *n = 0;
+        for (int k = 0; k < r->n_out; k++) *n += grid_sig_shape(&r->out[k], &s, NULL);
+        dims[0] = (int)*n;
+        return 1;
+    }
+    *n = grid_sig_shape(&r->out[0], &s, dims);
+    return r->out[0].rank;
+}
+
+void emit_output_part(ep_prog *p, const emit_ctx *cx, const state_spec *sp, int k)
+{
+    const grid_sizes s = full_sizes(cx->em);
+    const grid_signature_row *r = grid_sig_row(sp->m->row);
+    assert(k >= 0 && k < r->n_out && r->out[k].rank >= 1);
+    long base = 0;
+    for (int j = 0; j < k; j++) base += (long)grid_sig_shape(&r->out[j], &s, NULL);
+    int dims[GRID_MAX_RANK];
+    (void)grid_sig_shape(&r->out[k], &s, dims);
+    ep_out_view(p, base, r->out[k].rank, dims);
 }
 
 /* a program of sp on a schedule, its output shaped as the row's */
@@ -219,7 +238,7 @@ static int chunked_function(const emit_ctx *cx, const state_spec *sp, const sym_
 static int split_columns(const emit_ctx *cx, const state_spec *sp)
 {
     const grid_sig_arg *o = &grid_sig_row(sp->m->row)->out[0];
-    if (o->rank != 2 || o->dim[0].sym != GRID_SYM_NV || o->dim[0].mul != 1) return 0;
+    if (grid_sig_row(sp->m->row)->n_out > 1 || o->rank != 2 || o->dim[0].sym != GRID_SYM_NV || o->dim[0].mul != 1) return 0;
     const grid_sizes s = full_sizes(cx->em);
     return (int)grid_sig_dim(o->dim[1], &s);
 }

@@ -14,6 +14,7 @@ typedef struct {
 } ep_buf;
 
 /* what a rolled step's array is: a workspace buffer slot, an input, the output, the body table */
+enum { EP_MAX_VIEWS = 7 }; /* distinct views of the output (ep_out_view; a 3-bit part of the output arrays' keys) */
 enum { ACC_BUF, ACC_IN, ACC_OUT, ACC_TABLE, ACC_BUFK, ACC_BUF_AT, ACC_FRAME, ACC_BUF_COL };
 
 typedef struct {
@@ -65,6 +66,10 @@ struct ep_prog {
     sym_stats stats;          /* rolled: all steps together */
     int out_rank;             /* the output's shape (ep_out_shape): rank, row-major strides, elements */
     long out_strides[GRID_MAX_RANK], out_size;
+    long out_total, out_base;  /* the row's elements (every output's, packed), and where the view starts */
+    int out_view;             /* the view's number (ep_out_view): part of the rolled output arrays' keys */
+    int nviews;               /* the distinct views so far: base, rank and strides of each */
+    long view_key[EP_MAX_VIEWS][2 + GRID_MAX_RANK];
     int ucols;                /* the columns and the matrix output are the user's coordinates (ep_user_columns) */
 };
 
@@ -270,7 +275,7 @@ static int out_key(const ep_prog *p, const ep_ix *ix)
 {
     int key = 0;
     for (int d = 0; d < p->out_rank; d++) key |= ix_code(&ix[d]) << (7 * d);
-    return key;
+    return key | p->out_view << (7 * GRID_MAX_RANK);
 }
 
 /* the rolled step array of the output elements whose non-constant index parts are key's: out + the sum of those
@@ -839,7 +844,7 @@ void ep_body_velocity(ep_prog *p, int VEL, sv vel[6])
 
 void ep_zero_output(ep_prog *p)
 {
-    const long nout = p->out_size;
+    const long nout = p->out_total;
     if (!p->rolled) return;
     assert(p->depth == 0);
     step_end(p);
@@ -985,10 +990,29 @@ void ep_out_shape(ep_prog *p, int rank, const int *dims)
     assert(rank >= 1 && rank <= GRID_MAX_RANK);
     long n = 1;
     for (int d = 0; d < rank; d++) n *= dims[d];
-    assert(!p->out_rank || n == p->out_size); /* a program's view has the row's elements */
+    assert(!p->out_rank || n == p->out_total); /* a program's view has the row's elements */
+    p->out_total = n;
+    ep_out_view(p, 0, rank, dims);
+}
+
+void ep_out_view(ep_prog *p, long base, int rank, const int *dims)
+{
+    assert(rank >= 1 && rank <= GRID_MAX_RANK);
+    long n = 1;
+    for (int d = 0; d < rank; d++) n *= dims[d];
+    assert(base >= 0 && base + n <= p->out_total);
     p->out_rank = rank;
     for (int d = rank - 1; d >= 0; d--) p->out_strides[d] = d == rank - 1 ? 1 : p->out_strides[d + 1] * dims[d + 1];
     p->out_size = n;
+    p->out_base = base;
+    /* the same view again (a program switching between outputs in a loop) keeps its number */
+    long key[2 + GRID_MAX_RANK] = {base, rank};
+    for (int d = 0; d < rank; d++) key[2 + d] = p->out_strides[d] * (d == 0 ? dims[0] : 1);
+    int v = 0;
+    while (v < p->nviews && memcmp(p->view_key[v], key, sizeof key) != 0) v++;
+    assert(v < EP_MAX_VIEWS);
+    if (v == p->nviews) memcpy(p->view_key[p->nviews++], key, sizeof key);
+    p->out_view = v + 1;
 }
 
 /* unrolled: the element's offset */
@@ -1004,7 +1028,7 @@ static long out_offset(const ep_prog *p, const ep_ix *ix)
         off += at * p->out_strides[d];
     }
     assert(off >= 0 && off < p->out_size);
-    return off;
+    return p->out_base + off;
 }
 
 /* rolled: the step array and the element */
@@ -1015,7 +1039,7 @@ static ep_acc *out_access(ep_prog *p, const ep_ix *ix, int *elem)
         assert(ix[d].kind != EP_IX_COL || in_columns(p));
         e += ix[d].add * p->out_strides[d];
     }
-    *elem = (int)e;
+    *elem = (int)(p->out_base + e);
     return access(p, ACC_OUT, out_key(p, ix), -1, 0);
 }
 

@@ -160,6 +160,9 @@ static inline ep_ix ep_body_ix(int var) { return (ep_ix){EP_IX_BODY, var, EP_SEL
 /* the output's shape, before the program writes it (emit_state.c: the row's concrete output); a program may view
    it in another shape of the same elements, row-major (the 10 nb parameters of a regressor as nb x 10) */
 void ep_out_shape(ep_prog *p, int rank, const int *dims);
+/* a view of part of the output: the elements [base, base + prod(dims)) as an array of that shape (a row with several
+   outputs packs them one after another: emit_output_part views output k) */
+void ep_out_view(ep_prog *p, long base, int rank, const int *dims);
 void ep_out_at(ep_prog *p, const ep_ix *ix, int rank, sv x);
 sv ep_out_get_at(ep_prog *p, const ep_ix *ix, int rank);
 #define EP_NIX(...) ((int)(sizeof((ep_ix[]){__VA_ARGS__}) / sizeof(ep_ix)))

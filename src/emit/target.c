@@ -136,9 +136,8 @@ void emit_write_attrs(ew_writer *w, const emit_entry *e)
 }
 
 /* the argument checks every entry point starts with (GRID_ERR_ARG = 7); both targets use it */
-void emit_write_checks(ew_writer *w, const emit_entry *e)
+void emit_write_checks(ew_writer *w, const grid_method_info *r)
 {
-    const grid_method_info *r = e->row;
     ew_puts(w, "    if (!c || c->batch < 0) return 7; /* GRID_ERR_ARG */\n"
                "    if (c->batch == 0) return 0;\n");
     ew_printf(w, "    if (c->n_in != %d || c->n_out != %d || !c->in || !c->out) return 7;\n", r->n_in, r->n_out);
@@ -196,7 +195,9 @@ static long long stream_pad(long long n) { return (n + 3) / 4 * 4 + 8; }
 /* the tile's arrays in order: to (padded), then the inputs tq, tv, ta, tf, tg the row feeds */
 long long emit_lane_tile(const grid_method_info *row, const int *param_in)
 {
-    long long n = stream_pad(at_least_1(row->out[0].width));
+    long long nout = 0; /* every output's elements (a row of several: its packed block) */
+    for (int k = 0; k < row->n_out; k++) nout += row->out[k].width;
+    long long n = stream_pad(at_least_1(nout));
     for (int p = 0; p < EP_COUNT; p++)
         if (param_in[p] >= 0) n += at_least_1(row->in[param_in[p]].width);
     return n > EMIT_TILE_STACK_MAX ? n : 0;
@@ -279,6 +280,51 @@ static void write_tile(ew_writer *w, const emit_target *t, const emit_entry *e, 
               nout, at_least_1(nout), nout, nout, nout, nout, nout, nout);
 }
 
+/* ---- a row of several outputs: its packed entry on slices of the batch, each slice's block split ---- */
+
+void emit_write_slice_setup(ew_writer *w, const emit_entry *e, const char *prefix)
+{
+    const grid_method_info *r = e->split;
+    ew_printf(w, "    const void *in[%d];\n"
+                 "    void *po[1] = {pk};\n"
+                 "    grid_call pc = *c;\n"
+                 "    pc.in = in;\n    pc.out = po;\n    pc.n_out = 1;\n"
+                 "    int rc = 0;\n"
+                 "    for (long long at = 0; at < n && !rc; at += S) {\n"
+                 "        const long long k = n - at < S ? n - at : S;\n",
+              r->n_in);
+    for (int j = 0; j < r->n_in; j++)
+        ew_printf(w, "        in[%d] = c->in[%d] ? (const void *)((const grid_real *)c->in[%d] + at * %lldLL) : 0;\n", j, j,
+                  j, r->in[j].width);
+    ew_printf(w, "        pc.batch = k;\n        rc = %s%s(&pc);\n", prefix, e->row->name);
+}
+
+/* the C entry of e->split: slices of S states of the packed block in heap scratch (at most 1 MiB), each state's
+   outputs copied out while the slice is in cache */
+static void write_split_c(ew_writer *w, const emit_target *t, const emit_entry *e)
+{
+    const grid_method_info *r = e->split;
+    const long long W = e->row->out[0].width, S = (1LL << 20) / (8 * W) > 64 ? (1LL << 20) / (8 * W) : 64;
+    ew_puts(w, "#ifndef GRID_SPLIT_INCLUDES_\n#define GRID_SPLIT_INCLUDES_\n#include <stdlib.h>\n#include <string.h>\n#endif\n");
+    ew_printf(w, "/* %s: its %d outputs from %s's block of %lld elements per state */\n", r->name, r->n_out, e->row->name, W);
+    ew_printf(w, "%s int grid_%s(const grid_call *c)\n{\n", t->export_fn, r->name);
+    emit_write_checks(w, r);
+    ew_printf(w, "    const long long n = c->batch, S = %lldLL;\n"
+                 "    grid_real *const pk = (grid_real *)malloc((size_t)(n < S ? n : S) * %lldu * sizeof(grid_real));\n"
+                 "    if (!pk) return 6; /* GRID_ERR_NOMEM */\n",
+              S, W);
+    emit_write_slice_setup(w, e, "grid_");
+    ew_puts(w, "        for (long long b = 0; b < k && !rc; b++) {\n");
+    long long off = 0;
+    for (int k = 0; k < r->n_out; k++) {
+        ew_printf(w, "            memcpy((grid_real *)c->out[%d] + (at + b) * %lldLL, pk + b * %lldLL + %lld, %lldu * sizeof(grid_real));\n",
+                  k, r->out[k].width, W, off, r->out[k].width);
+        off += r->out[k].width;
+    }
+    assert(off == W);
+    ew_puts(w, "        }\n    }\n    free(pk);\n    return rc;\n}\n\n");
+}
+
 static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
 {
     const int nvar = emit_variant_count(e);
@@ -289,8 +335,8 @@ static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
             for (int j = 0; j < k; j++) dup |= strcmp(emit_variant_at(e, j)->fn, vr->fn) == 0;
             if (!dup) write_tile(w, t, e, vr);
         }
-    ew_printf(w, "%s int grid_%s(const grid_call *c)\n{\n", t->export_fn, e->row->name);
-    emit_write_checks(w, e);
+    ew_printf(w, "%s int grid_%s(const grid_call *c)\n{\n", e->split ? "static" : t->export_fn, e->row->name);
+    emit_write_checks(w, e->row);
     /* every pointer goes to the tile function, which reads what it needs */
     emit_write_pointers(w, e);
     if (e->vector) {
@@ -351,6 +397,7 @@ static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
     }
     if (nvar > 1) ew_puts(w, "    }\n");
     ew_puts(w, "    return 0;\n}\n\n");
+    if (e->split) write_split_c(w, t, e);
 }
 
 void emit_batch_helpers(ew_writer *w, const emit_target *t)

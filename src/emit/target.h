@@ -42,6 +42,8 @@ typedef struct {
    per-state parameters, and the per-state function of each combination of optional inputs */
 typedef struct emit_entry {
     const grid_method_info *row;   /* names, widths, optional inputs, attribute ranges (one output) */
+    const grid_method_info *split; /* NULL, or the row of several outputs whose packed block row is (the target
+                                      writes row's entry privately, then split's, which divides the block) */
     int param_in[EP_COUNT];        /* the row input that feeds each per-state parameter, -1 = none (0 passed) */
     int attr_frame, attr_rf;       /* the row attribute passed as the per-state frame / rf, -1 = none (0) */
     int n_opt;                     /* the row's optional inputs, in order: bit k of the variant slot ... */
@@ -132,6 +134,10 @@ void emit_batch_helpers(ew_writer *w, const emit_target *t);
 
 /* the argument checks every batch entry point starts with, for either target, from the row: counts,
    required inputs and outputs present, attribute ranges */
-void emit_write_checks(ew_writer *w, const emit_entry *e);
+void emit_write_checks(ew_writer *w, const grid_method_info *r);
+/* a row of several outputs (e->split): the slice loop's head, after n, S and pk are declared: in[], pc and rc, the
+   loop over slices of S states and the call of the packed entry <prefix><packed name> on slice [at, at + k) (the
+   caller closes the loop) */
+void emit_write_slice_setup(ew_writer *w, const emit_entry *e, const char *prefix);
 
 #endif

@@ -536,12 +536,61 @@ static void write_staged(ew_writer *w, const emit_entry *e, const emit_variant *
               2 * nv, fn, 2 * nv, 2 * nv * nv, fn);
 }
 
+/* the device entry of e->split: slices of the packed block in stream-ordered scratch (at most GRID_CUDA_STAGED_BYTES),
+   each divided into the row's outputs by grid_kq_<name>, a thread per element (reads coalesced) */
+static void write_split_cuda(ew_writer *w, const emit_target *t, const emit_entry *e)
+{
+    const grid_method_info *r = e->split;
+    const long long W = e->row->out[0].width;
+    ew_printf(w, "/* %s: its %d outputs from %s's block of %lld elements per state */\n"
+                 "static __global__ void __launch_bounds__(GRID_CUDA_BLOCK)\n"
+                 "grid_kq_%s(const grid_real *__restrict__ pk, const long long n",
+              r->name, r->n_out, e->row->name, W, r->name);
+    for (int k = 0; k < r->n_out; k++) ew_printf(w, ", grid_real *__restrict__ o%d", k);
+    ew_printf(w, ")\n{\n"
+                 "    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                 "    if (t >= n * %lldLL) return;\n"
+                 "    const long long b = t / %lldLL;\n"
+                 "    const int x = (int)(t - b * %lldLL);\n",
+              W, W, W);
+    long long off = 0;
+    for (int k = 0; k < r->n_out; k++) {
+        ew_printf(w, "    %sif (x < %lld) o%d[b * %lldLL + (x - %lld)] = pk[t];\n", k ? "else " : "", off + r->out[k].width, k,
+                  r->out[k].width, off);
+        off += r->out[k].width;
+    }
+    assert(off == W);
+    ew_printf(w, "}\n\n%s int grid_cuda_%s(const grid_call *c)\n{\n", t->export_fn, r->name);
+    emit_write_checks(w, r);
+    ew_printf(w, "    const cudaStream_t s = (cudaStream_t)c->stream;\n"
+                 "    const long long n = c->batch, S = grid_cuda_slice_states(n, %lldu * sizeof(grid_real), GRID_CUDA_STAGED_BYTES);\n"
+                 "    void *pkv = 0;\n"
+                 "    const int rs = grid_cuda_scratch_((size_t)S * %lldu * sizeof(grid_real), c->stream, &pkv);\n"
+                 "    if (rs) return rs;\n"
+                 "    grid_real *const pk = (grid_real *)pkv;\n",
+              W, W);
+    emit_write_slice_setup(w, e, "grid_cuda_");
+    ew_printf(w, "        if (!rc) {\n"
+                 "            const long long tot = k * %lldLL;\n"
+                 "            grid_kq_%s<<<(unsigned)((tot + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK), GRID_CUDA_BLOCK, 0, s>>>(pk, k",
+              W, r->name);
+    for (int k = 0; k < r->n_out; k++) ew_printf(w, ", (grid_real *)c->out[%d] + at * %lldLL", k, r->out[k].width);
+    ew_printf(w, ");\n"
+                 "            const cudaError_t e = cudaGetLastError();\n"
+                 "            if (e != cudaSuccess) rc = grid_cuda_fail_(e, \"launching grid_kq_%s\");\n"
+                 "        }\n"
+                 "    }\n"
+                 "    const int rd = grid_cuda_scratch_done_(pkv, c->stream);\n"
+                 "    return rc ? rc : rd;\n}\n\n",
+              r->name);
+}
+
 void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e)
 {
     const grid_method_info *r = e->row;
     const int nvar = emit_variant_count(e);
     /* one thread per state is the only mapping the kernels implement so far */
-    assert(r->gpu_map == GRID_GPU_THREAD && r->n_out == 1);
+    assert(r->gpu_map == GRID_GPU_THREAD && r->n_out == 1); /* (a row of several outputs: e->split, r packed) */
     /* one kernel per distinct per-state function (shared with other methods through the guard) */
     for (int k = 0; k < nvar; k++) {
         const emit_variant *vr = emit_variant_at(e, k);
@@ -559,8 +608,8 @@ void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e)
 
     /* device pointers, the caller's stream, no synchronisation */
     ew_printf(w, "/* %s on device arrays: launched on c->stream, not synchronised */\n", r->name);
-    ew_printf(w, "%s int grid_cuda_%s(const grid_call *c)\n{\n", t->export_fn, r->name);
-    emit_write_checks(w, e);
+    ew_printf(w, "%s int grid_cuda_%s(const grid_call *c)\n{\n", e->split ? "static" : t->export_fn, r->name);
+    emit_write_checks(w, e->row);
     emit_write_pointers(w, e);
     ew_puts(w, "    const long long n = c->batch, blocks = (n + GRID_CUDA_BLOCK - 1) / GRID_CUDA_BLOCK;\n"
                "    if (blocks > 2147483647LL) return 7;\n");
@@ -583,12 +632,16 @@ void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e)
     ew_printf(w, "    e = cudaGetLastError();\n"
                  "    return e == cudaSuccess ? 0 : grid_cuda_fail_(e, \"launching grid_cuda_%s\");\n}\n\n",
               r->name);
+    if (e->split) {
+        write_split_cuda(w, t, e);
+        r = e->split;
+    }
 
     /* host pointers: the round trip on the library's stream */
     ew_printf(w, "/* %s on host arrays: copied in, launched and copied out on the library's stream, synchronised */\n",
               r->name);
     ew_printf(w, "%s int grid_host_%s(const grid_call *c)\n{\n", t->export_fn, r->name);
-    emit_write_checks(w, e);
+    emit_write_checks(w, r);
     ew_printf(w, "    const grid_io_ io = {grid_cuda_%s, %d, %d, {", r->name, r->n_in, r->n_out);
     for (int k = 0; k < r->n_in; k++) {
         if (r->in[k].optional) ew_printf(w, "%sc->in[%d] ? %lldLL : 0LL", k ? ", " : "", k, r->in[k].width);

@@ -135,11 +135,16 @@ static void coupled_state(const grid_model *m, int algo, const grid_method_info 
             fin[k] = vbuf[nvec++];
         }
     }
-    double *fout[GRID_MAX_OUT] = {cs->outf};
+    /* each output (one after another in outf) projected along its tangent dimensions */
+    double *fout[GRID_MAX_OUT] = {0};
+    size_t at = 0;
+    for (int k = 0; k < full->n_out; k++, at += (size_t)full->out[k - 1].width) fout[k] = cs->outf + at;
     ref_fns[algo](m, fin, fout, attr, cs->work);
-    int tangent[GRID_MAX_RANK] = {0};
-    for (int d = 0; d < row->out[0].rank; d++) tangent[d] = row->out[0].dim[d].sym == GRID_SYM_NV;
-    grid_ref_project(m, full->out[0].rank, full->out[0].shape, tangent, cs->outf, out[0], cs->body_of_v);
+    for (int k = 0; k < full->n_out; k++) {
+        int tangent[GRID_MAX_RANK] = {0};
+        for (int d = 0; d < row->out[k].rank; d++) tangent[d] = row->out[k].dim[d].sym == GRID_SYM_NV;
+        grid_ref_project(m, full->out[k].rank, full->out[k].shape, tangent, fout[k], out[k], cs->body_of_v);
+    }
 }
 
 /* ---- vector-Jacobian products: the gradient row contracted with the cotangent (the oracle: no shortcut) ---- */
@@ -262,8 +267,9 @@ int grid_ref_batch(const grid_model *m, int algo, int dtype, const grid_call *ca
     grid_method_info full;
     const grid_sizes fsz = grid_sizes_of(m->nq_full, m->nv_full, m->nb, m->nee, m->nframes);
     grid_sig_concrete(grad >= 0 ? grad : algo, &fsz, 0, &full);
-    const size_t out_full = (size_t)full.out[0].width > (size_t)m->nv_full * (size_t)m->nv_full
-                                ? (size_t)full.out[0].width : (size_t)m->nv_full * (size_t)m->nv_full;
+    size_t out_full = (size_t)m->nv_full * (size_t)m->nv_full, every = 0; /* (every output's elements) */
+    for (int k = 0; k < full.n_out; k++) every += (size_t)full.out[k].width;
+    if (every > out_full) out_full = every;
     /* a VJP's gradient (or M^-1) in the user's coordinates */
     const size_t ntmp = grad >= 0 ? (size_t)vp.user.out[0].width + (size_t)m->nv * (size_t)m->nv : 0;
 

@@ -112,14 +112,33 @@ typedef struct {
     int aux[GRID_CONV_MAX_AUX];
 } conv_row;
 
+static const int primal_kind[] = {[GRID_QTY_WORLD] = GRID_CONV_OUT_NONE, [GRID_QTY_FORCE] = GRID_CONV_OUT_TAU,
+                                  [GRID_QTY_ACCEL] = GRID_CONV_OUT_QDD, [GRID_QTY_INERTIA] = GRID_CONV_OUT_MAT,
+                                  [GRID_QTY_JACOBIAN] = GRID_CONV_OUT_JAC, [GRID_QTY_CORIOLIS] = GRID_CONV_OUT_COR};
+
+/* a row of several outputs: each one's conversion, from its stated quantity (one that needs no aux row); -1 when one
+   has none */
+static int conv_parts(const grid_signature_row *row, int part[GRID_MAX_OUT])
+{
+    for (int k = 0; k < row->n_out; k++) {
+        const int q = grid_sig_quantity_of(row->quantity, k);
+        if (q == GRID_QTY_DERIVED || q == GRID_QTY_CORIOLIS) return -1;
+        part[k] = primal_kind[q];
+    }
+    return 0;
+}
+
 static int conv_row_of(int algo, conv_row *c)
 {
-    static const int primal_kind[] = {[GRID_QTY_WORLD] = GRID_CONV_OUT_NONE, [GRID_QTY_FORCE] = GRID_CONV_OUT_TAU,
-                                      [GRID_QTY_ACCEL] = GRID_CONV_OUT_QDD, [GRID_QTY_INERTIA] = GRID_CONV_OUT_MAT,
-                                      [GRID_QTY_JACOBIAN] = GRID_CONV_OUT_JAC, [GRID_QTY_CORIOLIS] = GRID_CONV_OUT_COR};
     memset(c, 0, sizeof *c);
     const grid_signature_row *row = grid_sig_row(algo);
     if (!row) return -1;
+    if (row->n_out > 1) {
+        int part[GRID_MAX_OUT];
+        if (conv_parts(row, part) != 0) return -1;
+        c->out = part[0];
+        return 0;
+    }
     if (row->quantity != GRID_QTY_DERIVED) {
         c->out = primal_kind[row->quantity];
         if (row->quantity == GRID_QTY_CORIOLIS) *c = (conv_row){GRID_CONV_OUT_COR, 0, 1, {GRID_ALGO_CRBA}};
@@ -228,17 +247,26 @@ int grid_convention_job(const grid_convention *cv, int algo, const void *const *
         }
     }
     assert(job->slot_q == 0 && (job->slot_a < 0 || job->slot_v >= 0));
-    /* the output: out_rows x nv per state for everything that changes */
+    /* each output: out_rows x nv per state for everything that changes */
     const grid_sizes sz = grid_sizes_of(cv->nq, cv->nv, cv->nb, cv->nee, cv->nframes);
-    int shape[GRID_MAX_RANK];
-    job->out_width = grid_sig_shape(&run->out[0], &sz, shape);
-    job->out_rows = run->out[0].rank == 2 ? shape[0] : 1;
-    /* a generalised force is nv x columns (1, or a regressor's parameters); the rest out_rows x nv */
-    if (job->out_kind == GRID_CONV_OUT_TAU) assert(run->out[0].rank >= 1 && shape[0] == cv->nv);
-    else if (job->out_kind != GRID_CONV_OUT_NONE)
-        assert(run->out[0].rank >= 1 && job->out_width % cv->nv == 0 &&
-               (job->out_kind >= GRID_CONV_OUT_DTAU ||
-                (shape[run->out[0].rank - 1] == cv->nv && job->out_width == job->out_rows * cv->nv)));
+    job->n_out = run->n_out;
+    int part[GRID_MAX_OUT] = {cr.out};
+    if (run->n_out > 1) (void)conv_parts(run, part);
+    for (int o = 0; o < run->n_out; o++) {
+        int shape[GRID_MAX_RANK];
+        const int kind = part[o], rank = run->out[o].rank;
+        const long long width = grid_sig_shape(&run->out[o], &sz, shape);
+        job->part_kind[o] = kind;
+        job->part_width[o] = width;
+        job->part_rows[o] = rank == 2 ? shape[0] : 1;
+        /* a generalised force is nv x columns (1, or a regressor's parameters); the rest out_rows x nv */
+        if (kind == GRID_CONV_OUT_TAU) assert(rank >= 1 && shape[0] == cv->nv);
+        else if (kind != GRID_CONV_OUT_NONE)
+            assert(rank >= 1 && width % cv->nv == 0 &&
+                   (kind >= GRID_CONV_OUT_DTAU || (shape[rank - 1] == cv->nv && width == job->part_rows[o] * cv->nv)));
+    }
+    job->out_width = job->part_width[0];
+    job->out_rows = job->part_rows[0];
     /* a derivative's chain rule (or the Coriolis matrix's M Tdot) on a free flyer: its aux rows, each input the run
        row's of the same name */
     job->n_aux = 0;
@@ -299,8 +327,8 @@ static void *conv_slice_run(void *arg)
             if (job->src[s] >= 0) from[s] = (const char *)c->in[job->src[s]] + (size_t)(off * width[s]) * es;
             in[s] = at[s] >= 0 ? sl->scratch + (size_t)(at[s] * k) * es : from[s];
         }
-        char *out = (char *)c->out[0] + (size_t)(off * job->out_width) * es;
-        void *outs[GRID_MAX_OUT] = {out};
+        void *outs[GRID_MAX_OUT] = {0};
+        for (int o = 0; o < job->n_out; o++) outs[o] = (char *)c->out[o] + (size_t)(off * job->part_width[o]) * es;
         /* state b of input s: the caller's (NULL when absent) and the converted one (NULL when not converted) */
 #define SRC(s, b) ((s) >= 0 && from[s] ? from[s] + (size_t)((b) * width[s]) * es : NULL)
 #define CNV(s, b) ((s) >= 0 && at[s] >= 0 ? (char *)in[s] + (size_t)((b) * width[s]) * es : NULL)
@@ -342,16 +370,25 @@ static void *conv_slice_run(void *arg)
         cc.in = in;
         cc.out = outs;
         if (sl->status == GRID_OK) sl->status = sl->run(sl->user, job->run_algo, &cc);
-        for (long long b = 0; sl->status == GRID_OK && job->out_kind != GRID_CONV_OUT_NONE && b < k; b++) {
-            char *o = out + (size_t)(b * job->out_width) * es;
-            const void *xs[GRID_CONV_MAX_AUX] = {0};
-            for (int x = 0; x < job->n_aux; x++) xs[x] = aux_out[x] + (size_t)(b * job->aux_width[x]) * es;
-            if (sl->dtype == GRID_FLOAT64)
-                cv_d_post(job, (const double *)CNV(q, b), (const double *)CNV(v, b), (const double *)CNV(a, b),
-                          (const double *)CNV(u, b), (const double *)CNV(g, b), (const double *const *)xs, (double *)o);
-            else
-                cv_f_post(job, (const float *)CNV(q, b), (const float *)CNV(v, b), (const float *)CNV(a, b),
-                          (const float *)CNV(u, b), (const float *)CNV(g, b), (const float *const *)xs, (float *)o);
+        for (int p = 0; p < job->n_out; p++) {
+            grid_conv_job part;
+            const grid_conv_job *jp = job;
+            if (job->n_out > 1) {
+                grid_conv_job_part(job, p, &part);
+                jp = &part;
+            }
+            for (long long b = 0; sl->status == GRID_OK && jp->out_kind != GRID_CONV_OUT_NONE && b < k; b++) {
+                char *o = (char *)outs[p] + (size_t)(b * jp->out_width) * es;
+                const void *xs[GRID_CONV_MAX_AUX] = {0};
+                for (int x = 0; x < job->n_aux; x++) xs[x] = aux_out[x] + (size_t)(b * job->aux_width[x]) * es;
+                if (sl->dtype == GRID_FLOAT64)
+                    cv_d_post(jp, (const double *)CNV(q, b), (const double *)CNV(v, b), (const double *)CNV(a, b),
+                              (const double *)CNV(u, b), (const double *)CNV(g, b), (const double *const *)xs,
+                              (double *)o);
+                else
+                    cv_f_post(jp, (const float *)CNV(q, b), (const float *)CNV(v, b), (const float *)CNV(a, b),
+                              (const float *)CNV(u, b), (const float *)CNV(g, b), (const float *const *)xs, (float *)o);
+            }
         }
 #undef SRC
 #undef CNV
@@ -363,10 +400,12 @@ int grid_convention_call(const grid_convention *cv, int algo, int dtype, const g
                          grid_conv_run_fn run, void *user, long long chunk_states)
 {
     if (!cv || !c || !ctx || !run || (dtype != GRID_FLOAT32 && dtype != GRID_FLOAT64) || c->batch < 0 || !c->in ||
-        !c->out || c->n_out != 1 || !c->out[0] || chunk_states < 0)
+        !c->out || chunk_states < 0)
         return GRID_ERR_ARG;
     const grid_signature_row *row = grid_sig_row(algo);
-    if (!row || c->n_in != row->n_in) return GRID_ERR_ARG;
+    if (!row || c->n_in != row->n_in || c->n_out != row->n_out) return GRID_ERR_ARG;
+    for (int o = 0; o < row->n_out; o++)
+        if (!c->out[o]) return GRID_ERR_ARG;
     grid_conv_job job;
     int rc = grid_convention_job(cv, algo, c->in, &job);
     if (rc != GRID_OK || c->batch == 0) return rc;
@@ -386,8 +425,10 @@ int grid_convention_call(const grid_convention *cv, int algo, int dtype, const g
     long long aux_width = 0;
     for (int x = 0; x < job.n_aux; x++) aux_width += job.aux_width[x];
     const size_t es = (size_t)dtype, state_bytes = (size_t)(per_state + aux_width) * es;
+    long long out_width = 0;
+    for (int o = 0; o < job.n_out; o++) out_width += job.part_width[o];
     long long chunk = chunk_states ? chunk_states
-                                   : (long long)(GRID_CONV_CHUNK_BYTES / (state_bytes + (size_t)job.out_width * es));
+                                   : (long long)(GRID_CONV_CHUNK_BYTES / (state_bytes + (size_t)out_width * es));
     if (chunk < GRID_CONV_CHUNK_MIN) chunk = GRID_CONV_CHUNK_MIN;
 
     /* the slices: threads as asked, each with enough states, each its own scratch and part of the workspace */

@@ -219,6 +219,20 @@ static int grid_conv_post_(const grid_conv_job *j, int real_bytes, long long n, 
     return e == cudaSuccess ? 0 : grid_cuda_fail_(e, "launching the output convention's output pass");
 }
 
+/* the output pass of every output of j's row (out[k]: output k's n states) */
+static int grid_conv_post_all_(const grid_conv_job *j, int real_bytes, long long n, void *const cv[5],
+                               void *const x[GRID_CONV_MAX_AUX], void *const *out, cudaStream_t s)
+{
+    if (j->n_out <= 1) return grid_conv_post_(j, real_bytes, n, cv, x, out[0], s);
+    int rc = 0;
+    for (int k = 0; !rc && k < j->n_out; k++) {
+        grid_conv_job part;
+        grid_conv_job_part(j, k, &part);
+        rc = grid_conv_post_(&part, real_bytes, n, cv, x, out[k], s);
+    }
+    return rc;
+}
+
 /* input slot k of a call, NULL when k < 0 */
 static const void *grid_conv_in_(const void *const *in, int k) { return k >= 0 ? in[k] : NULL; }
 
@@ -249,7 +263,7 @@ static int grid_launch_(const grid_call *c, const grid_io_ *io, const grid_cuda_
     void *const none[GRID_CONV_MAX_AUX] = {NULL};
     int rc = grid_conv_pre_(j, io->real_bytes, k, src, cv, grid_ctx_.stream);
     if (!rc) rc = io->launch(&dc);
-    if (!rc) rc = grid_conv_post_(j, io->real_bytes, k, cv, none, od[0], grid_ctx_.stream);
+    if (!rc) rc = grid_conv_post_all_(j, io->real_bytes, k, cv, none, dout, grid_ctx_.stream);
     return rc;
 }
 
@@ -382,7 +396,7 @@ extern "C" __attribute__((visibility("default"))) int grid_cuda_convention_call(
                                                                                 const grid_batch_fn *fns,
                                                                                 const grid_call *c, int host)
 {
-    if (!j || !fns || !fns[0] || !c || !c->in || !c->out || c->n_in != j->n_in || c->n_out != 1 || c->batch < 0 ||
+    if (!j || !fns || !fns[0] || !c || !c->in || !c->out || c->n_in != j->n_in || c->n_out != j->n_out || c->batch < 0 ||
         j->slot_q != 0 || (j->slot_a >= 0 && j->slot_v < 0) || j->n_aux < 0 || j->n_aux > GRID_CONV_MAX_AUX ||
         (host && j->n_aux > 0))
         return 7;
@@ -444,7 +458,7 @@ extern "C" __attribute__((visibility("default"))) int grid_cuda_convention_call(
         dc.in = in;
         rc = fns[0](&dc);
     }
-    if (!rc) rc = grid_conv_post_(j, rb, n, cv, xo, c->out[0], s);
+    if (!rc) rc = grid_conv_post_all_(j, rb, n, cv, xo, c->out, s);
     const int rf = grid_cuda_scratch_done_(buf, c->stream);
     return rc ? rc : rf;
 }

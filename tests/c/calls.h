@@ -51,6 +51,40 @@ static inline grid_call *test_call_init(test_call *t, int algo, const void *q, c
     return tc(t);
 }
 
+/* a row of several outputs: output k at out + B * (the elements per state of outputs 0 .. k-1), each a batch block
+   (elem: the element size); a row of one output keeps out */
+static inline void test_call_outputs(test_call *t, int algo, const grid_sizes *s, void *out, long long batch, size_t elem)
+{
+    const grid_signature_row *r = grid_sig_row(algo);
+    long long at = 0;
+    for (int k = 0; r && k < r->n_out; k++) {
+        t->out[k] = (char *)out + (size_t)(batch * at) * elem;
+        at += grid_sig_shape(&r->out[k], s, NULL);
+    }
+}
+
+/* every output's elements per state of row algo */
+static inline long long test_width_total(int algo, const grid_sizes *s)
+{
+    const grid_signature_row *r = grid_sig_row(algo);
+    long long w = 0;
+    for (int k = 0; r && k < r->n_out; k++) w += grid_sig_shape(&r->out[k], s, NULL);
+    return w;
+}
+
+/* state b of a buffer laid out as test_call_outputs lays it (batch B) into dst, its outputs one after another */
+static inline void test_state_of(int algo, const grid_sizes *s, long long B, const void *buf, long long b, size_t elem,
+                                 void *dst)
+{
+    const grid_signature_row *r = grid_sig_row(algo);
+    long long at = 0;
+    for (int k = 0; r && k < r->n_out; k++) {
+        const long long w = grid_sig_shape(&r->out[k], s, NULL);
+        memcpy((char *)dst + (size_t)at * elem, (const char *)buf + (size_t)(B * at + b * w) * elem, (size_t)w * elem);
+        at += w;
+    }
+}
+
 /* 1 when row algo reads the input filled from slot name ("qd", "qdd", "u", "f_ext") */
 static inline int test_row_has(int algo, const char *name)
 {

@@ -277,15 +277,17 @@ static double compare_algo(const grid_model *m, const lib *L, const states *s, i
                            int frame, int rf, const char *what)
 {
     const long long B = s->B;
-    const long long w = grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
+    const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
+    const long long w = test_width_total(algo, &sz);
     void *out = alloc_real(s->dtype, B * w);
     double *ref = calloc((size_t)(B * w > 0 ? B * w : 1), sizeof *ref);
     test_call t;
     grid_call *c = test_call_init(&t, algo, s->q, s->v, use_a ? s->a : NULL, use_fext ? s->fext : NULL, out, B, frame, rf);
+    test_call_outputs(&t, algo, &sz, out, B, (size_t)s->dtype);
     c->num_threads = 1;
     int rc = L->fn[algo](c);
     CHECK_MSG(rc == 0, "%s %s returned %d", what, grid_algo_name(algo), rc);
-    t.out[0] = ref;
+    test_call_outputs(&t, algo, &sz, ref, B, s->dtype == GRID_FLOAT64 ? sizeof(double) : sizeof(float));
     /* the reference reads the same (rounded) inputs and computes in float64 */
     rc = grid_ref_batch(m, algo, s->dtype, c);
     double worst = 0.0;
@@ -297,8 +299,9 @@ static double compare_algo(const grid_model *m, const lib *L, const states *s, i
         double *g = widen(s->g, s->dtype, B * gw);
         test_call t64;
         test_cotangent = g;
-        rc = grid_ref_batch(m, algo, GRID_FLOAT64,
-                            test_call_init(&t64, algo, q, v, use_a ? a : NULL, use_fext ? f : NULL, ref, B, frame, rf));
+        test_call_init(&t64, algo, q, v, use_a ? a : NULL, use_fext ? f : NULL, ref, B, frame, rf);
+        test_call_outputs(&t64, algo, &sz, ref, B, sizeof(double));
+        rc = grid_ref_batch(m, algo, GRID_FLOAT64, &t64.c);
         test_cotangent = s->g;
         free(g);
         free(q);
@@ -307,9 +310,11 @@ static double compare_algo(const grid_model *m, const lib *L, const states *s, i
         free(f);
     }
     CHECK(rc == 0);
-    double *got = widen(out, s->dtype, B * w);
+    double *got = widen(out, s->dtype, B * w), *gs = calloc((size_t)w + 1, sizeof *gs), *rs = calloc((size_t)w + 1, sizeof *rs);
     for (long long b = 0; b < B; b++) {
-        double e = rel_error(got + b * w, ref + b * w, w);
+        test_state_of(algo, &sz, B, got, b, sizeof(double), gs);
+        test_state_of(algo, &sz, B, ref, b, sizeof(double), rs);
+        double e = rel_error(gs, rs, w);
         double tol = tolerance(algo, s->dtype, s->cond[b]);
         if (e / tol > worst) worst = e / tol;
         if (e > tol && !quiet) {
@@ -319,6 +324,8 @@ static double compare_algo(const grid_model *m, const lib *L, const states *s, i
         }
     }
     free(got);
+    free(gs);
+    free(rs);
     free(out);
     free(ref);
     return worst;
@@ -361,11 +368,12 @@ static void check_entry_points(const grid_model *m, const lib *L, const states *
     const long long B = s->B;
     test_call t;
     long long wmax = 0;
+    const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
     for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
-        long long w = grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
+        long long w = test_width_total(algo, &sz);
         if (w > wmax) wmax = w;
     }
-    void *o1 = alloc_real(s->dtype, B * wmax), *o2 = alloc_real(s->dtype, B * wmax);
+    void *o1 = alloc_real(s->dtype, B * wmax), *o2 = alloc_real(s->dtype, B * wmax), *o3 = alloc_real(s->dtype, wmax);
     /* bad arguments */
     CHECK(L->fn[GRID_ALGO_RNEA](NULL) == GRID_ERR_ARG);
     CHECK(L->fn[GRID_ALGO_RNEA](test_call_init(&t, GRID_ALGO_RNEA, NULL, s->v, s->a, NULL, o1, B, 0, 0)) == GRID_ERR_ARG);
@@ -404,12 +412,13 @@ static void check_entry_points(const grid_model *m, const lib *L, const states *
     CHECK(L->fn[GRID_ALGO_FD_GRAD](c) == GRID_OK);
     /* two threads give bitwise the output of one; so does each state alone (B = 1) */
     for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
-        long long w = grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
+        long long w = test_width_total(algo, &sz);
         c = test_call_init(&t, algo, s->q, s->v, s->a, NULL, o1, B, 0, 0);
+        test_call_outputs(&t, algo, &sz, o1, B, (size_t)s->dtype);
         c->num_threads = 1;
         L->fn[algo](c);
         c->num_threads = 2;
-        t.out[0] = o2;
+        test_call_outputs(&t, algo, &sz, o2, B, (size_t)s->dtype);
         L->fn[algo](c);
         CHECK_MSG(memcmp(o1, o2, (size_t)(B * w * s->dtype)) == 0, "%s %s: threads change the result", what,
                   grid_algo_name(algo));
@@ -425,15 +434,18 @@ static void check_entry_points(const grid_model *m, const lib *L, const states *
             grid_call *c1 = test_call_init(&t1, algo, (const char *)s->q + b * m->nq * s->dtype,
                                            (const char *)s->v + b * m->nv * s->dtype,
                                            (const char *)s->a + b * m->nv * s->dtype, NULL, o2, 1, 0, 0);
+            test_call_outputs(&t1, algo, &sz, o2, 1, (size_t)s->dtype);
             c1->num_threads = 2;
             L->fn[algo](c1);
-            CHECK_MSG(memcmp((char *)o1 + b * w * s->dtype, o2, (size_t)(w * s->dtype)) == 0,
+            test_state_of(algo, &sz, B, o1, b, (size_t)s->dtype, o3);
+            CHECK_MSG(memcmp(o3, o2, (size_t)(w * s->dtype)) == 0,
                       "%s %s: state %lld alone differs from the batch", what, grid_algo_name(algo), b);
         }
         test_cotangent = s->g;
     }
     free(o1);
     free(o2);
+    free(o3);
 }
 
 /* NaN in, NaN out: a state whose q (then v) is all NaN gives NaN in every algorithm's output,
@@ -447,8 +459,9 @@ static void check_nan(const grid_model *m, const lib *L, const states *s, const 
     memcpy(v, s->v, (size_t)(B * m->nv * dt));
     for (int k = 0; k < m->nq; k++) put(q, dt, 2 * m->nq + k, NAN);
     for (int k = 0; k < m->nv; k++) put(v, dt, 3 * m->nv + k, NAN);
+    const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
     for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
-        long long w = grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
+        long long w = test_width_total(algo, &sz);
         if (w == 0) continue;
         void *o = alloc_real(dt, B * w);
         /* a frame on a moving body (a frame welded to the world has a zero Jacobian; a WORLD
@@ -457,8 +470,13 @@ static void check_nan(const grid_model *m, const lib *L, const states *s, const 
         for (int f = 0; f < m->nframes; f++)
             if (m->frames[f].body >= 0) frame = f;
         test_call t;
-        CHECK(L->fn[algo](test_call_init(&t, algo, q, v, s->a, NULL, o, B, frame, GRID_LOCAL)) == 0);
-        double *x = widen(o, dt, B * w);
+        test_call_init(&t, algo, q, v, s->a, NULL, o, B, frame, GRID_LOCAL);
+        test_call_outputs(&t, algo, &sz, o, B, (size_t)dt);
+        CHECK(L->fn[algo](&t.c) == 0);
+        /* state-major: state b's outputs one after another at x + b w */
+        double *xb = widen(o, dt, B * w), *x = calloc((size_t)(B * w), sizeof *x);
+        for (long long b = 0; b < B; b++) test_state_of(algo, &sz, B, xb, b, sizeof(double), x + b * w);
+        free(xb);
         int nan_q = 0, nan_v = 0, nan_other = 0;
         for (long long k = 0; k < w; k++) {
             nan_q |= isnan(x[2 * w + k]);
@@ -704,12 +722,14 @@ static void test_hostile_names(void)
         states s;
         make_states(mp, GRID_FLOAT64, 16, &s);
         for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
-            long long w = grid_algo_output_width(algo, mp->nq, mp->nv, mp->nb, mp->nee) * s.B;
+            const grid_sizes sz = grid_sizes_of(mp->nq, mp->nv, mp->nb, mp->nee, mp->nframes);
+            long long w = test_width_total(algo, &sz) * s.B;
             double *o1 = calloc((size_t)w + 1, sizeof *o1), *o2 = calloc((size_t)w + 1, sizeof *o2);
             test_call t;
             grid_call *c = test_call_init(&t, algo, s.q, s.v, s.a, s.fext, o1, s.B, 3, 0);
+            test_call_outputs(&t, algo, &sz, o1, s.B, sizeof(double));
             CHECK(Lp.fn[algo](c) == 0);
-            t.out[0] = o2;
+            test_call_outputs(&t, algo, &sz, o2, s.B, sizeof(double));
             CHECK(Le.fn[algo](c) == 0);
             CHECK_MSG(memcmp(o1, o2, (size_t)w * sizeof *o1) == 0, "%s differs with hostile names", grid_algo_name(algo));
             free(o1);

@@ -20,7 +20,10 @@ static void row_state(const grid_model *m, int algo, const double *q, const doub
               : !strcmp(n, "f_ext") ? f : NULL;
         CHECK_MSG(in[k] != NULL, "%s: input %s", row->name, n);
     }
+    /* several outputs: one after another in out */
+    const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
     double *outs[GRID_MAX_OUT] = {out};
+    for (int k = 1; k < row->n_out; k++) outs[k] = outs[k - 1] + grid_sig_shape(&row->out[k - 1], &sz, NULL);
     const int attr[GRID_MAX_ATTR] = {0};
     const ref_state_fn fn = ref_row_fn(algo);
     CHECK(fn != NULL);
@@ -1014,9 +1017,14 @@ static void test_batch(void)
     for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
         test_call t;
         test_cotangent = g;
-        CHECK(grid_ref_batch(m, algo, GRID_FLOAT64, test_call_init(&t, algo, q, v, a, fext, out, B, 8, GRID_LOCAL)) ==
-              GRID_OK);
-        const int width = (int)grid_algo_output_width(algo, m->nq, m->nv, m->nb, m->nee);
+        const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
+        test_call_init(&t, algo, q, v, a, fext, out, B, 8, GRID_LOCAL);
+        test_call_outputs(&t, algo, &sz, out, B, sizeof(double));
+        CHECK(grid_ref_batch(m, algo, GRID_FLOAT64, &t.c) == GRID_OK);
+        /* every output's elements per state (one after another in one) */
+        const grid_signature_row *row = grid_sig_row(algo);
+        int width = 0;
+        for (int k = 0; k < row->n_out; k++) width += (int)grid_sig_shape(&row->out[k], &sz, NULL);
         for (int b = 0; b < B; b++) {
             const double *qb = q + b * nq, *vb = v + b * nv, *ab = a + b * nv, *fb = fext + b * nf;
             switch (algo) {
@@ -1057,12 +1065,17 @@ static void test_batch(void)
             }
             default: row_state(m, algo, qb, vb, ab, fb, one, w); break;
             }
-            CHECK_MSG(max_abs_diff(out + b * width, one, width) == 0.0, "algo %d state %d", algo, b);
+            for (int k = 0, at = 0; k < row->n_out; k++) {
+                const int wk = (int)grid_sig_shape(&row->out[k], &sz, NULL);
+                CHECK_MSG(max_abs_diff(out + B * at + b * wk, one + at, wk) == 0.0, "algo %d output %d state %d", algo, k, b);
+                at += wk;
+            }
         }
         /* float32: widened inputs, narrowed outputs */
         test_cotangent = gf;
-        CHECK(grid_ref_batch(m, algo, GRID_FLOAT32, test_call_init(&t, algo, qf, vf, af, ff, outf, B, 8, GRID_LOCAL)) ==
-              GRID_OK);
+        test_call_init(&t, algo, qf, vf, af, ff, outf, B, 8, GRID_LOCAL);
+        test_call_outputs(&t, algo, &sz, outf, B, sizeof(float));
+        CHECK(grid_ref_batch(m, algo, GRID_FLOAT32, &t.c) == GRID_OK);
         test_cotangent = NULL;
         double scale = fmax(1.0, max_abs(out, B * width)), e = 0.0;
         for (int k = 0; k < B * width; k++) e = fmax(e, fabs((double)outf[k] - out[k]));
@@ -1136,7 +1149,10 @@ static void test_signature_table(void)
         const grid_signature_row *r = grid_sig_row(id);
         CHECK(r && r->name && grid_sig_find(r->name) == id && strcmp(grid_algo_name(id), r->name) == 0);
         if (!r) continue;
-        CHECK(r->n_in >= 1 && r->n_in <= GRID_MAX_IN && r->n_out == 1 && r->n_attr <= GRID_MAX_ATTR);
+        CHECK(r->n_in >= 1 && r->n_in <= GRID_MAX_IN && r->n_out >= 1 && r->n_out <= GRID_MAX_OUT &&
+              r->n_attr <= GRID_MAX_ATTR);
+        /* a row of several outputs states each one's quantity; their conversions need no aux row */
+        for (int k = 1; k < r->n_out; k++) CHECK(grid_sig_quantity_of(r->quantity, k) != GRID_QTY_DERIVED);
         CHECK(strcmp(r->in[0].name, "q") == 0 && r->in[0].optional == GRID_REQUIRED && r->py_name && r->doc);
         CHECK(r->gpu_map == GRID_GPU_THREAD);
         /* a VJP row takes its method's inputs and a required cotangent of the method's output */
@@ -1166,13 +1182,17 @@ static void test_signature_table(void)
         grid_sig_concrete(id, &sz, 0, &info);
         char why[256];
         CHECK(grid_sig_mismatch(id, &sz, &info, why, sizeof why) == 0);
-        const long long w = info.out[0].width;
-        CHECK(w == grid_algo_output_width(id, m->nq, m->nv, m->nb, m->nee) && w > 0 && w <= 16 * NMAX * NMAX);
-        /* NaN everywhere; the reference must overwrite exactly B * w elements */
+        CHECK(info.out[0].width == grid_algo_output_width(id, m->nq, m->nv, m->nb, m->nee));
+        const long long w = test_width_total(id, &sz);
+        CHECK(w > 0 && w <= 16 * NMAX * NMAX);
+        /* NaN everywhere; the reference must overwrite exactly B * w elements (its outputs one batch block after
+           another) */
         for (size_t k = 0; k < sizeof out / sizeof out[0]; k++) out[k] = NAN;
         test_call t;
         test_cotangent = fext; /* (B states of 6 nb >= any cotangent's width) */
-        CHECK(grid_ref_batch(m, id, GRID_FLOAT64, test_call_init(&t, id, q, v, a, fext, out, B, 8, GRID_LOCAL)) == GRID_OK);
+        test_call_init(&t, id, q, v, a, fext, out, B, 8, GRID_LOCAL);
+        test_call_outputs(&t, id, &sz, out, B, sizeof(double));
+        CHECK(grid_ref_batch(m, id, GRID_FLOAT64, &t.c) == GRID_OK);
         test_cotangent = NULL;
         long long written = 0;
         for (long long k = 0; k < B * w; k++) written += !isnan(out[k]);

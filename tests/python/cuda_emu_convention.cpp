@@ -81,7 +81,12 @@ int main(int argc, char **argv)
             int sweep = 1;
             for (int k = 0; k < r->n_attr; k++)
                 if (std::string(r->attr_name[k]) != "frame") sweep *= r->attr_hi[k] - r->attr_lo[k];
-            const long long w = r->out[0].width;
+            /* every output's elements per state; output k's batch block starts at n * off[k] */
+            long long w = 0, off[GRID_MAX_OUT] = {0};
+            for (int k = 0; k < r->n_out; k++) {
+                off[k] = w;
+                w += r->out[k].width;
+            }
             for (int var = 0; var < (1 << n_opt) * sweep; var++) {
                 const void *ip[GRID_MAX_IN] = {0};
                 void *op[GRID_MAX_OUT] = {0};
@@ -110,7 +115,10 @@ int main(int argc, char **argv)
                 }
                 /* the CPU convention around the C target */
                 std::vector<grid_real> oc(n * w + 1, NAN), od(n * w + 1, NAN), oh(n * w + 1, NAN);
-                op[0] = oc.data();
+                const auto outputs = [&](grid_real *base) {
+                    for (int k = 0; k < r->n_out; k++) op[k] = base + n * off[k];
+                };
+                outputs(oc.data());
                 const int rc_cpu = grid_convention_call(&cv, al, (int)sizeof(grid_real), &c, &ctx, emu_cpu_run, NULL, 0);
                 /* the job's run row with the caller's arrays */
                 grid_conv_job job;
@@ -128,12 +136,12 @@ int main(int argc, char **argv)
                 cr.work_bytes = 0;
                 cr.in = rp;
                 cr.n_in = job.n_in;
-                op[0] = od.data();
+                outputs(od.data());
                 grid_batch_fn fns[1 + GRID_CONV_MAX_AUX] = {emu_device[job.run_algo]};
                 for (int x = 0; x < job.n_aux; x++) fns[1 + x] = emu_device[job.aux[x]];
                 const int rc_dev = grid_cuda_convention_call(&job, fns, &cr, 0);
                 cr.in = hp;
-                op[0] = oh.data();
+                outputs(oh.data());
                 grid_batch_fn hfn = emu_host[job.run_algo];
                 /* a derivative's chain rule (aux rows) is the device path's alone: the host round trip refuses it
                    (the Python runner converts those on the host around whole chunks) and the CPU's answer stands in */

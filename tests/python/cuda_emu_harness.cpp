@@ -58,7 +58,12 @@ int main(int argc, char **argv)
             int sweep = 1;
             for (int k = 0; k < r->n_attr; k++)
                 if (std::string(r->attr_name[k]) != "frame") sweep *= r->attr_hi[k] - r->attr_lo[k];
-            const long long w = r->out[0].width;
+            /* every output's elements per state; output k's batch block starts at n * off[k] */
+            long long w = 0, off[GRID_MAX_OUT] = {0};
+            for (int k = 0; k < r->n_out; k++) {
+                off[k] = w;
+                w += r->out[k].width;
+            }
             char sym[64];
             snprintf(sym, sizeof sym, "grid_%s", r->name);
             cpu_fn cpu = (cpu_fn)dlsym(h, sym);
@@ -88,7 +93,10 @@ int main(int argc, char **argv)
                 }
                 /* one element past the end stays NaN: nothing writes beyond the batch */
                 std::vector<grid_real> oc(n * w + 1, NAN), od(n * w + 1, NAN), oh(n * w + 1, NAN);
-                op[0] = oc.data();
+                const auto outputs = [&](grid_real *base) {
+                    for (int k = 0; k < r->n_out; k++) op[k] = base + n * off[k];
+                };
+                outputs(oc.data());
                 /* the C library's own workspace (its rows state it: composites and rolled functions take one) */
                 std::vector<unsigned char> cws(cpu_work + 64);
                 /* aligned to 64 bytes, as the ABI asks (lane functions keep vectors there) */
@@ -98,9 +106,9 @@ int main(int argc, char **argv)
                 const int rc_cpu = cpu ? cpu(&c) : -1;
                 c.work = NULL;
                 c.work_bytes = 0;
-                op[0] = od.data();
+                outputs(od.data());
                 const int rc_dev = emu_device[al](&c);
-                op[0] = oh.data();
+                outputs(oh.data());
                 const int rc_host = emu_host[al](&c);
                 double maxd = 0, maxa = 0;
                 long long nonfinite = 0, host_differs = 0;

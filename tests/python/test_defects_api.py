@@ -43,6 +43,8 @@ def aliasable(sizes):
     out = []
     for r in _signatures.ROWS:
         c = _signatures.concrete(r, sizes)
+        if len(c["outputs"]) > 1:
+            continue  # (out= is a tuple there: test_api's multi-output checks)
         shape = c["outputs"][0][1]
         width = int(np.prod(shape))
         ks = [k for k, a in enumerate(c["inputs"]) if int(np.prod(a[1])) == width]
