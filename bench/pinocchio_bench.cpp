@@ -31,6 +31,9 @@
 #include <pinocchio/algorithm/aba-derivatives.hpp>
 #include <pinocchio/algorithm/energy.hpp>
 #include <pinocchio/algorithm/regressor.hpp>
+#include <pinocchio/algorithm/center-of-mass.hpp>
+#include <pinocchio/algorithm/centroidal.hpp>
+#include <pinocchio/algorithm/centroidal-derivatives.hpp>
 
 namespace pin = pinocchio;
 
@@ -177,6 +180,7 @@ int main(int argc, char **argv)
     Eigen::VectorXd qdd(nv);
     Eigen::MatrixXd ddq_dq(nv, nv), ddq_dv(nv, nv);
     pin::Data::Matrix6x J = pin::Data::Matrix6x::Zero(6, nv);
+    pin::Data::Matrix6x dh_dq = pin::Data::Matrix6x::Zero(6, nv), dhdot_dq = dh_dq, dhdot_dv = dh_dq, dhdot_da = dh_dq;
 
     // the algorithms, named as in include/grid/abi.h (extra Pinocchio variants suffixed)
     struct Algo {
@@ -213,6 +217,23 @@ int main(int argc, char **argv)
         {"kinetic_energy_regressor", [&](int i) { pin::computeKineticEnergyRegressor(model, data, qs[i], vs[i]); }},
         {"potential_energy_regressor", [&](int i) { pin::computePotentialEnergyRegressor(model, data, qs[i]); }},
         {"coriolis_matrix", [&](int i) { pin::computeCoriolisMatrix(model, data, qs[i], vs[i]); }},
+        {"inverse_dynamics_regressor", [&](int i) { pin::computeJointTorqueRegressor(model, data, qs[i], vs[i], as[i]); }},
+        // centroidal quantities and the Jacobian's time variation (issue 27)
+        {"com", [&](int i) {
+             pin::centerOfMass(model, data, qs[i]);
+             pin::jacobianCenterOfMass(model, data, qs[i]);
+         }},
+        {"ccrba", [&](int i) { pin::ccrba(model, data, qs[i], vs[i]); }},
+        {"cmm_time_variation", [&](int i) { pin::dccrba(model, data, qs[i], vs[i]); }},
+        {"centroidal_derivatives", [&](int i) {
+             pin::computeCentroidalDynamicsDerivatives(model, data, qs[i], vs[i], as[i], dh_dq, dhdot_dq, dhdot_dv,
+                                                       dhdot_da);
+         }},
+        {"frame_jacobian_dot", [&](int i) {
+             pin::computeJointJacobiansTimeVariation(model, data, qs[i], vs[i]);
+             pin::updateFramePlacements(model, data);
+             pin::getFrameJacobianTimeVariation(model, data, fid, rf, J);
+         }},
         // the other formulation of the FD gradient, with Pinocchio's own pieces (issue 10 asks for both measured):
         // qdd by ABA, the RNEA derivatives at qdd, M^-1 (computeMinverse: upper triangle, mirrored), dense -M^-1 D
         {"fd_grad_minv_dtau", [&](int i) {

@@ -60,6 +60,8 @@ ALGOS = [
     ("kinetic_energy_regressor", "kinetic_energy_regressor", "kinetic energy regressor"),
     ("potential_energy_regressor", "potential_energy_regressor", "potential energy regressor"),
     ("coriolis_matrix", "coriolis_matrix", "Coriolis matrix (computeCoriolisMatrix)"),
+    ("inverse_dynamics_regressor", "inverse_dynamics_regressor", "joint torque regressor (computeJointTorqueRegressor)"),
+    ("com", "com", "centre of mass and its Jacobian (centerOfMass + jacobianCenterOfMass)"),
 ]
 # Pinocchio-only variants, shown for the anchors
 PIN_EXTRA = [

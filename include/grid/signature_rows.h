@@ -109,3 +109,9 @@ GRID_ROW(INVERSE_DYNAMICS_REGRESSOR, inverse_dynamics_regressor, OWN,
           3, {IN_Q, IN_QD, IN_QDD_OPT}, 1,
           {ARG("Y", "joint torque regressor", GRID_REQUIRED, DIM(NV, 1), DIM(NB, 10))},
           0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_FORCE})
+GRID_ROW(COM, com, OWN,
+         {"com", "com", "", "centre of mass and its Jacobian, world frame (centerOfMass, jacobianCenterOfMass)",
+          1, {IN_Q}, 2,
+          {ARG("com", "centre of mass", GRID_REQUIRED, DIM(ONE, 3)),
+           ARG("J", "centre-of-mass Jacobian", GRID_REQUIRED, DIM(ONE, 3), DIM(NV, 1))},
+          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTYS2(GRID_QTY_WORLD, GRID_QTY_JACOBIAN)})

@@ -69,6 +69,7 @@ EMIT_PROGRAM(ea_kinetic_energy_regressor_program);
 EMIT_PROGRAM(ea_potential_energy_regressor_program);
 EMIT_PROGRAM(ea_coriolis_matrix_program);
 EMIT_PROGRAM(ea_inverse_dynamics_regressor_program);
+EMIT_PROGRAM(ea_com_program);
 
 /* ---- unrolled builders besides the programs' own unrolled schedule: M^-1's couplings to every ancestor ---- */
 
@@ -146,6 +147,8 @@ static const emit_method methods[GRID_ALGO_COUNT] = {
     [GRID_ALGO_INVERSE_DYNAMICS_REGRESSOR] = {.row = GRID_ALGO_INVERSE_DYNAMICS_REGRESSOR, .shares = -1,
                                               .variants = {Q | V | A}, .lanes = 1,
                                               .program = ea_inverse_dynamics_regressor_program},
+    /* outputs com and J, packed (emit_output_part) */
+    [GRID_ALGO_COM] = {.row = GRID_ALGO_COM, .shares = -1, .variants = {Q}, .lanes = 1, .program = ea_com_program},
 };
 
 const emit_method *emit_method_of(int row)

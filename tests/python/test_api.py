@@ -132,6 +132,26 @@ def test_out_is_filled_and_returned(iiwa):
     assert iiwa.frame_jacobian(s["q"], "iiwa_link_5", "WORLD", out=J) is J
 
 
+def test_several_outputs_are_a_tuple(iiwa):
+    """com returns (com, J); out= is a tuple of arrays of those shapes, each filled and returned; one state without
+    the batch axis gives one state's outputs; a wrong out= names the output and its expected shape"""
+    s = make_states(iiwa, "random", 4)
+    c, J = iiwa.com(s["q"])
+    assert c.shape == (4, 3) and J.shape == (4, 3, 7) and c.dtype == J.dtype == np.float32
+    outs = (np.empty((4, 3), dtype=np.float32), np.empty((4, 3, 7), dtype=np.float32))
+    got = iiwa.com(s["q"], out=outs)
+    assert got[0] is outs[0] and got[1] is outs[1]
+    np.testing.assert_array_equal(outs[0], c)
+    np.testing.assert_array_equal(outs[1], J)
+    c1, J1 = iiwa.com(s["q"][2])
+    assert c1.shape == (3,) and J1.shape == (3, 7)
+    np.testing.assert_array_equal(J1, J[2])
+    with pytest.raises(TypeError, match="out must be None or a tuple of 2 arrays for com"):
+        iiwa.com(s["q"], out=outs[1])
+    with pytest.raises(ValueError, match=r"out\[1\] \(J\).*shape \(4, 3, 7\)"):
+        iiwa.com(s["q"], out=(outs[0], np.empty((4, 3, 6), dtype=np.float32)))
+
+
 @pytest.mark.parametrize("bad, why", [
     (np.empty((4, 7, 7), dtype=np.float64), "float64"),
     (np.empty((4, 7, 6), dtype=np.float32), r"\(4, 7, 6\)"),

@@ -58,6 +58,7 @@ METHODS = {
     "kinetic_energy_regressor": lambda h, s: h.kinetic_energy_regressor(s["q"], s["qd"]),
     "potential_energy_regressor": lambda h, s: h.potential_energy_regressor(s["q"]),
     "coriolis_matrix": lambda h, s: h.coriolis_matrix(s["q"], s["qd"]),
+    "com": lambda h, s: np.concatenate([x.reshape(len(s["q"]), -1) for x in h.com(s["q"])], axis=1),
     "inverse_dynamics_regressor": lambda h, s: h.inverse_dynamics_regressor(s["q"], s["qd"], s["qdd"]),
 }
 # (the end-effector pose gradient is not among them: its rpy rows are infinite at pitch = +-pi/2, where a state of
@@ -240,9 +241,10 @@ def test_generated_float32_accuracy(handles):
 
 # ---- where the floating base is ----
 # every dynamics output (Pinocchio's local free-flyer convention, uniform gravity) is the same wherever the base
-# stands; kinematics are not (they are world placements), nor is the potential energy (it is the height)
+# stands; kinematics are not (they are world placements, the centre of mass too), nor is the potential energy (it
+# is the height)
 DYNAMICS = [m for m in METHODS if m not in ("forward_kinematics", "end_effector_pose", "energy",
-                                           "potential_energy_regressor")]
+                                           "potential_energy_regressor", "com")]
 FAR = np.array([1000.0, -700.0, 300.0])
 
 

@@ -116,7 +116,25 @@ METHODS = {
     "potential_energy_regressor": lambda h, s, out: h.potential_energy_regressor(s["q"], out=out),
     "coriolis_matrix": lambda h, s, out: h.coriolis_matrix(s["q"], s["qd"], out=out),
     "inverse_dynamics_regressor": lambda h, s, out: h.inverse_dynamics_regressor(s["q"], s["qd"], s["qdd"], out=out),
+    "com": lambda h, s, out: _packed(h.com, (s["q"],), out),
 }
+
+
+def _packed(method, args, out):
+    """a method of several outputs as one (B, sum of widths) array: each output flattened per state, side by side;
+    with out given, the method writes a tuple of poisoned arrays (the out= tuple path) then copied into out"""
+    if out is None:
+        res = method(*args)
+    else:
+        shapes = [r.shape for r in method(*(a[:1] for a in args))]
+        outs = tuple(np.full((len(args[0]),) + sh[1:], np.nan, dtype=out.dtype) for sh in shapes)
+        res = method(*args, out=outs)
+        assert all(r is o for r, o in zip(res, outs))
+    flat = np.concatenate([r.reshape(len(args[0]), -1) for r in res], axis=1)
+    if out is None:
+        return flat
+    out[...] = flat
+    return out
 
 
 def states(h, n, seed, dtype):

@@ -692,3 +692,25 @@ def test_inverse_dynamics_regressor_in_mujocos_basis(provider):
             assert np.all(err <= RTOL), f"{robot} {kind}: Y pi vs inverse_dynamics: {err.max():.1e}"
             err = rel(h.inverse_dynamics_regressor(q, qd) @ pi, h.nonlinear_effects(q, qd))
             assert np.all(err <= RTOL), f"{robot} {kind}: Y(qdd = 0) pi vs nonlinear_effects: {err.max():.1e}"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_com_in_mujocos_basis(provider):
+    """com is MuJoCo's subtree_com of the root body and J_mj = J T its mj_jacSubtreeCom (go2 and atlas with a free
+    joint: the root body's subtree is the whole robot)"""
+    for robot in ("go2", "atlas"):
+        h = handle(robot, provider)
+        mj = mujoco_map(robot)
+        m, d = mj.m, mj.d
+        root = mj.bodies[0]
+        q, _, _, _ = states(h, "random", 3, 9)
+        c, J = h.com(q)
+        qu = unit(q, True)
+        for b in range(len(q)):
+            mj.set(qu[b])
+            mujoco.mj_forward(m, d)
+            jp = np.zeros((3, m.nv))
+            mujoco.mj_jacSubtreeCom(m, d, jp, root)
+            assert np.abs(c[b] - d.subtree_com[root]).max() < 1e-12, f"{robot} state {b}: com"
+            err = np.abs(J[b] - jp[:, mj.vperm]).max() / max(1.0, np.abs(jp).max())
+            assert err < 1e-12, f"{robot} state {b}: J_mj vs mj_jacSubtreeCom: {err:.1e}"

@@ -223,6 +223,11 @@ CHECKS = {
     "coriolis_matrix": (
         lambda h, s: h.coriolis_matrix(s["q"], s["qd"]),
         lambda P, h, s: per_state(lambda q, v: pin_coriolis(P, q, v), s["q"], s["qd"])),
+    "com": (
+        lambda h, s: np.concatenate([x.reshape(len(s["q"]), -1) for x in h.com(s["q"])], axis=1),
+        lambda P, h, s: per_state(lambda q: np.concatenate([pin.centerOfMass(P.model, P.data, P.q(q)),
+                                                            P.cols(pin.jacobianCenterOfMass(P.model, P.data, P.q(q))).ravel()]),
+                                  s["q"])),
     "inverse_dynamics_regressor": (
         lambda h, s: h.inverse_dynamics_regressor(s["q"], s["qd"], s["qdd"]),
         lambda P, h, s: per_state(lambda q, v, a: pin_torque_regressor(P, q, v, a), s["q"], s["qd"], s["qdd"])),

@@ -1,0 +1,63 @@
+/* Centre-of-mass and centroidal quantities as programs over the tree for both schedules. */
+#include "emit_ctx.h"
+
+/* the whole robot's mass (a model constant) and its reciprocal, 0 for a robot without mass */
+static double inverse_mass(const em_model *em)
+{
+    double m = 0.0;
+    for (int i = 0; i < em->nb; i++) m += em->b[i].mass;
+    return m > 0.0 ? 1.0 / m : 0.0;
+}
+
+/* com (3) and its Jacobian J (3 x nv), world frame (centerOfMass, jacobianCenterOfMass): per body its mass and first
+   moment about the world origin, m_i and m_i c_i = R h_i + m_i p_i, summed over each subtree (MH); a column of joint i
+   with world motion (v_o, w) moves the subtree's centres at m_i v_o + w x (m c)_i; both over the whole mass */
+EMIT_PROGRAM(ea_com_program)
+{
+    const int OM = ep_buffer(p, "oM", 12, 1), MH = ep_buffer(p, "mh", 4, 1), TOT = ep_buffer(p, "tot", 3, 0);
+    const double inv_m = inverse_mass(cx->em);
+    ep_zero_output(p);
+    {
+        sym_graph *g = ep_graph(p);
+        for (int k = 0; k < 3; k++) ep_set(p, TOT, EP_I, EP_SELF, k, sym_const(g, 0.0));
+    }
+    for (ep_bodies(p, 0); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        const ek_body *b = ep_body(p, EP_I);
+        ep_comment(p, "centre of mass: the body's first moment about the world origin");
+        const sxf oM = ep_world_placement(p, OM, 0);
+        sv Rh[3];
+        sp_rot(g, oM.R, b->h, Rh);
+        ep_set(p, MH, EP_I, EP_SELF, 0, b->mass);
+        for (int k = 0; k < 3; k++) ep_set(p, MH, EP_I, EP_SELF, 1 + k, sym_add(g, Rh[k], sym_mul(g, b->mass, oM.p[k])));
+    }
+    for (ep_bodies(p, 1); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        const ek_body *b = ep_body(p, EP_I);
+        sv mh[4];
+        sxf oM;
+        ep_comment(p, "centre-of-mass Jacobian: the subtree's columns");
+        for (int k = 0; k < 4; k++) mh[k] = ep_get(p, MH, EP_I, EP_SELF, k);
+        if (ep_is_root(p, EP_I)) {
+            for (int k = 0; k < 3; k++) ep_set(p, TOT, EP_I, EP_SELF, k, sym_add(g, ep_get(p, TOT, EP_I, EP_SELF, k), mh[1 + k]));
+        } else {
+            for (int k = 0; k < 4; k++) ep_set(p, MH, EP_I, EP_PARENT, k, sym_add(g, ep_get(p, MH, EP_I, EP_PARENT, k), mh[k]));
+        }
+        ep_get_xf(p, OM, EP_I, EP_SELF, &oM);
+        emit_output_part(p, cx, sp, 1);
+        for (int c = 0; c < b->nv; c++) {
+            sv s[6], m[6], wxh[3];
+            for (int r = 0; r < 6; r++) s[r] = b->S[b->nv * r + c];
+            sp_motion_act(g, &oM, s, m);
+            sp_cross(g, m + 3, mh + 1, wxh);
+            for (int r = 0; r < 3; r++) {
+                const sv x = sym_mul(g, sym_const(g, inv_m), sym_add(g, sym_mul(g, mh[0], m[r]), wxh[r]));
+                ep_out(p, x, ep_at(r), ep_coord(EP_I, EP_SELF, c));
+            }
+        }
+    }
+    sym_graph *g = ep_graph(p);
+    emit_output_part(p, cx, sp, 0);
+    for (int k = 0; k < 3; k++) ep_out(p, sym_mul(g, sym_const(g, inv_m), ep_get(p, TOT, EP_I, EP_SELF, k)), ep_at(k));
+    return 0;
+}
