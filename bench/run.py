@@ -62,6 +62,7 @@ ALGOS = [
     ("coriolis_matrix", "coriolis_matrix", "Coriolis matrix (computeCoriolisMatrix)"),
     ("inverse_dynamics_regressor", "inverse_dynamics_regressor", "joint torque regressor (computeJointTorqueRegressor)"),
     ("com", "com", "centre of mass and its Jacobian (centerOfMass + jacobianCenterOfMass)"),
+    ("ccrba", "ccrba", "centroidal momentum matrix and momentum (ccrba)"),
 ]
 # Pinocchio-only variants, shown for the anchors
 PIN_EXTRA = [

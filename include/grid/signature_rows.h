@@ -115,3 +115,10 @@ GRID_ROW(COM, com, OWN,
           {ARG("com", "centre of mass", GRID_REQUIRED, DIM(ONE, 3)),
            ARG("J", "centre-of-mass Jacobian", GRID_REQUIRED, DIM(ONE, 3), DIM(NV, 1))},
           0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTYS2(GRID_QTY_WORLD, GRID_QTY_JACOBIAN)})
+GRID_ROW(CCRBA, ccrba, OWN,
+         {"ccrba", "ccrba", "",
+          "centroidal momentum matrix A and momentum h = A qd about the centre of mass, world axes (ccrba)",
+          2, {IN_Q, IN_QD}, 2,
+          {ARG("A", "centroidal momentum matrix", GRID_REQUIRED, DIM(ONE, 6), DIM(NV, 1)),
+           ARG("h", "centroidal momentum", GRID_REQUIRED, DIM(ONE, 6))},
+          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTYS2(GRID_QTY_JACOBIAN, GRID_QTY_WORLD)})

@@ -61,3 +61,82 @@ EMIT_PROGRAM(ea_com_program)
     for (int k = 0; k < 3; k++) ep_out(p, sym_mul(g, sym_const(g, inv_m), ep_get(p, TOT, EP_I, EP_SELF, k)), ep_at(k));
     return 0;
 }
+
+/* The centroidal momentum matrix A (6 x nv) and momentum h = A qd (6) about the centre of mass, world axes (ccrba):
+   world-axes composite inertias with the origin at each body's root (RT: that root's world translation, so a far base
+   costs no digits); column c of body i is Yc_i S_i moved from the root's origin to the centre of mass,
+   n_g = n - (c - p_root) x f */
+EMIT_PROGRAM(ea_ccrba_program)
+{
+    const int OM = ep_buffer(p, "oM", 12, 1), YC = ep_buffer(p, "Yc", 13, 1), RT = ep_buffer(p, "rt", 3, 1);
+    const int TOT = ep_buffer(p, "tot", 9, 0); /* sum over roots of m c_world (3), then h (6) */
+    const double inv_m = inverse_mass(cx->em);
+    ep_zero_output(p);
+    {
+        sym_graph *g = ep_graph(p);
+        for (int k = 0; k < 9; k++) ep_set(p, TOT, EP_I, EP_SELF, k, sym_const(g, 0.0));
+    }
+    for (ep_bodies(p, 0); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        const sxf *X = ep_X(p, EP_I);
+        ep_comment(p, "centroidal momentum matrix: world-axes inertias about the root");
+        const sxf oM = ep_world_placement(p, OM, 1);
+        sci Y, Yw;
+        sp_body_inertia_sci(g, ep_body(p, EP_I), &Y);
+        sp_sci_to_parent(g, &oM, &Y, &Yw);
+        ep_set_sci(p, YC, EP_I, EP_SELF, &Yw);
+        for (int k = 0; k < 3; k++)
+            ep_set(p, RT, EP_I, EP_SELF, k, ep_is_root(p, EP_I) ? X->p[k] : ep_get(p, RT, EP_I, EP_PARENT, k));
+    }
+    for (ep_bodies(p, 1); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        sci Y;
+        ep_comment(p, "centroidal momentum matrix: composite inertias");
+        ep_get_sci(p, YC, EP_I, EP_SELF, &Y);
+        if (ep_is_root(p, EP_I)) {
+            /* the subtree's first moment about the world origin: h + m p_root */
+            for (int k = 0; k < 3; k++) {
+                const sv mc = sym_add(g, Y.h[k], sym_mul(g, Y.m, ep_get(p, RT, EP_I, EP_SELF, k)));
+                ep_set(p, TOT, EP_I, EP_SELF, k, sym_add(g, ep_get(p, TOT, EP_I, EP_SELF, k), mc));
+            }
+        } else {
+            sci Yp;
+            ep_get_sci(p, YC, EP_I, EP_PARENT, &Yp);
+            sp_sci_add(g, &Yp, &Y);
+            ep_set_sci(p, YC, EP_I, EP_PARENT, &Yp);
+        }
+    }
+    for (ep_bodies(p, 0); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        const ek_body *b = ep_body(p, EP_I);
+        sci Y;
+        sxf oM;
+        sv cr[3];
+        ep_comment(p, "centroidal momentum matrix: the body's columns at the centre of mass");
+        ep_get_sci(p, YC, EP_I, EP_SELF, &Y);
+        ep_get_xf(p, OM, EP_I, EP_SELF, &oM);
+        /* the centre of mass from the body's root */
+        for (int k = 0; k < 3; k++)
+            cr[k] = sym_sub(g, sym_mul(g, sym_const(g, inv_m), ep_get(p, TOT, EP_I, EP_SELF, k)), ep_get(p, RT, EP_I, EP_SELF, k));
+        emit_output_part(p, cx, sp, 0);
+        sv hsum[6];
+        for (int r = 0; r < 6; r++) hsum[r] = ep_get(p, TOT, EP_I, EP_SELF, 3 + r);
+        for (int c = 0; c < b->nv; c++) {
+            sv s[6], sw[6], f[6], cxf[3];
+            for (int r = 0; r < 6; r++) s[r] = b->S[b->nv * r + c];
+            sp_motion_act(g, &oM, s, sw);
+            sp_sci_apply(g, &Y, sw, f);
+            sp_cross(g, cr, f, cxf);
+            for (int r = 0; r < 3; r++) f[3 + r] = sym_sub(g, f[3 + r], cxf[r]);
+            const sv qd = ep_in(p, EP_V, EP_I, c);
+            for (int r = 0; r < 6; r++) {
+                ep_out(p, f[r], ep_at(r), ep_coord(EP_I, EP_SELF, c));
+                hsum[r] = sym_add(g, hsum[r], sym_mul(g, f[r], qd));
+            }
+        }
+        for (int r = 0; r < 6; r++) ep_set(p, TOT, EP_I, EP_SELF, 3 + r, hsum[r]);
+    }
+    emit_output_part(p, cx, sp, 1);
+    for (int r = 0; r < 6; r++) ep_out(p, ep_get(p, TOT, EP_I, EP_SELF, 3 + r), ep_at(r));
+    return 0;
+}

@@ -42,3 +42,65 @@ void ref_row_com(const grid_model *m, const double *const *in, double *const *ou
     for (int r = 0; r < 3; r++) com[r] *= inv;
     for (size_t e = 0; e < 3 * nv; e++) J[e] *= inv;
 }
+
+/* world-frame composites about the world origin: Yc (36 per body, row-major) of every subtree, and the whole
+   robot's mass and centre of mass (a composite's angular-linear block is m [c]x) */
+static double world_composites(const grid_model *m, const double *oMi, double *Yc, double c[3])
+{
+    for (int i = 0; i < m->nb; i++) {
+        double I[36];
+        grid_sp_inertia_matrix(&m->bodies[i].inertia, I);
+        grid_sp_inertia_to_parent(oMi + 12 * i, I, Yc + 36 * i);
+    }
+    for (int i = m->nb - 1; i >= 0; i--) {
+        const int p = m->bodies[i].joint.parent;
+        if (p >= 0)
+            for (int e = 0; e < 36; e++) Yc[36 * p + e] += Yc[36 * i + e];
+    }
+    double mass = 0.0;
+    c[0] = c[1] = c[2] = 0.0;
+    for (int i = 0; i < m->nb; i++)
+        if (m->bodies[i].joint.parent < 0) {
+            const double *Y = Yc + 36 * i;
+            mass += Y[0];
+            c[0] += Y[6 * 5 + 1];
+            c[1] += Y[6 * 3 + 2];
+            c[2] += Y[6 * 4 + 0];
+        }
+    for (int k = 0; k < 3 && mass > 0.0; k++) c[k] /= mass;
+    return mass;
+}
+
+/* A (6 x nv) and h = A qd about the centre of mass c, world axes (ccrba): column of a coordinate of joint j is
+   Yc_j S_j (about the world origin) with its moment moved to c, n_g = n - c x f */
+void ref_row_ccrba(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
+{
+    (void)attr;
+    const size_t nb = (size_t)m->nb, nv = (size_t)m->nv_full;
+    double *liMi = work, *oMi = liMi + 12 * nb, *Yc = oMi + 12 * nb;
+    assert((size_t)(Yc + 36 * nb - work) <= grid_ref_work_size(m));
+    grid_sp_placements(m, in[0], liMi, oMi);
+    double c[3];
+    world_composites(m, oMi, Yc, c);
+    double *A = out[0], *h = out[1];
+    memset(h, 0, 6 * sizeof(double));
+    for (int i = 0; i < m->nb; i++) {
+        const grid_joint *j = &m->bodies[i].joint;
+        double S[36];
+        grid_sp_joint_subspace(j, S);
+        for (int k = 0; k < j->nv; k++) {
+            double s[6], sw[6], f[6];
+            for (int r = 0; r < 6; r++) s[r] = S[j->nv * r + k];
+            grid_sp_motion_act(oMi + 12 * i, s, sw);
+            grid_sp_mat6_vec(Yc + 36 * i, sw, f);
+            f[3] -= c[1] * f[2] - c[2] * f[1];
+            f[4] -= c[2] * f[0] - c[0] * f[2];
+            f[5] -= c[0] * f[1] - c[1] * f[0];
+            const size_t col = (size_t)(j->iv + k);
+            for (int r = 0; r < 6; r++) {
+                A[nv * (size_t)r + col] = f[r];
+                h[r] += f[r] * in[1][col];
+            }
+        }
+    }
+}

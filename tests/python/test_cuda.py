@@ -117,6 +117,7 @@ METHODS = {
     "coriolis_matrix": lambda h, s, out: h.coriolis_matrix(s["q"], s["qd"], out=out),
     "inverse_dynamics_regressor": lambda h, s, out: h.inverse_dynamics_regressor(s["q"], s["qd"], s["qdd"], out=out),
     "com": lambda h, s, out: _packed(h.com, (s["q"],), out),
+    "ccrba": lambda h, s, out: _packed(h.ccrba, (s["q"], s["qd"]), out),
 }
 
 

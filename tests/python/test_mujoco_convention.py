@@ -714,3 +714,25 @@ def test_com_in_mujocos_basis(provider):
             assert np.abs(c[b] - d.subtree_com[root]).max() < 1e-12, f"{robot} state {b}: com"
             err = np.abs(J[b] - jp[:, mj.vperm]).max() / max(1.0, np.abs(jp).max())
             assert err < 1e-12, f"{robot} state {b}: J_mj vs mj_jacSubtreeCom: {err:.1e}"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_ccrba_in_mujocos_basis(provider):
+    """A_mj = A T with A_mj qd_mj = h, and h is MuJoCo's momentum of the root body's subtree (mj_subtreeVel: mass
+    times subtree_linvel, and subtree_angmom about the centre of mass), on go2 and atlas with a free joint"""
+    for robot in ("go2", "atlas"):
+        h = handle(robot, provider)
+        mj = mujoco_map(robot)
+        m, d = mj.m, mj.d
+        root = mj.bodies[0]
+        q, qd, _, _ = states(h, "random", 3, 10)
+        A, hg = h.ccrba(q, qd)
+        assert np.all(rel(np.einsum("bij,bj->bi", A, qd), hg) <= RTOL), robot
+        qu = unit(q, True)
+        for b in range(len(q)):
+            mj.set(qu[b], qd[b])
+            mujoco.mj_forward(m, d)
+            mujoco.mj_subtreeVel(m, d)
+            ref = np.concatenate([m.body_subtreemass[root] * d.subtree_linvel[root], d.subtree_angmom[root]])
+            err = np.abs(hg[b] - ref).max() / max(1.0, np.abs(ref).max())
+            assert err < 1e-10, f"{robot} state {b}: h vs MuJoCo's subtree momentum: {err:.1e}"

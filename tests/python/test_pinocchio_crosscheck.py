@@ -137,6 +137,11 @@ def pin_torque_regressor(P, q, v, a):
     return P.vec(Y[:, np.concatenate([np.arange(10 * (j - 1), 10 * j) for j in P.joint_ids])])
 
 
+def pin_ccrba(P, q, v):
+    A = P.cols(pin.ccrba(P.model, P.data, P.q(q), P.v(v)))
+    return np.concatenate([A.ravel(), P.data.hg.vector])
+
+
 def pin_coriolis(P, q, v):
     if P.mimic:
         pytest.skip("Pinocchio 4.1's computeCoriolisMatrix refuses mimic joints (test_coriolis_matrix_properties)")
@@ -228,6 +233,9 @@ CHECKS = {
         lambda P, h, s: per_state(lambda q: np.concatenate([pin.centerOfMass(P.model, P.data, P.q(q)),
                                                             P.cols(pin.jacobianCenterOfMass(P.model, P.data, P.q(q))).ravel()]),
                                   s["q"])),
+    "ccrba": (
+        lambda h, s: np.concatenate([x.reshape(len(s["q"]), -1) for x in h.ccrba(s["q"], s["qd"])], axis=1),
+        lambda P, h, s: per_state(lambda q, v: pin_ccrba(P, q, v), s["q"], s["qd"])),
     "inverse_dynamics_regressor": (
         lambda h, s: h.inverse_dynamics_regressor(s["q"], s["qd"], s["qdd"]),
         lambda P, h, s: per_state(lambda q, v, a: pin_torque_regressor(P, q, v, a), s["q"], s["qd"], s["qdd"])),
