@@ -63,6 +63,7 @@ ALGOS = [
     ("inverse_dynamics_regressor", "inverse_dynamics_regressor", "joint torque regressor (computeJointTorqueRegressor)"),
     ("com", "com", "centre of mass and its Jacobian (centerOfMass + jacobianCenterOfMass)"),
     ("ccrba", "ccrba", "centroidal momentum matrix and momentum (ccrba)"),
+    ("cmm_time_variation", "cmm_time_variation", "centroidal momentum matrix rate (dccrba)"),
 ]
 # Pinocchio-only variants, shown for the anchors
 PIN_EXTRA = [

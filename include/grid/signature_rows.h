@@ -122,3 +122,8 @@ GRID_ROW(CCRBA, ccrba, OWN,
           {ARG("A", "centroidal momentum matrix", GRID_REQUIRED, DIM(ONE, 6), DIM(NV, 1)),
            ARG("h", "centroidal momentum", GRID_REQUIRED, DIM(ONE, 6))},
           0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTYS2(GRID_QTY_JACOBIAN, GRID_QTY_WORLD)})
+GRID_ROW(CMM_TIME_VARIATION, cmm_time_variation, OWN,
+         {"cmm_time_variation", "cmm_time_variation", "",
+          "dA/dt, the centroidal momentum matrix's time variation along qd (dccrba's dAg)",
+          2, {IN_Q, IN_QD}, 1, {ARG("dA", "centroidal momentum matrix rate", GRID_REQUIRED, DIM(ONE, 6), DIM(NV, 1))},
+          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED})

@@ -140,3 +140,119 @@ EMIT_PROGRAM(ea_ccrba_program)
     for (int r = 0; r < 6; r++) ep_out(p, ep_get(p, TOT, EP_I, EP_SELF, 3 + r), ep_at(r));
     return 0;
 }
+
+/* the rate of a world-axes rigid inertia Y = (m, h, I about the origin) moving at the twist (v, w) about that
+   origin: dm = 0, dh = m v + w x h, dI = [w]x I - I [w]x - ([v]x [h]x + [h]x [v]x) = M + M^T - (h v^T + v h^T) +
+   2 (v . h) E with M = [w]x I */
+static void sci_rate(sym_graph *g, const sci *Y, const sv tw[6], sci *dY)
+{
+    const sv *v = tw, *w = tw + 3;
+    sv wxh[3], M[9];
+    sp_cross(g, w, Y->h, wxh);
+    dY->m = sym_const(g, 0.0);
+    for (int k = 0; k < 3; k++) dY->h[k] = sym_add(g, sym_mul(g, Y->m, v[k]), wxh[k]);
+    for (int c = 0; c < 3; c++) {
+        const sv col[3] = {Y->I[c], Y->I[3 + c], Y->I[6 + c]};
+        sv t[3];
+        sp_cross(g, w, col, t);
+        for (int r = 0; r < 3; r++) M[3 * r + c] = t[r];
+    }
+    const sv vh2 = sym_mul(g, sym_const(g, 2.0), sym_dot(g, v, Y->h, 3));
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) {
+            sv x = sym_sub(g, sym_add(g, M[3 * r + c], M[3 * c + r]),
+                           sym_add(g, sym_mul(g, Y->h[r], v[c]), sym_mul(g, v[r], Y->h[c])));
+            dY->I[3 * r + c] = r == c ? sym_add(g, x, vh2) : x;
+        }
+}
+
+/* dAg/dt (6 x nv, Pinocchio's dccrba): with each root's origin P held fixed at this instant, a column's rate is
+   dYc S + Yc (v x S) (v the body's world-axes twist about P, dYc the composite of the bodies' inertia rates), and the
+   move to the centre of mass adds -dc x f, m dc the linear momentum (summed over the bodies' momenta Y v) */
+EMIT_PROGRAM(ea_cmm_time_variation_program)
+{
+    (void)sp;
+    const int OM = ep_buffer(p, "oM", 12, 1), VEL = ep_buffer(p, "vel", 6, 1), TW = ep_buffer(p, "tw", 6, 1);
+    const int YC = ep_buffer(p, "Yc", 13, 1), DYC = ep_buffer(p, "dYc", 13, 1), RT = ep_buffer(p, "rt", 3, 1);
+    const int TOT = ep_buffer(p, "tot", 6, 0); /* sum over roots of m c_world (3), then the linear momentum (3) */
+    const double inv_m = inverse_mass(cx->em);
+    ep_zero_output(p);
+    {
+        sym_graph *g = ep_graph(p);
+        for (int k = 0; k < 6; k++) ep_set(p, TOT, EP_I, EP_SELF, k, sym_const(g, 0.0));
+    }
+    for (ep_bodies(p, 0); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        const sxf *X = ep_X(p, EP_I);
+        sv vel[6], tw[6], f[6];
+        ep_comment(p, "centroidal momentum matrix rate: world-axes inertias and their rates about the root");
+        const sxf oM = ep_world_placement(p, OM, 1);
+        ep_body_velocity(p, VEL, vel);
+        sp_motion_act(g, &oM, vel, tw);
+        for (int r = 0; r < 6; r++) ep_set(p, TW, EP_I, EP_SELF, r, tw[r]);
+        sci Y, Yw, dY;
+        sp_body_inertia_sci(g, ep_body(p, EP_I), &Y);
+        sp_sci_to_parent(g, &oM, &Y, &Yw);
+        sci_rate(g, &Yw, tw, &dY);
+        ep_set_sci(p, YC, EP_I, EP_SELF, &Yw);
+        ep_set_sci(p, DYC, EP_I, EP_SELF, &dY);
+        sp_sci_apply(g, &Yw, tw, f);
+        for (int k = 0; k < 3; k++) {
+            ep_set(p, RT, EP_I, EP_SELF, k, ep_is_root(p, EP_I) ? X->p[k] : ep_get(p, RT, EP_I, EP_PARENT, k));
+            ep_set(p, TOT, EP_I, EP_SELF, 3 + k, sym_add(g, ep_get(p, TOT, EP_I, EP_SELF, 3 + k), f[k]));
+        }
+    }
+    for (ep_bodies(p, 1); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        sci Y, dY;
+        ep_comment(p, "centroidal momentum matrix rate: composites");
+        ep_get_sci(p, YC, EP_I, EP_SELF, &Y);
+        ep_get_sci(p, DYC, EP_I, EP_SELF, &dY);
+        if (ep_is_root(p, EP_I)) {
+            for (int k = 0; k < 3; k++) {
+                const sv mc = sym_add(g, Y.h[k], sym_mul(g, Y.m, ep_get(p, RT, EP_I, EP_SELF, k)));
+                ep_set(p, TOT, EP_I, EP_SELF, k, sym_add(g, ep_get(p, TOT, EP_I, EP_SELF, k), mc));
+            }
+        } else {
+            sci Yp, dYp;
+            ep_get_sci(p, YC, EP_I, EP_PARENT, &Yp);
+            ep_get_sci(p, DYC, EP_I, EP_PARENT, &dYp);
+            sp_sci_add(g, &Yp, &Y);
+            sp_sci_add(g, &dYp, &dY);
+            ep_set_sci(p, YC, EP_I, EP_PARENT, &Yp);
+            ep_set_sci(p, DYC, EP_I, EP_PARENT, &dYp);
+        }
+    }
+    for (ep_bodies(p, 0); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        const ek_body *b = ep_body(p, EP_I);
+        sci Y, dY;
+        sxf oM;
+        sv cr[3], dc[3], tw[6];
+        ep_comment(p, "centroidal momentum matrix rate: the body's columns at the centre of mass");
+        ep_get_sci(p, YC, EP_I, EP_SELF, &Y);
+        ep_get_sci(p, DYC, EP_I, EP_SELF, &dY);
+        ep_get_xf(p, OM, EP_I, EP_SELF, &oM);
+        for (int r = 0; r < 6; r++) tw[r] = ep_get(p, TW, EP_I, EP_SELF, r);
+        for (int k = 0; k < 3; k++) {
+            const sv im = sym_const(g, inv_m);
+            cr[k] = sym_sub(g, sym_mul(g, im, ep_get(p, TOT, EP_I, EP_SELF, k)), ep_get(p, RT, EP_I, EP_SELF, k));
+            dc[k] = sym_mul(g, im, ep_get(p, TOT, EP_I, EP_SELF, 3 + k));
+        }
+        for (int c = 0; c < b->nv; c++) {
+            sv s[6], sw[6], ds[6], f[6], df[6], t[6], a1[3], a2[3];
+            for (int r = 0; r < 6; r++) s[r] = b->S[b->nv * r + c];
+            sp_motion_act(g, &oM, s, sw);
+            sp_motion_cross(g, tw, sw, ds);
+            sp_sci_apply(g, &Y, sw, f);
+            sp_sci_apply(g, &dY, sw, df);
+            sp_sci_apply(g, &Y, ds, t);
+            for (int r = 0; r < 6; r++) df[r] = sym_add(g, df[r], t[r]);
+            sp_cross(g, cr, df, a1);
+            sp_cross(g, dc, f, a2);
+            for (int r = 0; r < 3; r++) df[3 + r] = sym_sub(g, df[3 + r], sym_add(g, a1[r], a2[r]));
+            for (int r = 0; r < 6; r++) ep_out(p, df[r], ep_at(r), ep_coord(EP_I, EP_SELF, c));
+        }
+    }
+    return 0;
+}

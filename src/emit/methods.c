@@ -71,6 +71,7 @@ EMIT_PROGRAM(ea_coriolis_matrix_program);
 EMIT_PROGRAM(ea_inverse_dynamics_regressor_program);
 EMIT_PROGRAM(ea_com_program);
 EMIT_PROGRAM(ea_ccrba_program);
+EMIT_PROGRAM(ea_cmm_time_variation_program);
 
 /* ---- unrolled builders besides the programs' own unrolled schedule: M^-1's couplings to every ancestor ---- */
 
@@ -151,6 +152,8 @@ static const emit_method methods[GRID_ALGO_COUNT] = {
     /* outputs com and J, packed (emit_output_part) */
     [GRID_ALGO_COM] = {.row = GRID_ALGO_COM, .shares = -1, .variants = {Q}, .lanes = 1, .program = ea_com_program},
     [GRID_ALGO_CCRBA] = {.row = GRID_ALGO_CCRBA, .shares = -1, .variants = {Q | V}, .lanes = 1, .program = ea_ccrba_program},
+    [GRID_ALGO_CMM_TIME_VARIATION] = {.row = GRID_ALGO_CMM_TIME_VARIATION, .shares = -1, .variants = {Q | V}, .lanes = 1,
+                                      .program = ea_cmm_time_variation_program},
 };
 
 const emit_method *emit_method_of(int row)

@@ -104,3 +104,75 @@ void ref_row_ccrba(const grid_model *m, const double *const *in, double *const *
         }
     }
 }
+
+/* dY = v x* Y - Y (v x): the rate of a world-frame spatial inertia moving at the world spatial velocity v */
+static void inertia_rate(const double Y[36], const double v[6], double dY[36])
+{
+    for (int c = 0; c < 6; c++) {
+        double e[6] = {0}, Ye[6], a[6], vxe[6], b[6];
+        e[c] = 1.0;
+        grid_sp_mat6_vec(Y, e, Ye);
+        grid_sp_force_cross(v, Ye, a);
+        grid_sp_motion_cross(v, e, vxe);
+        grid_sp_mat6_vec(Y, vxe, b);
+        for (int r = 0; r < 6; r++) dY[6 * r + c] = a[r] - b[r];
+    }
+}
+
+/* dAg (6 x nv, Pinocchio's dccrba): A_o's column of a coordinate of joint j is Yc_j S_j (about the world origin), its
+   rate dYc_j S_j + Yc_j (v_j x S_j) with v_j the body's world spatial velocity; Ag = A_o moved to the centre of mass
+   c (n_g = n_o - c x f), so dAg also has -dc x f, m dc the linear momentum */
+void ref_row_cmm_time_variation(const grid_model *m, const double *const *in, double *const *out, const int *attr,
+                                double *work)
+{
+    (void)attr;
+    const size_t nb = (size_t)m->nb, nv = (size_t)m->nv_full;
+    const double *q = in[0], *v = in[1];
+    double *liMi = work, *oMi = liMi + 12 * nb, *vel = oMi + 12 * nb, *ov = vel + 6 * nb;
+    double *Yc = ov + 6 * nb, *dYc = Yc + 36 * nb, *A = dYc + 36 * nb; /* A: A_o, 6 x nv row-major */
+    assert((size_t)(A + 6 * nv - work) <= grid_ref_work_size(m));
+    grid_sp_velocities(m, q, v, liMi, oMi, vel);
+    for (int i = 0; i < m->nb; i++) {
+        double I[36], Yw[36];
+        grid_sp_motion_act(oMi + 12 * i, vel + 6 * i, ov + 6 * i);
+        grid_sp_inertia_matrix(&m->bodies[i].inertia, I);
+        grid_sp_inertia_to_parent(oMi + 12 * i, I, Yw);
+        inertia_rate(Yw, ov + 6 * i, dYc + 36 * i);
+    }
+    for (int i = m->nb - 1; i >= 0; i--) {
+        const int p = m->bodies[i].joint.parent;
+        if (p >= 0)
+            for (int e = 0; e < 36; e++) dYc[36 * p + e] += dYc[36 * i + e];
+    }
+    double c[3], pl[3] = {0, 0, 0};
+    const double mass = world_composites(m, oMi, Yc, c);
+    double *dA = out[0];
+    for (int i = 0; i < m->nb; i++) {
+        const grid_joint *j = &m->bodies[i].joint;
+        double S[36];
+        grid_sp_joint_subspace(j, S);
+        for (int k = 0; k < j->nv; k++) {
+            double s[6], sw[6], ds[6], a[6], da[6], t[6];
+            for (int r = 0; r < 6; r++) s[r] = S[j->nv * r + k];
+            grid_sp_motion_act(oMi + 12 * i, s, sw);
+            grid_sp_motion_cross(ov + 6 * i, sw, ds);
+            grid_sp_mat6_vec(Yc + 36 * i, sw, a);
+            grid_sp_mat6_vec(dYc + 36 * i, sw, da);
+            grid_sp_mat6_vec(Yc + 36 * i, ds, t);
+            const size_t col = (size_t)(j->iv + k);
+            for (int r = 0; r < 6; r++) {
+                A[nv * (size_t)r + col] = a[r];
+                dA[nv * (size_t)r + col] = da[r] + t[r];
+            }
+            for (int r = 0; r < 3; r++) pl[r] += a[r] * v[col];
+        }
+    }
+    const double inv = mass > 0.0 ? 1.0 / mass : 0.0, dc[3] = {pl[0] * inv, pl[1] * inv, pl[2] * inv};
+    for (size_t col = 0; col < nv; col++) {
+        const double f[3] = {A[col], A[nv + col], A[2 * nv + col]}, df[3] = {dA[col], dA[nv + col], dA[2 * nv + col]};
+        /* n_g = n - c x f, so dn_g = dn - c x df - dc x f */
+        dA[3 * nv + col] -= c[1] * df[2] - c[2] * df[1] + dc[1] * f[2] - dc[2] * f[1];
+        dA[4 * nv + col] -= c[2] * df[0] - c[0] * df[2] + dc[2] * f[0] - dc[0] * f[2];
+        dA[5 * nv + col] -= c[0] * df[1] - c[1] * df[0] + dc[0] * f[1] - dc[1] * f[0];
+    }
+}

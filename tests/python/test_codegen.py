@@ -60,6 +60,7 @@ METHODS = {
     "coriolis_matrix": lambda h, s: h.coriolis_matrix(s["q"], s["qd"]),
     "com": lambda h, s: np.concatenate([x.reshape(len(s["q"]), -1) for x in h.com(s["q"])], axis=1),
     "ccrba": lambda h, s: np.concatenate([x.reshape(len(s["q"]), -1) for x in h.ccrba(s["q"], s["qd"])], axis=1),
+    "cmm_time_variation": lambda h, s: h.cmm_time_variation(s["q"], s["qd"]),
     "inverse_dynamics_regressor": lambda h, s: h.inverse_dynamics_regressor(s["q"], s["qd"], s["qdd"]),
 }
 # (the end-effector pose gradient is not among them: its rpy rows are infinite at pitch = +-pi/2, where a state of

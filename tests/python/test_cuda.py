@@ -118,6 +118,7 @@ METHODS = {
     "inverse_dynamics_regressor": lambda h, s, out: h.inverse_dynamics_regressor(s["q"], s["qd"], s["qdd"], out=out),
     "com": lambda h, s, out: _packed(h.com, (s["q"],), out),
     "ccrba": lambda h, s, out: _packed(h.ccrba, (s["q"], s["qd"]), out),
+    "cmm_time_variation": lambda h, s, out: h.cmm_time_variation(s["q"], s["qd"], out=out),
 }
 
 

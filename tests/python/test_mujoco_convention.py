@@ -736,3 +736,17 @@ def test_ccrba_in_mujocos_basis(provider):
             ref = np.concatenate([m.body_subtreemass[root] * d.subtree_linvel[root], d.subtree_angmom[root]])
             err = np.abs(hg[b] - ref).max() / max(1.0, np.abs(ref).max())
             assert err < 1e-10, f"{robot} state {b}: h vs MuJoCo's subtree momentum: {err:.1e}"
+
+
+def test_cmm_time_variation_is_refused_on_a_free_flyer():
+    """dA/dt has no MuJoCo-basis conversion yet (it needs A T-dot beside dA T): a floating base refuses it with a
+    NotAvailableError that says what to do; a fixed base of revolute joints, where the convention is the identity,
+    computes it"""
+    h = handle("go2", "reference")
+    q, qd, _, _ = states(h, "random", 2, 11)
+    with pytest.raises(grid_rbd.NotAvailableError, match="output_convention='pinocchio'"):
+        h.cmm_time_variation(q, qd)
+    fixed = handle("go2", "reference", floating=False)
+    qf, qdf, _, _ = states(fixed, "random", 2, 11)
+    pin_h = handle("go2", "reference", convention="pinocchio", floating=False)
+    np.testing.assert_array_equal(fixed.cmm_time_variation(qf, qdf), pin_h.cmm_time_variation(qf, qdf))

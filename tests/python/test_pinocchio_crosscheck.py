@@ -142,6 +142,13 @@ def pin_ccrba(P, q, v):
     return np.concatenate([A.ravel(), P.data.hg.vector])
 
 
+def pin_dccrba(P, q, v):
+    if P.mimic:
+        pytest.skip("Pinocchio 4.1's dccrba refuses mimic joints (test_cmm_time_variation_is_the_rate_of_ccrba)")
+    pin.dccrba(P.model, P.data, P.q(q), P.v(v))
+    return P.cols(P.data.dAg)
+
+
 def pin_coriolis(P, q, v):
     if P.mimic:
         pytest.skip("Pinocchio 4.1's computeCoriolisMatrix refuses mimic joints (test_coriolis_matrix_properties)")
@@ -236,6 +243,9 @@ CHECKS = {
     "ccrba": (
         lambda h, s: np.concatenate([x.reshape(len(s["q"]), -1) for x in h.ccrba(s["q"], s["qd"])], axis=1),
         lambda P, h, s: per_state(lambda q, v: pin_ccrba(P, q, v), s["q"], s["qd"])),
+    "cmm_time_variation": (
+        lambda h, s: h.cmm_time_variation(s["q"], s["qd"]),
+        lambda P, h, s: per_state(lambda q, v: pin_dccrba(P, q, v), s["q"], s["qd"])),
     "inverse_dynamics_regressor": (
         lambda h, s: h.inverse_dynamics_regressor(s["q"], s["qd"], s["qdd"]),
         lambda P, h, s: per_state(lambda q, v, a: pin_torque_regressor(P, q, v, a), s["q"], s["qd"], s["qdd"])),
@@ -259,6 +269,21 @@ def test_coriolis_matrix_properties(robot):
         sym = C[b] + C[b].T
         err = np.abs(sym - Mdot).max() / max(1.0, np.abs(Mdot).max())
         assert err < 1e-6, f"{robot.case.id} state {b}: |C + C^T - dM/dt| = {err:.1e}"
+
+
+def test_cmm_time_variation_is_the_rate_of_ccrba(robot):
+    """on every robot, mimic ones too: dA/dt is the central difference of Pinocchio's ccrba along qd (pin.integrate)"""
+    h, P = robot.handle, robot.pin
+    s = make_states(h, "random", 3, seed=6)
+    dA = h.cmm_time_variation(s["q"], s["qd"])
+    eps = 1e-6
+    for b in range(len(dA)):
+        qp, vp = P.q(s["q"][b]), P.v(s["qd"][b])
+        plus = pin.ccrba(P.model, P.data, pin.integrate(P.model, qp, eps * vp), vp).copy()
+        minus = pin.ccrba(P.model, P.data, pin.integrate(P.model, qp, -eps * vp), vp).copy()
+        rate = P.cols((plus - minus) / (2 * eps))
+        err = np.abs(dA[b] - rate).max() / max(1.0, np.abs(rate).max())
+        assert err < 1e-6, f"{robot.case.id} state {b}: |dA/dt - central difference| = {err:.1e}"
 
 
 def test_energy_regressors_give_the_energies(robot):
