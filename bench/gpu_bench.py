@@ -30,15 +30,17 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "python"))  # robot_cases: the test robots to precompile
 
 import grid_rbd  # noqa: E402
-from grid_rbd import _core  # noqa: E402
+from grid_rbd import _core, _signatures  # noqa: E402
 
 ROBOTS = [("iiwa", "iiwa.urdf", False), ("go2", "go2.urdf", True), ("g1_29dof", "g1_29dof.urdf", True)]
 EXTRA_ROBOTS = [("hyq", "hyq.urdf", False)]  # timed only when named (bench/gpu_wide.py --robots)
 ALGOS = ["rnea", "fd", "minv", "crba", "aba", "rnea_grad", "fd_grad", "rnea_vjp", "fd_vjp"]
+# issue 27's methods (--algos picks them): their inputs and outputs from the signature table (generic_*)
+EXTRA_ALGOS = ["energy", "kinetic_energy_regressor", "potential_energy_regressor", "coriolis_matrix",
+               "inverse_dynamics_regressor", "com", "ccrba", "cmm_time_variation"]
+HBM_BYTES_S = 4.8e12  # the H200 datasheet's memory bandwidth (../shared/anchors.md): a bound from bytes in and out
 BATCHES = [16, 256, 1024, 65536, 1048576]
-ALGO_ID = {"rnea": _core.ALGO_RNEA, "fd": _core.ALGO_FD, "minv": _core.ALGO_MINV, "crba": _core.ALGO_CRBA,
-           "aba": _core.ALGO_ABA, "rnea_grad": _core.ALGO_RNEA_GRAD, "fd_grad": _core.ALGO_FD_GRAD,
-           "rnea_vjp": _core.ALGO_RNEA_VJP, "fd_vjp": _core.ALGO_FD_VJP}
+ALGO_ID = {r["name"]: r["id"] for r in _signatures.ROWS}
 
 # ../shared/anchors.md: the spec system on an RTX 5090, fp32, whole batch, microseconds
 PUBLISHED_ID = {"iiwa": {16: (11.7, 21.0), 256: (11.9, 23.3), 1024: (13.0, 27.5)},
@@ -140,8 +142,19 @@ def random_states(h, n, seed):
     return [np.ascontiguousarray(x, dtype=h.dtype) for x in (q, qd, u)]
 
 
+# the row input fed by each of the bench's arrays: q, qd, then u (as qdd, u or a cotangent); f_ext stays absent
+_FEED = {"q": 0, "qd": 1, "qdd": 2, "u": 2, "cotangent": 2}
+
+
+def _row_inputs(algo):
+    return [a["name"] for a in _signatures.row(algo)["inputs"]]
+
+
 def inputs_of(algo, q, qd, u):
     """(q, v, a) of an algorithm (None where it takes none)"""
+    if algo in EXTRA_ALGOS:
+        names = _row_inputs(algo)
+        return q, qd if "qd" in names else None, u if ("qdd" in names or "u" in names) else None
     if algo in ("rnea", "rnea_grad", "rnea_vjp"):
         return q, qd, u        # u as qdd (the VJP: as its cotangent)
     if algo in ("fd", "aba", "fd_grad", "fd_vjp"):
@@ -151,6 +164,9 @@ def inputs_of(algo, q, qd, u):
 
 def input_ptrs(algo, q, v, a, ptr):
     """the input pointers of an algorithm's signature row: (q, qd, qdd | u, f_ext = NULL) or (q,)"""
+    if algo in EXTRA_ALGOS:
+        arrays = (q, v, a)
+        return tuple(ptr(arrays[_FEED[n]]) if n in _FEED else 0 for n in _row_inputs(algo))
     if algo in ("rnea", "fd", "aba", "rnea_grad", "fd_grad"):
         return (ptr(q), ptr(v), ptr(a), 0)
     if algo == "rnea_vjp":   # (q, qd, cotangent, qdd = NULL, f_ext = NULL)
@@ -158,6 +174,14 @@ def input_ptrs(algo, q, v, a, ptr):
     if algo == "fd_vjp":     # (q, qd, u, cotangent = u, f_ext = NULL)
         return (ptr(q), ptr(v), ptr(a), ptr(a), 0)
     return (ptr(q),)
+
+
+def out_shapes(h, algo, n):
+    """the shapes of an algorithm's outputs for n states (one, or a row's several)"""
+    if algo in EXTRA_ALGOS:
+        c = _signatures.concrete(_signatures.row(algo), _signatures.sizes_of(h._model))
+        return [(n,) + shape for _, shape in c["outputs"]]
+    return [out_shape(h, algo, n)]
 
 
 def out_shape(h, algo, n):
@@ -169,6 +193,8 @@ def out_shape(h, algo, n):
 
 
 def method(h, algo):
+    if algo in EXTRA_ALGOS:
+        return getattr(h, _signatures.row(algo)["py_name"])
     return {"rnea": h.inverse_dynamics, "fd": h.forward_dynamics, "minv": h.minv, "crba": h.crba, "aba": h.aba,
             "rnea_grad": h.inverse_dynamics_gradient, "fd_grad": h.forward_dynamics_gradient,
             "rnea_vjp": h.inverse_dynamics_vjp,
@@ -209,12 +235,13 @@ class Bench:
         torch = self.torch
         lib = h.cuda_library
         aid = ALGO_ID[algo]
-        outs = torch.full(out_shape(h, algo, n), float("nan"), dtype=sets[0][0].dtype, device="cuda")
+        many = [torch.full(s, float("nan"), dtype=sets[0][0].dtype, device="cuda") for s in out_shapes(h, algo, n)]
+        outs = tuple(many) if len(many) > 1 else many[0]
 
         def one(k, events):
             q, v, a = sets[k % len(sets)]
             return lib.time(aid, 0, input_ptrs(algo, q, v, a, lambda x: x.data_ptr() if x is not None else 0),
-                            (outs.data_ptr(),), n, (), self.sptr, 1, 0, events)
+                            tuple(o.data_ptr() for o in many), n, (), self.sptr, 1, 0, events)
 
         for k in range(3):
             one(k, False)
@@ -224,7 +251,7 @@ class Bench:
         walls = [one(k, False)[1][0] for k in range(reps)]
         evs = [one(k, True)[0][0] for k in range(reps)]
         torch.cuda.synchronize()
-        finite = bool(torch.isfinite(outs).all().item())
+        finite = all(bool(torch.isfinite(o).all().item()) for o in many)
         # the Python device path (argument checks, torch's stream), wall clock and torch events
         fn = method(h, algo)
         q, v, a = sets[0]
@@ -251,13 +278,16 @@ class Bench:
         lib = h.cuda_library
         aid = ALGO_ID[algo]
         q, v, a = arrays
-        pinned = h.pinned_empty(out_shape(h, algo, n))
-        pinned[...] = np.nan
+        many = [h.pinned_empty(s) for s in out_shapes(h, algo, n)]
+        for o in many:
+            o[...] = np.nan
+        pinned = tuple(many) if len(many) > 1 else many[0]
+        optr = tuple(o.ctypes.data for o in many)
         ptr = lambda x: x.ctypes.data if x is not None else 0  # noqa: E731
-        _, w = lib.time(aid, 1, input_ptrs(algo, q, v, a, ptr), (pinned.ctypes.data,), n, (), 0, 1, 2, False)
+        _, w = lib.time(aid, 1, input_ptrs(algo, q, v, a, ptr), optr, n, (), 0, 1, 2, False)
         reps = self.reps_for(w[0])
-        _, wall = lib.time(aid, 1, input_ptrs(algo, q, v, a, ptr), (pinned.ctypes.data,), n, (), 0, reps, 0, False)
-        finite = bool(np.isfinite(pinned).all())
+        _, wall = lib.time(aid, 1, input_ptrs(algo, q, v, a, ptr), optr, n, (), 0, reps, 0, False)
+        finite = all(bool(np.isfinite(o).all()) for o in many)
         r = {"host_c_us": median(wall), "host_reps": reps, "host_finite": finite}
         if pack_only:
             return r
@@ -293,7 +323,8 @@ class Bench:
         try:
             if resident:
                 row.update(self.resident(h, algo, n, [inputs_of(algo, *x) for x in sets]))
-            out_bytes = math.prod(out_shape(h, algo, n)) * np.dtype(dtype).itemsize
+            out_bytes = sum(math.prod(s) for s in out_shapes(h, algo, n)) * np.dtype(dtype).itemsize
+            row["bytes_per_state"] = (out_bytes + sum(x.nbytes for x in inputs_of(algo, *arrays) if x is not None)) / n
             in_bytes = sum(x.nbytes for x in inputs_of(algo, *arrays) if x is not None)
             if host and out_bytes + in_bytes <= HOST_MAX_BYTES:
                 row.update(self.host(h, algo, n, inputs_of(algo, *arrays), pack_only=pack_only))
@@ -506,6 +537,9 @@ def report(bench, builds, out_dir, started):
             n, res = r["B"], r.get("res_us")
             sps = n / (res * 1e-6) if res else None
             bound = BOUND_FP32.get((r["robot"], r["algo"]))
+            if not bound and r.get("bytes_per_state"):
+                # no anchor row: the memory bound of the fp32 bytes in and out (a float64 row's bytes, halved)
+                bound = HBM_BYTES_S / (r["bytes_per_state"] / (2 if dtype == "float64" else 1))
             if bound and dtype == "float64":
                 bound /= 2
             pct = 100 * sps / bound if sps and bound else None
@@ -621,14 +655,15 @@ def main():
     ap.add_argument("--no-tests", action="store_true", help="with --precompile: the bench's libraries only")
     ap.add_argument("--cases", default="", help="with --precompile: only these test cases' libraries (comma-separated ids)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--algos", default="", help="comma-separated subset of " + ",".join(ALGOS) + " (default: all)")
+    ap.add_argument("--algos", default="", help="comma-separated subset of " + ",".join(ALGOS + EXTRA_ALGOS) +
+                    " (default: " + ",".join(ALGOS) + ")")
     ap.add_argument("--build-child", nargs=4, metavar=("URDF", "FLOATING", "DTYPE", "ARCH"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.algos:
-        unknown = set(args.algos.split(",")) - set(ALGOS)
+        unknown = set(args.algos.split(",")) - set(ALGOS + EXTRA_ALGOS)
         if unknown:
             ap.error(f"unknown --algos {sorted(unknown)}")
-        ALGOS[:] = [a for a in ALGOS if a in args.algos.split(",")]
+        ALGOS[:] = [a for a in ALGOS + EXTRA_ALGOS if a in args.algos.split(",")]
     if args.build_child:
         urdf, floating, dtype, arch = args.build_child
         build_child(urdf, floating == "1", dtype, arch or None)

@@ -7,7 +7,9 @@
 #   bench/gpu_session.sh             # THERE, with carry [".gpu-deps"]; about 9 minutes, budgeted below
 #   bench/gpu_session.sh wide        # THERE: only bench/gpu_wide.py (g1 CRBA/Minv wide-output variants; WIDE_ROBOTS,
 #                                    # WIDE_ALGOS, WIDE_SIZES, WIDE_VARIANTS, WIDE_EXTRA pick others)
-#   bench/gpu_session.sh features    # THERE: only the GPU tests matching GPU_TEST_FILTER (pytest -k)
+#   bench/gpu_session.sh features    # THERE: only the GPU tests matching GPU_TEST_FILTER (pytest -k); with
+#                                    # GPU_BENCH_ALGOS (e.g. com,ccrba) also gpu_bench.py on those rows for
+#                                    # GPU_BENCH_SECONDS (default 150) before the tests
 #   bench/gpu_session.sh sanitize    # THERE: only compute-sanitizer on the derivative rows
 #   bench/gpu_session.sh mimic       # THERE: only bench/gpu_mimic.py (h1_2's coupled mimic joints against welded and
 #                                    # independent, checked, then timed)
@@ -123,6 +125,13 @@ if [ "${1:-run}" = features ]; then   # only the GPU tests whose ids match $GPU_
         timeout $(( $(left) / 2 )) python3 bench/gpu_bench.py --precompile --cases "$GPU_PRECOMPILE_CASES" --jobs "$JOBS" \
             --robots-dir "$DEPS/robots" > "$OUT/precompile.log" 2>&1 || ts "precompile: some builds failed or timed out"
         tail -3 "$OUT/precompile.log"
+    fi
+    if [ -n "${GPU_BENCH_ALGOS:-}" ]; then   # the new rows timed: resident B = 16 .. 1M, states/s against the bound
+        BS=${GPU_BENCH_SECONDS:-150}
+        ts "gpu_bench.py --algos $GPU_BENCH_ALGOS (budget $BS s)"
+        timeout $((BS + 30)) python3 bench/gpu_bench.py --out "$OUT" --robots-dir "$DEPS/robots" --algos "$GPU_BENCH_ALGOS" \
+            --budget-s "$BS" --no-build-times > "$OUT/gpu_bench.log" 2>&1 || ts "gpu_bench.py: exit $?"
+        tail -20 "$OUT/gpu_bench.log"
     fi
     TEST_SECONDS=$(( $(left) - ${GPU_SANITIZE_SECONDS:-20} ))
     ts "pytest -m gpu -k '${GPU_TEST_FILTER:-joints}' (deadline in $TEST_SECONDS s)"
