@@ -9,6 +9,42 @@ static double inverse_mass(const em_model *em)
     return m > 0.0 ? 1.0 / m : 0.0;
 }
 
+/* in a forward bodies loop: RT_i, the world translation of body i's root (a root's own), the origin its world-axes
+   placement (ep_world_placement with root_origin) and composites are taken about */
+static void store_root_translation(ep_prog *p, int RT)
+{
+    const sxf *X = ep_X(p, EP_I);
+    for (int k = 0; k < 3; k++)
+        ep_set(p, RT, EP_I, EP_SELF, k, ep_is_root(p, EP_I) ? X->p[k] : ep_get(p, RT, EP_I, EP_PARENT, k));
+}
+
+/* in a backward bodies loop: body i's composite from YC into Y and into its parent's; at a root, its first moment
+   about the world origin (h + m p_root) added to TOT[0 .. 3) instead */
+static void composite_step(ep_prog *p, int YC, int RT, int TOT, sci *Y)
+{
+    sym_graph *g = ep_graph(p);
+    ep_get_sci(p, YC, EP_I, EP_SELF, Y);
+    if (ep_is_root(p, EP_I)) {
+        for (int k = 0; k < 3; k++) {
+            const sv mc = sym_add(g, Y->h[k], sym_mul(g, Y->m, ep_get(p, RT, EP_I, EP_SELF, k)));
+            ep_set(p, TOT, EP_I, EP_SELF, k, sym_add(g, ep_get(p, TOT, EP_I, EP_SELF, k), mc));
+        }
+    } else {
+        sci Yp;
+        ep_get_sci(p, YC, EP_I, EP_PARENT, &Yp);
+        sp_sci_add(g, &Yp, Y);
+        ep_set_sci(p, YC, EP_I, EP_PARENT, &Yp);
+    }
+}
+
+/* the centre of mass from body i's root: TOT[0 .. 3) / m - RT_i */
+static void com_from_root(ep_prog *p, int TOT, int RT, double inv_m, sv cr[3])
+{
+    sym_graph *g = ep_graph(p);
+    for (int k = 0; k < 3; k++)
+        cr[k] = sym_sub(g, sym_mul(g, sym_const(g, inv_m), ep_get(p, TOT, EP_I, EP_SELF, k)), ep_get(p, RT, EP_I, EP_SELF, k));
+}
+
 /* com (3) and its Jacobian J (3 x nv), world frame (centerOfMass, jacobianCenterOfMass): per body its mass and first
    moment about the world origin, m_i and m_i c_i = R h_i + m_i p_i, summed over each subtree (MH); a column of joint i
    with world motion (v_o, w) moves the subtree's centres at m_i v_o + w x (m c)_i; both over the whole mass */
@@ -78,33 +114,18 @@ EMIT_PROGRAM(ea_ccrba_program)
     }
     for (ep_bodies(p, 0); ep_next(p);) {
         sym_graph *g = ep_graph(p);
-        const sxf *X = ep_X(p, EP_I);
         ep_comment(p, "centroidal momentum matrix: world-axes inertias about the root");
         const sxf oM = ep_world_placement(p, OM, 1);
         sci Y, Yw;
         sp_body_inertia_sci(g, ep_body(p, EP_I), &Y);
         sp_sci_to_parent(g, &oM, &Y, &Yw);
         ep_set_sci(p, YC, EP_I, EP_SELF, &Yw);
-        for (int k = 0; k < 3; k++)
-            ep_set(p, RT, EP_I, EP_SELF, k, ep_is_root(p, EP_I) ? X->p[k] : ep_get(p, RT, EP_I, EP_PARENT, k));
+        store_root_translation(p, RT);
     }
     for (ep_bodies(p, 1); ep_next(p);) {
-        sym_graph *g = ep_graph(p);
         sci Y;
         ep_comment(p, "centroidal momentum matrix: composite inertias");
-        ep_get_sci(p, YC, EP_I, EP_SELF, &Y);
-        if (ep_is_root(p, EP_I)) {
-            /* the subtree's first moment about the world origin: h + m p_root */
-            for (int k = 0; k < 3; k++) {
-                const sv mc = sym_add(g, Y.h[k], sym_mul(g, Y.m, ep_get(p, RT, EP_I, EP_SELF, k)));
-                ep_set(p, TOT, EP_I, EP_SELF, k, sym_add(g, ep_get(p, TOT, EP_I, EP_SELF, k), mc));
-            }
-        } else {
-            sci Yp;
-            ep_get_sci(p, YC, EP_I, EP_PARENT, &Yp);
-            sp_sci_add(g, &Yp, &Y);
-            ep_set_sci(p, YC, EP_I, EP_PARENT, &Yp);
-        }
+        composite_step(p, YC, RT, TOT, &Y);
     }
     for (ep_bodies(p, 0); ep_next(p);) {
         sym_graph *g = ep_graph(p);
@@ -115,9 +136,7 @@ EMIT_PROGRAM(ea_ccrba_program)
         ep_comment(p, "centroidal momentum matrix: the body's columns at the centre of mass");
         ep_get_sci(p, YC, EP_I, EP_SELF, &Y);
         ep_get_xf(p, OM, EP_I, EP_SELF, &oM);
-        /* the centre of mass from the body's root */
-        for (int k = 0; k < 3; k++)
-            cr[k] = sym_sub(g, sym_mul(g, sym_const(g, inv_m), ep_get(p, TOT, EP_I, EP_SELF, k)), ep_get(p, RT, EP_I, EP_SELF, k));
+        com_from_root(p, TOT, RT, inv_m, cr);
         emit_output_part(p, cx, sp, 0);
         sv hsum[6];
         for (int r = 0; r < 6; r++) hsum[r] = ep_get(p, TOT, EP_I, EP_SELF, 3 + r);
@@ -183,7 +202,6 @@ EMIT_PROGRAM(ea_cmm_time_variation_program)
     }
     for (ep_bodies(p, 0); ep_next(p);) {
         sym_graph *g = ep_graph(p);
-        const sxf *X = ep_X(p, EP_I);
         sv vel[6], tw[6], f[6];
         ep_comment(p, "centroidal momentum matrix rate: world-axes inertias and their rates about the root");
         const sxf oM = ep_world_placement(p, OM, 1);
@@ -197,29 +215,19 @@ EMIT_PROGRAM(ea_cmm_time_variation_program)
         ep_set_sci(p, YC, EP_I, EP_SELF, &Yw);
         ep_set_sci(p, DYC, EP_I, EP_SELF, &dY);
         sp_sci_apply(g, &Yw, tw, f);
-        for (int k = 0; k < 3; k++) {
-            ep_set(p, RT, EP_I, EP_SELF, k, ep_is_root(p, EP_I) ? X->p[k] : ep_get(p, RT, EP_I, EP_PARENT, k));
-            ep_set(p, TOT, EP_I, EP_SELF, 3 + k, sym_add(g, ep_get(p, TOT, EP_I, EP_SELF, 3 + k), f[k]));
-        }
+        store_root_translation(p, RT);
+        for (int k = 0; k < 3; k++) ep_set(p, TOT, EP_I, EP_SELF, 3 + k, sym_add(g, ep_get(p, TOT, EP_I, EP_SELF, 3 + k), f[k]));
     }
     for (ep_bodies(p, 1); ep_next(p);) {
         sym_graph *g = ep_graph(p);
         sci Y, dY;
         ep_comment(p, "centroidal momentum matrix rate: composites");
-        ep_get_sci(p, YC, EP_I, EP_SELF, &Y);
+        composite_step(p, YC, RT, TOT, &Y);
         ep_get_sci(p, DYC, EP_I, EP_SELF, &dY);
-        if (ep_is_root(p, EP_I)) {
-            for (int k = 0; k < 3; k++) {
-                const sv mc = sym_add(g, Y.h[k], sym_mul(g, Y.m, ep_get(p, RT, EP_I, EP_SELF, k)));
-                ep_set(p, TOT, EP_I, EP_SELF, k, sym_add(g, ep_get(p, TOT, EP_I, EP_SELF, k), mc));
-            }
-        } else {
-            sci Yp, dYp;
-            ep_get_sci(p, YC, EP_I, EP_PARENT, &Yp);
+        if (!ep_is_root(p, EP_I)) {
+            sci dYp;
             ep_get_sci(p, DYC, EP_I, EP_PARENT, &dYp);
-            sp_sci_add(g, &Yp, &Y);
             sp_sci_add(g, &dYp, &dY);
-            ep_set_sci(p, YC, EP_I, EP_PARENT, &Yp);
             ep_set_sci(p, DYC, EP_I, EP_PARENT, &dYp);
         }
     }
@@ -234,11 +242,8 @@ EMIT_PROGRAM(ea_cmm_time_variation_program)
         ep_get_sci(p, DYC, EP_I, EP_SELF, &dY);
         ep_get_xf(p, OM, EP_I, EP_SELF, &oM);
         for (int r = 0; r < 6; r++) tw[r] = ep_get(p, TW, EP_I, EP_SELF, r);
-        for (int k = 0; k < 3; k++) {
-            const sv im = sym_const(g, inv_m);
-            cr[k] = sym_sub(g, sym_mul(g, im, ep_get(p, TOT, EP_I, EP_SELF, k)), ep_get(p, RT, EP_I, EP_SELF, k));
-            dc[k] = sym_mul(g, im, ep_get(p, TOT, EP_I, EP_SELF, 3 + k));
-        }
+        com_from_root(p, TOT, RT, inv_m, cr);
+        for (int k = 0; k < 3; k++) dc[k] = sym_mul(g, sym_const(g, inv_m), ep_get(p, TOT, EP_I, EP_SELF, 3 + k));
         for (int c = 0; c < b->nv; c++) {
             sv s[6], sw[6], ds[6], f[6], df[6], t[6], a1[3], a2[3];
             for (int r = 0; r < 6; r++) s[r] = b->S[b->nv * r + c];

@@ -105,20 +105,6 @@ void ref_row_ccrba(const grid_model *m, const double *const *in, double *const *
     }
 }
 
-/* dY = v x* Y - Y (v x): the rate of a world-frame spatial inertia moving at the world spatial velocity v */
-static void inertia_rate(const double Y[36], const double v[6], double dY[36])
-{
-    for (int c = 0; c < 6; c++) {
-        double e[6] = {0}, Ye[6], a[6], vxe[6], b[6];
-        e[c] = 1.0;
-        grid_sp_mat6_vec(Y, e, Ye);
-        grid_sp_force_cross(v, Ye, a);
-        grid_sp_motion_cross(v, e, vxe);
-        grid_sp_mat6_vec(Y, vxe, b);
-        for (int r = 0; r < 6; r++) dY[6 * r + c] = a[r] - b[r];
-    }
-}
-
 /* dAg (6 x nv, Pinocchio's dccrba): A_o's column of a coordinate of joint j is Yc_j S_j (about the world origin), its
    rate dYc_j S_j + Yc_j (v_j x S_j) with v_j the body's world spatial velocity; Ag = A_o moved to the centre of mass
    c (n_g = n_o - c x f), so dAg also has -dc x f, m dc the linear momentum */
@@ -137,7 +123,7 @@ void ref_row_cmm_time_variation(const grid_model *m, const double *const *in, do
         grid_sp_motion_act(oMi + 12 * i, vel + 6 * i, ov + 6 * i);
         grid_sp_inertia_matrix(&m->bodies[i].inertia, I);
         grid_sp_inertia_to_parent(oMi + 12 * i, I, Yw);
-        inertia_rate(Yw, ov + 6 * i, dYc + 36 * i);
+        grid_sp_inertia_rate(Yw, ov + 6 * i, dYc + 36 * i);
     }
     for (int i = m->nb - 1; i >= 0; i--) {
         const int p = m->bodies[i].joint.parent;

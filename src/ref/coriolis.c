@@ -7,17 +7,14 @@
 /* B m = 1/2 (v x* (Y m) - Y (v x m)) + 1/2 m x* (Y v), column by column: B v = v x* Y v, B + B^T = dY/dt */
 static void coriolis_inertia(const double Y[36], const double v[6], double B[36])
 {
-    double h[6];
+    double h[6], dY[36];
     grid_sp_mat6_vec(Y, v, h);
+    grid_sp_inertia_rate(Y, v, dY);
     for (int c = 0; c < 6; c++) {
-        double e[6] = {0}, Ye[6], a[6], vxe[6], b[6], exh[6];
+        double e[6] = {0}, exh[6];
         e[c] = 1.0;
-        grid_sp_mat6_vec(Y, e, Ye);
-        grid_sp_force_cross(v, Ye, a);
-        grid_sp_motion_cross(v, e, vxe);
-        grid_sp_mat6_vec(Y, vxe, b);
         grid_sp_force_cross(e, h, exh);
-        for (int r = 0; r < 6; r++) B[6 * r + c] = 0.5 * (a[r] - b[r] + exh[r]);
+        for (int r = 0; r < 6; r++) B[6 * r + c] = 0.5 * (dY[6 * r + c] + exh[r]);
     }
 }
 

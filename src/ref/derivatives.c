@@ -101,16 +101,12 @@ void grid_ref_rnea_derivatives(const grid_model *m, const double *q, const doubl
         }
 
         /* D_i m = v_i x* (Y m) - Y (v_i x m) + m x* h_i, built column by column from unit motions */
+        grid_sp_inertia_rate(Yi, vi, Di);
         for (int c = 0; c < 6; c++) {
-            double e[6] = {0}, Ye[6], vxe[6], col[6], u[6];
+            double e[6] = {0}, u[6];
             e[c] = 1.0;
-            grid_sp_mat6_vec(Yi, e, Ye);
-            grid_sp_force_cross(vi, Ye, col);
-            grid_sp_motion_cross(vi, e, vxe);
-            grid_sp_mat6_vec(Yi, vxe, u);
-            for (int r = 0; r < 6; r++) col[r] -= u[r];
             grid_sp_force_cross(e, h, u);
-            for (int r = 0; r < 6; r++) Di[6 * r + c] = col[r] + u[r];
+            for (int r = 0; r < 6; r++) Di[6 * r + c] += u[r];
         }
     }
 

@@ -144,6 +144,19 @@ void grid_sp_force_cross(const double v[6], const double f[6], double out[6])
 
 /* ---- inertias and small matrices ---- */
 
+void grid_sp_inertia_rate(const double Y[36], const double v[6], double dY[36])
+{
+    for (int c = 0; c < 6; c++) {
+        double e[6] = {0}, Ye[6], a[6], vxe[6], b[6];
+        e[c] = 1.0;
+        grid_sp_mat6_vec(Y, e, Ye);
+        grid_sp_force_cross(v, Ye, a);
+        grid_sp_motion_cross(v, e, vxe);
+        grid_sp_mat6_vec(Y, vxe, b);
+        for (int r = 0; r < 6; r++) dY[6 * r + c] = a[r] - b[r];
+    }
+}
+
 void grid_sp_inertia_matrix(const grid_inertia *in, double I[36])
 {
     const double m = in->mass, *c = in->com;

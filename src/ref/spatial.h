@@ -42,6 +42,10 @@ void grid_sp_force_cross(const double v[6], const double f[6], double out[6]);
 
 /* ---- inertias and small matrices ---- */
 
+/* dY = v x* Y - Y (v x) (6x6 row-major): the rate of a spatial inertia Y moving at the spatial velocity v, both in
+   one fixed frame */
+void grid_sp_inertia_rate(const double Y[36], const double v[6], double dY[36]);
+
 /* 6x6 spatial inertia about the body origin from mass, com and inertia about the com */
 void grid_sp_inertia_matrix(const grid_inertia *in, double I[36]);
 /* inertia expressed in the child frame of x, re-expressed in the parent frame: X^T I X
