@@ -65,6 +65,7 @@ enum {
     GRID_CONV_OUT_MAT,      /* nv x nv: T^T X T (M and Minv alike, T being orthogonal) */
     GRID_CONV_OUT_JAC,      /* rows x nv: X T */
     GRID_CONV_OUT_COR,      /* nv x nv Coriolis matrix: T^T (C T + M Tdot) (aux: M), so that C qd is MuJoCo's bias */
+    GRID_CONV_OUT_JDOT,     /* rows x nv rate of a Jacobian along qd: Jdot T + J Tdot (aux: the row giving J) */
     /* the derivatives (last: the post pass tests >= GRID_CONV_OUT_DTAU) */
     GRID_CONV_OUT_DTAU,     /* nv x 2nv [dtau/dq | dtau/dv] (aux: tau, M) */
     GRID_CONV_OUT_DQDD,     /* nv x 2nv [dqdd/dq | dqdd/dv] (aux: qdd, Minv) */
@@ -97,7 +98,11 @@ typedef struct {
     int aux[GRID_CONV_MAX_AUX];       /* their rows: the primal output, then M or Minv */
     int aux_n_in[GRID_CONV_MAX_AUX];            /* their inputs */
     int aux_in[GRID_CONV_MAX_AUX][GRID_MAX_IN]; /* each aux input: the run row's input of the same name, -1 */
-    long long aux_width[GRID_CONV_MAX_AUX];     /* their output elements per state */
+    long long aux_width[GRID_CONV_MAX_AUX];     /* their output 0's elements per state (what the post pass reads) */
+    int aux_n_out[GRID_CONV_MAX_AUX];           /* their outputs (an aux row may have several: ccrba's A and h) */
+    long long aux_part[GRID_CONV_MAX_AUX][GRID_MAX_OUT]; /* each output's elements per state */
+    long long aux_total[GRID_CONV_MAX_AUX];     /* all of them: a chunk of k states takes k aux_total, output o's
+                                                   block at k (aux_part[0] + ... + aux_part[o - 1]) */
 } grid_conv_job;
 
 /* j for output k of its row (the post pass of that output): j with out_kind, out_rows, out_width of part k */

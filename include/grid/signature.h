@@ -58,7 +58,8 @@ typedef enum {
     GRID_QTY_ACCEL,       /* a generalised acceleration */
     GRID_QTY_INERTIA,     /* nv x nv, M or M^-1 */
     GRID_QTY_JACOBIAN,    /* rows x nv, maps a generalised velocity */
-    GRID_QTY_CORIOLIS     /* nv x nv, maps a generalised velocity to a generalised force beside M (C with C qd = c) */
+    GRID_QTY_CORIOLIS,    /* nv x nv, maps a generalised velocity to a generalised force beside M (C with C qd = c) */
+    GRID_QTY_JACOBIAN_RATE /* rows x nv, the rate along qd of the Jacobian that output 0 of row `rate_of` is */
 } grid_quantity;
 
 /* the quantities of a row's outputs, 8 bits each */
@@ -90,6 +91,7 @@ typedef struct {
     int vjp;                  /* row id of its vector-Jacobian product, -1 = none (yet) */
     int quantity;             /* what output 0 is (grid_quantity; GRID_QTY_DERIVED for derivatives and VJPs), or for a
                                  row of several outputs GRID_QTYS(what output 0 is, output 1, ...) */
+    int rate_of;              /* GRID_QTY_JACOBIAN_RATE: the row whose output 0 this row's output is the rate of */
 } grid_signature_row;
 
 /* the table: GRID_ALGO_COUNT rows, row i has id i */

@@ -15,6 +15,7 @@
 #define OUT_NV(name, desc) ARG(name, desc, GRID_REQUIRED, DIM(NV, 1))
 #define OUT_NVxNV(name, desc) ARG(name, desc, GRID_REQUIRED, DIM(NV, 1), DIM(NV, 1))
 #define NO_LINKS -1, -1
+#define NO_RATE -1 /* rate_of: not a Jacobian rate */
 #define IN_COTANGENT(dim) ARG("cotangent", "the output's width", GRID_REQUIRED, dim)
 #define OUT_NVx2NV(name, desc) ARG(name, desc, GRID_REQUIRED, DIM(NV, 1), DIM(NV, 2))
 

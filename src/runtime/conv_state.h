@@ -271,6 +271,23 @@ GRID_CV_FN void GRID_CV_NAME(post_deriv)(const grid_conv_job *j, const GRID_CV_R
     }
 }
 
+/* X T + Y Tdot for a free block at column i, Tdot's block -[w]x R^T (w the body's angular velocity): columns
+   i..i+2 of each of the rows rows of X (row stride n, in place) become R (x + w x y), y the same columns of Y */
+GRID_CV_FN void GRID_CV_NAME(rate_columns)(const double R[9], const GRID_CV_REAL *w, GRID_CV_REAL *X,
+                                           const GRID_CV_REAL *Y, long long rows, long long n, long long i)
+{
+    const double w0 = (double)w[0], w1 = (double)w[1], w2 = (double)w[2];
+    for (long long r = 0; r < rows; r++) {
+        GRID_CV_REAL *const c = X + r * n + i;
+        const GRID_CV_REAL *const m = Y + r * n + i;
+        const double m0 = (double)m[0], m1 = (double)m[1], m2 = (double)m[2];
+        c[0] = (GRID_CV_REAL)((double)c[0] + (w1 * m2 - w2 * m1));
+        c[1] = (GRID_CV_REAL)((double)c[1] + (w2 * m0 - w0 * m2));
+        c[2] = (GRID_CV_REAL)((double)c[2] + (w0 * m1 - w1 * m0));
+        GRID_CV_NAME(rot3)(R, c, 1);
+    }
+}
+
 /* The output of one state into MuJoCo's basis, in place, from the state's converted inputs and aux outputs. */
 GRID_CV_FN void GRID_CV_NAME(post)(const grid_conv_job *j, const GRID_CV_REAL *qp, const GRID_CV_REAL *vp,
                                    const GRID_CV_REAL *ap, const GRID_CV_REAL *up, const GRID_CV_REAL *gp,
@@ -323,22 +340,14 @@ GRID_CV_FN void GRID_CV_NAME(post)(const grid_conv_job *j, const GRID_CV_REAL *q
         case GRID_CONV_OUT_JAC: /* X T: each row's columns i..i+2 become R x */
             for (long long r = 0; r < j->out_rows; r++) GRID_CV_NAME(rot3)(R, out + r * n + i, 1);
             break;
-        case GRID_CONV_OUT_COR: { /* T^T (C T + M Tdot), Tdot's block -[w]x R^T: row r's columns become R (c + w x m) */
-            const GRID_CV_REAL *M = x[0];
-            const double w0 = (double)vp[i + 3], w1 = (double)vp[i + 4], w2 = (double)vp[i + 5];
-            for (long long r = 0; r < n; r++) {
-                GRID_CV_REAL *const c = out + r * n + i;
-                const GRID_CV_REAL *const m = M + r * n + i;
-                const double m0 = (double)m[0], m1 = (double)m[1], m2 = (double)m[2];
-                c[0] = (GRID_CV_REAL)((double)c[0] + (w1 * m2 - w2 * m1));
-                c[1] = (GRID_CV_REAL)((double)c[1] + (w2 * m0 - w0 * m2));
-                c[2] = (GRID_CV_REAL)((double)c[2] + (w0 * m1 - w1 * m0));
-                GRID_CV_NAME(rot3)(R, c, 1);
-            }
+        case GRID_CONV_OUT_COR: /* T^T (C T + M Tdot) */
+            GRID_CV_NAME(rate_columns)(R, vp + i + 3, out, x[0], n, n, i);
             /* then T^T: rows i..i+2 of every column become R x */
             for (long long c = 0; c < n; c++) GRID_CV_NAME(rot3)(R, out + i * n + c, n);
             break;
-        }
+        case GRID_CONV_OUT_JDOT: /* Jdot T + J Tdot, J the aux row's output */
+            GRID_CV_NAME(rate_columns)(R, vp + i + 3, out, x[0], j->out_rows, n, i);
+            break;
         default:
             break;
         }

@@ -114,7 +114,8 @@ typedef struct {
 
 static const int primal_kind[] = {[GRID_QTY_WORLD] = GRID_CONV_OUT_NONE, [GRID_QTY_FORCE] = GRID_CONV_OUT_TAU,
                                   [GRID_QTY_ACCEL] = GRID_CONV_OUT_QDD, [GRID_QTY_INERTIA] = GRID_CONV_OUT_MAT,
-                                  [GRID_QTY_JACOBIAN] = GRID_CONV_OUT_JAC, [GRID_QTY_CORIOLIS] = GRID_CONV_OUT_COR};
+                                  [GRID_QTY_JACOBIAN] = GRID_CONV_OUT_JAC, [GRID_QTY_CORIOLIS] = GRID_CONV_OUT_COR,
+                                  [GRID_QTY_JACOBIAN_RATE] = GRID_CONV_OUT_JDOT};
 
 /* a row of several outputs: each one's conversion, from its stated quantity (one that needs no aux row); -1 when one
    has none */
@@ -122,7 +123,7 @@ static int conv_parts(const grid_signature_row *row, int part[GRID_MAX_OUT])
 {
     for (int k = 0; k < row->n_out; k++) {
         const int q = grid_sig_quantity_of(row->quantity, k);
-        if (q == GRID_QTY_DERIVED || q == GRID_QTY_CORIOLIS) return -1;
+        if (q == GRID_QTY_DERIVED || q == GRID_QTY_CORIOLIS || q == GRID_QTY_JACOBIAN_RATE) return -1;
         part[k] = primal_kind[q];
     }
     return 0;
@@ -142,6 +143,7 @@ static int conv_row_of(int algo, conv_row *c)
     if (row->quantity != GRID_QTY_DERIVED) {
         c->out = primal_kind[row->quantity];
         if (row->quantity == GRID_QTY_CORIOLIS) *c = (conv_row){GRID_CONV_OUT_COR, 0, 1, {GRID_ALGO_CRBA}};
+        if (row->quantity == GRID_QTY_JACOBIAN_RATE) *c = (conv_row){GRID_CONV_OUT_JDOT, 0, 1, {row->rate_of}};
         return 0;
     }
     for (int p = 0; p < GRID_ALGO_COUNT; p++) {
@@ -273,7 +275,7 @@ int grid_convention_job(const grid_convention *cv, int algo, const void *const *
     for (int x = 0; cv->n_free > 0 && x < cr.n_aux; x++) {
         const int ax = cr.aux[x];
         const grid_signature_row *ar = grid_sig_row(ax);
-        assert(ar && ar->n_out == 1);
+        assert(ar && ar->n_out >= 1 && ar->n_out <= GRID_MAX_OUT);
         for (int s = 0; s < GRID_MAX_IN; s++) job->aux_in[x][s] = -1;
         for (int s = 0; s < ar->n_in; s++)
             for (int k = 0; k < run->n_in; k++)
@@ -281,7 +283,10 @@ int grid_convention_job(const grid_convention *cv, int algo, const void *const *
         assert(job->aux_in[x][0] == job->slot_q);
         job->aux[x] = ax;
         job->aux_n_in[x] = ar->n_in;
-        job->aux_width[x] = grid_sig_shape(&ar->out[0], &sz, NULL);
+        job->aux_n_out[x] = ar->n_out;
+        job->aux_total[x] = 0;
+        for (int o = 0; o < ar->n_out; o++) job->aux_total[x] += job->aux_part[x][o] = grid_sig_shape(&ar->out[o], &sz, NULL);
+        job->aux_width[x] = job->aux_part[x][0];
         job->n_aux = x + 1;
     }
     return GRID_OK;
@@ -357,13 +362,16 @@ static void *conv_slice_run(void *arg)
             const void *ain[GRID_MAX_IN] = {0};
             for (int s = 0; s < ar->n_in; s++) ain[s] = job->aux_in[x][s] >= 0 ? in[job->aux_in[x][s]] : NULL;
             aux_out[x] = next;
-            next += (size_t)(job->aux_width[x] * k) * es;
-            void *aouts[GRID_MAX_OUT] = {aux_out[x]};
+            void *aouts[GRID_MAX_OUT] = {0};
+            for (int o = 0; o < job->aux_n_out[x]; o++) {
+                aouts[o] = next;
+                next += (size_t)(job->aux_part[x][o] * k) * es;
+            }
             grid_call ac = cc;
             ac.in = ain;
             ac.out = aouts;
             ac.n_in = ar->n_in;
-            ac.n_out = 1;
+            ac.n_out = job->aux_n_out[x];
             memset(ac.attr, 0, sizeof ac.attr);
             sl->status = sl->run(sl->user, job->aux[x], &ac);
         }
@@ -423,7 +431,7 @@ int grid_convention_call(const grid_convention *cv, int algo, int dtype, const g
         if (converted) per_state += width[s];
     }
     long long aux_width = 0;
-    for (int x = 0; x < job.n_aux; x++) aux_width += job.aux_width[x];
+    for (int x = 0; x < job.n_aux; x++) aux_width += job.aux_total[x];
     const size_t es = (size_t)dtype, state_bytes = (size_t)(per_state + aux_width) * es;
     long long out_width = 0;
     for (int o = 0; o < job.n_out; o++) out_width += job.part_width[o];

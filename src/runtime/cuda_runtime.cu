@@ -422,7 +422,7 @@ extern "C" __attribute__((visibility("default"))) int grid_cuda_convention_call(
     }
     for (int x = 0; x < j->n_aux; x++) {
         at[5 + x] = bytes;
-        bytes += (size_t)n * (size_t)j->aux_width[x] * (size_t)rb;
+        bytes += (size_t)n * (size_t)j->aux_total[x] * (size_t)rb; /* every output of the aux row */
     }
     void *buf = NULL;
     int rc = grid_cuda_scratch_(bytes, c->stream, &buf);
@@ -443,13 +443,15 @@ extern "C" __attribute__((visibility("default"))) int grid_cuda_convention_call(
     /* the aux rows on the converted inputs of their names, then the run row */
     for (int x = 0; !rc && x < j->n_aux; x++) {
         const void *ain[GRID_MAX_IN] = {0};
-        void *aout[GRID_MAX_OUT] = {xo[x]};
+        void *aout[GRID_MAX_OUT] = {0};
+        char *ob = (char *)xo[x];
+        for (int o = 0; o < j->aux_n_out[x]; o++, ob += (size_t)n * (size_t)j->aux_part[x][o - 1] * (size_t)rb) aout[o] = ob;
         for (int k = 0; k < GRID_MAX_IN; k++) ain[k] = j->aux_in[x][k] >= 0 ? in[j->aux_in[x][k]] : NULL;
         grid_call ac = *c;
         ac.in = ain;
         ac.out = aout;
         ac.n_in = j->aux_n_in[x];
-        ac.n_out = 1;
+        ac.n_out = j->aux_n_out[x];
         memset(ac.attr, 0, sizeof ac.attr);
         rc = fns[1 + x](&ac);
     }

@@ -91,9 +91,16 @@ static void test_blocks(void)
         CHECK(grid_convention_job(&cv, al, all, &j) == GRID_OK);
         CHECK_MSG(j.out_width == grid_algo_output_width(al, flo->nq, flo->nv, flo->nb, flo->nee), "%s",
                   grid_algo_name(al));
-        /* the dynamics' derivatives run their primal row and M or Minv beside them; the pose's need nothing */
+        /* the dynamics' derivatives run their primal row and M or Minv beside them, a Jacobian's rate its Jacobian
+           (its row's every output: ccrba's A and h); the pose's need nothing */
+        const int q = grid_sig_row(al)->quantity;
         const int dyn = al == GRID_ALGO_RNEA_GRAD || al == GRID_ALGO_FD_GRAD || al == GRID_ALGO_RNEA_VJP ||
-                        al == GRID_ALGO_FD_VJP || grid_sig_row(al)->quantity == GRID_QTY_CORIOLIS;
+                        al == GRID_ALGO_FD_VJP || q == GRID_QTY_CORIOLIS || q == GRID_QTY_JACOBIAN_RATE;
+        if (q == GRID_QTY_JACOBIAN_RATE)
+            CHECK_MSG(j.n_aux == 1 && j.aux[0] == grid_sig_row(al)->rate_of &&
+                          j.aux_n_out[0] == grid_sig_row(j.aux[0])->n_out && j.aux_width[0] == j.aux_part[0][0] &&
+                          j.aux_total[0] >= j.aux_width[0],
+                      "%s: its aux row", grid_algo_name(al));
         CHECK_MSG(dyn ? j.n_aux >= 1 && j.aux_in[0][0] == 0 : j.n_aux == 0, "%s: %d aux rows", grid_algo_name(al),
                   j.n_aux);
         CHECK(j.slot_g == (al == GRID_ALGO_RNEA_VJP ? 2 : al == GRID_ALGO_FD_VJP ? 3 : -1));

@@ -738,15 +738,25 @@ def test_ccrba_in_mujocos_basis(provider):
             assert err < 1e-10, f"{robot} state {b}: h vs MuJoCo's subtree momentum: {err:.1e}"
 
 
-def test_cmm_time_variation_is_refused_on_a_free_flyer():
-    """dA/dt has no MuJoCo-basis conversion yet (it needs A T-dot beside dA T): a floating base refuses it with a
-    NotAvailableError that says what to do; a fixed base of revolute joints, where the convention is the identity,
-    computes it"""
-    h = handle("go2", "reference")
-    q, qd, _, _ = states(h, "random", 2, 11)
-    with pytest.raises(grid_rbd.NotAvailableError, match="output_convention='pinocchio'"):
-        h.cmm_time_variation(q, qd)
-    fixed = handle("go2", "reference", floating=False)
-    qf, qdf, _, _ = states(fixed, "random", 2, 11)
-    pin_h = handle("go2", "reference", convention="pinocchio", floating=False)
-    np.testing.assert_array_equal(fixed.cmm_time_variation(qf, qdf), pin_h.cmm_time_variation(qf, qdf))
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_cmm_time_variation_in_mujocos_basis(provider):
+    """dA_mj/dt = dA/dt T + A dT/dt is the rate of ccrba's A_mj along MuJoCo's motion: the central difference of A_mj
+    at qpos moved by mj_integratePos along qvel (go2 and atlas with a free joint)"""
+    for robot in ("go2", "atlas"):
+        h = handle(robot, provider)
+        mj = mujoco_map(robot)
+        m, d = mj.m, mj.d
+        q, qd, _, _ = states(h, "random", 3, 12)
+        dA = h.cmm_time_variation(q, qd)
+        qu = unit(q, True)
+        eps = 1e-6
+        for b in range(len(q)):
+            A = []
+            for sgn in (1, -1):
+                mj.set(qu[b], qd[b])
+                qpos = d.qpos.copy()
+                mujoco.mj_integratePos(m, qpos, d.qvel, sgn * eps)
+                A.append(h.ccrba(qpos[mj.qperm], qd[b])[0])
+            rate = (A[0] - A[1]) / (2 * eps)
+            err = np.abs(dA[b] - rate).max() / max(1.0, np.abs(rate).max())
+            assert err < 1e-6, f"{robot} state {b}: dA_mj/dt vs the central difference of A_mj: {err:.1e}"
