@@ -273,8 +273,8 @@ class CudaRunner:
         else:
             outs = [out]
         labels = [f"out[{k}] ({o[0]})" if several else "out" for k, o in enumerate(row["outputs"])]
-        for o, shape, label in zip(outs, shapes, labels):
-            do = _DeviceArray(o, label)
+        dos = [_DeviceArray(o, label) for o, label in zip(outs, labels)]
+        for do, shape, label in zip(dos, shapes, labels):
             if do.typestr != self._typestr or do.shape != shape:
                 raise ValueError(f"{label} must be a C-contiguous {self._dtype.name} device array of shape {shape}; "
                                  f"got {_type_name(do.typestr)} of shape {do.shape}")
@@ -293,8 +293,7 @@ class CudaRunner:
         # copied (numpy's rule, as on the CPU: a kernel may write a state's output before it has read all its inputs)
         size = self._dtype.itemsize * batch
         targets = []
-        for o, (_, oshape), shape in zip(outs, row["outputs"], shapes):
-            do = _DeviceArray(o, "out")
+        for o, do, (_, oshape), shape in zip(outs, dos, row["outputs"], shapes):
             alias = any(p and _ranges_meet(p, size * math.prod(s[1]), do.ptr, size * math.prod(oshape))
                         for p, s in zip(ptrs, specs))
             if alias and not dq.torch and type(o).__module__.split(".")[0] != "cupy":

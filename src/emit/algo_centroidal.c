@@ -9,6 +9,13 @@ static double inverse_mass(const em_model *em)
     return m > 0.0 ? 1.0 / m : 0.0;
 }
 
+/* a one-slot buffer's first n elements set to zero (sums start there) */
+static void zero_slot(ep_prog *p, int buf, int n)
+{
+    sym_graph *g = ep_graph(p);
+    for (int k = 0; k < n; k++) ep_set(p, buf, EP_I, EP_SELF, k, sym_const(g, 0.0));
+}
+
 /* in a forward bodies loop: RT_i, the world translation of body i's root (a root's own), the origin its world-axes
    placement (ep_world_placement with root_origin) and composites are taken about */
 static void store_root_translation(ep_prog *p, int RT)
@@ -30,10 +37,7 @@ static void composite_step(ep_prog *p, int YC, int RT, int TOT, sci *Y)
             ep_set(p, TOT, EP_I, EP_SELF, k, sym_add(g, ep_get(p, TOT, EP_I, EP_SELF, k), mc));
         }
     } else {
-        sci Yp;
-        ep_get_sci(p, YC, EP_I, EP_PARENT, &Yp);
-        sp_sci_add(g, &Yp, Y);
-        ep_set_sci(p, YC, EP_I, EP_PARENT, &Yp);
+        ep_sci_add_to_parent(p, YC, Y);
     }
 }
 
@@ -53,10 +57,7 @@ EMIT_PROGRAM(ea_com_program)
     const int OM = ep_buffer(p, "oM", 12, 1), MH = ep_buffer(p, "mh", 4, 1), TOT = ep_buffer(p, "tot", 3, 0);
     const double inv_m = inverse_mass(cx->em);
     ep_zero_output(p);
-    {
-        sym_graph *g = ep_graph(p);
-        for (int k = 0; k < 3; k++) ep_set(p, TOT, EP_I, EP_SELF, k, sym_const(g, 0.0));
-    }
+    zero_slot(p, TOT, 3);
     for (ep_bodies(p, 0); ep_next(p);) {
         sym_graph *g = ep_graph(p);
         const ek_body *b = ep_body(p, EP_I);
@@ -108,10 +109,7 @@ EMIT_PROGRAM(ea_ccrba_program)
     const int TOT = ep_buffer(p, "tot", 9, 0); /* sum over roots of m c_world (3), then h (6) */
     const double inv_m = inverse_mass(cx->em);
     ep_zero_output(p);
-    {
-        sym_graph *g = ep_graph(p);
-        for (int k = 0; k < 9; k++) ep_set(p, TOT, EP_I, EP_SELF, k, sym_const(g, 0.0));
-    }
+    zero_slot(p, TOT, 9);
     for (ep_bodies(p, 0); ep_next(p);) {
         sym_graph *g = ep_graph(p);
         ep_comment(p, "centroidal momentum matrix: world-axes inertias about the root");
@@ -196,10 +194,7 @@ EMIT_PROGRAM(ea_cmm_time_variation_program)
     const int TOT = ep_buffer(p, "tot", 6, 0); /* sum over roots of m c_world (3), then the linear momentum (3) */
     const double inv_m = inverse_mass(cx->em);
     ep_zero_output(p);
-    {
-        sym_graph *g = ep_graph(p);
-        for (int k = 0; k < 6; k++) ep_set(p, TOT, EP_I, EP_SELF, k, sym_const(g, 0.0));
-    }
+    zero_slot(p, TOT, 6);
     for (ep_bodies(p, 0); ep_next(p);) {
         sym_graph *g = ep_graph(p);
         sv vel[6], tw[6], f[6];
@@ -219,17 +214,11 @@ EMIT_PROGRAM(ea_cmm_time_variation_program)
         for (int k = 0; k < 3; k++) ep_set(p, TOT, EP_I, EP_SELF, 3 + k, sym_add(g, ep_get(p, TOT, EP_I, EP_SELF, 3 + k), f[k]));
     }
     for (ep_bodies(p, 1); ep_next(p);) {
-        sym_graph *g = ep_graph(p);
         sci Y, dY;
         ep_comment(p, "centroidal momentum matrix rate: composites");
         composite_step(p, YC, RT, TOT, &Y);
         ep_get_sci(p, DYC, EP_I, EP_SELF, &dY);
-        if (!ep_is_root(p, EP_I)) {
-            sci dYp;
-            ep_get_sci(p, DYC, EP_I, EP_PARENT, &dYp);
-            sp_sci_add(g, &dYp, &dY);
-            ep_set_sci(p, DYC, EP_I, EP_PARENT, &dYp);
-        }
+        if (!ep_is_root(p, EP_I)) ep_sci_add_to_parent(p, DYC, &dY);
     }
     for (ep_bodies(p, 0); ep_next(p);) {
         sym_graph *g = ep_graph(p);

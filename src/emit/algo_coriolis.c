@@ -91,10 +91,7 @@ EMIT_PROGRAM(ea_coriolis_matrix_program)
                 ep_out(p, sym_dot(g, Jc[r], dF[c], 6), ep_coord(EP_I, EP_SELF, r), ep_coord(EP_I, EP_SELF, c));
         if (!ep_is_root(p, EP_I)) {
             /* the composites, world frame: plain sums into the parent's */
-            sci Yp;
-            ep_get_sci(p, YC, EP_I, EP_PARENT, &Yp);
-            sp_sci_add(g, &Yp, &Y);
-            ep_set_sci(p, YC, EP_I, EP_PARENT, &Yp);
+            ep_sci_add_to_parent(p, YC, &Y);
             for (int e = 0; e < 36; e++) ep_set(p, BC, EP_I, EP_PARENT, e, sym_add(g, ep_get(p, BC, EP_I, EP_PARENT, e), B[e]));
         }
         for (ep_ancestors(p, 0); ep_next(p);) {

@@ -34,12 +34,7 @@ static int crba_world_program(ep_prog *p, int nv)
         sv J[36], Fc[36];
         ep_comment(p, "composite inertia (world frame), F = Yc Jw in the body's columns, the diagonal block");
         ep_get_sci(p, YC, EP_I, EP_SELF, &Y);
-        if (!ep_is_root(p, EP_I)) {
-            sci Yp;
-            ep_get_sci(p, YC, EP_I, EP_PARENT, &Yp);
-            sp_sci_add(g, &Yp, &Y);
-            ep_set_sci(p, YC, EP_I, EP_PARENT, &Yp);
-        }
+        if (!ep_is_root(p, EP_I)) ep_sci_add_to_parent(p, YC, &Y);
         for (int e = 0; e < 6 * n; e++) J[e] = ep_get(p, JW, EP_I, EP_SELF, e);
         for (int c = 0; c < n; c++) {
             sp_sci_apply(g, &Y, J + 6 * c, Fc + 6 * c);
@@ -113,13 +108,10 @@ int ea_crba_program(ep_prog *p, int nv)
         }
         /* the parent's composite takes this one */
         if (!ep_is_root(p, EP_I)) {
-            sci t, Yp;
-            sym_graph *gp = ep_graph(p);
+            sci t;
             ep_get_sci(p, YC, EP_I, EP_SELF, &Y);
             ep_sci_to_parent(p, EP_I, &Y, &t);
-            ep_get_sci(p, YC, EP_I, EP_PARENT, &Yp);
-            sp_sci_add(gp, &Yp, &t);
-            ep_set_sci(p, YC, EP_I, EP_PARENT, &Yp);
+            ep_sci_add_to_parent(p, YC, &t);
         }
     }
     return 0;

@@ -808,6 +808,15 @@ void ep_set_sci(ep_prog *p, int buf, int var, int rel, const sci *Y)
     for (int e = 0; e < 9; e++) ep_set(p, buf, var, rel, 4 + e, Y->I[e]);
 }
 
+void ep_sci_add_to_parent(ep_prog *p, int buf, const sci *Y)
+{
+    assert(!ep_is_root(p, EP_I));
+    sci Yp;
+    ep_get_sci(p, buf, EP_I, EP_PARENT, &Yp);
+    sp_sci_add(ep_graph(p), &Yp, Y);
+    ep_set_sci(p, buf, EP_I, EP_PARENT, &Yp);
+}
+
 sxf ep_world_placement(ep_prog *p, int OM, int root_origin)
 {
     sym_graph *g = ep_graph(p);

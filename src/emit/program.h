@@ -103,6 +103,8 @@ void ep_set_xf(ep_prog *p, int buf, int var, const sxf *X);
 /* a rigid inertia in a 13-wide buffer slot ([m, h, I]) */
 void ep_get_sci(ep_prog *p, int buf, int var, int rel, sci *Y);
 void ep_set_sci(ep_prog *p, int buf, int var, int rel, const sci *Y);
+/* in a bodies loop at a body that is no root: Y added into its parent's slot of buf (a composite's sum) */
+void ep_sci_add_to_parent(ep_prog *p, int buf, const sci *Y);
 /* in a forward bodies loop: oMi of body i (the parent's slot of OM composed with liMi), stored in i's slot of OM
    and returned; root_origin: a root's translation is dropped, so the frame has world axes and its origin at the
    root (what M and M^-1 are the same in, without lever arms as long as the base's distance) */

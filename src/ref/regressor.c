@@ -64,22 +64,7 @@ void ref_row_inverse_dynamics_regressor(const grid_model *m, const double *const
     assert((size_t)(acc + 6 * nb - work) <= grid_ref_work_size(m));
     double *Y = out[0];
     memset(Y, 0, sizeof(double) * nv * cols);
-    grid_sp_velocities(m, q, v, liMi, oMi, vel);
-    const double a_world[6] = {0.0, 0.0, -m->gravity, 0.0, 0.0, 0.0};
-    for (int i = 0; i < m->nb; i++) {
-        const grid_joint *j = &m->bodies[i].joint;
-        double S[36], vJ[6] = {0}, aJ[6] = {0}, t[6];
-        grid_sp_joint_subspace(j, S);
-        for (int r = 0; r < 6; r++)
-            for (int c = 0; c < j->nv; c++) {
-                vJ[r] += S[j->nv * r + c] * v[j->iv + c];
-                if (qdd) aJ[r] += S[j->nv * r + c] * qdd[j->iv + c];
-            }
-        /* a_i = X a_parent + S qdd + v_i x (S qd) */
-        grid_sp_motion_act_inv(liMi + 12 * i, j->parent < 0 ? a_world : acc + 6 * j->parent, acc + 6 * i);
-        grid_sp_motion_cross(vel + 6 * i, vJ, t);
-        for (int r = 0; r < 6; r++) acc[6 * i + r] += aJ[r] + t[r];
-    }
+    grid_sp_accelerations(m, q, v, qdd, liMi, oMi, vel, acc);
     for (int k = 0; k < m->nb; k++) {
         double A[60];
         body_regressor(vel + 6 * k, acc + 6 * k, A);

@@ -16,34 +16,11 @@ static void rnea(const grid_model *m, const double *q, const double *v, const do
     const size_t nb = (size_t)m->nb;
     double *liMi = work, *oMi = liMi + 12 * nb;
     double *vel = oMi + 12 * nb, *acc = vel + 6 * nb, *f = acc + 6 * nb;
-    grid_sp_placements(m, q, liMi, oMi);
-
-    /* gravity as a fictitious upward acceleration of the world */
-    const double a_world[6] = {0.0, 0.0, -m->gravity, 0.0, 0.0, 0.0};
-    const double v_world[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-
-    /* forward pass: velocities, accelerations and body forces, parents first */
+    /* forward pass: velocities and accelerations, parents first (gravity as the world's upward acceleration) */
+    grid_sp_accelerations(m, q, v, a, liMi, oMi, vel, acc);
     for (int i = 0; i < m->nb; i++) {
-        const grid_joint *j = &m->bodies[i].joint;
-        double S[36], vJ[6] = {0}, aJ[6] = {0}, t[6];
-        grid_sp_joint_subspace(j, S);
-        for (int r = 0; r < 6; r++)
-            for (int c = 0; c < j->nv; c++) {
-                if (v) vJ[r] += S[j->nv * r + c] * v[j->iv + c];
-                if (a) aJ[r] += S[j->nv * r + c] * a[j->iv + c];
-            }
-        const double *vp = j->parent < 0 ? v_world : vel + 6 * j->parent;
-        const double *ap = j->parent < 0 ? a_world : acc + 6 * j->parent;
-        double *vi = vel + 6 * i, *ai = acc + 6 * i, *fi = f + 6 * i;
-
-        /* v_i = X v_parent + S qd */
-        grid_sp_motion_act_inv(liMi + 12 * i, vp, vi);
-        for (int r = 0; r < 6; r++) vi[r] += vJ[r];
-        /* a_i = X a_parent + S qdd + v_i x (S qd) */
-        grid_sp_motion_act_inv(liMi + 12 * i, ap, ai);
-        grid_sp_motion_cross(vi, vJ, t);
-        for (int r = 0; r < 6; r++) ai[r] += aJ[r] + t[r];
-
+        const double *vi = vel + 6 * i, *ai = acc + 6 * i;
+        double *fi = f + 6 * i, t[6];
         /* f_i = I a_i + v_i x* (I v_i) - fext_i */
         double I[36], Iv[6];
         grid_sp_inertia_matrix(&m->bodies[i].inertia, I);

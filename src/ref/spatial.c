@@ -342,6 +342,33 @@ void grid_sp_placements(const grid_model *m, const double *q, double *liMi, doub
     }
 }
 
+void grid_sp_accelerations(const grid_model *m, const double *q, const double *v, const double *a, double *liMi,
+                           double *oMi, double *vel, double *acc)
+{
+    grid_sp_placements(m, q, liMi, oMi);
+    const double a_world[6] = {0.0, 0.0, -m->gravity, 0.0, 0.0, 0.0};
+    const double v_world[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    for (int i = 0; i < m->nb; i++) {
+        const grid_joint *j = &m->bodies[i].joint;
+        double S[36], vJ[6] = {0}, aJ[6] = {0}, t[6];
+        grid_sp_joint_subspace(j, S);
+        for (int r = 0; r < 6; r++)
+            for (int c = 0; c < j->nv; c++) {
+                if (v) vJ[r] += S[j->nv * r + c] * v[j->iv + c];
+                if (a) aJ[r] += S[j->nv * r + c] * a[j->iv + c];
+            }
+        const double *vp = j->parent < 0 ? v_world : vel + 6 * j->parent;
+        const double *ap = j->parent < 0 ? a_world : acc + 6 * j->parent;
+        double *vi = vel + 6 * i, *ai = acc + 6 * i;
+        /* v_i = X v_parent + S qd; a_i = X a_parent + S qdd + v_i x (S qd) */
+        grid_sp_motion_act_inv(liMi + 12 * i, vp, vi);
+        for (int r = 0; r < 6; r++) vi[r] += vJ[r];
+        grid_sp_motion_act_inv(liMi + 12 * i, ap, ai);
+        grid_sp_motion_cross(vi, vJ, t);
+        for (int r = 0; r < 6; r++) ai[r] += aJ[r] + t[r];
+    }
+}
+
 void grid_sp_velocities(const grid_model *m, const double *q, const double *v, double *liMi, double *oMi, double *vel)
 {
     grid_sp_placements(m, q, liMi, oMi);

@@ -71,6 +71,10 @@ void grid_sp_joint_subspace(const grid_joint *j, double *S);
 void grid_sp_placements(const grid_model *m, const double *q, double *liMi, double *oMi);
 /* the placements and every body's local spatial velocity at (q, v): vel is nb*6 wide, v_i = liMi^-1 v_parent + S qd */
 void grid_sp_velocities(const grid_model *m, const double *q, const double *v, double *liMi, double *oMi, double *vel);
+/* placements, body-local velocities and accelerations (6 per body; gravity as the world's upward acceleration) at
+   (q, v, a), v and a NULL for zeros: RNEA's forward pass */
+void grid_sp_accelerations(const grid_model *m, const double *q, const double *v, const double *a, double *liMi,
+                           double *oMi, double *vel, double *acc);
 
 /* doubles of work each algorithm family takes (the public work size is their maximum) */
 size_t grid_sp_work_kinematics(const grid_model *m);
