@@ -22,7 +22,7 @@ REFERENCE_FRAMES = {
 # the rows of the signature table each method calls: self._call(row, inputs in the row's order, out, attrs)
 _RNEA, _NLE, _GRAVITY = _ID["rnea"], _ID["nle"], _ID["gravity"]
 _CRBA, _MINV, _FD, _ABA = _ID["crba"], _ID["minv"], _ID["fd"], _ID["aba"]
-_FK, _EE_POSE, _JAC = _ID["fk"], _ID["ee_pose"], _ID["frame_jacobian"]
+_FK, _EE_POSE = _ID["fk"], _ID["ee_pose"]
 
 
 class _Closed:
@@ -429,26 +429,34 @@ class RobotHandle:
         """[x, y, z, roll, pitch, yaw] of each end effector (pinocchio.rpy.matrixToRpy), (B, 6*nee)."""
         return self._call(_EE_POSE, (q,), out, ())
 
-    def frame_jacobian(self, q, target=None, reference_frame="LOCAL_WORLD_ALIGNED", out=None):
-        """Jacobian of a frame, rows [linear; angular], (B, 6, nv), as pinocchio.computeFrameJacobian.
-
-        target: a frame (link) name, the name of the joint above that link, or a frame id;
-        default the first end effector. reference_frame: "WORLD", "LOCAL" or "LOCAL_WORLD_ALIGNED": the frame the
-        rows (the frame's velocity) are expressed in. In the MuJoCo convention the columns are MuJoCo's velocity
-        coordinates (J_mj = J_pin T); LOCAL_WORLD_ALIGNED is then mujoco.mj_jacBody's [jacp; jacr] of the frame."""
+    # ---- attributes with friendlier arguments than an int (every row that has them: _generic_method) ----
+    def _frame_attr(self, target):
+        """the frame attribute of a target argument: a frame name, the joint above it, a frame id, or None for the
+        first end effector"""
         if target is None:
             if not self._ee_frames:
                 raise ValueError(f"robot {self._name!r} has no end effectors; pass target=")
-            fid = self._ee_frames[0]
-        else:
-            fid = self.frame_id(target)
-        rf_name = getattr(reference_frame, "name", reference_frame)  # also pinocchio.ReferenceFrame
+            return self._ee_frames[0]
+        return self.frame_id(target)
+
+    @staticmethod
+    def _reference_frame_attr(reference_frame):
+        """the reference_frame attribute of "WORLD", "LOCAL", "LOCAL_WORLD_ALIGNED" (any case) or a
+        pinocchio.ReferenceFrame"""
+        rf_name = getattr(reference_frame, "name", reference_frame)
         rf = REFERENCE_FRAMES.get(rf_name.upper()) if isinstance(rf_name, str) else None
         if rf is None:
             raise ValueError(f"reference_frame must be one of 'WORLD', 'LOCAL', 'LOCAL_WORLD_ALIGNED'; "
                              f"got {reference_frame!r}")
-        return self._call(_JAC, (q,), out, (fid, rf))
+        return rf
 
+
+# A row's attribute with one of these names is a parameter after its inputs (positional too), under the name users
+# know from Pinocchio, with a default and a converter: (parameter, default, RobotHandle method converting it)
+_FRIENDLY_ATTRS = {
+    "frame": ("target", None, "_frame_attr"),
+    "reference_frame": ("reference_frame", "LOCAL_WORLD_ALIGNED", "_reference_frame_attr"),
+}
 
 
 def _subset_call(call, built):
@@ -468,33 +476,48 @@ def _subset_call(call, built):
 
 def _generic_method(row):
     """A RobotHandle method for a row of the signature table that has no hand-written one: the row's inputs as
-    parameters (optional ones default None), its attributes as int keywords (default: the lowest valid value),
-    and out=, calling the row like the methods above."""
+    parameters (optional ones default None), then its frame and reference_frame attributes as target= and
+    reference_frame= (names or ids: _FRIENDLY_ATTRS), its other attributes as int keywords (default: the lowest valid
+    value), and out=, calling the row like the methods above."""
     inputs = [a["name"] for a in row["inputs"]]
     optional = [a["optional"] for a in row["inputs"]]
-    attrs = [(a["name"], a["lo"]) for a in row["attrs"]]
+    friendly = [(_FRIENDLY_ATTRS[a["name"]], k) for k, a in enumerate(row["attrs"]) if a["name"] in _FRIENDLY_ATTRS]
+    plain = [(a["name"], a["lo"], k) for k, a in enumerate(row["attrs"]) if a["name"] not in _FRIENDLY_ATTRS]
+    positional = inputs + [f[0] for f, _ in friendly]
     algo = row["id"]
 
     def method(self, *args, out=None, **kwargs):
-        if len(args) > len(inputs):
-            raise TypeError(f"{row['py_name']}() takes {len(inputs)} inputs ({', '.join(inputs)}); {len(args)} given")
-        values = list(args) + [None] * (len(inputs) - len(args))
-        for k, name in enumerate(inputs):
+        if len(args) > len(positional):
+            raise TypeError(f"{row['py_name']}() takes {len(positional)} positional arguments "
+                            f"({', '.join(positional)}); {len(args)} given")
+        values = list(args) + [None] * (len(positional) - len(args))
+        given = [k < len(args) for k in range(len(positional))]
+        for k, name in enumerate(positional):
             if name in kwargs:
-                values[k] = kwargs.pop(name)
-        attr_values = tuple(int(kwargs.pop(name, lo)) for name, lo in attrs)
+                values[k], given[k] = kwargs.pop(name), True
+        attr_values = [0] * len(row["attrs"])
+        for n, ((param, default, convert), k) in enumerate(friendly):
+            i = len(inputs) + n
+            attr_values[k] = getattr(self, convert)(values[i] if given[i] else default)
+        for name, lo, k in plain:
+            attr_values[k] = int(kwargs.pop(name, lo))
         if kwargs:
             raise TypeError(f"{row['py_name']}() got an unexpected keyword argument {next(iter(kwargs))!r}")
-        return self._call(algo, tuple(values), out, attr_values)
+        return self._call(algo, tuple(values[:len(inputs)]), out, tuple(attr_values))
 
     P = inspect.Parameter
     params = [P("self", P.POSITIONAL_OR_KEYWORD)]
     params += [P(n, P.POSITIONAL_OR_KEYWORD, default=None if opt else P.empty) for n, opt in zip(inputs, optional)]
-    params += [P(n, P.KEYWORD_ONLY, default=lo) for n, lo in attrs] + [P("out", P.KEYWORD_ONLY, default=None)]
+    params += [P(f[0], P.POSITIONAL_OR_KEYWORD, default=f[1]) for f, _ in friendly]
+    params += [P(n, P.KEYWORD_ONLY, default=lo) for n, lo, _ in plain] + [P("out", P.KEYWORD_ONLY, default=None)]
     method.__signature__ = inspect.Signature(params)
     method.__name__ = method.__qualname__ = row["py_name"]
     shapes = ", ".join(f"{a['name']} (B, {', '.join(map(str, a['shape']))})" for a in row["inputs"] + row["outputs"])
     method.__doc__ = f"{row['doc']}. Generated from the signature table: {shapes}."
+    if friendly:
+        method.__doc__ += (" target: a frame (link) name, the name of the joint above that link, or a frame id; "
+                           "default the first end effector. reference_frame: 'WORLD', 'LOCAL' or "
+                           "'LOCAL_WORLD_ALIGNED' (or a pinocchio.ReferenceFrame), the frame the rows are expressed in.")
     return method
 
 

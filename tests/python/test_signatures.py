@@ -180,7 +180,14 @@ def test_a_row_without_a_hand_written_method_gets_a_generic_one(handles):
     assert [p for p in inspect.signature(rnea).parameters] == ["self", "q", "qd", "qdd", "f_ext", "out"]
     np.testing.assert_array_equal(rnea(gen, s["q"], s["qd"], f_ext=s["f_ext"]),
                                   gen.inverse_dynamics(s["q"], s["qd"], None, s["f_ext"]))
-    np.testing.assert_array_equal(jac(gen, s["q"], frame=3, reference_frame=0), gen.frame_jacobian(s["q"], 3, "WORLD"))
+    # the frame attributes are target= and reference_frame= (names or ids), positional after the inputs too
+    assert [p for p in inspect.signature(jac).parameters] == ["self", "q", "target", "reference_frame", "out"]
+    np.testing.assert_array_equal(jac(gen, s["q"], target=3, reference_frame="WORLD"),
+                                  gen.frame_jacobian(s["q"], 3, "WORLD"))
+    np.testing.assert_array_equal(jac(gen, s["q"], gen.frame_names[3], "world"), gen.frame_jacobian(s["q"], 3, "WORLD"))
+    np.testing.assert_array_equal(jac(gen, s["q"]), gen.frame_jacobian(s["q"], gen.ee_names[0], "LOCAL_WORLD_ALIGNED"))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'frame'"):
+        jac(gen, s["q"], frame=3)
     with pytest.raises(TypeError, match="qd is required"):
         rnea(gen, s["q"])
     with pytest.raises(TypeError, match="unexpected keyword"):
