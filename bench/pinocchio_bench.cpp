@@ -178,6 +178,7 @@ int main(int argc, char **argv)
         taus[i] = Eigen::VectorXd::Random(nv);
     }
     Eigen::VectorXd qdd(nv);
+    Eigen::Vector4d quat;
     Eigen::MatrixXd ddq_dq(nv, nv), ddq_dv(nv, nv);
     pin::Data::Matrix6x J = pin::Data::Matrix6x::Zero(6, nv);
     pin::Data::Matrix6x dh_dq = pin::Data::Matrix6x::Zero(6, nv), dhdot_dq = dh_dq, dhdot_dv = dh_dq, dhdot_da = dh_dq;
@@ -209,6 +210,12 @@ int main(int argc, char **argv)
              pin::cholesky::solve(model, data, qdd);
          }},
         {"frame_jacobian", [&](int i) { pin::computeFrameJacobian(model, data, qs[i], fid, rf, J); }},
+        // one frame's position and quaternion (fk_batched)
+        {"fk_batched", [&](int i) {
+             pin::forwardKinematics(model, data, qs[i]);
+             pin::updateFramePlacement(model, data, fid);
+             quat = Eigen::Quaterniond(data.oMf[fid].rotation()).coeffs();
+         }},
         // first-order derivatives (data.dtau_dq / dtau_dv, data.ddq_dq / ddq_dv)
         {"rnea_grad", [&](int i) { pin::computeRNEADerivatives(model, data, qs[i], vs[i], as[i]); }},
         {"fd_grad", [&](int i) { pin::computeABADerivatives(model, data, qs[i], vs[i], taus[i]); }},

@@ -127,3 +127,9 @@ GRID_ROW(CMM_TIME_VARIATION, cmm_time_variation, OWN,
           "dA/dt, the centroidal momentum matrix's time variation along qd (dccrba's dAg)",
           2, {IN_Q, IN_QD}, 1, {ARG("dA", "centroidal momentum matrix rate", GRID_REQUIRED, DIM(ONE, 6), DIM(NV, 1))},
           0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_JACOBIAN_RATE, GRID_ALGO_CCRBA})
+/* kinematics for large batches */
+GRID_ROW(FK_BATCHED, fk_batched, OWN,
+         {"fk_batched", "fk_batched", "",
+          "[x y z qw qx qy qz] of the first end effector (the leaf frame), world frame, quaternion with qw >= 0",
+          1, {IN_Q}, 1, {ARG("pose", "end-effector position and quaternion", GRID_REQUIRED, DIM(ONE, 7))},
+          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_WORLD, NO_RATE})

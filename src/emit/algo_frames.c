@@ -1,4 +1,4 @@
-/* Kinematic outputs: forward kinematics, end-effector poses (rpy) and the constant frame tables of the frame Jacobian. */
+/* Kinematic outputs: forward kinematics, end-effector poses (rpy, quaternion) and the frame Jacobian's constant frame tables. */
 #include <stdio.h>
 #include <string.h>
 #include "emit_ctx.h"
@@ -267,5 +267,68 @@ int ea_jacobian_program(ep_prog *p)
         }
     }
     ep_raw(p, "}\n}\n");
+    return 0;
+}
+
+/* [x y z qw qx qy qz] of the first end effector (the identity pose on a robot without one): its placement, then the
+   quaternion of its rotation as Eigen's Quaternion(Matrix3) computes it (Shepperd's choice of the largest of w, x, y, z
+   from the trace and the diagonal), negated where qw < 0 so that q and -q give one answer */
+EMIT_PROGRAM(ea_fk_batched_program)
+{
+    (void)sp;
+    const em_model *em = cx->em;
+    const int OM = ep_buffer(p, "oM", 12, 1);
+    world_pass(p, OM, 0);
+    sym_graph *g = ep_graph(p);
+    sxf X;
+    static const double I3[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, O3[3] = {0, 0, 0};
+    sp_xf_const(g, I3, O3, &X);
+    if (em->nee > 0) {
+        const em_frame *fr = &em->f[em->ee[0]];
+        sxf P;
+        sym_comment(g, "/* end effector 0: frame %d */", em->ee[0]);
+        sp_xf_const(g, fr->R, fr->p, &P);
+        if (fr->body < 0) {
+            X = P;
+        } else {
+            sxf o;
+            for (int k = 0; k < 9; k++) o.R[k] = ep_get_at(p, OM, fr->body, k);
+            for (int k = 0; k < 3; k++) o.p[k] = ep_get_at(p, OM, fr->body, 9 + k);
+            sp_xf_compose(g, &o, &P, &X);
+        }
+    }
+    for (int r = 0; r < 3; r++) ep_out(p, X.p[r], ep_at(r));
+    const int rq = sym_local_array(g, "Rq", 9);
+    for (int r = 0; r < 9; r++) sym_store(g, rq, r, X.R[r]);
+    /* the quaternion (branches: raw code) into Qt, whose loads are the outputs */
+    const int qt = sym_local_array(g, "Qt", 4);
+    const char *sq = cx->re->fn_sqrt;
+    char buf[2048];
+    snprintf(buf, sizeof buf,
+             "    {\n"
+             "        /* the quaternion [w x y z] of Rq (row-major) */\n"
+             "        const grid_real h_ = (grid_real)0.5, t_ = Rq[0] + Rq[4] + Rq[8];\n"
+             "        if (t_ > 0) {\n"
+             "            const grid_real s_ = %s(t_ + 1), u_ = h_ / s_;\n"
+             "            Qt[0] = h_ * s_;\n"
+             "            Qt[1] = (Rq[7] - Rq[5]) * u_;\n"
+             "            Qt[2] = (Rq[2] - Rq[6]) * u_;\n"
+             "            Qt[3] = (Rq[3] - Rq[1]) * u_;\n"
+             "        } else {\n"
+             "            int i_ = Rq[4] > Rq[0];\n"
+             "            if (Rq[8] > Rq[4 * i_]) i_ = 2;\n"
+             "            const int j_ = (i_ + 1) %% 3, k_ = (j_ + 1) %% 3;\n"
+             "            const grid_real s_ = %s(Rq[4 * i_] - Rq[4 * j_] - Rq[4 * k_] + 1), u_ = h_ / s_;\n"
+             "            Qt[1 + i_] = h_ * s_;\n"
+             "            Qt[0] = (Rq[3 * k_ + j_] - Rq[3 * j_ + k_]) * u_;\n"
+             "            Qt[1 + j_] = (Rq[3 * j_ + i_] + Rq[3 * i_ + j_]) * u_;\n"
+             "            Qt[1 + k_] = (Rq[3 * k_ + i_] + Rq[3 * i_ + k_]) * u_;\n"
+             "        }\n"
+             "        if (Qt[0] < 0)\n"
+             "            for (int c_ = 0; c_ < 4; c_++) Qt[c_] = -Qt[c_];\n"
+             "    }\n",
+             sq, sq);
+    sym_raw(g, buf);
+    for (int c = 0; c < 4; c++) ep_out(p, sym_input(g, qt, c), ep_at(3 + c));
     return 0;
 }

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 #include "grid/ref.h"
+#include "ref_rows.h"
 #include "spatial.h"
 
 size_t grid_sp_work_kinematics(const grid_model *m)
@@ -101,6 +102,38 @@ void grid_ref_end_effector_pose(const grid_model *m, const double *q, double *po
         memcpy(pose + 6 * k, x + 9, 3 * sizeof(double));
         matrix_to_rpy(x, pose + 6 * k + 3);
     }
+}
+
+/* [x y z qw qx qy qz] of the first end effector (identity without one): Eigen's Quaternion(Matrix3), qw made >= 0 */
+void ref_row_fk_batched(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
+{
+    (void)attr;
+    double x[12] = {1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0}, *pose = out[0], qt[4];
+    if (m->nee > 0) {
+        double *liMi = work, *oMi = work + 12 * (size_t)m->nb;
+        grid_sp_placements(m, in[0], liMi, oMi);
+        frame_xform(m, oMi, m->ee_frames[0], x);
+    }
+    const double *R = x, t = R[0] + R[4] + R[8];
+    if (t > 0) {
+        const double s = sqrt(t + 1.0);
+        qt[0] = 0.5 * s;
+        qt[1] = (R[7] - R[5]) * (0.5 / s);
+        qt[2] = (R[2] - R[6]) * (0.5 / s);
+        qt[3] = (R[3] - R[1]) * (0.5 / s);
+    } else {
+        int i = R[4] > R[0];
+        if (R[8] > R[4 * i]) i = 2;
+        const int j = (i + 1) % 3, k = (j + 1) % 3;
+        const double s = sqrt(R[4 * i] - R[4 * j] - R[4 * k] + 1.0);
+        qt[1 + i] = 0.5 * s;
+        qt[0] = (R[3 * k + j] - R[3 * j + k]) * (0.5 / s);
+        qt[1 + j] = (R[3 * j + i] + R[3 * i + j]) * (0.5 / s);
+        qt[1 + k] = (R[3 * k + i] + R[3 * i + k]) * (0.5 / s);
+    }
+    const double sign = qt[0] < 0 ? -1.0 : 1.0;
+    memcpy(pose, x + 9, 3 * sizeof(double));
+    for (int c = 0; c < 4; c++) pose[3 + c] = sign * qt[c];
 }
 
 void grid_ref_frame_jacobian(const grid_model *m, const double *q, int frame, int reference_frame,

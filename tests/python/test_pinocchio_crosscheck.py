@@ -149,6 +149,16 @@ def pin_dccrba(P, q, v):
     return P.cols(P.data.dAg)
 
 
+def pin_fk_batched(P, q, handle):
+    """[x y z qw qx qy qz] of the first end effector, from Pinocchio's oMf (SE3ToXYZQUAT is [xyz, qx qy qz qw]), the
+    quaternion's sign chosen with qw >= 0 as ours"""
+    pin.forwardKinematics(P.model, P.data, P.q(q))
+    pin.updateFramePlacements(P.model, P.data)
+    x = pin.SE3ToXYZQUAT(P.data.oMf[P.frame_id(handle.ee_names[0])])
+    quat = np.array([x[6], x[3], x[4], x[5]])
+    return np.concatenate([x[:3], quat if quat[0] >= 0 else -quat])
+
+
 def pin_coriolis(P, q, v):
     if P.mimic:
         pytest.skip("Pinocchio 4.1's computeCoriolisMatrix refuses mimic joints (test_coriolis_matrix_properties)")
@@ -223,6 +233,9 @@ CHECKS = {
     "end_effector_pose": (
         lambda h, s: h.end_effector_pose(s["q"]),
         lambda P, h, s: per_state(lambda q: pin_ee_pose(P, q, h), s["q"])),
+    "fk_batched": (
+        lambda h, s: h.fk_batched(s["q"]),
+        lambda P, h, s: per_state(lambda q: pin_fk_batched(P, q, h), s["q"])),
     "energy": (
         lambda h, s: h.energy(s["q"], s["qd"]),
         lambda P, h, s: per_state(lambda q, v: pin_energy(P, q, v), s["q"], s["qd"])),
