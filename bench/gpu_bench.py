@@ -37,7 +37,7 @@ EXTRA_ROBOTS = [("hyq", "hyq.urdf", False)]  # timed only when named (bench/gpu_
 ALGOS = ["rnea", "fd", "minv", "crba", "aba", "rnea_grad", "fd_grad", "rnea_vjp", "fd_vjp"]
 # issue 27's methods (--algos picks them): their inputs and outputs from the signature table (generic_*)
 EXTRA_ALGOS = ["energy", "kinetic_energy_regressor", "potential_energy_regressor", "coriolis_matrix",
-               "inverse_dynamics_regressor", "com", "ccrba", "cmm_time_variation"]
+               "inverse_dynamics_regressor", "com", "ccrba", "cmm_time_variation", "fk_batched"]
 HBM_BYTES_S = 4.8e12  # the H200 datasheet's memory bandwidth (../shared/anchors.md): a bound from bytes in and out
 BATCHES = [16, 256, 1024, 65536, 1048576]
 ALGO_ID = {r["name"]: r["id"] for r in _signatures.ROWS}
@@ -176,6 +176,12 @@ def input_ptrs(algo, q, v, a, ptr):
     return (ptr(q),)
 
 
+def attrs_of(h, algo):
+    """the row's integer attributes: a frame is the first end effector, a reference frame LOCAL_WORLD_ALIGNED"""
+    pick = {"frame": lambda: h.ee_frame_ids[0], "reference_frame": lambda: _core.LOCAL_WORLD_ALIGNED}
+    return tuple(pick[a["name"]]() for a in _signatures.row(algo)["attrs"])
+
+
 def out_shapes(h, algo, n):
     """the shapes of an algorithm's outputs for n states (one, or a row's several)"""
     if algo in EXTRA_ALGOS:
@@ -241,7 +247,7 @@ class Bench:
         def one(k, events):
             q, v, a = sets[k % len(sets)]
             return lib.time(aid, 0, input_ptrs(algo, q, v, a, lambda x: x.data_ptr() if x is not None else 0),
-                            tuple(o.data_ptr() for o in many), n, (), self.sptr, 1, 0, events)
+                            tuple(o.data_ptr() for o in many), n, attrs_of(h, algo), self.sptr, 1, 0, events)
 
         for k in range(3):
             one(k, False)
@@ -284,9 +290,9 @@ class Bench:
         pinned = tuple(many) if len(many) > 1 else many[0]
         optr = tuple(o.ctypes.data for o in many)
         ptr = lambda x: x.ctypes.data if x is not None else 0  # noqa: E731
-        _, w = lib.time(aid, 1, input_ptrs(algo, q, v, a, ptr), optr, n, (), 0, 1, 2, False)
+        _, w = lib.time(aid, 1, input_ptrs(algo, q, v, a, ptr), optr, n, attrs_of(h, algo), 0, 1, 2, False)
         reps = self.reps_for(w[0])
-        _, wall = lib.time(aid, 1, input_ptrs(algo, q, v, a, ptr), optr, n, (), 0, reps, 0, False)
+        _, wall = lib.time(aid, 1, input_ptrs(algo, q, v, a, ptr), optr, n, attrs_of(h, algo), 0, reps, 0, False)
         finite = all(bool(np.isfinite(o).all()) for o in many)
         r = {"host_c_us": median(wall), "host_reps": reps, "host_finite": finite}
         if pack_only:
