@@ -250,28 +250,35 @@ static void write_inner_call(wr *x, const state_spec *in, const char *out)
     ew_puts(w, ";\n");
 }
 
-/* the full output o as rows x cols (row-major) and which of them are tangent coordinates (trow: the rows, 1 or 0;
-   tcol: the columns, in as many blocks of nv), from its shape: a first dimension of nv are the rows, a last one k nv
-   the columns; -1 for a tangent dimension elsewhere (not projected yet) */
-static int projection(const em_model *em, const grid_sig_arg *o, int *rows, int *cols, int *trow, int *tcol)
+/* the full output o as blocks of rows x cols (row-major) and which of them are tangent coordinates (trow: the rows,
+   1 or 0; tcol: the columns, in as many blocks of nv), from its shape: a dimension of nv before the last are the rows
+   (the dimensions ahead of it count the blocks: dA/dq's 6 of nv x nv), a last one k nv the columns; -1 for a tangent
+   dimension elsewhere (not projected yet) */
+static int projection(const em_model *em, const grid_sig_arg *o, int *blocks, int *rows, int *cols, int *trow, int *tcol)
 {
     const grid_sizes s = grid_sizes_of(em->nq, em->nv, em->nb, em->nee, em->nframes);
     const long long width = grid_sig_shape(o, &s, NULL);
+    *blocks = 1;
     if (o->rank == 0) { /* a scalar: nothing to project */
         *rows = *cols = 1;
         *trow = *tcol = 0;
         return 0;
     }
     const grid_dim last = o->dim[o->rank - 1];
-    *trow = o->rank >= 2 && o->dim[0].sym == GRID_SYM_NV;
+    int at = -1; /* the rows' dimension */
+    for (int d = 0; d < o->rank - 1; d++)
+        if (o->dim[d].sym == GRID_SYM_NV) {
+            if (at >= 0 || o->dim[d].mul != 1) return -1;
+            at = d;
+        }
+    for (int d = 0; d < at; d++) *blocks *= (int)grid_sig_dim(o->dim[d], &s);
+    *trow = at >= 0;
     *tcol = last.sym == GRID_SYM_NV ? last.mul : 0;
-    for (int d = *trow; d < o->rank - 1; d++)
-        if (o->dim[d].sym == GRID_SYM_NV) return -1;
-    if (*trow && o->dim[0].mul != 1) return -1;
-    const long long lastw = grid_sig_dim(last, &s);
-    *rows = *trow ? em->nv : *tcol && lastw > 0 ? (int)(width / lastw) : 1;
-    *cols = *rows > 0 ? (int)(width / *rows) : 0;
-    return 0;
+    const long long lastw = grid_sig_dim(last, &s), bw = *blocks > 0 ? width / *blocks : 0;
+    *rows = *trow ? em->nv : *tcol && lastw > 0 ? (int)(bw / lastw) : 1;
+    *cols = *rows > 0 ? (int)(bw / *rows) : 0;
+    /* write_project's columns are the tangent blocks themselves */
+    return *tcol && *blocks > 0 && *cols != *tcol * em->nv ? -1 : 0;
 }
 
 int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats)
@@ -383,12 +390,16 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
         write_inner_call(&x, &inner[0], "of");
         long src = 0, dst = 0;
         for (int k = 0; k < r->n_out; k++) {
-            int rows, cols, trow, tcol;
+            int blocks, rows, cols, trow, tcol;
             char at[48];
-            if (projection(em, &r->out[k], &rows, &cols, &trow, &tcol) != 0) return -1;
-            if (src) snprintf(at, sizeof at, "(of + %ld)", src);
-            else snprintf(at, sizeof at, "of");
-            write_project(&x, at, NULL, dst, rows, cols, trow, tcol);
+            if (projection(em, &r->out[k], &blocks, &rows, &cols, &trow, &tcol) != 0) return -1;
+            const long ublock = blocks > 0 ? (long)grid_sig_shape(&r->out[k], &us, NULL) / blocks : 0;
+            for (int b = 0; b < blocks; b++) {
+                const long from = src + (long)b * rows * cols;
+                if (from) snprintf(at, sizeof at, "(of + %ld)", from);
+                else snprintf(at, sizeof at, "of");
+                write_project(&x, at, NULL, dst + b * ublock, rows, cols, trow, tcol);
+            }
             src += (long)grid_sig_shape(&r->out[k], &fs, NULL);
             dst += (long)grid_sig_shape(&r->out[k], &us, NULL);
         }
