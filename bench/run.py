@@ -64,6 +64,7 @@ ALGOS = [
     ("com", "com", "centre of mass and its Jacobian (centerOfMass + jacobianCenterOfMass)"),
     ("ccrba", "ccrba", "centroidal momentum matrix and momentum (ccrba)"),
     ("cmm_time_variation", "cmm_time_variation", "centroidal momentum matrix rate (dccrba)"),
+    ("dccrba", None, "centroidal momentum matrix derivative dA/dq (grid only: Pinocchio has no dA/dq)"),
     ("fk_batched", "fk_batched", "one frame's position and quaternion (forwardKinematics + updateFramePlacement)"),
 ]
 # Pinocchio-only variants, shown for the anchors

@@ -127,6 +127,12 @@ GRID_ROW(CMM_TIME_VARIATION, cmm_time_variation, OWN,
           "dA/dt, the centroidal momentum matrix's time variation along qd (dccrba's dAg)",
           2, {IN_Q, IN_QD}, 1, {ARG("dA", "centroidal momentum matrix rate", GRID_REQUIRED, DIM(ONE, 6), DIM(NV, 1))},
           0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_JACOBIAN_RATE, GRID_ALGO_CCRBA})
+GRID_ROW(DCCRBA, dccrba, OWN,
+         {"dccrba", "dccrba", "",
+          "dA/dq, ccrba's A differentiated along each tangent coordinate: dA[r][j][k] = d A[r][j] / d q_k",
+          1, {IN_Q}, 1,
+          {ARG("dA", "centroidal momentum matrix derivative", GRID_REQUIRED, DIM(ONE, 6), DIM(NV, 1), DIM(NV, 1))},
+          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED, NO_RATE})
 /* kinematics for large batches */
 GRID_ROW(FK_BATCHED, fk_batched, OWN,
          {"fk_batched", "fk_batched", "",

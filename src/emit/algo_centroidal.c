@@ -250,3 +250,134 @@ EMIT_PROGRAM(ea_cmm_time_variation_program)
     }
     return 0;
 }
+
+/* in a columns loop over k: the angular rows' f_j x f_k / m of body i's coordinates j, f the linear rows of A_o (FK
+   every column's, FB the body's own): along q_k the centre of mass moves at dc = f_k / m and -dc x f_j reaches every
+   pair; transposed, pair (k, j) too (-f_j x f_k / m) */
+static void momentum_pairs(ep_prog *p, int FB, int FK, double inv_m, int transposed)
+{
+    sym_graph *g = ep_graph(p);
+    sv fk[3];
+    for (int r = 0; r < 3; r++) fk[r] = sym_mul(g, sym_const(g, inv_m), ep_getk(p, FK, EP_I, EP_SELF, r));
+    for (int c = 0; c < ep_nv(p, EP_I); c++) {
+        sv fj[3], t[3];
+        for (int r = 0; r < 3; r++) fj[r] = ep_get(p, FB, EP_I, EP_SELF, 6 * c + r);
+        sp_cross(g, fj, fk, t);
+        for (int r = 0; r < 3; r++) {
+            ep_out(p, t[r], ep_at(3 + r), ep_coord(EP_I, EP_SELF, c), ep_col(0));
+            if (transposed) ep_out(p, sym_neg(g, t[r]), ep_at(3 + r), ep_col(0), ep_coord(EP_I, EP_SELF, c));
+        }
+    }
+}
+
+/* pair (j, k) of related bodies, df = dF_j/dq_k about the root's origin P: the linear rows df_l, and the angular rows
+   add df_n - (c - P) x df_l to the momentum term already there */
+static void add_pair(ep_prog *p, const sv df[6], const sv cr[3], ep_ix j, ep_ix k)
+{
+    sym_graph *g = ep_graph(p);
+    sv a[3];
+    sp_cross(g, cr, df, a);
+    for (int r = 0; r < 3; r++) {
+        const sv n = ep_out_get(p, ep_at(3 + r), j, k);
+        ep_out(p, df[r], ep_at(r), j, k);
+        ep_out(p, sym_add(g, n, sym_sub(g, df[3 + r], a[r])), ep_at(3 + r), j, k);
+    }
+}
+
+/* dA/dq (6 x nv x nv): out[r][j][k] = dA[r][j]/dq_k along the local tangent e_k. World axes about each root's origin
+   P (RT); J_k the world column of coordinate k, F_j = Yc J_j A's column before the move to the centre of mass (Yc the
+   composite of j's body). A motion along q_k moves the subtree of k's body at the twist J_k, so
+     k's body is j's or an ancestor of it (J_j moves too):  dF_j/dq_k = J_k x* F_j
+     j's body is a strict ancestor of k's:                  dF_j/dq_k = dY_k J_j, dY_k = J_k x* Yc - Yc J_k x (sci_rate)
+   with Yc of k's body, and 0 otherwise. n_g = n - (c - P) x f then adds -(c - P) x df_l, and -dc x f_j with
+   dc = f_k / m for every pair: the angular rows are dense, written first (momentum_pairs), and the related pairs add
+   their df (add_pair). O(nv depth) 6-vector work besides the nv^2 cross products. */
+EMIT_PROGRAM(ea_dccrba_program)
+{
+    (void)sp;
+    const int nv = cx->em->nv;
+    const int OM = ep_buffer(p, "oM", 12, 1), YC = ep_buffer(p, "Yc", 13, 1), RT = ep_buffer(p, "rt", 3, 1);
+    const int JW = ep_buffer(p, "Jw", 36, 1), FB = ep_buffer(p, "F", 36, 1), DY = ep_buffer(p, "dY", 72, 1);
+    const int FK = ep_buffer(p, "Fk", 6 * nv, 0), TOT = ep_buffer(p, "tot", 3, 0); /* TOT: sum over roots of m c_world */
+    const double inv_m = inverse_mass(cx->em);
+    ep_zero_output(p);
+    zero_slot(p, TOT, 3);
+    for (ep_bodies(p, 0); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        const ek_body *b = ep_body(p, EP_I);
+        ep_comment(p, "centroidal momentum matrix derivative: world-axes inertias and columns about the root");
+        const sxf oM = ep_world_placement(p, OM, 1);
+        sci Y, Yw;
+        sp_body_inertia_sci(g, b, &Y);
+        sp_sci_to_parent(g, &oM, &Y, &Yw);
+        ep_set_sci(p, YC, EP_I, EP_SELF, &Yw);
+        store_root_translation(p, RT);
+        for (int c = 0; c < b->nv; c++) {
+            sv s[6], jw[6];
+            for (int r = 0; r < 6; r++) s[r] = b->S[b->nv * r + c];
+            sp_motion_act(g, &oM, s, jw);
+            for (int r = 0; r < 6; r++) ep_set(p, JW, EP_I, EP_SELF, 6 * c + r, jw[r]);
+        }
+    }
+    for (ep_bodies(p, 1); ep_next(p);) {
+        sym_graph *g = ep_graph(p);
+        sci Y, dY;
+        ep_comment(p, "centroidal momentum matrix derivative: composites, F = Yc J and dY along each column");
+        composite_step(p, YC, RT, TOT, &Y);
+        for (int c = 0; c < ep_nv(p, EP_I); c++) {
+            sv jw[6], f[6];
+            for (int r = 0; r < 6; r++) jw[r] = ep_get(p, JW, EP_I, EP_SELF, 6 * c + r);
+            sp_sci_apply(g, &Y, jw, f);
+            for (int r = 0; r < 6; r++) ep_set(p, FB, EP_I, EP_SELF, 6 * c + r, f[r]);
+            for (int r = 0; r < 3; r++) ep_set_col(p, FK, EP_I, c, r, f[r]);
+            /* the rate's h and I (its mass rate is zero) */
+            sci_rate(g, &Y, jw, &dY);
+            for (int e = 0; e < 3; e++) ep_set(p, DY, EP_I, EP_SELF, 12 * c + e, dY.h[e]);
+            for (int e = 0; e < 9; e++) ep_set(p, DY, EP_I, EP_SELF, 12 * c + 3 + e, dY.I[e]);
+        }
+    }
+    for (ep_bodies(p, 0); ep_next(p);) {
+        for (ep_columns(p, EP_COLS_OWN); ep_next(p);) momentum_pairs(p, FB, FK, inv_m, 0);
+        for (ep_columns(p, EP_COLS_LATER); ep_next(p);) momentum_pairs(p, FB, FK, inv_m, 1);
+        sym_graph *g = ep_graph(p);
+        const int n = ep_nv(p, EP_I);
+        sv cr[3];
+        ep_comment(p, "centroidal momentum matrix derivative: pairs of the body's own coordinates");
+        com_from_root(p, TOT, RT, inv_m, cr);
+        for (int c = 0; c < n; c++)
+            for (int d = 0; d < n; d++) {
+                sv f[6], jk[6], df[6];
+                for (int r = 0; r < 6; r++) {
+                    f[r] = ep_get(p, FB, EP_I, EP_SELF, 6 * c + r);
+                    jk[r] = ep_get(p, JW, EP_I, EP_SELF, 6 * d + r);
+                }
+                sp_force_cross(g, jk, f, df);
+                add_pair(p, df, cr, ep_coord(EP_I, EP_SELF, c), ep_coord(EP_I, EP_SELF, d));
+            }
+        for (ep_ancestors(p, 0); ep_next(p);) {
+            sym_graph *ga = ep_graph(p);
+            const int na = ep_nv(p, EP_J);
+            ep_comment(p, "centroidal momentum matrix derivative: pairs of the body's coordinates and an ancestor's");
+            com_from_root(p, TOT, RT, inv_m, cr);
+            for (int c = 0; c < n; c++) {
+                sv f[6];
+                sci dY;
+                for (int r = 0; r < 6; r++) f[r] = ep_get(p, FB, EP_I, EP_SELF, 6 * c + r);
+                dY.m = sym_const(ga, 0.0);
+                for (int e = 0; e < 3; e++) dY.h[e] = ep_get(p, DY, EP_I, EP_SELF, 12 * c + e);
+                for (int e = 0; e < 9; e++) dY.I[e] = ep_get(p, DY, EP_I, EP_SELF, 12 * c + 3 + e);
+                for (int d = 0; d < na; d++) {
+                    sv ja[6], df[6];
+                    for (int r = 0; r < 6; r++) ja[r] = ep_get(p, JW, EP_J, EP_SELF, 6 * d + r);
+                    /* j of the body, k of the ancestor */
+                    sp_force_cross(ga, ja, f, df);
+                    add_pair(p, df, cr, ep_coord(EP_I, EP_SELF, c), ep_coord(EP_J, EP_SELF, d));
+                    /* j of the ancestor, k of the body */
+                    sp_sci_apply(ga, &dY, ja, df);
+                    add_pair(p, df, cr, ep_coord(EP_J, EP_SELF, d), ep_coord(EP_I, EP_SELF, c));
+                }
+            }
+        }
+    }
+    return 0;
+}

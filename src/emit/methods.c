@@ -72,6 +72,7 @@ EMIT_PROGRAM(ea_inverse_dynamics_regressor_program);
 EMIT_PROGRAM(ea_com_program);
 EMIT_PROGRAM(ea_ccrba_program);
 EMIT_PROGRAM(ea_cmm_time_variation_program);
+EMIT_PROGRAM(ea_dccrba_program);
 EMIT_PROGRAM(ea_fk_batched_program);
 
 /* ---- unrolled builders besides the programs' own unrolled schedule: M^-1's couplings to every ancestor ---- */
@@ -155,6 +156,7 @@ static const emit_method methods[GRID_ALGO_COUNT] = {
     [GRID_ALGO_CCRBA] = {.row = GRID_ALGO_CCRBA, .shares = -1, .variants = {Q | V}, .lanes = 1, .program = ea_ccrba_program},
     [GRID_ALGO_CMM_TIME_VARIATION] = {.row = GRID_ALGO_CMM_TIME_VARIATION, .shares = -1, .variants = {Q | V}, .lanes = 1,
                                       .program = ea_cmm_time_variation_program},
+    [GRID_ALGO_DCCRBA] = {.row = GRID_ALGO_DCCRBA, .shares = -1, .variants = {Q}, .lanes = 1, .program = ea_dccrba_program},
     /* the first end effector's position and quaternion (raw code: no lanes) */
     [GRID_ALGO_FK_BATCHED] = {.row = GRID_ALGO_FK_BATCHED, .shares = -1, .variants = {Q}, .program = ea_fk_batched_program},
 };

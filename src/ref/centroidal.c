@@ -105,18 +105,18 @@ void ref_row_ccrba(const grid_model *m, const double *const *in, double *const *
     }
 }
 
-/* dAg (6 x nv, Pinocchio's dccrba): A_o's column of a coordinate of joint j is Yc_j S_j (about the world origin), its
-   rate dYc_j S_j + Yc_j (v_j x S_j) with v_j the body's world spatial velocity; Ag = A_o moved to the centre of mass
-   c (n_g = n_o - c x f), so dAg also has -dc x f, m dc the linear momentum */
-void ref_row_cmm_time_variation(const grid_model *m, const double *const *in, double *const *out, const int *attr,
-                                double *work)
+/* the work of cmm_rate: placements, velocities, composites and their rates per body, A_o */
+static size_t cmm_rate_work(const grid_model *m) { return 108 * (size_t)m->nb + 6 * (size_t)m->nv_full; }
+
+/* dAg (6 x nv, Pinocchio's dccrba) along v: A_o's column of a coordinate of joint j is Yc_j S_j (about the world
+   origin), its rate dYc_j S_j + Yc_j (v_j x S_j) with v_j the body's world spatial velocity; Ag = A_o moved to the
+   centre of mass c (n_g = n_o - c x f), so dAg also has -dc x f, m dc the linear momentum */
+static void cmm_rate(const grid_model *m, const double *q, const double *v, double *dA, double *work)
 {
-    (void)attr;
     const size_t nb = (size_t)m->nb, nv = (size_t)m->nv_full;
-    const double *q = in[0], *v = in[1];
     double *liMi = work, *oMi = liMi + 12 * nb, *vel = oMi + 12 * nb, *ov = vel + 6 * nb;
     double *Yc = ov + 6 * nb, *dYc = Yc + 36 * nb, *A = dYc + 36 * nb; /* A: A_o, 6 x nv row-major */
-    assert((size_t)(A + 6 * nv - work) <= grid_ref_work_size(m));
+    assert((size_t)(A + 6 * nv - work) == cmm_rate_work(m));
     grid_sp_velocities(m, q, v, liMi, oMi, vel);
     for (int i = 0; i < m->nb; i++) {
         double I[36], Yw[36];
@@ -132,7 +132,6 @@ void ref_row_cmm_time_variation(const grid_model *m, const double *const *in, do
     }
     double c[3], pl[3] = {0, 0, 0};
     const double mass = world_composites(m, oMi, Yc, c);
-    double *dA = out[0];
     for (int i = 0; i < m->nb; i++) {
         const grid_joint *j = &m->bodies[i].joint;
         double S[36];
@@ -160,5 +159,30 @@ void ref_row_cmm_time_variation(const grid_model *m, const double *const *in, do
         dA[3 * nv + col] -= c[1] * df[2] - c[2] * df[1] + dc[1] * f[2] - dc[2] * f[1];
         dA[4 * nv + col] -= c[2] * df[0] - c[0] * df[2] + dc[2] * f[0] - dc[0] * f[2];
         dA[5 * nv + col] -= c[0] * df[1] - c[1] * df[0] + dc[0] * f[1] - dc[1] * f[0];
+    }
+}
+
+void ref_row_cmm_time_variation(const grid_model *m, const double *const *in, double *const *out, const int *attr,
+                                double *work)
+{
+    (void)attr;
+    assert(cmm_rate_work(m) <= grid_ref_work_size(m));
+    cmm_rate(m, in[0], in[1], out[0], work);
+}
+
+/* dA/dq (6 x nv x nv): moving q along the local tangent e_k is the motion at the unit velocity e_k, so column k,
+   out[r][j][k] = dA[r][j]/dq_k, is the rate of A (cmm_rate) along e_k */
+void ref_row_dccrba(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
+{
+    (void)attr;
+    const size_t nv = (size_t)m->nv_full;
+    double *e = work + cmm_rate_work(m), *dA = e + nv;
+    assert(cmm_rate_work(m) + 7 * nv <= grid_ref_work_size(m));
+    memset(e, 0, nv * sizeof *e);
+    for (size_t k = 0; k < nv; k++) {
+        e[k] = 1.0;
+        cmm_rate(m, in[0], e, dA, work);
+        e[k] = 0.0;
+        for (size_t rj = 0; rj < 6 * nv; rj++) out[0][rj * nv + k] = dA[rj];
     }
 }

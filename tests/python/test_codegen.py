@@ -61,6 +61,7 @@ METHODS = {
     "com": lambda h, s: np.concatenate([x.reshape(len(s["q"]), -1) for x in h.com(s["q"])], axis=1),
     "ccrba": lambda h, s: np.concatenate([x.reshape(len(s["q"]), -1) for x in h.ccrba(s["q"], s["qd"])], axis=1),
     "cmm_time_variation": lambda h, s: h.cmm_time_variation(s["q"], s["qd"]),
+    "dccrba": lambda h, s: h.dccrba(s["q"]),
     "fk_batched": lambda h, s: h.fk_batched(s["q"]),
     "inverse_dynamics_regressor": lambda h, s: h.inverse_dynamics_regressor(s["q"], s["qd"], s["qdd"]),
 }

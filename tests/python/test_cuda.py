@@ -119,6 +119,7 @@ METHODS = {
     "com": lambda h, s, out: _packed(h.com, (s["q"],), out),
     "ccrba": lambda h, s, out: _packed(h.ccrba, (s["q"], s["qd"]), out),
     "cmm_time_variation": lambda h, s, out: h.cmm_time_variation(s["q"], s["qd"], out=out),
+    "dccrba": lambda h, s, out: h.dccrba(s["q"], out=out),
     "fk_batched": lambda h, s, out: h.fk_batched(s["q"], out=out),
 }
 

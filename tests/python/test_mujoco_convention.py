@@ -754,3 +754,18 @@ def test_cmm_time_variation_in_mujocos_basis(provider):
             rate = (A[0] - A[1]) / (2 * eps)
             err = np.abs(dA[b] - rate).max() / max(1.0, np.abs(rate).max())
             assert err < 1e-6, f"{robot} state {b}: dA_mj/dt vs the central difference of A_mj: {err:.1e}"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_dccrba_is_refused_on_a_free_flyer(provider):
+    """dA/dq has no MuJoCo-basis conversion (its q index would need the derivative of T along MuJoCo's tangent): a
+    floating base refuses it with a NotAvailableError that says what to do; a fixed base of revolute joints, where the
+    convention is the identity, computes it"""
+    h = handle("go2", provider)
+    q, _, _, _ = states(h, "random", 2, 13)
+    with pytest.raises(grid_rbd.NotAvailableError, match="output_convention='pinocchio'"):
+        h.dccrba(q)
+    fixed = handle("go2", "reference", floating=False)
+    qf, _, _, _ = states(fixed, "random", 2, 13)
+    pin_h = handle("go2", "reference", convention="pinocchio", floating=False)
+    np.testing.assert_array_equal(fixed.dccrba(qf), pin_h.dccrba(qf))

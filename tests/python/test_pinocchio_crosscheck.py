@@ -299,6 +299,42 @@ def test_cmm_time_variation_is_the_rate_of_ccrba(robot):
         assert err < 1e-6, f"{robot.case.id} state {b}: |dA/dt - central difference| = {err:.1e}"
 
 
+def test_dccrba_is_the_derivative_of_ccrba(robot):
+    """on every robot, mimic ones too: dA[:, :, k] is the central difference of Pinocchio's ccrba along the tangent
+    e_k (pin.integrate)"""
+    h, P = robot.handle, robot.pin
+    s = make_states(h, "random", 3, seed=7)
+    dA = h.dccrba(s["q"])
+    assert dA.shape == (3, 6, h.nv, h.nv)
+    eps, zero = 1e-6, np.zeros(h.nv)
+    for b in range(len(dA)):
+        qp = P.q(s["q"][b])
+        fd = np.empty((6, h.nv, h.nv))
+        for k in range(h.nv):
+            e = P.v(np.eye(h.nv)[k])
+            plus = pin.ccrba(P.model, P.data, pin.integrate(P.model, qp, eps * e), zero).copy()
+            minus = pin.ccrba(P.model, P.data, pin.integrate(P.model, qp, -eps * e), zero).copy()
+            fd[:, :, k] = P.cols((plus - minus) / (2 * eps))
+        err = np.abs(dA[b] - fd).max() / max(1.0, np.abs(fd).max())
+        assert err < 1e-6, f"{robot.case.id} state {b}: |dA/dq - central difference| = {err:.1e}"
+
+
+def test_dccrba_contracted_with_qd(robot):
+    """dA/dq contracted with qd over q's index is cmm_time_variation (dA/dt), and over A's column index Pinocchio's
+    computeCentroidalDynamicsDerivatives dh_dq (h = A qd, so dh/dq_k = dA/dq_k qd; Pinocchio 4.1 refuses mimic joints
+    there)"""
+    h, P = robot.handle, robot.pin
+    for kind, s in all_states(robot):
+        dA = h.dccrba(s["q"])
+        assert_blocks_close(np.einsum("brjk,bk->brj", dA, s["qd"]), h.cmm_time_variation(s["q"], s["qd"]),
+                            f"{robot.case.id} dccrba . qd [{kind}]")
+        if P.mimic:
+            continue
+        dh = per_state(lambda q, v: P.cols(pin.computeCentroidalDynamicsDerivatives(
+            P.model, P.data, P.q(q), P.v(v), np.zeros(h.nv))[0]), s["q"], s["qd"])
+        assert_blocks_close(np.einsum("brjk,bj->brk", dA, s["qd"]), dh, f"{robot.case.id} qd . dccrba = dh_dq [{kind}]")
+
+
 def test_energy_regressors_give_the_energies(robot):
     """y . pi with the model's own parameters is the energy (Pinocchio's pi of the same bodies: the model's, as the
     energies match Pinocchio's)"""
