@@ -103,7 +103,14 @@ typedef struct {
     long long aux_part[GRID_CONV_MAX_AUX][GRID_MAX_OUT]; /* each output's elements per state */
     long long aux_total[GRID_CONV_MAX_AUX];     /* all of them: a chunk of k states takes k aux_total, output o's
                                                    block at k (aux_part[0] + ... + aux_part[o - 1]) */
+    int aux_attr[GRID_CONV_MAX_AUX][GRID_MAX_ATTR]; /* each aux attribute: the run row's of the same name, -1: 0 */
 } grid_conv_job;
+
+/* the attributes of aux row x from the call's (a Jacobian's rate runs its Jacobian at the same frame) */
+static inline void grid_conv_aux_attrs(const grid_conv_job *j, int x, const int *attr, int out[GRID_MAX_ATTR])
+{
+    for (int s = 0; s < GRID_MAX_ATTR; s++) out[s] = j->aux_attr[x][s] >= 0 ? attr[j->aux_attr[x][s]] : 0;
+}
 
 /* j for output k of its row (the post pass of that output): j with out_kind, out_rows, out_width of part k */
 static inline void grid_conv_job_part(const grid_conv_job *j, int k, grid_conv_job *part)

@@ -122,6 +122,8 @@ void emit_frame_tables(const emit_ctx *cx)
     const em_model *em = cx->em;
     const char *q = cx->t->table;
     ew_writer *w = cx->w;
+    /* once per translation unit: two rows' parts compiled as one may both hold them */
+    ew_puts(w, "#ifndef GRID_FRAME_TABLES_\n#define GRID_FRAME_TABLES_\n");
     ew_puts(w, "/* frame -> body (-1 = world) and placement in the body frame [R row-major, p] */\n");
     ew_printf(w, "%s int grid_frame_body_[%d] = {", q, em->nframes > 0 ? em->nframes : 1);
     for (int f = 0; f < em->nframes; f++) ew_printf(w, "%s%d", f ? ", " : "", em->f[f].body);
@@ -135,7 +137,7 @@ void emit_frame_tables(const emit_ctx *cx)
         ew_puts(w, "},\n");
     }
     if (em->nframes == 0) ew_puts(w, "    {0},\n");
-    ew_puts(w, "};\n");
+    ew_puts(w, "};\n#endif\n");
     ew_puts(w, "\n");
 }
 

@@ -21,11 +21,13 @@
 
 /* C target: the sines and cosines of a chain, JW angles per call of one inlined vector kernel
    (GCC/Clang vector extensions, independent of GRID_LANES): grid_sincos_'s reduction and kernels,
-   the C library for lanes with |x| past the kernel's range */
+   the C library for lanes with |x| past the kernel's range; once per translation unit (the frame
+   Jacobian and its rate may both write it) */
 #define JW 8
 /* at most JV vectors (sym arrays are few); longer chains keep the scalar grid_sincos_ */
 #define JV 5
 static const char jsincos_double[] =
+    "#ifndef GRID_JSINCOS_\n#define GRID_JSINCOS_\n"
     "/* sin and cos of 8 angles at once (the frame Jacobian's chains): grid_sincos_'s reduction and kernels\n"
     "   on a vector, the quadrant from the bits of k + 1.5 * 2^52; the C library for |x| >= 1e5 and inf */\n"
     "typedef grid_real grid_jvec __attribute__((vector_size(8 * sizeof(grid_real))));\n"
@@ -62,8 +64,9 @@ static const char jsincos_double[] =
     "            }\n"
     "    *sp = s;\n"
     "    *cp = c;\n"
-    "}\n\n";
+    "}\n#endif\n\n";
 static const char jsincos_float[] =
+    "#ifndef GRID_JSINCOS_\n#define GRID_JSINCOS_\n"
     "/* sin and cos of 8 angles at once (the frame Jacobian's chains): grid_sincos_'s reduction and kernels\n"
     "   on a vector, the quadrant from the bits of k + 1.5 * 2^23; the C library for |x| >= 1e4 and inf */\n"
     "typedef grid_real grid_jvec __attribute__((vector_size(8 * sizeof(grid_real))));\n"
@@ -93,7 +96,7 @@ static const char jsincos_float[] =
     "            }\n"
     "    *sp = s;\n"
     "    *cp = c;\n"
-    "}\n\n";
+    "}\n#endif\n\n";
 
 /* the bodies from b up to the root (b first); returns their count */
 static int chain_of(const em_model *em, int b, int *chain)

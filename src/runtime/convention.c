@@ -269,8 +269,8 @@ int grid_convention_job(const grid_convention *cv, int algo, const void *const *
     }
     job->out_width = job->part_width[0];
     job->out_rows = job->part_rows[0];
-    /* a derivative's chain rule (or the Coriolis matrix's M Tdot) on a free flyer: its aux rows, each input the run
-       row's of the same name */
+    /* a derivative's chain rule (or the Coriolis matrix's M Tdot) on a free flyer: its aux rows, each input and
+       attribute the run row's of the same name */
     job->n_aux = 0;
     for (int x = 0; cv->n_free > 0 && x < cr.n_aux; x++) {
         const int ax = cr.aux[x];
@@ -281,6 +281,10 @@ int grid_convention_job(const grid_convention *cv, int algo, const void *const *
             for (int k = 0; k < run->n_in; k++)
                 if (strcmp(ar->in[s].name, run->in[k].name) == 0) job->aux_in[x][s] = k;
         assert(job->aux_in[x][0] == job->slot_q);
+        for (int s = 0; s < GRID_MAX_ATTR; s++) job->aux_attr[x][s] = -1;
+        for (int s = 0; s < ar->n_attr; s++)
+            for (int k = 0; k < run->n_attr; k++)
+                if (strcmp(ar->attr[s].name, run->attr[k].name) == 0) job->aux_attr[x][s] = k;
         job->aux[x] = ax;
         job->aux_n_in[x] = ar->n_in;
         job->aux_n_out[x] = ar->n_out;
@@ -372,7 +376,7 @@ static void *conv_slice_run(void *arg)
             ac.out = aouts;
             ac.n_in = ar->n_in;
             ac.n_out = job->aux_n_out[x];
-            memset(ac.attr, 0, sizeof ac.attr);
+            grid_conv_aux_attrs(job, x, c->attr, ac.attr);
             sl->status = sl->run(sl->user, job->aux[x], &ac);
         }
         cc.in = in;

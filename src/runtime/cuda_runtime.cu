@@ -452,7 +452,7 @@ extern "C" __attribute__((visibility("default"))) int grid_cuda_convention_call(
         ac.out = aout;
         ac.n_in = j->aux_n_in[x];
         ac.n_out = j->aux_n_out[x];
-        memset(ac.attr, 0, sizeof ac.attr);
+        grid_conv_aux_attrs(j, x, c->attr, ac.attr);
         rc = fns[1 + x](&ac);
     }
     if (!rc) {

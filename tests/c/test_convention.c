@@ -101,6 +101,19 @@ static void test_blocks(void)
                           j.aux_n_out[0] == grid_sig_row(j.aux[0])->n_out && j.aux_width[0] == j.aux_part[0][0] &&
                           j.aux_total[0] >= j.aux_width[0],
                       "%s: its aux row", grid_algo_name(al));
+        /* every aux attribute is the run row's of its name (a Jacobian's rate: the same frame), the rest 0 */
+        for (int x = 0; x < j.n_aux; x++) {
+            const grid_signature_row *rr = grid_sig_row(al), *ar = grid_sig_row(j.aux[x]);
+            const int call[GRID_MAX_ATTR] = {3, 2, 5, 7};
+            int got[GRID_MAX_ATTR];
+            grid_conv_aux_attrs(&j, x, call, got);
+            for (int s = 0; s < GRID_MAX_ATTR; s++) {
+                int want = 0;
+                for (int k = 0; s < ar->n_attr && k < rr->n_attr; k++)
+                    if (strcmp(ar->attr[s].name, rr->attr[k].name) == 0) want = call[k];
+                CHECK_MSG(got[s] == want, "%s: aux row %d attribute %d", grid_algo_name(al), x, s);
+            }
+        }
         CHECK_MSG(dyn ? j.n_aux >= 1 && j.aux_in[0][0] == 0 : j.n_aux == 0, "%s: %d aux rows", grid_algo_name(al),
                   j.n_aux);
         CHECK(j.slot_g == (al == GRID_ALGO_RNEA_VJP ? 2 : al == GRID_ALGO_FD_VJP ? 3 : -1));
