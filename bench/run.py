@@ -66,6 +66,8 @@ ALGOS = [
     ("cmm_time_variation", "cmm_time_variation", "centroidal momentum matrix rate (dccrba)"),
     ("dccrba", None, "centroidal momentum matrix derivative dA/dq (grid only: Pinocchio has no dA/dq)"),
     ("fk_batched", "fk_batched", "one frame's position and quaternion (forwardKinematics + updateFramePlacement)"),
+    ("frame_jacobian_dot", "frame_jacobian_dot",
+     "frame Jacobian rate (computeJointJacobiansTimeVariation + getFrameJacobianTimeVariation)"),
 ]
 # Pinocchio-only variants, shown for the anchors
 PIN_EXTRA = [

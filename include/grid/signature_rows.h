@@ -133,6 +133,14 @@ GRID_ROW(DCCRBA, dccrba, OWN,
           1, {IN_Q}, 1,
           {ARG("dA", "centroidal momentum matrix derivative", GRID_REQUIRED, DIM(ONE, 6), DIM(NV, 1), DIM(NV, 1))},
           0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED, NO_RATE})
+GRID_ROW(FRAME_JACOBIAN_DOT, frame_jacobian_dot, OWN,
+         {"frame_jacobian_dot", "frame_jacobian_dot", "",
+          "dJ/dt of one frame's Jacobian along qd, rows [linear; angular] (getFrameJacobianTimeVariation)",
+          2, {IN_Q, IN_QD}, 1, {ARG("dJ", "frame Jacobian rate", GRID_REQUIRED, DIM(ONE, 6), DIM(NV, 1))},
+          2, {{"frame", 0, DIM(NFRAMES, 1), "frame id %ld is out of range: the robot has %d frames"},
+              {"reference_frame", 0, DIM(ONE, 3),
+               "reference_frame id %ld is not WORLD (0), LOCAL (1) or LOCAL_WORLD_ALIGNED (2)"}},
+          GRID_GPU_THREAD, NO_LINKS, GRID_QTY_JACOBIAN_RATE, GRID_ALGO_FRAME_JACOBIAN})
 /* kinematics for large batches */
 GRID_ROW(FK_BATCHED, fk_batched, OWN,
          {"fk_batched", "fk_batched", "",

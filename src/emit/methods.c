@@ -74,6 +74,7 @@ EMIT_PROGRAM(ea_ccrba_program);
 EMIT_PROGRAM(ea_cmm_time_variation_program);
 EMIT_PROGRAM(ea_dccrba_program);
 EMIT_PROGRAM(ea_fk_batched_program);
+EMIT_PROGRAM(ea_frame_jacobian_dot_program);
 
 /* ---- unrolled builders besides the programs' own unrolled schedule: M^-1's couplings to every ancestor ---- */
 
@@ -83,6 +84,7 @@ static int minv_values(ek_kin *k, const sv *const in[EP_COUNT], sv *out) { (void
 static int fk_graph(const emit_ctx *cx, ek_kin *k, sym_stats *extra) { (void)extra; return ea_fk(cx, k); }
 static int ee_pose_graph(const emit_ctx *cx, ek_kin *k, sym_stats *extra) { (void)extra; return ea_ee_pose(cx, k); }
 static int jacobian_graph(const emit_ctx *cx, ek_kin *k, sym_stats *extra) { return ea_frame_jacobian(cx, k, extra); }
+int ea_frame_jacobian_dot(const emit_ctx *cx, ek_kin *k, sym_stats *extra);
 
 /* The frame Jacobian's unrolled form is one function per body (each its own graph, about 165 statements per body
    of its chain: measured on chains of 25 and 50 links), so its size is estimated */
@@ -93,6 +95,9 @@ static long jacobian_size(const em_model *em)
         for (int j = i; j >= 0; j = em->b[j].parent) chain++;
     return 165 * chain;
 }
+
+/* its rate's: about 2.5 times as much per body of the chain (measured as above) */
+static long jacobian_dot_size(const em_model *em) { return 5 * jacobian_size(em) / 2; }
 
 /* The table. Order matters twice: a composite's callees come before it (their workspace is known when it is
    written), and the library's functions appear in this order. */
@@ -159,6 +164,10 @@ static const emit_method methods[GRID_ALGO_COUNT] = {
     [GRID_ALGO_DCCRBA] = {.row = GRID_ALGO_DCCRBA, .shares = -1, .variants = {Q}, .lanes = 1, .program = ea_dccrba_program},
     /* the first end effector's position and quaternion (raw code: no lanes) */
     [GRID_ALGO_FK_BATCHED] = {.row = GRID_ALGO_FK_BATCHED, .shares = -1, .variants = {Q}, .program = ea_fk_batched_program},
+    [GRID_ALGO_FRAME_JACOBIAN_DOT] = {.row = GRID_ALGO_FRAME_JACOBIAN_DOT, .shares = -1, .variants = {Q | V},
+                                      .budget = BUDGET_JACOBIAN, .prelude = PRELUDE_FRAME_TABLES,
+                                      .program = ea_frame_jacobian_dot_program, .graph = ea_frame_jacobian_dot,
+                                      .size_estimate = jacobian_dot_size},
 };
 
 const emit_method *emit_method_of(int row)

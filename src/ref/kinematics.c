@@ -1,7 +1,7 @@
-/* Reference kinematics: forward kinematics, frame placements, end-effector poses, frame Jacobians. */
+/* Reference kinematics: forward kinematics, frame placements, end-effector poses, frame Jacobians and their rates. */
+#include <assert.h>
 #include <math.h>
 #include <string.h>
-#include "grid/ref.h"
 #include "ref_rows.h"
 #include "spatial.h"
 
@@ -13,7 +13,8 @@ size_t grid_sp_work_kinematics(const grid_model *m)
 
 size_t grid_sp_work_jacobian(const grid_model *m)
 {
-    return grid_sp_work_kinematics(m);
+    /* the kinematics, and for the rate every body's local and world velocity */
+    return grid_sp_work_kinematics(m) + 12 * (size_t)m->nb;
 }
 
 void grid_ref_forward_kinematics(const grid_model *m, const double *q, double *oMi, double *work)
@@ -179,6 +180,58 @@ void grid_ref_frame_jacobian(const grid_model *m, const double *q, int frame, in
                 col[5] = a[2];
             }
             for (int r = 0; r < 6; r++) J[(size_t)nv * r + j->iv + c] = col[r];
+        }
+    }
+}
+
+/* dJ/dt along v of the frame Jacobian (getFrameJacobianTimeVariation): a world column c = oMi.act(S) of body i
+   changes as ov_i x c, ov_i the body's world spatial velocity; LOCAL_WORLD_ALIGNED moves its lever arm with the
+   frame origin (velocity pdot), LOCAL is fXo dJ_w - v_f x J_l with v_f = fXo ov of the frame's body */
+void ref_row_frame_jacobian_dot(const grid_model *m, const double *const *in, double *const *out, const int *attr,
+                                double *work)
+{
+    const int nv = m->nv_full, frame = attr[0], rf = attr[1];
+    double *dJ = out[0];
+    memset(dJ, 0, (size_t)(6 * nv) * sizeof(double));
+    assert(frame >= 0 && frame < m->nframes && rf >= GRID_WORLD && rf <= GRID_LOCAL_WORLD_ALIGNED);
+    const int body = m->frames[frame].body;
+    if (body < 0) return;
+    const size_t nb = (size_t)m->nb;
+    double *liMi = work, *oMi = liMi + 12 * nb, *vel = oMi + 12 * nb, *ov = vel + 6 * nb, oMf[12];
+    assert((size_t)(ov + 6 * nb - work) <= grid_ref_work_size(m));
+    grid_sp_velocities(m, in[0], in[1], liMi, oMi, vel);
+    for (int i = 0; i < m->nb; i++) grid_sp_motion_act(oMi + 12 * i, vel + 6 * i, ov + 6 * i);
+    frame_xform(m, oMi, frame, oMf);
+    const double *p = oMf + 9, *of = ov + 6 * body;
+    /* the frame origin's velocity */
+    double pdot[3] = {of[0] + of[4] * p[2] - of[5] * p[1], of[1] + of[5] * p[0] - of[3] * p[2],
+                      of[2] + of[3] * p[1] - of[4] * p[0]};
+    for (int k = body; k >= 0; k = m->bodies[k].joint.parent) {
+        const grid_joint *j = &m->bodies[k].joint;
+        double S[36];
+        grid_sp_joint_subspace(j, S);
+        for (int c = 0; c < j->nv; c++) {
+            double s[6], w[6], dw[6], col[6];
+            for (int r = 0; r < 6; r++) s[r] = S[j->nv * r + c];
+            grid_sp_motion_act(oMi + 12 * k, s, w);
+            grid_sp_motion_cross(ov + 6 * k, w, dw);
+            if (rf == GRID_WORLD) {
+                memcpy(col, dw, sizeof col);
+            } else if (rf == GRID_LOCAL) {
+                /* fXo (ov_k x w) - (fXo ov_f) x (fXo w) = fXo ((ov_k - ov_f) x w): exactly zero on the frame's body */
+                double rel[6], x[6];
+                for (int r = 0; r < 6; r++) rel[r] = ov[6 * k + r] - of[r];
+                grid_sp_motion_cross(rel, w, x);
+                grid_sp_motion_act_inv(oMf, x, col);
+            } else {
+                /* d/dt (v - p x w) = dv - p x dw - pdot x w */
+                const double *a = w + 3, *da = dw + 3;
+                col[0] = dw[0] - (p[1] * da[2] - p[2] * da[1]) - (pdot[1] * a[2] - pdot[2] * a[1]);
+                col[1] = dw[1] - (p[2] * da[0] - p[0] * da[2]) - (pdot[2] * a[0] - pdot[0] * a[2]);
+                col[2] = dw[2] - (p[0] * da[1] - p[1] * da[0]) - (pdot[0] * a[1] - pdot[1] * a[0]);
+                memcpy(col + 3, da, 3 * sizeof(double));
+            }
+            for (int r = 0; r < 6; r++) dJ[(size_t)nv * r + j->iv + c] = col[r];
         }
     }
 }

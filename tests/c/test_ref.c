@@ -8,9 +8,9 @@
 #include "grid/ref.h"
 #include "../../src/ref/ref_rows.h"
 
-/* one state of a row by its reference function, its inputs by name (q, qd, qdd or u, f_ext) */
+/* one state of a row by its reference function, its inputs by name (q, qd, qdd or u, f_ext), the call's attributes */
 static void row_state(const grid_model *m, int algo, const double *q, const double *v, const double *a,
-                      const double *f, double *out, double *w)
+                      const double *f, const int *attr, double *out, double *w)
 {
     const grid_signature_row *row = grid_sig_row(algo);
     const double *in[GRID_MAX_IN] = {0};
@@ -24,7 +24,6 @@ static void row_state(const grid_model *m, int algo, const double *q, const doub
     const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
     double *outs[GRID_MAX_OUT] = {out};
     for (int k = 1; k < row->n_out; k++) outs[k] = outs[k - 1] + grid_sig_shape(&row->out[k - 1], &sz, NULL);
-    const int attr[GRID_MAX_ATTR] = {0};
     const ref_state_fn fn = ref_row_fn(algo);
     CHECK(fn != NULL);
     if (fn) fn(m, in, outs, attr, w);
@@ -1063,7 +1062,7 @@ static void test_batch(void)
                 }
                 break;
             }
-            default: row_state(m, algo, qb, vb, ab, fb, one, w); break;
+            default: row_state(m, algo, qb, vb, ab, fb, t.c.attr, one, w); break;
             }
             for (int k = 0, at = 0; k < row->n_out; k++) {
                 const int wk = (int)grid_sig_shape(&row->out[k], &sz, NULL);

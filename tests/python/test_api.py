@@ -240,6 +240,29 @@ def test_frame_jacobian_targets(iiwa):
         iiwa.frame_jacobian(q, reference_frame="GLOBAL")
 
 
+def test_frame_jacobian_dot_targets(iiwa):
+    """the rate's target and reference_frame as the Jacobian's: a name, the joint above it, an id; the default the
+    first end effector in LOCAL_WORLD_ALIGNED"""
+    s = make_states(iiwa, "random", 2)
+    q, qd = s["q"], s["qd"]
+    dJ = iiwa.frame_jacobian_dot(q, qd, "iiwa_link_5", "WORLD")
+    fid = iiwa.frame_names.index("iiwa_link_5")
+    assert dJ.shape == (2, 6, IIWA_NV) and np.abs(dJ).max() > 0
+    np.testing.assert_array_equal(dJ, iiwa.frame_jacobian_dot(q, qd, target=fid, reference_frame="world"))
+    np.testing.assert_array_equal(dJ, iiwa.frame_jacobian_dot(q, qd, "iiwa_joint_5", "WORLD"))
+    np.testing.assert_array_equal(iiwa.frame_jacobian_dot(q, qd),
+                                  iiwa.frame_jacobian_dot(q, qd, iiwa.ee_names[0], "LOCAL_WORLD_ALIGNED"))
+    assert not np.array_equal(iiwa.frame_jacobian_dot(q, qd, fid, "LOCAL"), dJ)
+    with pytest.raises(ValueError, match="unknown frame 'nope'"):
+        iiwa.frame_jacobian_dot(q, qd, "nope")
+    with pytest.raises(ValueError, match="out of range"):
+        iiwa.frame_jacobian_dot(q, qd, len(iiwa.frame_names))
+    with pytest.raises(ValueError, match="reference_frame must be one of 'WORLD', 'LOCAL', 'LOCAL_WORLD_ALIGNED'"):
+        iiwa.frame_jacobian_dot(q, qd, reference_frame="GLOBAL")
+    with pytest.raises(TypeError, match="qd is required"):
+        iiwa.frame_jacobian_dot(q)
+
+
 def test_frame_jacobian_accepts_pinocchio_enum(iiwa):
     pin = pytest.importorskip("pinocchio")
     q = make_states(iiwa, "random", 2)["q"]

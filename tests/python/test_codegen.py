@@ -86,6 +86,7 @@ def all_outputs(h, s):
     for fid in jacobian_frames(h):
         for rf in JACOBIAN_FRAMES:
             yield f"frame_jacobian[{h.frame_names[fid]},{rf}]", h.frame_jacobian(s["q"], fid, rf)
+            yield f"frame_jacobian_dot[{h.frame_names[fid]},{rf}]", h.frame_jacobian_dot(s["q"], s["qd"], fid, rf)
 
 
 def float64_bounds(ref, s):

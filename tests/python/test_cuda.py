@@ -81,6 +81,13 @@ def _jac(rf):
     return call
 
 
+def _jacdot(rf):
+    def call(h, s, out):
+        fid = h.ee_frame_ids[0] if h.ee_frame_ids else len(h.frame_names) - 1
+        return h.frame_jacobian_dot(s["q"], s["qd"], fid, rf, out=out)
+    return call
+
+
 METHODS = {
     "inverse_dynamics": lambda h, s, out: h.inverse_dynamics(s["q"], s["qd"], s["qdd"], out=out),
     "inverse_dynamics_qdd_none": lambda h, s, out: h.inverse_dynamics(s["q"], s["qd"], out=out),
@@ -99,6 +106,9 @@ METHODS = {
     "frame_jacobian_world": _jac("WORLD"),
     "frame_jacobian_local": _jac("LOCAL"),
     "frame_jacobian_lwa": _jac("LOCAL_WORLD_ALIGNED"),
+    "frame_jacobian_dot_world": _jacdot("WORLD"),
+    "frame_jacobian_dot_local": _jacdot("LOCAL"),
+    "frame_jacobian_dot_lwa": _jacdot("LOCAL_WORLD_ALIGNED"),
     "inverse_dynamics_gradient": lambda h, s, out: h.inverse_dynamics_gradient(s["q"], s["qd"], s["qdd"], out=out),
     "inverse_dynamics_gradient_f_ext": lambda h, s, out: h.inverse_dynamics_gradient(s["q"], s["qd"], s["qdd"],
                                                                                      f_ext=s["f_ext"], out=out),

@@ -769,3 +769,23 @@ def test_dccrba_is_refused_on_a_free_flyer(provider):
     qf, _, _, _ = states(fixed, "random", 2, 13)
     pin_h = handle("go2", "reference", convention="pinocchio", floating=False)
     np.testing.assert_array_equal(fixed.dccrba(qf), pin_h.dccrba(qf))
+
+
+def test_frame_jacobian_dot_in_mujocos_basis(provider):
+    """dJ_mj/dt = dJ/dt T + J dT/dt is the rate of frame_jacobian's J_mj along MuJoCo's motion, in every reference
+    frame: the aux Jacobian runs at the call's frame and reference frame (go2 and atlas with a free joint)"""
+    for robot in ("go2", "atlas"):
+        h = handle(robot, provider)
+        mj = mujoco_map(robot)
+        q, qd, _, _ = states(h, "random", 3, 13)
+        qu = unit(q, True)
+        eps = 1e-6
+        for target in (h.ee_names[0], h.frame_names[len(h.frame_names) // 2]):
+            for rf in ("WORLD", "LOCAL", "LOCAL_WORLD_ALIGNED"):
+                dJ = h.frame_jacobian_dot(q, qd, target, rf)
+                for b in range(len(q)):
+                    qs = np.stack([mj_integrate(mj, qu[b], sgn * eps * qd[b]) for sgn in (1, -1)])
+                    Jp, Jm = h.frame_jacobian(qs, target, rf)
+                    rate = (Jp - Jm) / (2 * eps)
+                    err = np.abs(dJ[b] - rate).max() / max(1.0, np.abs(rate).max())
+                    assert err < 1e-6, f"{robot} {target} {rf} state {b}: dJ_mj/dt vs the central difference: {err:.1e}"

@@ -390,6 +390,63 @@ def test_frame_jacobian_matches_pinocchio(robot, reference_frame):
             assert_blocks_close(ours, ref, f"{robot.case.id} frame_jacobian {name} {reference_frame} [{kind}]")
 
 
+def pin_frame_jacobian_dot(P, q, v, fid, rf):
+    """Pinocchio's dJ/dt of a frame; on mimic models (where Pinocchio 4.1's getFrameJacobianTimeVariation is not the
+    rate of its computeFrameJacobian on a mimic body's frames: panda_rightfinger LOCAL, 48%) the rate of
+    computeFrameJacobian along pin.integrate, central differences at steps h and h/2 extrapolated (error O(h^4); h
+    |qd| = 1e-4)"""
+    if P.mimic:
+        qp, vp = P.q(q), P.v(v)
+
+        def central(h):
+            Jp = pin.computeFrameJacobian(P.model, P.data, pin.integrate(P.model, qp, h * vp), fid, rf).copy()
+            Jm = pin.computeFrameJacobian(P.model, P.data, pin.integrate(P.model, qp, -h * vp), fid, rf).copy()
+            return (Jp - Jm) / (2 * h)
+        h = 1e-4 / max(1.0, np.abs(vp).max())
+        return P.cols((4 * central(h / 2) - central(h)) / 3)
+    pin.computeJointJacobiansTimeVariation(P.model, P.data, P.q(q), P.v(v))
+    pin.updateFramePlacements(P.model, P.data)
+    return P.cols(pin.getFrameJacobianTimeVariation(P.model, P.data, fid, rf))
+
+
+@pytest.mark.parametrize("reference_frame", ["WORLD", "LOCAL", "LOCAL_WORLD_ALIGNED"])
+def test_frame_jacobian_dot_matches_pinocchio(robot, reference_frame):
+    h, P = robot.handle, robot.pin
+    rf = getattr(pin.ReferenceFrame, reference_frame)
+    for fid in jacobian_frames(h):
+        name = h.frame_names[fid]
+        pfid = P.frame_id(name)
+        for kind, s in all_states(robot):
+            ours = h.frame_jacobian_dot(s["q"], s["qd"], target=name, reference_frame=reference_frame)
+            ref = per_state(lambda q, v: pin_frame_jacobian_dot(P, q, v, pfid, rf), s["q"], s["qd"])
+            label = f"{robot.case.id} frame_jacobian_dot {name} {reference_frame} [{kind}]"
+            # a LOCAL rate zero by identity (a frame on a floating root: fXo ((ov_f - ov_f) x c)) is exactly zero in
+            # ours; Pinocchio's fXo dJ_w - v_f x J_l leaves its rounding there (2e-15), above the zero floor
+            zero = (~ours.reshape(len(ours), -1).any(axis=1)) if reference_frame == "LOCAL" else np.zeros(len(ours), bool)
+            assert np.all(np.abs(ref[zero]) < 1e-12), f"{label}: zero in ours, not in Pinocchio's"
+            if not zero.all():
+                assert_blocks_close(ours[~zero], ref[~zero], label)
+
+
+def test_frame_jacobian_dot_is_the_rate_of_frame_jacobian(robot):
+    """dJ/dt is the central difference of our own frame_jacobian along qd (the local tangent, test_derivatives'
+    integrate), in every reference frame"""
+    from test_derivatives import integrate
+    h = robot.handle
+    s = make_states(h, "random", 3, seed=7)
+    eps = 1e-6
+    for fid in jacobian_frames(h):
+        for rf in ("WORLD", "LOCAL", "LOCAL_WORLD_ALIGNED"):
+            dJ = h.frame_jacobian_dot(s["q"], s["qd"], fid, rf)
+            for b in range(len(dJ)):
+                q, v = s["q"][b], s["qd"][b]
+                qs = np.stack([integrate(h, q, eps * v), integrate(h, q, -eps * v)])
+                Jp, Jm = h.frame_jacobian(qs, fid, rf)
+                rate = (Jp - Jm) / (2 * eps)
+                err = np.abs(dJ[b] - rate).max() / max(1.0, np.abs(rate).max())
+                assert err < 1e-6, f"{robot.case.id} frame {fid} {rf} state {b}: |dJ/dt - central difference| = {err:.1e}"
+
+
 def test_frame_jacobian_default_target_is_first_end_effector(robot):
     h = robot.handle
     q = make_states(h, "random", 3)["q"]
