@@ -771,6 +771,7 @@ def test_dccrba_is_refused_on_a_free_flyer(provider):
     np.testing.assert_array_equal(fixed.dccrba(qf), pin_h.dccrba(qf))
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_frame_jacobian_dot_in_mujocos_basis(provider):
     """dJ_mj/dt = dJ/dt T + J dT/dt is the rate of frame_jacobian's J_mj along MuJoCo's motion, in every reference
     frame: the aux Jacobian runs at the call's frame and reference frame (go2 and atlas with a free joint)"""
