@@ -449,15 +449,18 @@ static void choose_schedules(const emit_ctx *cx, const int *need, int *rolled)
 }
 
 
-/* 1 when composite g makes rolled copies of the functions it calls that the library keeps unrolled: a rolled scalar
-   composite (a lane composite calls the library's lane functions, rolled or not) */
-static int copies_callees(int g, const int *sched) { return (sched[g] & SCHED_ROLLED) && !(sched[g] & SCHED_LANES); }
+/* 1 when composite g makes its own rolled scalar copy of its callee f: a scalar composite, rolled while the library
+   keeps f unrolled, or calling a lane function (a lane composite calls the library's lane functions, rolled or not) */
+static int copies_callee(int g, int f, const int *sched)
+{
+    return !(sched[g] & SCHED_LANES) && (((sched[g] & SCHED_ROLLED) && !(sched[f] & SCHED_ROLLED)) || (sched[f] & SCHED_LANES));
+}
 
 /* 1 when composite g calls the library's function f itself */
 static int calls_fn(int g, int f, const int *sched)
 {
     for (int c = 0; c < MAX_CALLS; c++)
-        if (calls[g][c] == f) return !copies_callees(g, sched) || (sched[f] & SCHED_ROLLED) || (sched[g] & SCHED_STAGED);
+        if (calls[g][c] == f) return !copies_callee(g, f, sched) || (sched[g] & SCHED_STAGED);
     return 0;
 }
 
@@ -630,9 +633,9 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
                 name[c] = g >= 0 ? specs[g].fn : NULL;
                 if (g < 0) continue;
                 if (fstats[g].work > inner_work) inner_work = fstats[g].work;
-                if (!copies_callees(f, sched) || rolled[g]) continue;
-                /* a rolled copy of a callee the library keeps unrolled (small: its size does not grow with the
-                   robot), once per translation unit */
+                if (!copies_callee(f, g, sched)) continue;
+                /* a rolled scalar copy of a callee the library keeps unrolled or has as a lane function only (small:
+                   its size does not grow with the robot), once per translation unit */
                 state_spec sp = specs[g];
                 snprintf(copy[c], sizeof copy[c], "%s_rc", specs[g].fn);
                 sp.fn = name[c] = copy[c];

@@ -129,5 +129,9 @@ int emit_fd_grad_function(const emit_ctx *cx, const state_spec *sp, const compos
    LOCAL_WORLD_ALIGNED frame Jacobian (frame_jacobian); scalar, its arrays in ws after inner_work */
 int emit_ee_pose_grad_function(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, int vector,
                                sym_stats *stats);
+/* template.c: a composite of its method's C source template alone (emit_method.template; scalar, on q): the
+   function's signature, the standard macros (methods.h), the body verbatim */
+int emit_template_composite(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, int vector,
+                            sym_stats *stats);
 
 #endif

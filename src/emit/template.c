@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include "emit_ctx.h"
 #include "template.h"
 
 void emit_tpl_begin(emit_tpl *t, ew_writer *w)
@@ -39,16 +40,73 @@ void emit_tpl_define_call(emit_tpl *t, const emit_target *tg, const char *name, 
     ew_printf(t->w, "%s)\n", extra ? extra : "");
 }
 
-void emit_tpl_body(emit_tpl *t, const char *file)
+/* a template's text without its purpose line and the comment after it that documents the macros */
+static const char *body_of(const char *file)
 {
     const char *doc = strchr(file, '\n');
     const char *body = doc ? strstr(doc + 1, "*/\n") : NULL;
     assert(body); /* a purpose line, then the comment documenting the macros */
-    ew_puts(t->w, body ? body + 3 : file);
+    return body ? body + 3 : file;
 }
+
+void emit_tpl_body(emit_tpl *t, const char *file) { ew_puts(t->w, body_of(file)); }
 
 void emit_tpl_end(emit_tpl *t)
 {
     for (int k = 0; k < t->n; k++) ew_printf(t->w, "#undef %s\n", t->names[k]);
     t->n = 0;
+}
+
+/* c[0] + c[1] nq + c[2] nv + c[3] nv^2 */
+static long poly(const long c[4], long nq, long nv) { return c[0] + c[1] * nq + c[2] * nv + c[3] * nv * nv; }
+
+int emit_template_composite(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, int vector,
+                            sym_stats *stats)
+{
+    const emit_method *m = sp->m;
+    ew_writer *w = cx->w;
+    const int nv = cx->em->nv_user, nq = cx->em->nq_user;
+    /* scalar, on q alone: no lane form, no group or interleaved form (composite_groups) */
+    assert(!vector && !in->group && !in->interleave && m->template && !m->composite_groups);
+    assert(!sp->reads_v && !sp->reads_a && !sp->reads_fext && !sp->reads_g);
+    (void)vector;
+    const char *body = body_of(m->template);
+    long statements = 0;
+    for (const char *c = body; *c; c++) statements += *c == ';';
+    stats->statements = statements;
+    stats->flops = poly(m->template_flops, nq, nv);
+    stats->transcendental = 0;
+    stats->work = in->inner_work + poly(m->template_work, nq, nv);
+    ew_printf(w, "/* %s: %s (a composite of its C source template) */\n", sp->fn, grid_sig_row(m->row)->doc);
+    emit_tpl tp;
+    emit_tpl_begin(&tp, w);
+    char el[64];
+    emit_elem(cx, el, sizeof el, "p", "k");
+    emit_tpl_define(&tp, "GRID_NV_", "%d", nv > 0 ? nv : 1);
+    emit_tpl_define(&tp, "GRID_NQ_", "%d", nq);
+    emit_tpl_define(&tp, "GRID_WORK_", "%ld", in->inner_work);
+    emit_tpl_define(&tp, "GRID_FLOAT32_", "%d", cx->re->is_float);
+    emit_tpl_define(&tp, "GRID_EL_(p, k)", "%s", el);
+    /* each callee on q_ into o_ (arrays of stride 1), with the function's own frame and reference frame */
+    const char *arg[EP_NARGS] = {"q_", "0", "0", "0", "0", "o_"};
+    for (int c = 0; c < m->n_callees; c++) {
+        char name[48], fn[96];
+        const char *callee = grid_sig_row(m->callees[c].row)->name;
+        int n = snprintf(name, sizeof name, "GRID_CALL_");
+        for (const char *s = callee; *s && n < (int)sizeof name - 2; s++) name[n++] = (char)(*s >= 'a' && *s <= 'z' ? *s - 32 : *s);
+        snprintf(name + n, sizeof name - (size_t)n, "_");
+        snprintf(fn, sizeof fn, "grid_s_%s", in->fn[c]);
+        emit_tpl_define_call(&tp, cx->t, name, "q_, o_", fn, 0, arg, "1", NULL);
+    }
+    ew_printf(w, "%s void grid_s_%s", cx->t->state_fn, sp->fn);
+    emit_state_params(w, cx->t);
+    ew_puts(w, "\n{\n");
+    /* q, out, ws, frame and rf are the body's and its calls' (q and out through GRID_EL_) */
+    emit_state_unused(w, cx->t, 0, 1u << EP_Q | 1u << EP_OUT | 1u << EP_WS | 1u << EP_FRAME | 1u << EP_RF, 1);
+    ew_puts(w, "\n");
+    ew_puts(w, body);
+    ew_puts(w, "}\n");
+    emit_tpl_end(&tp);
+    ew_puts(w, "\n");
+    return 0;
 }

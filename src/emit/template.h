@@ -11,7 +11,7 @@ enum { EMIT_TPL_MAX_MACROS = 24 };
 typedef struct {
     ew_writer *w;
     int n;
-    char names[EMIT_TPL_MAX_MACROS][32];
+    char names[EMIT_TPL_MAX_MACROS][48];
 } emit_tpl;
 
 void emit_tpl_begin(emit_tpl *t, ew_writer *w);
