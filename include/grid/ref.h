@@ -59,8 +59,12 @@ void grid_ref_spd_solve(int n, double *A, double *B, int nrhs);
 /* Batched entry point with the grid_call ABI: runs row `algo` of the signature table over call->batch
    states with inputs/outputs in `dtype` (float32 inputs are widened to float64 per state, results
    narrowed); the arguments are checked against the row (counts, required inputs, attribute ranges).
-   Returns GRID_OK or GRID_ERR_ARG (unknown algo, bad frame). Allocates its own scratch. */
+   Returns GRID_OK or GRID_ERR_ARG (unknown algo, bad frame). Allocates its own scratch. A row whose answer
+   depends on the precision it stands for (a rank decision with a tolerance per dtype: osc_inertia) answers for
+   `dtype`; grid_ref_batch_as answers for rule_dtype with arrays in dtype (the self-check: a float32 library against
+   float64 arrays of the float32 rule). */
 int grid_ref_batch(const grid_model *m, int algo, int dtype, const grid_call *call);
+int grid_ref_batch_as(const grid_model *m, int algo, int dtype, int rule_dtype, const grid_call *call);
 
 #ifdef __cplusplus
 }

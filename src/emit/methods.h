@@ -65,15 +65,16 @@ typedef struct emit_method {
     /* a composite written from its C source template alone (composite = emit_template_composite, template.c): the
        template's text (the name_start of its GRID_INCBIN beside the table: a purpose line, a comment documenting the
        macros it reads, then the body), and its own workspace past the callees' and its flops, each in the user's
-       sizes as c[0] + c[1] nq + c[2] nv + c[3] nv^2. The writer defines for the body:
+       sizes as c[0] + c[1] nq + c[2] nv + c[3] nv^2 + c[4] nv^3. The writer defines for the body:
          GRID_NV_, GRID_NQ_        the user's nv (at least 1) and nq
          GRID_WORK_                where its arrays start in ws (past the callees' workspace)
          GRID_FLOAT32_             1 when grid_real is float
+         GRID_SQRT_                the real type's square root
          GRID_EL_(p, k)            element k of a state array of the convention (q, out: the target's stride)
          GRID_CALL_<ROW>_(q, o)    callee <ROW> (its row's name, upper case) on q into o, arrays of stride 1 in ws,
                                    with the function's own frame and rf */
     const char *template;
-    long template_work[4], template_flops[4];
+    long template_work[5], template_flops[5];
     int composite_groups; /* 1: its rolled scalar form is a template on a state's lanes, or interleaved over a warp */
     int staged_cuda;      /* 1: its CUDA entry launches its callees' kernels one after another (docs/cuda.md) */
 } emit_method;

@@ -57,8 +57,8 @@ void emit_tpl_end(emit_tpl *t)
     t->n = 0;
 }
 
-/* c[0] + c[1] nq + c[2] nv + c[3] nv^2 */
-static long poly(const long c[4], long nq, long nv) { return c[0] + c[1] * nq + c[2] * nv + c[3] * nv * nv; }
+/* c[0] + c[1] nq + c[2] nv + c[3] nv^2 + c[4] nv^3 */
+static long poly(const long c[5], long nq, long nv) { return c[0] + c[1] * nq + c[2] * nv + (c[3] + c[4] * nv) * nv * nv; }
 
 int emit_template_composite(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, int vector,
                             sym_stats *stats)
@@ -86,6 +86,7 @@ int emit_template_composite(const emit_ctx *cx, const state_spec *sp, const comp
     emit_tpl_define(&tp, "GRID_NQ_", "%d", nq);
     emit_tpl_define(&tp, "GRID_WORK_", "%ld", in->inner_work);
     emit_tpl_define(&tp, "GRID_FLOAT32_", "%d", cx->re->is_float);
+    emit_tpl_define(&tp, "GRID_SQRT_", "%s", cx->re->fn_sqrt);
     emit_tpl_define(&tp, "GRID_EL_(p, k)", "%s", el);
     /* each callee on q_ into o_ (arrays of stride 1), with the function's own frame and reference frame */
     const char *arg[EP_NARGS] = {"q_", "0", "0", "0", "0", "o_"};

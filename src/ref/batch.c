@@ -247,9 +247,15 @@ static int check_call(const grid_method_info *r, const grid_call *call)
 
 int grid_ref_batch(const grid_model *m, int algo, int dtype, const grid_call *call)
 {
+    return grid_ref_batch_as(m, algo, dtype, dtype, call);
+}
+
+int grid_ref_batch_as(const grid_model *m, int algo, int dtype, int rule_dtype, const grid_call *call)
+{
     /* check the arguments before touching any array */
     if (!m || !call || algo < 0 || algo >= GRID_ALGO_COUNT) return GRID_ERR_ARG;
     if (dtype != GRID_FLOAT32 && dtype != GRID_FLOAT64) return GRID_ERR_ARG;
+    if (rule_dtype != GRID_FLOAT32 && rule_dtype != GRID_FLOAT64) return GRID_ERR_ARG;
     if (call->batch < 0) return GRID_ERR_ARG;
     if (call->batch == 0) return GRID_OK;
     const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
@@ -292,12 +298,15 @@ int grid_ref_batch(const grid_model *m, int algo, int dtype, const grid_call *ca
 
     const double *in[GRID_MAX_IN] = {0};
     double *out[GRID_MAX_OUT] = {0};
+    int attr[GRID_REF_ATTRS];
+    memcpy(attr, call->attr, sizeof call->attr);
+    attr[GRID_REF_RULE] = rule_dtype;
     for (long long b = 0; b < call->batch; b++) {
         for (int k = 0; k < r.n_in; k++) in[k] = state_input(call->in[k], dtype, b, (size_t)r.in[k].width, inb[k]);
         for (int k = 0; k < r.n_out; k++)
             out[k] = dtype == GRID_FLOAT64 ? (double *)call->out[k] + (size_t)b * (size_t)r.out[k].width : outb[k];
-        if (grad >= 0) vjp_state(m, &vp, in, out[0], call->attr, &cs, work, tmp);
-        else run_state(m, algo, &full, in, out, call->attr, &cs, work);
+        if (grad >= 0) vjp_state(m, &vp, in, out[0], attr, &cs, work, tmp);
+        else run_state(m, algo, &full, in, out, attr, &cs, work);
         if (dtype == GRID_FLOAT32)
             /* narrow the float64 results */
             for (int k = 0; k < r.n_out; k++) {

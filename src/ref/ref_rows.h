@@ -5,7 +5,9 @@
 #include "grid/ref.h"
 
 /* One state of one row: in[k] is the row's input k in float64 (NULL when an optional input is absent), out[k] its
-   output k, attr the call's attributes, work grid_ref_work_size(m) doubles. */
+   output k, attr the call's attributes and then attr[GRID_REF_RULE], the dtype whose rule the answer follows
+   (grid_ref_batch_as), work grid_ref_work_size(m) doubles. */
+enum { GRID_REF_RULE = GRID_MAX_ATTR, GRID_REF_ATTRS };
 typedef void (*ref_state_fn)(const grid_model *m, const double *const *in, double *const *out, const int *attr,
                              double *work);
 

@@ -389,7 +389,7 @@ static int perturbation_spread(const checker *c, const batch *b, const int *attr
         grid_call k = call_of(c, b, attr, 1, 1);
         k.in = (const void *const *)pin;
         k.out = (void *const *)pout;
-        rc = grid_ref_batch(&pm, c->algo, GRID_FLOAT64, &k);
+        rc = grid_ref_batch_as(&pm, c->algo, GRID_FLOAT64, c->dt, &k);
         free_perturbed(&pm);
         if (rc) break;
         for (int o = 0; o < r->n_out; o++) {
@@ -430,7 +430,7 @@ static int judge(checker *c, batch *b, const int *attr)
         return 1;
     }
     grid_call k64 = call_of(c, b, attr, 1, 1);
-    if ((rc = grid_ref_batch(c->m, c->algo, GRID_FLOAT64, &k64)) != GRID_OK) return rc;
+    if ((rc = grid_ref_batch_as(c->m, c->algo, GRID_FLOAT64, c->dt, &k64)) != GRID_OK) return rc;
     c->rep->checks++;
     const grid_method_info *r = c->r;
     double *sigma = NULL;

@@ -24,9 +24,12 @@ static void row_state(const grid_model *m, int algo, const double *q, const doub
     const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
     double *outs[GRID_MAX_OUT] = {out};
     for (int k = 1; k < row->n_out; k++) outs[k] = outs[k - 1] + grid_sig_shape(&row->out[k - 1], &sz, NULL);
+    /* the call's attributes, then the float64 rule */
+    int all[GRID_REF_ATTRS] = {[GRID_REF_RULE] = GRID_FLOAT64};
+    for (int k = 0; k < GRID_MAX_ATTR; k++) all[k] = attr[k];
     const ref_state_fn fn = ref_row_fn(algo);
     CHECK(fn != NULL);
-    if (fn) fn(m, in, outs, attr, w);
+    if (fn) fn(m, in, outs, all, w);
 }
 
 /* ---- hand-built models ---- */
