@@ -65,7 +65,8 @@ int emit_template_composite(const emit_ctx *cx, const state_spec *sp, const comp
 {
     const emit_method *m = sp->m;
     ew_writer *w = cx->w;
-    const int nv = cx->em->nv_user, nq = cx->em->nq_user;
+    /* nv as the body sees it: at least 1 (GRID_NV_) */
+    const int nv = cx->em->nv_user > 0 ? cx->em->nv_user : 1, nq = cx->em->nq_user;
     /* scalar, on q alone: no lane form, no group or interleaved form (composite_groups) */
     assert(!vector && !in->group && !in->interleave && m->template && !m->composite_groups);
     assert(!sp->reads_v && !sp->reads_a && !sp->reads_fext && !sp->reads_g);
@@ -82,7 +83,7 @@ int emit_template_composite(const emit_ctx *cx, const state_spec *sp, const comp
     emit_tpl_begin(&tp, w);
     char el[64];
     emit_elem(cx, el, sizeof el, "p", "k");
-    emit_tpl_define(&tp, "GRID_NV_", "%d", nv > 0 ? nv : 1);
+    emit_tpl_define(&tp, "GRID_NV_", "%d", nv);
     emit_tpl_define(&tp, "GRID_NQ_", "%d", nq);
     emit_tpl_define(&tp, "GRID_WORK_", "%ld", in->inner_work);
     emit_tpl_define(&tp, "GRID_FLOAT32_", "%d", cx->re->is_float);
