@@ -181,6 +181,7 @@ int main(int argc, char **argv)
     Eigen::Vector4d quat;
     Eigen::MatrixXd ddq_dq(nv, nv), ddq_dv(nv, nv);
     pin::Data::Matrix6x J = pin::Data::Matrix6x::Zero(6, nv);
+    Eigen::Matrix<double, 6, 6> lambda;
     pin::Data::Matrix6x dh_dq = pin::Data::Matrix6x::Zero(6, nv), dhdot_dq = dh_dq, dhdot_dv = dh_dq, dhdot_da = dh_dq;
 
     // the algorithms, named as in include/grid/abi.h (extra Pinocchio variants suffixed)
@@ -235,6 +236,14 @@ int main(int argc, char **argv)
         {"centroidal_derivatives", [&](int i) {
              pin::computeCentroidalDynamicsDerivatives(model, data, qs[i], vs[i], as[i], dh_dq, dhdot_dq, dhdot_dv,
                                                        dhdot_da);
+         }},
+        // the operational-space inertia: Pinocchio has no single call, so our composition of its calls (the frame
+        // Jacobian, computeMinverse mirrored, the 6x6 product J M^-1 J^T and its inverse by an LDL^T)
+        {"osc_inertia", [&](int i) {
+             pin::computeFrameJacobian(model, data, qs[i], fid, rf, J);
+             pin::computeMinverse(model, data, qs[i]);
+             data.Minv.triangularView<Eigen::StrictlyLower>() = data.Minv.transpose();
+             lambda = (J * data.Minv * J.transpose()).ldlt().solve(Eigen::Matrix<double, 6, 6>::Identity());
          }},
         {"frame_jacobian_dot", [&](int i) {
              pin::computeJointJacobiansTimeVariation(model, data, qs[i], vs[i]);

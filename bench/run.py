@@ -68,6 +68,8 @@ ALGOS = [
     ("fk_batched", "fk_batched", "one frame's position and quaternion (forwardKinematics + updateFramePlacement)"),
     ("frame_jacobian_dot", "frame_jacobian_dot",
      "frame Jacobian rate (computeJointJacobiansTimeVariation + getFrameJacobianTimeVariation)"),
+    # Pinocchio has no single call: our composition of computeFrameJacobian + computeMinverse + (J M^-1 J^T)^-1
+    ("osc_inertia", "osc_inertia", "operational-space inertia (vs frame Jacobian + computeMinverse + 6x6 inverse)"),
 ]
 # Pinocchio-only variants, shown for the anchors
 PIN_EXTRA = [

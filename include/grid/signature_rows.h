@@ -147,3 +147,13 @@ GRID_ROW(FK_BATCHED, fk_batched, OWN,
           "[x y z qw qx qy qz] of the first end effector (the leaf frame), world frame, quaternion with qw >= 0",
           1, {IN_Q}, 1, {ARG("pose", "end-effector position and quaternion", GRID_REQUIRED, DIM(ONE, 7))},
           0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_WORLD, NO_RATE})
+/* operational-space control */
+GRID_ROW(OSC_INERTIA, osc_inertia, OWN,
+         {"osc_inertia", "osc_inertia", "",
+          "Lambda = (J M^-1 J^T)^-1 of one frame, rows [linear; angular]; directions its chain cannot move "
+          "independently get zero rows and columns (docs/python.md)",
+          1, {IN_Q}, 1, {ARG("Lambda", "operational-space inertia", GRID_REQUIRED, DIM(ONE, 6), DIM(ONE, 6))},
+          2, {{"frame", 0, DIM(NFRAMES, 1), "frame id %ld is out of range: the robot has %d frames"},
+              {"reference_frame", 0, DIM(ONE, 3),
+               "reference_frame id %ld is not WORLD (0), LOCAL (1) or LOCAL_WORLD_ALIGNED (2)"}},
+          GRID_GPU_THREAD, NO_LINKS, GRID_QTY_WORLD, NO_RATE})

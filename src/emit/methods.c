@@ -1,5 +1,6 @@
 /* The method-kind table: one row per signature row, naming its program, builders, callees and budget class. */
 #include <stddef.h>
+#include "../common/incbin.h"
 #include "emit_ctx.h"
 
 #define Q EM_READS(EP_Q)
@@ -98,6 +99,8 @@ static long jacobian_size(const em_model *em)
 
 /* its rate's: about 2.5 times as much per body of the chain (measured as above) */
 static long jacobian_dot_size(const em_model *em) { return 5 * jacobian_size(em) / 2; }
+/* the C source templates of the composites written from their template alone (template.c) */
+GRID_INCBIN(grid_osc_inertia_h, "src/emit/osc_inertia.h");
 
 /* The table. Order matters twice: a composite's callees come before it (their workspace is known when it is
    written), and the library's functions appear in this order. */
@@ -168,6 +171,11 @@ static const emit_method methods[GRID_ALGO_COUNT] = {
                                       .budget = BUDGET_JACOBIAN, .prelude = PRELUDE_FRAME_TABLES,
                                       .program = ea_frame_jacobian_dot_program, .graph = ea_frame_jacobian_dot,
                                       .size_estimate = jacobian_dot_size},
+    /* the frame's Jacobian and M^-1; q, J, M^-1 and Y in its workspace; at most nv^3 / 6 + 3 nv^2 + 72 nv flops */
+    [GRID_ALGO_OSC_INERTIA] = {.row = GRID_ALGO_OSC_INERTIA, .shares = -1, .variants = {Q},
+                               .callees = {{GRID_ALGO_FRAME_JACOBIAN, Q}, {GRID_ALGO_MINV, Q}}, .n_callees = 2,
+                               .composite = emit_template_composite, .template = grid_osc_inertia_h_start,
+                               .template_work = {0, 1, 12, 1, 0}, .template_flops = {500, 0, 72, 3, 1}},
 };
 
 const emit_method *emit_method_of(int row)

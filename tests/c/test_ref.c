@@ -1043,6 +1043,13 @@ static void test_batch(void)
             case GRID_ALGO_RNEA_GRAD: grid_ref_rnea_derivatives(m, qb, vb, ab, fb, one, w); break;
             case GRID_ALGO_FD_GRAD: grid_ref_fd_derivatives(m, qb, vb, ab, fb, one, w); break;
             case GRID_ALGO_EE_POSE_GRAD: grid_ref_ee_pose_derivatives(m, qb, one, w); break;
+            case GRID_ALGO_OSC_INERTIA: { /* the batch's frame and reference frame, the float64 rule */
+                const int at[GRID_REF_ATTRS] = {8, GRID_LOCAL, [GRID_REF_RULE] = GRID_FLOAT64};
+                const double *in1[GRID_MAX_IN] = {qb};
+                double *out1[GRID_MAX_OUT] = {one};
+                ref_row_fn(algo)(m, in1, out1, at, w);
+                break;
+            }
             case GRID_ALGO_RNEA_VJP: case GRID_ALGO_FD_VJP: case GRID_ALGO_EE_POSE_VJP: {
                 /* g^T of the gradient (and FD's u block g^T M^-1) */
                 const int ee = algo == GRID_ALGO_EE_POSE_VJP, rows = ee ? 6 * m->nee : nv, cols = ee ? nv : 2 * nv;

@@ -15,7 +15,8 @@ import pytest
 import grid_rbd
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED_ROBOTS = REPO.parent / "shared" / "robots"
+# the shared robot folder next to the repository, or GRID_RBD_ROBOTS_DIR (as test_cuda reads it)
+SHARED_ROBOTS = Path(os.environ.get("GRID_RBD_ROBOTS_DIR") or REPO.parent / "shared" / "robots")
 BUNDLED_IIWA = REPO / "examples" / "robots" / "iiwa.urdf"
 
 # ---- comparison ----

@@ -20,12 +20,14 @@ FLOOR = 1.0
 
 # float32 generated vs float64 reference on the same (float32-representable) inputs
 FLOAT32_RTOL = 1e-5          # RNEA, NLE, gravity, CRBA, FK, EE pose, Jacobian
-FLOAT32_COND_RTOL = 1e-6     # minv, FD, ABA and the FD gradient: <= 1e-6 * cond(M) of the state
+FLOAT32_COND_RTOL = 1e-6     # minv, FD, ABA and the FD gradient: <= 1e-6 * cond(M) of the state; the
+                             # operational-space inertia: <= 1e-6 * cond(M) * cond(Lambda)
 # the RNEA gradient: sums of products of velocities, inertias and lever arms whose terms cancel more than RNEA's
 # (measured worst 2.6e-6 on the test robots at |qd| <= 10, |qdd| <= 50); the bound does not depend on the state
 FLOAT32_GRAD_RTOL = 2e-5
 
 N = 8  # states per kind
+REF_PATHS = {}  # case id -> URDF path (the handles fixture's)
 
 # method -> call(handle, states)
 METHODS = {
@@ -87,16 +89,33 @@ def all_outputs(h, s):
         for rf in JACOBIAN_FRAMES:
             yield f"frame_jacobian[{h.frame_names[fid]},{rf}]", h.frame_jacobian(s["q"], fid, rf)
             yield f"frame_jacobian_dot[{h.frame_names[fid]},{rf}]", h.frame_jacobian_dot(s["q"], s["qd"], fid, rf)
+    for fid in jacobian_frames(h):
+        for rf in JACOBIAN_FRAMES:
+            yield f"osc_inertia[{h.frame_names[fid]},{rf}]", h.osc_inertia(s["q"], fid, rf)
 
 
 def float64_bounds(ref, s):
-    """label -> per-state float64 bound: RTOL64, except for the forward-dynamics gradient, -M^-1 D, whose two
+    """(label, reference output) -> per-state float64 bound: RTOL64, except for the forward-dynamics gradient, -M^-1 D, whose two
     float64 implementations may differ by eps * cond(M) (the first-order bound of a product with M^-1): on atlas_ff
     (indefinite link inertias, cond(M) ~ 5e5) at |qd| <= 10 the generated code was 3.8e-13 from Pinocchio's
-    computeABADerivatives and the reference 2.1e-12 from it (the reference is the less accurate one there)"""
+    computeABADerivatives and the reference 2.1e-12 from it (the reference is the less accurate one there); and the
+    operational-space inertia, whose inverse of J M^-1 J^T adds cond(Lambda): eps * cond(M) * cond(Lambda)"""
     cond = np.linalg.cond(ref.crba(s["q"]))
     grad = np.maximum(RTOL64, np.finfo(np.float64).eps * cond)
-    return lambda label: grad if label.startswith(("forward_dynamics_gradient", "forward_dynamics_vjp")) else RTOL64
+
+    def bound(label, out):
+        if label.startswith("osc_inertia"):
+            # (J M^-1 J^T)^-1 from M^-1 here and a solve with M there: eps * cond(M) * cond(Lambda)
+            return np.maximum(RTOL64, np.finfo(np.float64).eps * cond * lambda_cond(out))
+        return grad if label.startswith(("forward_dynamics_gradient", "forward_dynamics_vjp")) else RTOL64
+    return bound
+
+
+def lambda_cond(out):
+    """per state, the condition number of Lambda on its nonzero block (the directions the rule keeps; 1 for none)"""
+    sv = np.linalg.svd(np.asarray(out, dtype=np.float64), compute_uv=False)
+    kept = np.where(sv > 1e-9 * np.maximum(sv[:, :1], 1e-300), sv, np.inf).min(axis=1)
+    return np.where(sv[:, 0] > 0, sv[:, 0] / kept, 1.0)
 
 
 def errors64(gen, ref):
@@ -134,6 +153,7 @@ def relative(gen, ref):
 @pytest.fixture(scope="module")
 def handles(robot_case):
     case, path = robot_case
+    REF_PATHS[case.id] = path
     return (case, handle_for(case, path, "generated", "float64"), handle_for(case, path, "reference", "float64"),
             handle_for(case, path, "generated", "float32") if case.float32 else None)
 
@@ -159,7 +179,7 @@ def test_generated_float64_matches_reference(handles, kind):
     for (label, a), (_, b) in zip(all_outputs(gen, s), all_outputs(ref, s)):
         assert a.dtype == np.float64 and a.shape == b.shape, label
         err = errors64(a, b)
-        if not np.all(err <= bounds(label)):
+        if not np.all(err <= bounds(label, b)):
             worst = int(np.argmax(err))
             failures.append(f"{label}: state {worst} relative error {err[worst]:.2e}")
     assert not failures, f"{case.id} [{kind}] generated float64 differs from the reference:\n" + "\n".join(failures)
@@ -177,16 +197,17 @@ def float32_report():
         return
     cols = ["inverse_dynamics", "nonlinear_effects", "generalized_gravity", "crba", "forward_kinematics",
             "end_effector_pose", "frame_jacobian", "inverse_dynamics_gradient", "inverse_dynamics_vjp", "minv",
-            "forward_dynamics", "aba", "forward_dynamics_gradient", "forward_dynamics_vjp"]
+            "forward_dynamics", "aba", "forward_dynamics_gradient", "forward_dynamics_vjp", "osc_inertia"]
     short = ["RNEA", "NLE", "gravity", "CRBA", "FK", "EE pose", "Jacobian", "RNEA grad", "RNEA VJP", "minv", "FD",
-             "ABA", "FD grad", "FD VJP"]
+             "ABA", "FD grad", "FD VJP", "OSC inertia"]
     lines = [f"# float32 generated code vs the float64 reference ({time.strftime('%Y-%m-%d')})", "",
              f"Worst relative Frobenius error per state block over {N} states of each kind "
              f"({', '.join(STATE_KINDS)}), float32-representable inputs; every variant (f_ext, qdd=None) and Jacobian "
              "frame/reference frame of a method in one column; end-effector poses compared as [xyz, R(rpy)]. "
              f"Bounds: {FLOAT32_RTOL:g} for the first seven "
              f"columns, {FLOAT32_GRAD_RTOL:g} for the RNEA gradient; {FLOAT32_COND_RTOL:g} * cond(M) of the state for "
-             "minv, FD, ABA and the FD gradient (the last column is the worst "
+             "minv, FD, ABA and the FD gradient; that times cond(Lambda) for the operational-space inertia, against the "
+             "float32 rule's reference (the last column is the worst "
              "error / (1e-6 cond(M)) ratio of those four, which must stay <= 1).", "",
              "| robot | cond(M) min..max | " + " | ".join(short) + " | minv/FD/ABA vs bound |",
              "|---" * (len(short) + 3) + "|"]
@@ -203,7 +224,7 @@ def float32_report():
 def family(label):
     """the report column of an output: the f_ext / qdd=None variants and every Jacobian frame share one"""
     for name in ("inverse_dynamics_gradient", "forward_dynamics_gradient", "inverse_dynamics_vjp", "forward_dynamics_vjp",
-                 "inverse_dynamics", "forward_dynamics", "aba", "frame_jacobian"):
+                 "inverse_dynamics", "forward_dynamics", "aba", "frame_jacobian", "osc_inertia"):
         if label.startswith(name):
             return name
     return label
@@ -220,14 +241,21 @@ def test_generated_float32_accuracy(handles):
         s64 = {k: v.astype(np.float64) for k, v in s32.items()}
         cond = np.linalg.cond(ref.crba(s64["q"]))
         row["cond"] = (min(row["cond"][0], cond.min()), max(row["cond"][1], cond.max()))
-        for (label, a), (_, b) in zip(all_outputs(gen32, s32), all_outputs(ref, s64)):
+        # the operational-space inertia's rank decision has a tolerance per dtype: its reference is the float32
+        # rule's (the float64 reference provider asked for float32)
+        ref32 = handle_for(case, REF_PATHS[case.id], "reference", "float32")
+        for (label, a), (_, b), (_, b32) in zip(all_outputs(gen32, s32), all_outputs(ref, s64), all_outputs(ref32, s32)):
             assert a.dtype == np.float32, label
+            if label.startswith("osc_inertia"):
+                b = b32
             if label == "end_effector_pose":
                 a, b = pose_as_matrices(a), pose_as_matrices(b)
             err = relative(a, b)
             key = family(label)
             row[key] = max(row.get(key, 0.0), float(err.max()))
-            if key in ("minv", "forward_dynamics", "aba", "forward_dynamics_gradient", "forward_dynamics_vjp"):
+            if key == "osc_inertia":
+                bound = FLOAT32_COND_RTOL * cond * lambda_cond(b)
+            elif key in ("minv", "forward_dynamics", "aba", "forward_dynamics_gradient", "forward_dynamics_vjp"):
                 bound = FLOAT32_COND_RTOL * cond
                 row["ratio"] = max(row["ratio"], float((err / bound).max()))
             else:

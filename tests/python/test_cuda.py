@@ -88,6 +88,13 @@ def _jacdot(rf):
     return call
 
 
+def _osc(rf):
+    def call(h, s, out):
+        fid = h.ee_frame_ids[0] if h.ee_frame_ids else len(h.frame_names) - 1
+        return h.osc_inertia(s["q"], fid, rf, out=out)
+    return call
+
+
 METHODS = {
     "inverse_dynamics": lambda h, s, out: h.inverse_dynamics(s["q"], s["qd"], s["qdd"], out=out),
     "inverse_dynamics_qdd_none": lambda h, s, out: h.inverse_dynamics(s["q"], s["qd"], out=out),
@@ -131,6 +138,9 @@ METHODS = {
     "cmm_time_variation": lambda h, s, out: h.cmm_time_variation(s["q"], s["qd"], out=out),
     "dccrba": lambda h, s, out: h.dccrba(s["q"], out=out),
     "fk_batched": lambda h, s, out: h.fk_batched(s["q"], out=out),
+    "osc_inertia_world": _osc("WORLD"),
+    "osc_inertia_local": _osc("LOCAL"),
+    "osc_inertia_lwa": _osc("LOCAL_WORLD_ALIGNED"),
 }
 
 

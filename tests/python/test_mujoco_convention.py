@@ -790,3 +790,19 @@ def test_frame_jacobian_dot_in_mujocos_basis(provider):
                     rate = (Jp - Jm) / (2 * eps)
                     err = np.abs(dJ[b] - rate).max() / max(1.0, np.abs(rate).max())
                     assert err < 1e-6, f"{robot} {target} {rf} state {b}: dJ_mj/dt vs the central difference: {err:.1e}"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_osc_inertia_is_the_same_in_both_conventions(provider):
+    """Lambda = (J M^-1 J^T)^-1 does not depend on the velocity coordinates (J T and T^T M T give the same): go2 on a
+    free joint, the first end effector and a mid frame in every reference frame, the same state in either basis"""
+    h_mj, h_pin = handle("go2", provider), handle("go2", provider, convention="pinocchio")
+    q, _, _, _ = states(h_mj, "random", N, 8)
+    qpin = q.copy()
+    qpin[:, 3:7] = q[:, [4, 5, 6, 3]]  # MuJoCo's (w, x, y, z) as Pinocchio's (x, y, z, w)
+    for target in (h_mj.ee_names[0], h_mj.frame_names[len(h_mj.frame_names) // 2]):
+        for rf in ("WORLD", "LOCAL", "LOCAL_WORLD_ALIGNED"):
+            ours, pin_basis = h_mj.osc_inertia(q, target, rf), h_pin.osc_inertia(qpin, target, rf)
+            err = rel(ours, pin_basis)
+            assert np.all(err <= RTOL), f"{target} {rf}: {err.max():.1e}"
+            assert np.abs(pin_basis).max() > 0

@@ -453,6 +453,73 @@ def test_frame_jacobian_default_target_is_first_end_effector(robot):
     np.testing.assert_array_equal(h.frame_jacobian(q), h.frame_jacobian(q, target=h.ee_names[0]))
 
 
+# ---- the operational-space inertia: Lambda = (J M^-1 J^T)^-1 with numpy's dense inverse ----
+def pin_phi(P, q, pfid, rf):
+    """J M^-1 J^T of Pinocchio's frame Jacobian and M^-1 (mimic robots: the inverse of its coupled crba)"""
+    J = P.cols(pin.computeFrameJacobian(P.model, P.data, P.q(q), pfid, rf))
+    return J @ pin_minv(P, q) @ J.T, J
+
+
+def osc_frames(h):
+    """the first end effector and a frame half-way down the frame list"""
+    return {"ee": h.ee_names[0], "mid": h.frame_names[len(h.frame_names) // 2]}
+
+
+@pytest.mark.parametrize("reference_frame", ["WORLD", "LOCAL", "LOCAL_WORLD_ALIGNED"])
+@pytest.mark.parametrize("which", ["ee", "mid"])
+def test_osc_inertia_matches_pinocchio(robot, which, reference_frame):
+    """states whose J M^-1 J^T has cond < 1e8 against numpy's inverse of it; a frame whose chain cannot move in 6
+    independent directions has none (test_osc_inertia_singular_rule covers it)"""
+    h, P = robot.handle, robot.pin
+    rf = getattr(pin.ReferenceFrame, reference_frame)
+    name = osc_frames(h)[which]
+    pfid = P.frame_id(name)
+    compared, conds = 0, []
+    for kind, s in all_states(robot):
+        ours = h.osc_inertia(s["q"], target=name, reference_frame=reference_frame)
+        assert ours.shape == (len(s["q"]), 6, 6) and ours.dtype == np.float64
+        phi = [pin_phi(P, q, pfid, rf)[0] for q in s["q"]]
+        cond = np.array([np.linalg.cond(x) for x in phi])
+        conds += list(cond)
+        ok = cond < 1e8
+        if ok.any():
+            ref = np.stack([np.linalg.inv(x) for x, good in zip(phi, ok) if good])
+            assert_blocks_close(ours[ok], ref, f"{robot.case.id} osc_inertia {name} {reference_frame} [{kind}]")
+            compared += int(ok.sum())
+    if not compared:
+        pytest.skip(f"{robot.case.id} {name}: J M^-1 J^T is singular on every state (cond >= {min(conds):.1e})")
+
+
+def test_osc_inertia_singular_rule(robot):
+    """go2 on a fixed base: a foot's chain is 3 revolute joints, so J M^-1 J^T has rank 3 and Lambda is the documented
+    [(J_lin M^-1 J_lin^T)^-1, 0; 0, 0] (the angular pivots dropped) in every reference frame, on the states whose
+    linear block is well conditioned (cond < 1e8; the zero state stretches the leg); finite on every state"""
+    if robot.case.id != "go2":
+        pytest.skip("the singular case is go2 on a fixed base")
+    h, P = robot.handle, robot.pin
+    compared = 0
+    for foot in h.ee_names:
+        pfid = P.frame_id(foot)
+        for reference_frame in ("WORLD", "LOCAL", "LOCAL_WORLD_ALIGNED"):
+            rf = getattr(pin.ReferenceFrame, reference_frame)
+            for kind, s in all_states(robot):
+                ours = h.osc_inertia(s["q"], target=foot, reference_frame=reference_frame)
+                assert np.all(np.isfinite(ours)), f"{foot} {reference_frame} [{kind}]"
+                ref, ok = np.zeros_like(ours), np.zeros(len(ours), bool)
+                for b, q in enumerate(s["q"]):
+                    phi = pin_phi(P, q, pfid, rf)[0]
+                    assert np.linalg.matrix_rank(phi, tol=1e-10 * np.abs(phi).max()) == 3
+                    ok[b] = np.linalg.cond(phi[:3, :3]) < 1e8
+                    if ok[b]:
+                        ref[b, :3, :3] = np.linalg.inv(phi[:3, :3])
+                if ok.any():
+                    assert_blocks_close(ours[ok], ref[ok], f"go2 osc_inertia {foot} {reference_frame} [{kind}]")
+                    # the other blocks exactly zero: the dropped pivots' inverses are 0
+                    assert np.all(ours[ok, 3:, :] == 0) and np.all(ours[ok, :, 3:] == 0)
+                    compared += int(ok.sum())
+    assert compared > 0
+
+
 # ---- the comparison can fail: a 1% change of one link's mass is caught ----
 def _perturb_mass(urdf, link, factor):
     pattern = re.compile(r'(<link\s+name="%s"\s*>.*?<mass\s+value=")([^"]+)(")' % re.escape(link), re.S)

@@ -140,9 +140,9 @@ def test_the_library_exports_the_tables_rows_for_this_robot(handles):
         assert have["attrs"] == tuple((n, lo, hi) for n, lo, hi, _ in want["attrs"])
         # unrolled per-state code takes no workspace; rolled code (under auto, the floating iiwa's RNEA gradient), the
         # FD composites (their M^-1 and dtau, and their callees' workspace) and the scalar composites of the
-        # end-effector pose (the poses and a Jacobian) take one
+        # end-effector pose (the poses and a Jacobian) and the operational-space inertia (J, M^-1) take one
         rolled = f"/* {r['name']}, rolled schedule" in source
-        composite = r["name"] in ("ee_pose_grad", "ee_pose_vjp", "fd_grad", "fd_vjp")
+        composite = r["name"] in ("ee_pose_grad", "ee_pose_vjp", "fd_grad", "fd_vjp", "osc_inertia")
         assert (have["work_bytes"] > 0) == (rolled or composite) and have["gpu_map"] == 0, r["name"]
     assert "/* rnea, rolled schedule" not in source and "/* rnea_grad, rolled schedule" in source
 
