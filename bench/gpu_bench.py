@@ -38,7 +38,7 @@ ALGOS = ["rnea", "fd", "minv", "crba", "aba", "rnea_grad", "fd_grad", "rnea_vjp"
 # issue 27's methods (--algos picks them): their inputs and outputs from the signature table (generic_*)
 EXTRA_ALGOS = ["energy", "kinetic_energy_regressor", "potential_energy_regressor", "coriolis_matrix",
                "inverse_dynamics_regressor", "com", "ccrba", "cmm_time_variation", "dccrba", "fk_batched",
-               "frame_jacobian_dot"]
+               "frame_jacobian_dot", "osc_inertia"]
 HBM_BYTES_S = 4.8e12  # the H200 datasheet's memory bandwidth (../shared/anchors.md): a bound from bytes in and out
 BATCHES = [16, 256, 1024, 65536, 1048576]
 ALGO_ID = {r["name"]: r["id"] for r in _signatures.ROWS}
