@@ -21,7 +21,7 @@ except ImportError:  # numpy < 2
     from numpy.core.multiarray import get_handler_name
 
 POOL = "grid_rbd_output_pool"
-B = 512  # every wide output of the iiwa free flyer in float64 is >= 256 KiB at this batch
+B = 512  # most wide outputs of the iiwa free flyer in float64 are >= 256 KiB at this batch (batch_for: the others)
 # the matrix outputs, each with the inputs its row takes that the states hold (every required one; f_ext stays absent)
 WIDE = {r["py_name"]: [i["name"] for i in r["inputs"] if i["name"] in ("q", "qd", "qdd", "u")]
         for r in _signatures.matrix_rows()}
@@ -40,8 +40,14 @@ def pool():
     _core.output_pool(max_bytes=saved["max_bytes"], min_bytes=saved["min_bytes"], idle_s=saved["idle_s"], clear=True)
 
 
-def inputs(h, name, seed=0, batch=B):
-    s = make_states(h, "random", n=batch, seed=seed)
+def batch_for(h, name):
+    """B, or more where a state's output is small (osc_inertia's 6x6): every output is >= 256 KiB"""
+    per_state = getattr(h, name)(*inputs(h, name, batch=1)).nbytes
+    return max(B, -(-(256 << 10) // per_state))
+
+
+def inputs(h, name, seed=0, batch=None):
+    s = make_states(h, "random", n=batch or batch_for(h, name), seed=seed)
     return [s[k] for k in WIDE[name]]
 
 
