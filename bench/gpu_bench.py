@@ -472,7 +472,7 @@ def test_jobs(arch, cases=None):
     return jobs
 
 
-def precompile_all(robots_dir, jobs_n, tests=True, cases=None):
+def precompile_all(robots_dir, jobs_n, tests=True, cases=None, bench_dtypes=("float32", "float64"), variants=True):
     # the architecture once, here: the workers then need no driver (and no CUDA state crosses processes)
     from grid_rbd import cuda
     p = cuda.probe()
@@ -480,9 +480,9 @@ def precompile_all(robots_dir, jobs_n, tests=True, cases=None):
     log("GPU", p["devices"] if p["ok"] else p["reason"], "-> cuda_arch", arch)
     jobs = test_jobs(arch, cases) if tests else []
     for robot, _, _ in ROBOTS if not cases else ():
-        for dtype in ("float32", "float64"):
+        for dtype in bench_dtypes:
             jobs.append(("bench", (robots_dir, robot, dtype, None, "cuda", arch)))
-    for variant, points in VARIANT_POINTS.items() if not cases else ():
+    for variant, points in VARIANT_POINTS.items() if not cases and variants else ():
         for robot in sorted({p[0] for p in points}):
             jobs.append(("bench", (robots_dir, robot, "float32", variant, "cuda", arch)))
 
@@ -661,6 +661,8 @@ def main():
     ap.add_argument("--precompile", action="store_true", help="only build every library the GPU tests and bench use")
     ap.add_argument("--no-tests", action="store_true", help="with --precompile: the bench's libraries only")
     ap.add_argument("--cases", default="", help="with --precompile: only these test cases' libraries (comma-separated ids)")
+    ap.add_argument("--bench-dtypes", default="float32,float64", help="with --precompile: the bench libraries' dtypes")
+    ap.add_argument("--no-variants", action="store_true", help="with --precompile: not the wide-output variants")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--algos", default="", help="comma-separated subset of " + ",".join(ALGOS + EXTRA_ALGOS) +
                     " (default: " + ",".join(ALGOS) + ")")
@@ -677,7 +679,8 @@ def main():
         return 0
     if args.precompile:
         return 1 if precompile_all(args.robots_dir, args.jobs, tests=not args.no_tests,
-                                   cases=[c for c in args.cases.split(",") if c]) else 0
+                                   cases=[c for c in args.cases.split(",") if c],
+                                   bench_dtypes=args.bench_dtypes.split(","), variants=not args.no_variants) else 0
     started = time.time()
     try:
         bench = Bench(args)

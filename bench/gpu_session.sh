@@ -120,6 +120,11 @@ print('grid_rbd', grid_rbd.__version__, grid_rbd.__file__)
 print('probe', cuda.probe()); print('nvcc', cuda.nvcc_status())" || exit 1
 
 if [ "${1:-run}" = features ]; then   # only the GPU tests whose ids match $GPU_TEST_FILTER (new features)
+    if [ -n "${GPU_BENCH_ALGOS:-}" ]; then   # the bench's float32 libraries, beside the test cases' precompile
+        python3 bench/gpu_bench.py --precompile --no-tests --no-variants --bench-dtypes float32 --jobs "$JOBS" \
+            --robots-dir "$DEPS/robots" > "$OUT/precompile_bench.log" 2>&1 &
+        BENCH_PRECOMPILE=$!
+    fi
     if [ -n "${GPU_PRECOMPILE_CASES:-}" ]; then   # their libraries first, in parallel (comma-separated case ids)
         ts "precompile $GPU_PRECOMPILE_CASES"
         timeout $(( $(left) / 2 )) python3 bench/gpu_bench.py --precompile --cases "$GPU_PRECOMPILE_CASES" --jobs "$JOBS" \
@@ -127,6 +132,7 @@ if [ "${1:-run}" = features ]; then   # only the GPU tests whose ids match $GPU_
         tail -3 "$OUT/precompile.log"
     fi
     if [ -n "${GPU_BENCH_ALGOS:-}" ]; then   # the new rows timed: resident B = 16 .. 1M, states/s against the bound
+        ts "waiting for the bench's precompile"; wait "$BENCH_PRECOMPILE"; tail -5 "$OUT/precompile_bench.log"
         BS=${GPU_BENCH_SECONDS:-150}
         ts "gpu_bench.py --algos $GPU_BENCH_ALGOS (budget $BS s)"
         timeout $((BS + 30)) python3 bench/gpu_bench.py --out "$OUT" --robots-dir "$DEPS/robots" --algos "$GPU_BENCH_ALGOS" \
