@@ -164,8 +164,8 @@ class RobotCase:
 # pinned to the reference at 1e-12 (test_codegen); the generated code of the cases left to the reference (g1_29dof,
 # talos, atlas_ff, go2, joints ...) is pinned to the reference on the rolled schedule (test_rolled), the same
 # programs emitted in the other layout. Each full compile is tens of seconds to minutes of CI time.
-# The generated float32 libraries are compiled for a smaller subset (fixed and floating bases, the mimic robot
-# panda, the joint types, the ill-conditioned atlas): the emitter writes both dtypes from the same programs (only the
+# The generated float32 libraries are compiled for a smaller subset (fixed and floating bases, the quadruped go2_ff,
+# the mimic robot panda, the joint types, the ill-conditioned atlas): the emitter writes both dtypes from the same programs (only the
 # spelling table differs). F32 = False marks the cases left to float64 (their float32 reference handles, which
 # compile nothing, stay).
 F32 = False
@@ -181,7 +181,7 @@ CASES = [
     RobotCase("iiwa", "shared", "iiwa.urdf", False),
     RobotCase("iiwa_ff", "shared", "iiwa.urdf", True, float32=F32),
     RobotCase("hyq", "shared", "hyq.urdf", False, generated=GEN, float32=F32),
-    RobotCase("hyq_ff", "shared", "hyq.urdf", True),
+    RobotCase("hyq_ff", "shared", "hyq.urdf", True, float32=F32),
     RobotCase("atlas", "shared", "atlas.urdf", False, mass_matrix_pd=False),
     RobotCase("atlas_ff", "shared", "atlas.urdf", True, mass_matrix_pd=False, generated=GEN, float32=F32),
     RobotCase("go2", "shared", "go2.urdf", False, generated=GEN, float32=F32),
