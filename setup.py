@@ -42,14 +42,28 @@ sources = sorted(glob.glob("src/*/*.c")) + sorted(glob.glob("python/grid_rbd/*.c
 headers = sorted(glob.glob("include/grid/*.h") + glob.glob("src/*/*.h") + glob.glob("python/grid_rbd/*.h") +
                  glob.glob("src/runtime/*.cu"))
 
+def xla_ffi_include():
+    """jaxlib's include directory when it holds the XLA FFI C API (xla/ffi/api/c_api.h, the handlers of _xla.c), found
+    without importing jax; None otherwise (the extension is built without the JAX front end)"""
+    import importlib.util
+    spec = importlib.util.find_spec("jaxlib")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        inc = os.path.join(root, "include")
+        if os.path.isfile(os.path.join(inc, "xla", "ffi", "api", "c_api.h")):
+            return inc
+    return None
+
+
+XLA_INCLUDE = xla_ffi_include()
+
 # -Werror is left to the Makefile's C build (make test-c / test-asan compile every src file with it):
 # here Python's own CFLAGS (-DNDEBUG, -O3, -fwrapv) come first and may surface other warnings.
 core = Extension(
     "grid_rbd._core",
     sources=sources,
     depends=headers,
-    include_dirs=["include", "python/grid_rbd", numpy.get_include()],
-    define_macros=[
+    include_dirs=["include", "python/grid_rbd", numpy.get_include()] + ([XLA_INCLUDE] if XLA_INCLUDE else []),
+    define_macros=([("GRID_HAVE_XLA_FFI", "1")] if XLA_INCLUDE else []) + [
         ("GRID_GENERATOR_HASH", '"%s"' % generator_hash()),
         ("GRID_PACKAGE_VERSION", '"%s"' % package_version()),
         ("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"),

@@ -294,6 +294,8 @@ PyMODINIT_FUNC PyInit__core(void)
     if (!m) return NULL;
     if (PyModule_AddFunctions(m, grid_py_library_functions) < 0) goto fail;
     if (PyModule_AddFunctions(m, grid_py_outpool_functions) < 0) goto fail;
+    if (PyModule_AddFunctions(m, grid_py_xla_functions) < 0) goto fail;
+    if (PyModule_AddIntConstant(m, "XLA_FFI", grid_py_xla_available) < 0) goto fail;
     if (grid_py_cuda_add(m) < 0) goto fail;
 
     /* the rows of the signature table: their names in id order, and ALGO_<NAME> = id */

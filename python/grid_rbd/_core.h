@@ -61,6 +61,15 @@ int grid_py_cuda_add(PyObject *m);
 PyObject *grid_py_method_dict(const grid_method_info *r);
 PyObject *grid_py_meta_dict(const grid_robot_meta_t *m);
 
+/* _runner.c: what a Runner (o) runs calls on: its dispatch, model, dtype and threads (0, or -1 with TypeError) */
+int grid_py_runner_info(PyObject *o, const grid_dispatch **disp, const grid_model **model, int *dtype,
+                        int *num_threads, int *cpus);
+
+/* _xla.c: _core.xla_handlers() and xla_register(key, runner) (empty without jaxlib's FFI headers at build time, with
+   grid_py_xla_available 0) */
+extern PyMethodDef grid_py_xla_functions[];
+extern int grid_py_xla_available;
+
 /* Raise the Python exception that grid_rbd._errors maps this status to
    (filename may be NULL); always returns NULL so callers can `return grid_py_raise(...)`. */
 PyObject *grid_py_raise(int code, int line, int column, const char *message, PyObject *filename);

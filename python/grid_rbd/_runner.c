@@ -790,3 +790,19 @@ PyTypeObject GridPyRunner_Type = {
     .tp_getset = runner_getset,
     .tp_new = runner_new,
 };
+
+int grid_py_runner_info(PyObject *o, const grid_dispatch **disp, const grid_model **model, int *dtype,
+                        int *num_threads, int *cpus)
+{
+    if (!PyObject_TypeCheck(o, &GridPyRunner_Type)) {
+        PyErr_SetString(PyExc_TypeError, "expected a grid_rbd._core.Runner");
+        return -1;
+    }
+    const GridPyRunner *r = (const GridPyRunner *)o;
+    *disp = &r->disp;
+    *model = r->model;
+    *dtype = r->dtype;
+    *num_threads = r->num_threads;
+    *cpus = r->cpus;
+    return 0;
+}

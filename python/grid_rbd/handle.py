@@ -474,19 +474,20 @@ def _subset_call(call, built):
     return checked
 
 
-def _generic_method(row):
-    """A RobotHandle method for a row of the signature table that has no hand-written one: the row's inputs as
-    parameters (optional ones default None), then its frame and reference_frame attributes as target= and
-    reference_frame= (names or ids: _FRIENDLY_ATTRS), its other attributes as int keywords (default: the lowest valid
-    value), and out=, calling the row like the methods above."""
+def row_binder(row, with_out=True):
+    """(parse, parameters, doc) of a row of the signature table as a front end's method: its inputs as parameters
+    (optional ones default None), then its frame and reference_frame attributes as target= and reference_frame= (names
+    or ids: _FRIENDLY_ATTRS), its other attributes as int keywords (default: the lowest valid value), and out= when
+    with_out. parse(handle, args, kwargs) -> (inputs in the row's order, attribute values, out), handle being the
+    RobotHandle that converts frame names."""
     inputs = [a["name"] for a in row["inputs"]]
     optional = [a["optional"] for a in row["inputs"]]
     friendly = [(_FRIENDLY_ATTRS[a["name"]], k) for k, a in enumerate(row["attrs"]) if a["name"] in _FRIENDLY_ATTRS]
     plain = [(a["name"], a["lo"], k) for k, a in enumerate(row["attrs"]) if a["name"] not in _FRIENDLY_ATTRS]
     positional = inputs + [f[0] for f, _ in friendly]
-    algo = row["id"]
 
-    def method(self, *args, out=None, **kwargs):
+    def parse(handle, args, kwargs):
+        out = kwargs.pop("out", None) if with_out else None
         if len(args) > len(positional):
             raise TypeError(f"{row['py_name']}() takes {len(positional)} positional arguments "
                             f"({', '.join(positional)}); {len(args)} given")
@@ -498,26 +499,42 @@ def _generic_method(row):
         attr_values = [0] * len(row["attrs"])
         for n, ((param, default, convert), k) in enumerate(friendly):
             i = len(inputs) + n
-            attr_values[k] = getattr(self, convert)(values[i] if given[i] else default)
+            attr_values[k] = getattr(handle, convert)(values[i] if given[i] else default)
         for name, lo, k in plain:
             attr_values[k] = int(kwargs.pop(name, lo))
         if kwargs:
             raise TypeError(f"{row['py_name']}() got an unexpected keyword argument {next(iter(kwargs))!r}")
-        return self._call(algo, tuple(values[:len(inputs)]), out, tuple(attr_values))
+        return tuple(values[:len(inputs)]), tuple(attr_values), out
 
     P = inspect.Parameter
     params = [P("self", P.POSITIONAL_OR_KEYWORD)]
     params += [P(n, P.POSITIONAL_OR_KEYWORD, default=None if opt else P.empty) for n, opt in zip(inputs, optional)]
     params += [P(f[0], P.POSITIONAL_OR_KEYWORD, default=f[1]) for f, _ in friendly]
-    params += [P(n, P.KEYWORD_ONLY, default=lo) for n, lo, _ in plain] + [P("out", P.KEYWORD_ONLY, default=None)]
-    method.__signature__ = inspect.Signature(params)
-    method.__name__ = method.__qualname__ = row["py_name"]
+    params += [P(n, P.KEYWORD_ONLY, default=lo) for n, lo, _ in plain]
+    if with_out:
+        params.append(P("out", P.KEYWORD_ONLY, default=None))
     shapes = ", ".join(f"{a['name']} (B, {', '.join(map(str, a['shape']))})" for a in row["inputs"] + row["outputs"])
-    method.__doc__ = f"{row['doc']}. Generated from the signature table: {shapes}."
+    doc = f"{row['doc']}. Generated from the signature table: {shapes}."
     if friendly:
-        method.__doc__ += (" target: a frame (link) name, the name of the joint above that link, or a frame id; "
-                           "default the first end effector. reference_frame: 'WORLD', 'LOCAL' or "
-                           "'LOCAL_WORLD_ALIGNED' (or a pinocchio.ReferenceFrame), the frame the rows are expressed in.")
+        doc += (" target: a frame (link) name, the name of the joint above that link, or a frame id; "
+                "default the first end effector. reference_frame: 'WORLD', 'LOCAL' or "
+                "'LOCAL_WORLD_ALIGNED' (or a pinocchio.ReferenceFrame), the frame the rows are expressed in.")
+    return parse, inspect.Signature(params), doc
+
+
+def _generic_method(row):
+    """A RobotHandle method for a row of the signature table that has no hand-written one (row_binder's arguments),
+    calling the row like the methods above."""
+    parse, signature, doc = row_binder(row)
+    algo = row["id"]
+
+    def method(self, *args, **kwargs):
+        inputs, attrs, out = parse(self, args, kwargs)
+        return self._call(algo, inputs, out, attrs)
+
+    method.__signature__ = signature
+    method.__name__ = method.__qualname__ = row["py_name"]
+    method.__doc__ = doc
     return method
 
 

@@ -1,0 +1,174 @@
+"""The JAX front end: every row of the signature table as an XLA FFI call (the C handlers of _core, one target per
+row and dtype), jit- and vmap-able, on the same compiled library as the numpy handle."""
+
+import hashlib
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+from . import _core, _signatures
+from .handle import REFERENCE_FRAMES, row_binder
+
+__all__ = ["register_robot", "JaxRobotHandle", "REFERENCE_FRAMES"]
+
+if not _core.XLA_FFI:
+    raise ImportError("grid_rbd was built without jaxlib's XLA FFI headers: install jax, then reinstall grid_rbd "
+                      "(pip install --no-build-isolation -e .) so its extension includes the JAX handlers")
+
+_DTYPES = {"float32": "f32", "float64": "f64"}
+
+
+def _target(row_name, dtype):
+    """the FFI target of one row and dtype"""
+    return f"grid_rbd.{row_name}.{_DTYPES[dtype]}"
+
+
+def _register_targets():
+    """one XLA FFI target per (row, dtype) on the CPU"""
+    for name, capsule in _core.xla_handlers():
+        for dtype in _DTYPES:
+            jax.ffi.register_ffi_target(_target(name, dtype), capsule, platform="cpu", api_version=1)
+
+
+_register_targets()
+
+
+def register_robot(name, urdf_path=None, urdf_string=None, **options):
+    """register_robot(...) of grid_rbd with a JaxRobotHandle as the result (the same compiled library as the numpy
+    backend: a cache hit when that one was built). Takes register_robot's arguments; device must be "cpu" in this
+    version (the CUDA handlers come next)."""
+    from .registry import register_robot as _register
+    options.pop("backend", None)
+    device = options.setdefault("device", "cpu")
+    if device != "cpu":
+        raise ValueError(f"grid_rbd.jax: device={device!r}; this version runs JAX calls on the CPU only (device='cpu')")
+    return JaxRobotHandle(_register(name, urdf_path=urdf_path, urdf_string=urdf_string, **options))
+
+
+def _robot_key(handle):
+    """the static attribute naming the robot in a compiled program: the library's content key (or, on the reference,
+    a digest of the URDF and the options that change results), with the output convention; never a pointer"""
+    conv = handle.output_convention
+    info = handle.build_info
+    if info is not None:
+        return f"{info['content_key']}:{conv}"
+    opts = handle.options
+    parts = [handle._urdf or b"", repr(sorted((k, repr(opts.get(k))) for k in
+                                              ("floating_base", "ee_joint_names", "gravity", "ignore_mimic"))).encode(),
+             str(handle.dtype).encode()]
+    return "ref-" + hashlib.sha256(b"\0".join(parts)).hexdigest()[:40] + f":{conv}"
+
+
+class JaxRobotHandle:
+    """Batched rigid-body dynamics of one robot on JAX arrays: every method of the numpy RobotHandle (same names,
+    arguments and shapes, no out=), each an XLA FFI call that jax.jit compiles and jax.vmap maps (any leading
+    dimensions, flattened into the batch; an operand vmap leaves unbatched is read again, never copied). Inputs must
+    have the handle's dtype (float64 needs jax_enable_x64); a single state (no batch axis) gives a result without
+    one."""
+
+    def __init__(self, handle):
+        self._np = handle
+        self._key = _robot_key(handle)
+        self._dtype = np.dtype(handle.dtype)
+        _core.xla_register(self._key, handle._runner)
+        self._sizes = _signatures.sizes_of(handle._model)
+        built = handle.options.get("algorithm_list")
+        self._built = None if built is None or handle.provider != "generated" else frozenset(built)
+
+    @property
+    def numpy_handle(self):
+        """the numpy RobotHandle this one shares its library with"""
+        return self._np
+
+    @property
+    def robot_key(self):
+        """the string the compiled programs carry to find this robot in the process (no pointer)"""
+        return self._key
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    def __getattr__(self, attr):
+        # sizes, names and properties: the numpy handle's
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        return getattr(self._np, attr)
+
+    def __repr__(self):
+        return repr(self._np).replace("RobotHandle(", "JaxRobotHandle(", 1).replace("backend='numpy'", "backend='jax'")
+
+    def _ffi(self, row, inputs, attrs):
+        """run one row: inputs (arrays or None) in the row's order, attribute values in its order"""
+        if self._built is not None and row["name"] not in self._built:
+            from ._errors import NotAvailableError
+            raise NotAvailableError(f"{row['py_name']} was not built into this robot's library "
+                                    "(register_robot(algorithm_list=...) left it out)")
+        if self._dtype == np.float64 and not jax.config.jax_enable_x64:
+            raise ValueError("a float64 robot needs float64 JAX arrays: enable them with "
+                             "jax.config.update('jax_enable_x64', True) (grid_rbd does not flip it for you)")
+        c = _signatures.concrete(row, self._sizes)
+        present, args, lead = 0, [], None
+        for k, ((name, shape, _opt, desc, dims), x) in enumerate(zip(c["inputs"], inputs)):
+            if x is None:
+                continue
+            x = jnp.asarray(x) if not isinstance(x, jax.Array) else x
+            if x.dtype != self._dtype:
+                raise ValueError(f"{row['py_name']}: {name} has dtype {x.dtype}; this robot takes {self._dtype} "
+                                 f"(cast it, or register the robot with dtype='{x.dtype}')")
+            r = len(shape)
+            if x.ndim < r or tuple(x.shape[x.ndim - r:]) != shape:
+                raise ValueError(f"{row['py_name']}: {name} must be (..., {', '.join(map(str, shape))}) "
+                                 f"({_signatures.describe(shape, desc, dims)}); got {tuple(x.shape)}")
+            xl = tuple(x.shape[:x.ndim - r])
+            if lead is None:
+                lead = xl
+            elif xl != lead:
+                raise ValueError(f"{row['py_name']}: {name} has leading dimensions {xl}, the inputs before it {lead}")
+            args.append(x.reshape((-1,) + shape))
+            present |= 1 << k
+        batch = int(np.prod(lead)) if lead else 1
+        outs = [jax.ShapeDtypeStruct((batch,) + shape, self._dtype) for _, shape in c["outputs"]]
+        for (name, lo, hi, fmt), v in zip(c["attrs"], attrs):
+            if not lo <= v < hi:
+                raise ValueError(_signatures.range_message(fmt, v, hi))
+        kw = {f"a{k}": np.int32(v) for k, v in enumerate(attrs)}
+        call = jax.ffi.ffi_call(_target(row["name"], str(self._dtype)), outs, vmap_method="expand_dims")
+        res = call(*args, robot=self._key, present=np.int32(present), **kw)
+        res = [y.reshape(lead + shape) for y, (_, shape) in zip(res, c["outputs"])]
+        return res[0] if len(res) == 1 else tuple(res)
+
+    # frame arguments are converted by the numpy handle (names, joint names, ids; reference frames)
+    def _frame_attr(self, target):
+        return self._np._frame_attr(target)
+
+    @staticmethod
+    def _reference_frame_attr(reference_frame):
+        from .handle import RobotHandle
+        return RobotHandle._reference_frame_attr(reference_frame)
+
+
+def _jax_method(row):
+    parse, signature, doc = row_binder(row, with_out=False)
+
+    def method(self, *args, **kwargs):
+        inputs, attrs, _ = parse(self, args, kwargs)
+        return self._ffi(row, inputs, attrs)
+
+    method.__signature__ = signature
+    method.__name__ = method.__qualname__ = row["py_name"]
+    method.__doc__ = doc + " (an XLA FFI call)"
+    return method
+
+
+def _install_methods():
+    """every row of the signature table is a JaxRobotHandle method under its name and aliases: nothing per method"""
+    for row in _signatures.ROWS:
+        fn = _jax_method(row)
+        for name in (row["py_name"], *row["aliases"]):
+            setattr(JaxRobotHandle, name, fn)
+
+
+_install_methods()

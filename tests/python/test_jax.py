@@ -1,0 +1,147 @@
+"""The JAX front end (grid_rbd.jax): every row of the signature table as an XLA FFI call on the CPU equals the numpy
+handle on the same library (float64 and float32, fixed and floating bases, coupled mimic joints), under jit and
+vmap (nested, an operand left unbatched), and bad arguments raise clear errors."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+
+import grid_rbd  # noqa: E402
+from grid_rbd import _signatures  # noqa: E402
+from grid_rbd._errors import NotAvailableError  # noqa: E402
+import grid_rbd.jax as gj  # noqa: E402
+import robot_cases  # noqa: E402
+from robot_cases import CASES, case_path, handle_for, make_states  # noqa: E402
+
+# (case, provider, dtype): fixed and floating bases, float32, coupled mimic hands, the reference provider
+HANDLES = [("iiwa", "generated", "float64"), ("iiwa", "generated", "float32"), ("go2_ff", "generated", "float64"),
+           ("go2_ff", "generated", "float32"), ("h1_2_ff", "reference", "float64"),
+           ("g1_29dof_ff", "reference", "float64")]
+B = 5
+
+
+@pytest.fixture(scope="module", params=HANDLES, ids=["-".join(p) for p in HANDLES])
+def pair(request):
+    """(numpy handle, JaxRobotHandle on it)"""
+    case_id, provider, dtype = request.param
+    case = next(c for c in CASES if c.id == case_id)
+    d = robot_cases.synthetic_dir()
+    h = handle_for(case, case_path(case, d), provider, dtype)
+    return h, gj.JaxRobotHandle(h)
+
+
+def row_inputs(h, row, seed=0):
+    """inputs of a row for B states of h's dtype (the test states of robot_cases, random cotangents)"""
+    s = make_states(h, "random", B, seed)
+    c = _signatures.concrete(row, _signatures.sizes_of(h._model))
+    rng = np.random.default_rng(seed + 7)
+    out = []
+    for name, shape, *_ in c["inputs"]:
+        x = s[name] if name in s else rng.normal(size=(B,) + shape)
+        out.append(np.ascontiguousarray(x, dtype=h.dtype))
+    return out
+
+
+def same(a, b, dtype):
+    """equal to rounding: the same compiled code on the same inputs (0 in practice)"""
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape, a.dtype, b.dtype)
+    tol = 1e-14 if dtype == np.float64 else 1e-6
+    err = np.abs(a - b).max() / max(1.0, np.abs(b).max()) if a.size else 0.0
+    assert err <= tol, err
+
+
+@pytest.mark.parametrize("row", _signatures.ROWS, ids=[r["name"] for r in _signatures.ROWS])
+def test_every_row_equals_the_numpy_handle(pair, row):
+    h, j = pair
+    args = row_inputs(h, row)
+    want = getattr(h, row["py_name"])(*args)
+    got = getattr(j, row["py_name"])(*[jnp.asarray(a) for a in args])
+    want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+    assert len(want) == len(got)
+    for w, g in zip(want, got):
+        same(g, w, h.dtype)
+
+
+def test_jit_vmap_and_single_states(pair):
+    h, j = pair
+    row = _signatures.row("rnea")
+    q, qd, qdd, f = row_inputs(h, row)
+    want = h.inverse_dynamics(q, qd, qdd, f)
+    same(jax.jit(j.inverse_dynamics)(q, qd, qdd, f), want, h.dtype)
+    # vmap over a new axis, q unbatched (read again, not broadcast), then nested vmap
+    qd3 = np.stack([qd, 2 * qd, -qd])
+    got = jax.vmap(j.inverse_dynamics, in_axes=(None, 0, None, None))(q, qd3, qdd, f)
+    same(got, np.stack([h.inverse_dynamics(q, x, qdd, f) for x in qd3]), h.dtype)
+    qdd2 = np.stack([qdd, 0.5 * qdd])
+    nested = jax.jit(jax.vmap(jax.vmap(j.inverse_dynamics, in_axes=(None, 0, None, None)),
+                              in_axes=(None, None, 0, None)))(q, qd3, qdd2, f)
+    assert nested.shape == (2, 3, B, h.nv)
+    same(nested, np.stack([[h.inverse_dynamics(q, x, y, f) for x in qd3] for y in qdd2]), h.dtype)
+    # vmap over the batch axis itself (each state alone) and a single state without a batch axis
+    same(jax.vmap(j.crba)(q), h.crba(q), h.dtype)
+    same(j.crba(q[0]), h.crba(q[:1])[0], h.dtype)
+    # leading dimensions (2, ...) flattened into the batch
+    q4 = np.stack([q, q])
+    same(j.generalized_gravity(q4), np.stack([h.generalized_gravity(q)] * 2), h.dtype)
+
+
+def test_frame_arguments_and_tuples(pair):
+    h, j = pair
+    q = row_inputs(h, _signatures.row("crba"))[0]
+    frame = h.body_names[-1]
+    for rf in ("WORLD", "LOCAL", "LOCAL_WORLD_ALIGNED"):
+        same(j.frame_jacobian(q, frame, rf), h.frame_jacobian(q, frame, rf), h.dtype)
+    same(jax.jit(lambda x: j.frame_jacobian(x, target=frame, reference_frame="WORLD"))(q),
+         h.frame_jacobian(q, frame, "WORLD"), h.dtype)
+    c, J = j.com(q)
+    same(c, h.com(q)[0], h.dtype)
+    same(J, h.com(q)[1], h.dtype)
+
+
+def test_bad_arguments_raise_clear_errors(pair):
+    h, j = pair
+    q = row_inputs(h, _signatures.row("crba"))[0]
+    other = np.float32 if h.dtype == np.float64 else np.float64
+    with pytest.raises(ValueError, match=f"dtype {np.dtype(other).name}; this robot takes {np.dtype(h.dtype).name}"):
+        j.crba(q.astype(other))
+    with pytest.raises(ValueError, match=rf"q must be \(\.\.\., {h.nq}\)"):
+        j.crba(q[:, :-1])
+    with pytest.raises(ValueError, match="leading dimensions"):
+        j.nonlinear_effects(q, np.zeros((B + 1, h.nv), h.dtype))
+    with pytest.raises(ValueError, match="unknown frame"):
+        j.frame_jacobian(q, "no_such_link")
+    with pytest.raises(TypeError, match="positional arguments"):
+        j.crba(q, q)
+
+
+def test_an_unregistered_robot_key_fails_in_the_handler():
+    """a compiled program names its robot by key: a key no handle registered is an error from XLA, not a crash"""
+    call = jax.ffi.ffi_call("grid_rbd.crba.f64", jax.ShapeDtypeStruct((1, 7, 7), jnp.float64))
+    with pytest.raises(Exception, match="is not registered in this process"):
+        jax.block_until_ready(call(jnp.zeros((1, 7)), robot="no-such-robot", present=np.int32(1)))
+
+
+def test_a_subset_library_refuses_the_others(tmp_path):
+    h = gj.register_robot("iiwa_jax_subset", urdf_path=robot_cases.BUNDLED_IIWA, dtype="float64",
+                          algorithm_list=["crba"], verbose=False, cache_dir=tmp_path)
+    q = np.zeros((2, h.nq))
+    same(h.crba(q), h.numpy_handle.crba(q), np.float64)
+    with pytest.raises(NotAvailableError, match="algorithm_list"):
+        h.inverse_dynamics(q, q)
+    assert "backend='jax'" in repr(h)
+
+
+def test_float64_without_x64_is_a_clear_error():
+    code = ("import numpy as np, grid_rbd.jax as gj\n"
+            f"h = gj.register_robot('i', urdf_path={str(robot_cases.BUNDLED_IIWA)!r}, dtype='float64', codegen=False,"
+            " verbose=False)\n"
+            "try:\n    h.crba(np.zeros((1, 7)))\nexcept ValueError as e:\n    print('OK', e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "OK" in r.stdout and "jax_enable_x64" in r.stdout, r.stdout + r.stderr
