@@ -9,9 +9,11 @@ import jax
 import jax.numpy as jnp
 
 from . import _core, _signatures
+from . import _jax_autodiff as _autodiff
+from ._jax_autodiff import DifferentiationError
 from .handle import REFERENCE_FRAMES, row_binder
 
-__all__ = ["register_robot", "JaxRobotHandle", "REFERENCE_FRAMES"]
+__all__ = ["register_robot", "JaxRobotHandle", "REFERENCE_FRAMES", "DifferentiationError"]
 
 if not _core.XLA_FFI:
     raise ImportError("grid_rbd was built without jaxlib's XLA FFI headers: install jax, then reinstall grid_rbd "
@@ -129,16 +131,21 @@ class JaxRobotHandle:
                 raise ValueError(f"{row['py_name']}: {name} has leading dimensions {xl}, the inputs before it {lead}")
             args.append(x.reshape((-1,) + shape))
             present |= 1 << k
-        batch = int(np.prod(lead)) if lead else 1
-        outs = [jax.ShapeDtypeStruct((batch,) + shape, self._dtype) for _, shape in c["outputs"]]
         for (name, lo, hi, fmt), v in zip(c["attrs"], attrs):
             if not lo <= v < hi:
                 raise ValueError(_signatures.range_message(fmt, v, hi))
-        kw = {f"a{k}": np.int32(v) for k, v in enumerate(attrs)}
-        call = jax.ffi.ffi_call(_target(row["name"], str(self._dtype)), outs, vmap_method="expand_dims")
-        res = call(*args, robot=self._key, present=np.int32(present), **kw)
+        res = _autodiff.call(self, row, args, present, attrs)
         res = [y.reshape(lead + shape) for y, (_, shape) in zip(res, c["outputs"])]
         return res[0] if len(res) == 1 else tuple(res)
+
+    def _flat_call(self, row, args, present, attrs):
+        """the FFI call of a row on flat operands (B, per-state shape) of its present inputs -> list of outputs"""
+        c = _signatures.concrete(row, self._sizes)
+        batch = args[0].shape[0]
+        outs = [jax.ShapeDtypeStruct((batch,) + shape, self._dtype) for _, shape in c["outputs"]]
+        kw = {f"a{k}": np.int32(v) for k, v in enumerate(attrs)}
+        call = jax.ffi.ffi_call(_target(row["name"], str(self._dtype)), outs, vmap_method="expand_dims")
+        return list(call(*args, robot=self._key, present=np.int32(present), **kw))
 
     # frame arguments are converted by the numpy handle (names, joint names, ids; reference frames)
     def _frame_attr(self, target):

@@ -145,3 +145,75 @@ def test_float64_without_x64_is_a_clear_error():
             "try:\n    h.crba(np.zeros((1, 7)))\nexcept ValueError as e:\n    print('OK', e)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "OK" in r.stdout and "jax_enable_x64" in r.stdout, r.stdout + r.stderr
+
+
+# ---- analytic derivatives ----
+
+# float64, fixed and floating bases (non-unit quaternions), every joint type (spherical, planar), coupled mimic hands
+GRAD_HANDLES = [("iiwa", "generated"), ("go2_ff", "generated"), ("g1_29dof_ff", "reference"),
+                ("h1_2_ff", "reference"), ("joints_ff", "reference")]
+
+
+@pytest.fixture(scope="module", params=GRAD_HANDLES, ids=["-".join(p) for p in GRAD_HANDLES])
+def grad_pair(request):
+    case_id, provider = request.param
+    case = next(c for c in CASES if c.id == case_id)
+    h = handle_for(case, case_path(case, robot_cases.synthetic_dir()), provider, "float64")
+    return h, gj.JaxRobotHandle(h)
+
+
+def grad_states(h, n=3):
+    """states with non-unit quaternions where the robot has them, and f_ext present"""
+    kind = "nonunit_quaternion" if any(t in ("free", "spherical") for t in h._model.joint_types) else "random"
+    return make_states(h, kind, n, seed=11)
+
+
+def test_check_grads_forward_and_reverse(grad_pair):
+    """jax.test_util.check_grads (central differences over every q component, quaternions included) in both modes:
+    inverse dynamics in q, qd (f_ext and qdd given); forward dynamics and ABA in q, qd, u; the end-effector pose"""
+    from jax.test_util import check_grads
+    h, j = grad_pair
+    s = grad_states(h)
+    q, qd, qdd, u, f = s["q"], s["qd"], s["qdd"], s["u"], s["f_ext"]
+    kw = dict(order=1, modes=("fwd", "rev"), eps=1e-6, atol=1e-6, rtol=1e-5)
+    # (jitted: check_grads calls each function many times on same-shaped arguments)
+    check_grads(jax.jit(lambda q, qd: j.inverse_dynamics(q, qd, qdd, f)), (q, qd), **kw)
+    check_grads(jax.jit(lambda q, qd, u: j.forward_dynamics(q, qd, u, f)), (q, qd, u), **kw)
+    check_grads(jax.jit(lambda q, qd, u: j.aba(q, qd, u)), (q, qd, u), **kw)
+    if h.num_ees:
+        check_grads(jax.jit(j.end_effector_pose), (q,), **kw)
+
+
+def test_grad_equals_the_vjp_row_and_jacfwd_the_gradient_row(grad_pair):
+    """reverse mode is the VJP row (pulled back through q's tangent map), forward mode the gradient row"""
+    h, j = grad_pair
+    s = grad_states(h)
+    q, qd, g = s["q"], s["qd"], s["g"]
+    cq, cqd = jax.jit(lambda q, qd, g: jax.vjp(lambda q, qd: j.inverse_dynamics(q, qd), q, qd)[1](g))(q, qd, g)
+    vjp = h.inverse_dynamics_vjp(q, qd, g)
+    same(cqd, vjp[:, h.nv:], np.float64)
+    if not h.floating_base and h.nq == h.nv:
+        same(cq, vjp[:, :h.nv], np.float64)
+        Jq = jax.jit(jax.jacfwd(lambda q: j.inverse_dynamics(q, qd)))(q)
+        G = h.inverse_dynamics_gradient(q, qd)
+        same(np.einsum("bibj->bij", np.asarray(Jq)), G[:, :, :h.nv], np.float64)
+    # under jit and vmap as well
+    gj_ = jax.jit(jax.vmap(jax.grad(lambda q, qd: jnp.sum(j.inverse_dynamics(q, qd) ** 2)), in_axes=(None, 0)))
+    out = gj_(q, np.stack([qd, -qd]))
+    ref = jax.jit(jax.grad(lambda q, qd: jnp.sum(j.inverse_dynamics(q, qd) ** 2)))(q, -qd)
+    same(out[1], ref, np.float64)
+
+
+def test_what_has_no_derivative_raises(grad_pair):
+    h, j = grad_pair
+    s = grad_states(h)
+    q, qd, qdd = s["q"], s["qd"], s["qdd"]
+    # (traced under jit: the errors come at trace time, nothing runs)
+    with pytest.raises(gj.DifferentiationError, match="crba, which has no analytic derivative"):
+        jax.jit(jax.grad(lambda q: jnp.sum(j.crba(q))))(q)
+    with pytest.raises(gj.DifferentiationError, match="not in qdd"):
+        jax.jit(jax.grad(lambda a: jnp.sum(j.inverse_dynamics(q, qd, a))))(qdd)
+    with pytest.raises(gj.DifferentiationError, match="second derivative"):
+        jax.jit(jax.hessian(lambda q: jnp.sum(j.inverse_dynamics(q, qd))))(q)
+    with pytest.raises(gj.DifferentiationError, match="second derivative"):
+        jax.jit(jax.jacfwd(jax.grad(lambda qd: jnp.sum(j.forward_dynamics(q, qd, qdd)))))(qd)

@@ -1,0 +1,244 @@
+"""Analytic derivatives of the JAX front end: a row with gradient and VJP rows (the signature table's "derivative" and
+"vjp") becomes a jax.custom_jvp whose tangent is one linear primitive: evaluated (jvp, jacfwd) from the gradient row
+times the tangent, transposed (vjp, grad) into the VJP row. The q tangent is mapped to each joint's local tangent
+(quaternions through their normalisation), so q's cotangent is the exact pullback onto the nq-wide q."""
+
+import functools
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax.custom_derivatives import SymbolicZero
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
+
+from . import _signatures
+
+# an input whose Jacobian block is another row's output rather than columns of the gradient row: dqdd/du = M^-1
+_BLOCK_ROWS = {"u": "minv"}
+
+
+class DifferentiationError(NotImplementedError):
+    """differentiating what has no analytic derivative here (a forward-only method, an input without one, a second
+    derivative)"""
+
+
+def _diff_inputs(row):
+    """the inputs a row is differentiable in: the first m of its inputs, m = its VJP row's output width / nv"""
+    vjp = _signatures.ROWS[row["vjp"]]
+    (_, mul), = [d for d in vjp["outputs"][0]["dims"] if d[0] == "nv"]
+    return [a["name"] for a in row["inputs"][:mul]]
+
+
+# ---- the tangent map of q: dq (nq wide) -> each joint's local tangent (nv wide) ----
+
+def _quat_tangent(quat, dquat, wxyz):
+    """2 vec(conj(u) (x) du), u = quat / |quat|: the angular velocity in the rotated frame of a change dquat"""
+    if wxyz:
+        quat = jnp.concatenate([quat[:, 1:], quat[:, :1]], axis=1)
+        dquat = jnp.concatenate([dquat[:, 1:], dquat[:, :1]], axis=1)
+    n = jnp.linalg.norm(quat, axis=1, keepdims=True)
+    u = quat / n
+    du = (dquat - u * jnp.sum(u * dquat, axis=1, keepdims=True)) / n
+    v, w = u[:, :3], u[:, 3:]
+    return 2.0 * (w * du[:, :3] - du[:, 3:] * v - jnp.cross(v, du[:, :3]))
+
+
+def _rotation(quat_xyzw):
+    """R of unit-normalised quaternions (B, 4) [x y z w] -> (B, 3, 3)"""
+    u = quat_xyzw / jnp.linalg.norm(quat_xyzw, axis=1, keepdims=True)
+    x, y, z, w = u[:, 0], u[:, 1], u[:, 2], u[:, 3]
+    return jnp.stack([
+        jnp.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
+        jnp.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
+        jnp.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1)], -2)
+
+
+def q_tangent(model, convention, q, dq):
+    """the local tangent (B, nv) of a change dq (B, nq) of q, joint by joint (docs/python.md, the gradient's q
+    columns): revolute, continuous, prismatic: the coordinate; free: [R^T dp (MuJoCo: dp, world); the angular
+    velocity of the normalised quaternion]; spherical: that angular velocity; planar [x, y, theta]: [R(theta)^T
+    [dx, dy], dtheta]. Linear in dq."""
+    wxyz = convention == "mujoco"
+    parts = []  # (first tangent index, its columns)
+    for jt, iq, iv, nq, mm in zip(model.joint_types, model.joint_idx_q, model.joint_idx_v, model.joint_nq,
+                                  model.joint_mimic):
+        if mm is not None or nq == 0:
+            continue  # a coupled mimic joint has no coordinate of its own
+        cols = []
+        if jt == "free":
+            p_dot = dq[:, iq:iq + 3]
+            quat, dquat = q[:, iq + 3:iq + 7], dq[:, iq + 3:iq + 7]
+            if wxyz:
+                lin = p_dot
+            else:
+                lin = jnp.einsum("bji,bj->bi", _rotation(quat), p_dot)
+            cols = [lin, _quat_tangent(quat, dquat, wxyz)]
+        elif jt == "spherical":
+            cols = [_quat_tangent(q[:, iq:iq + 4], dq[:, iq:iq + 4], wxyz)]
+        elif jt == "planar":
+            c, s = jnp.cos(q[:, iq + 2:iq + 3]), jnp.sin(q[:, iq + 2:iq + 3])
+            dx, dy = dq[:, iq:iq + 1], dq[:, iq + 1:iq + 2]
+            cols = [c * dx + s * dy, -s * dx + c * dy, dq[:, iq + 2:iq + 3]]
+        else:
+            assert nq == 1, jt
+            cols = [dq[:, iq:iq + 1]]
+        parts.append((iv, cols))
+    return jnp.concatenate([c for _, cols in sorted(parts, key=lambda p: p[0]) for c in cols], axis=1)
+
+
+# ---- the linear primitive: tangent_out = J(primals) [tangents], its transpose the VJP row ----
+
+_lin_p = Primitive("grid_rbd_linearized")
+
+
+def _split_primals(args, n_primal):
+    return args[:n_primal], args[n_primal:]
+
+
+def _lin_impl(*args, handle, row, present, attrs, n_primal):
+    """J(primals) times the tangents: the gradient row's columns, and the block rows (minv for u)"""
+    primals, tangents = _split_primals(args, n_primal)
+    R = _signatures.ROWS[row]
+    grad = _signatures.ROWS[R["derivative"]]
+    diff = _diff_inputs(R)
+    # the gradient row takes the row's inputs (the same names, the same present ones)
+    G, = call(handle, grad, list(primals), present, attrs)
+    nv = handle._np.nv
+    k = G.shape[-1] // nv  # the inputs the gradient row covers (q, qd: 2; q: 1)
+    t = jnp.concatenate(tangents[:k], axis=1)
+    out = jnp.einsum("bij,bj->bi", G, t)
+    names = [a["name"] for a in R["inputs"]]
+    by_name = {n: x for n, x in zip([n for i, n in enumerate(names) if present >> i & 1], primals)}
+    for name, tan in zip(diff[k:], tangents[k:]):
+        block_row = _signatures.row(_BLOCK_ROWS[name])
+        blk, = call(handle, block_row, [by_name[a["name"]] for a in block_row["inputs"]], 1, ())
+        out = out + jnp.einsum("bij,bj->bi", blk, tan)
+    return out
+
+
+def _lin_abstract(*args, handle, row, present, attrs, n_primal):
+    R = _signatures.ROWS[row]
+    c = _signatures.concrete(R, handle._sizes)
+    (_, shape), = c["outputs"]
+    return jax.core.ShapedArray((args[0].shape[0],) + shape, args[0].dtype)
+
+
+def _lin_transpose(ct, *args, handle, row, present, attrs, n_primal):
+    """the cotangents of the tangents: the VJP row at the primals for the cotangent ct"""
+    primals, tangents = _split_primals(args, n_primal)
+    assert not any(ad.is_undefined_primal(p) for p in primals), "the primals of a linearised call are known"
+    R = _signatures.ROWS[row]
+    nv = handle._np.nv
+    if type(ct) is ad.Zero:
+        return [None] * n_primal + [jnp.zeros((primals[0].shape[0], nv), primals[0].dtype)] * len(tangents)
+    vjp = _signatures.ROWS[R["vjp"]]
+    names = [a["name"] for a in R["inputs"]]
+    by_name = {n: x for n, x in zip([n for i, n in enumerate(names) if present >> i & 1], primals)}
+    by_name["cotangent"] = ct
+    vin, vpresent = [], 0
+    for i, a in enumerate(vjp["inputs"]):
+        if a["name"] in by_name:
+            vin.append(by_name[a["name"]])
+            vpresent |= 1 << i
+    out, = call(handle, vjp, vin, vpresent, attrs)
+    cts = [out[:, i * nv:(i + 1) * nv] for i in range(len(tangents))]
+    return [None] * n_primal + [c if ad.is_undefined_primal(t) else None for c, t in zip(cts, tangents)]
+
+
+def _lin_batch(args, dims, **params):
+    """vmap: every operand's mapped axis to the front, merged into the batch axis"""
+    size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+    flat = []
+    for a, d in zip(args, dims):
+        a = jnp.broadcast_to(a, (size,) + a.shape) if d is None else jnp.moveaxis(a, d, 0)
+        flat.append(a.reshape((-1,) + a.shape[2:]))
+    out = _lin_p.bind(*flat, **params)
+    return out.reshape((size, -1) + out.shape[1:]), 0
+
+
+def _lin_jvp(primals, tangents, **params):
+    raise DifferentiationError("grid_rbd: second derivatives are not available from the JAX front end (the analytic "
+                               "first derivatives are differentiated once; idsva_so / fdsva_so come later)")
+
+
+_lin_p.def_impl(_lin_impl)
+_lin_p.def_abstract_eval(_lin_abstract)
+mlir.register_lowering(_lin_p, mlir.lower_fun(_lin_impl, multiple_results=False))
+ad.primitive_transposes[_lin_p] = _lin_transpose
+ad.primitive_jvps[_lin_p] = _lin_jvp
+batching.primitive_batchers[_lin_p] = _lin_batch
+
+
+# ---- the differentiable call of one row ----
+
+@functools.lru_cache(maxsize=None)
+def _cached(handle, row_id, present, attrs):
+    R = _signatures.ROWS[row_id]
+    names = [a["name"] for i, a in enumerate(R["inputs"]) if present >> i & 1]
+    diff = _diff_inputs(R)
+    model, conv = handle._np._model, handle._np.output_convention
+    # one compiled computation (eager calls would dispatch its per-joint operations one by one)
+    tangent_of_q = jax.jit(lambda x, t: q_tangent(model, conv, x, t))
+
+    @jax.custom_jvp
+    def f(*xs):
+        return handle._flat_call(R, list(xs), present, attrs)
+
+    def f_jvp(primals, tangents):
+        out = f(*primals)
+        for name, t in zip(names, tangents):
+            if name not in diff and not isinstance(t, SymbolicZero):
+                raise DifferentiationError(
+                    f"{R['py_name']} is differentiable in {', '.join(diff)} only, not in {name} (an analytic "
+                    f"derivative in {name} is not provided)")
+        by_name = dict(zip(names, zip(primals, tangents)))
+        lin = []
+        for name in diff:
+            x, t = by_name[name]
+            if isinstance(t, SymbolicZero):
+                lin.append(jnp.zeros((x.shape[0], handle._np.nv), x.dtype))
+            elif name == "q":
+                lin.append(tangent_of_q(x, t))
+            else:
+                lin.append(t)
+        tout = _lin_p.bind(*primals, *lin, handle=handle, row=row_id, present=present, attrs=attrs,
+                           n_primal=len(primals))
+        return out, [tout]
+
+    f.defjvp(f_jvp, symbolic_zeros=True)
+    return f
+
+
+@functools.lru_cache(maxsize=None)
+def _forward_only(handle, row_id, present, attrs):
+    R = _signatures.ROWS[row_id]
+
+    @jax.custom_jvp
+    def f(*xs):
+        return handle._flat_call(R, list(xs), present, attrs)
+
+    def f_jvp(primals, tangents):
+        if R["name"].endswith(("_grad", "_vjp")) or R["name"] == "minv":
+            what = ("a second derivative: the JAX front end differentiates inverse_dynamics, forward_dynamics, aba "
+                    "and end_effector_pose once (second-order rows come later)")
+        else:
+            what = (f"{R['py_name']}, which has no analytic derivative in the JAX front end (differentiable: "
+                    "inverse_dynamics and forward_dynamics / aba in q, qd (and u), end_effector_pose in q)")
+        raise DifferentiationError(f"grid_rbd: differentiating {what}")
+
+    f.defjvp(f_jvp)
+    return f
+
+
+def call(handle, row, args, present, attrs):
+    """a row's FFI call on flat operands -> list of outputs: analytic derivatives where the row has them, a clear
+    DifferentiationError when differentiated otherwise"""
+    f = (_cached if row["vjp"] >= 0 else _forward_only)(handle, row["id"], present, tuple(attrs))
+    return f(*args)
+
+
+def differentiable(handle, row, present, attrs):
+    """the custom_jvp function of a row with gradient and VJP rows over its present flat inputs"""
+    return _cached(handle, row["id"], present, attrs)
