@@ -38,15 +38,12 @@ _register_targets()
 
 
 def register_robot(name, urdf_path=None, urdf_string=None, **options):
-    """register_robot(...) of grid_rbd with a JaxRobotHandle as the result (the same compiled library as the numpy
-    backend: a cache hit when that one was built). Takes register_robot's arguments; device must be "cpu" in this
-    version (the CUDA handlers come next)."""
+    """grid_rbd.register_robot(..., backend="jax"): a JaxRobotHandle on the same compiled library as the numpy
+    backend (a cache hit when that one was built). Takes register_robot's arguments; the JAX calls run on the CPU in
+    this version (device "auto" or "cpu")."""
     from .registry import register_robot as _register
-    options.pop("backend", None)
-    device = options.setdefault("device", "cpu")
-    if device != "cpu":
-        raise ValueError(f"grid_rbd.jax: device={device!r}; this version runs JAX calls on the CPU only (device='cpu')")
-    return JaxRobotHandle(_register(name, urdf_path=urdf_path, urdf_string=urdf_string, **options))
+    options["backend"] = "jax"
+    return _register(name, urdf_path=urdf_path, urdf_string=urdf_string, **options)
 
 
 def _robot_key(handle):
@@ -100,7 +97,7 @@ class JaxRobotHandle:
         return getattr(self._np, attr)
 
     def __repr__(self):
-        return repr(self._np).replace("RobotHandle(", "JaxRobotHandle(", 1).replace("backend='numpy'", "backend='jax'")
+        return "Jax" + repr(self._np)
 
     def _ffi(self, row, inputs, attrs):
         """run one row: inputs (arrays or None) in the row's order, attribute values in its order"""

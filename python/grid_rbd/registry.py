@@ -83,7 +83,8 @@ def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, 
     BuildError without nvcc); device="cpu" never touches CUDA. cuda_arch ("sm_90", "90", "9.0") overrides
     the GPU's own. On CUDA, numpy arrays go through a host round trip on the library's stream (device
     buffers sized from max_batch_size, regrown for larger batches) and torch / __cuda_array_interface__
-    arrays straight to the kernels on the caller's stream. Only backend="numpy" exists in this version.
+    arrays straight to the kernels on the caller's stream. backend="jax" returns a grid_rbd.jax.JaxRobotHandle on
+    the same library (XLA FFI calls on the CPU, analytic derivatives: docs/frameworks.md); "torch" comes later.
 
     output_convention: the coordinates of every input and output. "pinocchio" (the default): q = [x y z qx qy qz
     qw, joints], v = [v_lin local, omega local, joints]. "mujoco": q = [x y z qw qx qy qz, joints], v = [v_lin world,
@@ -107,6 +108,9 @@ def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, 
     library = _build_library(name, model, urdf_bytes, options, load=True) if options["codegen"] else None
     runner = _make_runner(model, options, library)
     handle = RobotHandle(name, model, runner, options, library, urdf=urdf_bytes)
+    if options["backend"] == "jax":
+        from .jax import JaxRobotHandle   # (imports jax)
+        handle = JaxRobotHandle(handle)
     with _registry_lock:
         _registry[name] = handle
     return handle
@@ -177,9 +181,14 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
         raise ValueError(f"device must be one of {', '.join(map(repr, _DEVICES))}; got {device!r}")
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}; got {backend!r}")
-    if backend != "numpy":
-        raise NotAvailableError(f"backend={backend!r} comes in a later version of grid_rbd; "
-                                "this version provides backend='numpy'")
+    if backend == "torch":
+        raise NotAvailableError("backend='torch' comes in a later version of grid_rbd; this version provides "
+                                "backend='numpy' and backend='jax' (on the CPU)")
+    if backend == "jax" and device == "cuda":
+        raise NotAvailableError("backend='jax' runs on the CPU in this version (its CUDA handlers come next): pass "
+                                "device='cpu'")
+    if backend == "jax":
+        device = "cpu"  # (device="auto" included: the JAX handlers are the CPU's in this version)
     reserved = dict(reserved)
     output_convention = reserved.pop("output_convention", "pinocchio")
     algorithm_list = _check_algorithm_list(reserved.pop("algorithm_list", None))
