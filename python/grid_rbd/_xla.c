@@ -71,7 +71,8 @@ static int scalar_int(const XLA_FFI_Scalar *s, long long *v)
     }
 }
 
-/* Operands: the row's present inputs in order (attribute "present": a bit per input), each (L..., B, per-state
+/* Operands: the row's present inputs in order (attribute "present": a bit per input; "aliased": n_out more operands,
+   the outputs' buffers donated), each (L..., B, per-state
    shape), leading dimensions L either full or 1 (jax's vmap_method="expand_dims": an unbatched operand is never
    copied); outputs (L..., B, shape). The innermost leading dimensions every input has in full form one batched call;
    the outer ones are looped over, a size-1 operand read again each time. */
@@ -91,7 +92,7 @@ static XLA_FFI_Error *run_row(XLA_FFI_CallFrame *f, int algo)
 
     /* attributes */
     const XLA_FFI_ByteSpan *key = NULL;
-    long long present = -1, attr[GRID_MAX_ATTR] = {0};
+    long long present = -1, aliased = 0, attr[GRID_MAX_ATTR] = {0};
     for (int64_t i = 0; i < f->attrs.size; i++) {
         const XLA_FFI_ByteSpan *n = f->attrs.names[i];
         if (f->attrs.types[i] == XLA_FFI_AttrType_STRING && attr_name_is(n, "robot")) {
@@ -102,6 +103,7 @@ static XLA_FFI_Error *run_row(XLA_FFI_CallFrame *f, int algo)
                 return fail(f, XLA_FFI_Error_Code_INVALID_ARGUMENT, "grid_rbd %s: attribute %.*s is not an integer",
                             name, (int)n->len, n->ptr);
             if (attr_name_is(n, "present")) present = v;
+            if (attr_name_is(n, "aliased")) aliased = v;
             for (int k = 0; k < GRID_MAX_ATTR; k++) {
                 char an[8];
                 snprintf(an, sizeof an, "a%d", k);
@@ -135,9 +137,12 @@ static XLA_FFI_Error *run_row(XLA_FFI_CallFrame *f, int algo)
                         "inputs", name, (long long)f->args.size);
         in[k] = (const XLA_FFI_Buffer *)f->args.args[n_args++];
     }
-    if (n_args != f->args.size || f->rets.size != row->n_out)
+    /* with "aliased", the last operands are the outputs' donated buffers (input_output_aliases: XLA hands the same
+       memory back as the results), only written */
+    if ((aliased != 0 && aliased != row->n_out) || n_args + aliased != f->args.size || f->rets.size != row->n_out)
         return fail(f, XLA_FFI_Error_Code_INVALID_ARGUMENT, "grid_rbd %s: %lld operands and %lld results for %d present "
-                    "inputs and %d outputs", name, (long long)f->args.size, (long long)f->rets.size, n_args, row->n_out);
+                    "inputs, %lld aliased buffers and %d outputs", name, (long long)f->args.size,
+                    (long long)f->rets.size, n_args, aliased, row->n_out);
     const XLA_FFI_Buffer *out[GRID_MAX_OUT];
     for (int k = 0; k < row->n_out; k++) out[k] = (const XLA_FFI_Buffer *)f->rets.rets[k];
 

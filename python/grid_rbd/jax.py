@@ -62,7 +62,7 @@ def _robot_key(handle):
 
 class JaxRobotHandle:
     """Batched rigid-body dynamics of one robot on JAX arrays: every method of the numpy RobotHandle (same names,
-    arguments and shapes, no out=), each an XLA FFI call that jax.jit compiles and jax.vmap maps (any leading
+    arguments and shapes; out= takes buffers to write, donated under jit), each an XLA FFI call that jax.jit compiles and jax.vmap maps (any leading
     dimensions, flattened into the batch; an operand vmap leaves unbatched is read again, never copied). Inputs must
     have the handle's dtype (float64 needs jax_enable_x64); a single state (no batch axis) gives a result without
     one."""
@@ -99,8 +99,9 @@ class JaxRobotHandle:
     def __repr__(self):
         return "Jax" + repr(self._np)
 
-    def _ffi(self, row, inputs, attrs):
-        """run one row: inputs (arrays or None) in the row's order, attribute values in its order"""
+    def _ffi(self, row, inputs, attrs, out=None):
+        """run one row: inputs (arrays or None) in the row's order, attribute values in its order; out: the outputs'
+        buffers to write in place of fresh ones (donate them to jit: XLA:CPU then allocates nothing)"""
         if self._built is not None and row["name"] not in self._built:
             from ._errors import NotAvailableError
             raise NotAvailableError(f"{row['py_name']} was not built into this robot's library "
@@ -131,18 +132,32 @@ class JaxRobotHandle:
         for (name, lo, hi, fmt), v in zip(c["attrs"], attrs):
             if not lo <= v < hi:
                 raise ValueError(_signatures.range_message(fmt, v, hi))
-        res = _autodiff.call(self, row, args, present, attrs)
+        if out is not None:
+            outs = out if isinstance(out, tuple) else (out,)
+            want = tuple(lead + shape for _, shape in c["outputs"])
+            if len(outs) != len(want) or any(tuple(o.shape) != w or o.dtype != self._dtype
+                                             for o, w in zip(outs, want)):
+                raise ValueError(f"{row['py_name']}: out must be {' and '.join(map(str, want))} {self._dtype} arrays "
+                                 f"(got {[(tuple(o.shape), str(o.dtype)) for o in outs]})")
+            flat = [o.reshape((-1,) + shape) for o, (_, shape) in zip(outs, c["outputs"])]
+            res = self._flat_call(row, args, present, attrs, aliased=flat)
+        else:
+            res = _autodiff.call(self, row, args, present, attrs)
         res = [y.reshape(lead + shape) for y, (_, shape) in zip(res, c["outputs"])]
         return res[0] if len(res) == 1 else tuple(res)
 
-    def _flat_call(self, row, args, present, attrs):
-        """the FFI call of a row on flat operands (B, per-state shape) of its present inputs -> list of outputs"""
+    def _flat_call(self, row, args, present, attrs, aliased=()):
+        """the FFI call of a row on flat operands (B, per-state shape) of its present inputs -> list of outputs;
+        aliased: buffers of the outputs' shapes the results are written into (input_output_aliases)"""
         c = _signatures.concrete(row, self._sizes)
         batch = args[0].shape[0]
         outs = [jax.ShapeDtypeStruct((batch,) + shape, self._dtype) for _, shape in c["outputs"]]
         kw = {f"a{k}": np.int32(v) for k, v in enumerate(attrs)}
-        call = jax.ffi.ffi_call(_target(row["name"], str(self._dtype)), outs, vmap_method="expand_dims")
-        return list(call(*args, robot=self._key, present=np.int32(present), **kw))
+        if aliased:
+            kw["aliased"] = np.int32(len(aliased))
+        call = jax.ffi.ffi_call(_target(row["name"], str(self._dtype)), outs, vmap_method="expand_dims",
+                                input_output_aliases={len(args) + k: k for k in range(len(aliased))})
+        return list(call(*args, *aliased, robot=self._key, present=np.int32(present), **kw))
 
     # frame arguments are converted by the numpy handle (names, joint names, ids; reference frames)
     def _frame_attr(self, target):
@@ -155,15 +170,16 @@ class JaxRobotHandle:
 
 
 def _jax_method(row):
-    parse, signature, doc = row_binder(row, with_out=False)
+    parse, signature, doc = row_binder(row)
 
     def method(self, *args, **kwargs):
-        inputs, attrs, _ = parse(self, args, kwargs)
-        return self._ffi(row, inputs, attrs)
+        inputs, attrs, out = parse(self, args, kwargs)
+        return self._ffi(row, inputs, attrs, out)
 
     method.__signature__ = signature
     method.__name__ = method.__qualname__ = row["py_name"]
-    method.__doc__ = doc + " (an XLA FFI call)"
+    method.__doc__ = doc + (" (an XLA FFI call; out=: arrays of the outputs' shapes whose buffers the results take, "
+                            "for jit with donate_argnums: no output allocation; not differentiable)")
     return method
 
 

@@ -217,3 +217,17 @@ def test_what_has_no_derivative_raises(grad_pair):
         jax.jit(jax.hessian(lambda q: jnp.sum(j.inverse_dynamics(q, qd))))(q)
     with pytest.raises(gj.DifferentiationError, match="second derivative"):
         jax.jit(jax.jacfwd(jax.grad(lambda qd: jnp.sum(j.forward_dynamics(q, qd, qdd)))))(qd)
+
+
+def test_out_buffers_donated_under_jit(pair):
+    """out= writes into the given buffers (input_output_aliases); donated under jit, XLA allocates no output"""
+    h, j = pair
+    q = row_inputs(h, _signatures.row("crba"))[0]
+    f = jax.jit(lambda q, out: j.crba(q, out=out), donate_argnums=1)
+    got = f(q, jnp.zeros((B, h.nv, h.nv), h.dtype))
+    same(got, h.crba(q), h.dtype)
+    c, J = jax.jit(lambda q, o: j.com(q, out=o), donate_argnums=1)(
+        q, (jnp.zeros((B, 3), h.dtype), jnp.zeros((B, 3, h.nv), h.dtype)))
+    same(J, h.com(q)[1], h.dtype)
+    with pytest.raises(ValueError, match="out must be"):
+        j.crba(q, out=jnp.zeros((B, h.nv), h.dtype))
