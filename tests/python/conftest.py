@@ -22,6 +22,14 @@ def pytest_configure(config):
     keep = os.environ.get("GRID_RBD_TEST_CACHE_DIR")
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return  # an xdist worker: the controller's directory, inherited through the environment, is shared
+    # The session's libraries compile at -O0 (the default tuning flags otherwise: the same C, no FMA contraction):
+    # 4-9 s a robot instead of 20-50 s, which keeps `make test` inside CI's limit. The production flags (-O2) are
+    # compiled and checked by tests/c/test_emit (iiwa, every float32 library; -Werror) and by every benchmark; the
+    # tests that set GRID_RBD_CFLAGS themselves (hardening, lane stores) still do. GRID_RBD_TEST_CFLAGS overrides
+    # this ("default": the build driver's own flags).
+    flags = os.environ.get("GRID_RBD_TEST_CFLAGS", "-O0 -march=native -ffp-contract=fast -fno-math-errno -fopenmp")
+    if flags != "default":
+        os.environ["GRID_RBD_CFLAGS"] = flags
     if keep:
         os.makedirs(keep, exist_ok=True)
         os.environ["GRID_RBD_CACHE_DIR"] = keep
