@@ -178,6 +178,10 @@ def test_generated_float64_matches_reference(handles, kind):
     failures = []
     for (label, a), (_, b) in zip(all_outputs(gen, s), all_outputs(ref, s)):
         assert a.dtype == np.float64 and a.shape == b.shape, label
+        if label == "end_effector_pose":
+            # at a pitch of +-pi/2 (atlas's zero state) roll and yaw are not separately defined: rounding picks the
+            # split, so the rotation they make is compared (the xyz rows are compared as they are)
+            a, b = pose_as_matrices(a), pose_as_matrices(b)
         err = errors64(a, b)
         if not np.all(err <= bounds(label, b)):
             worst = int(np.argmax(err))
