@@ -302,7 +302,7 @@ while not os.path.exists(stop) and time.monotonic() - t0 < 50:
 print("clears", n)
 """
 
-# registers until it has done 128 registrations and the clearer 20 clears (on a loaded machine the clearer's
+# registers until it has done 40 registrations and the clearer 20 clears (on a loaded machine the clearer's
 # interpreter may start late or run slowly: the overlap, not the wall time, is what the test needs)
 REGISTRAR = """
 import collections
@@ -315,7 +315,7 @@ def clears():
 fails = collections.Counter()
 t0 = time.monotonic()
 n = 0
-while (n < 128 or clears() < 20) and time.monotonic() - t0 < 45:
+while (n < 40 or clears() < 20) and time.monotonic() - t0 < 45:
     try:
         h = reg("synth")
         assert h.nq == 4
