@@ -1,5 +1,6 @@
 """The JAX front end's cost per call against the numpy handle on the same library (CPU, one process, same run):
-a jitted call on device-resident jax arrays vs the numpy call, for forward rows and the reverse-mode gradient.
+a jitted call on device-resident jax arrays vs the numpy call, for forward rows, the reverse-mode gradient, JAX's
+own dispatch floor (a jitted identity) and CRBA written into a donated out= buffer.
 Prints a markdown table (bench/RESULTS.md, issue 28's section)."""
 
 import argparse
@@ -66,6 +67,19 @@ def main():
                  jax.jit(jax.grad(lambda q, qd, g: jnp.vdot(h.inverse_dynamics(q, qd), g), argnums=(0, 1))),
                  (jq, jqd, ju)),
             ]
+            # JAX's own floor: a jitted identity on the same array (no FFI call)
+            cases.append(("jitted identity on q (JAX's dispatch floor; numpy column: q.copy())", lambda: q.copy(),
+                          jax.jit(lambda q: q), (jq,)))
+            # donation: CRBA written into a donated out= buffer (input_output_aliases) against a fresh output
+            mm = np.empty((B, h.nv, h.nv), args.dtype)
+            donated = jax.jit(lambda q, out: h.crba(q, out=out), donate_argnums=1)
+            buf = [jnp.zeros((B, h.nv, h.nv), args.dtype)]
+
+            def run_donated():
+                buf[0] = donated(jq, buf[0])
+                return buf[0]
+            cases.append(("crba into a donated out= (vs numpy out=)", lambda: n.crba(q, out=mm),
+                          lambda: run_donated(), ()))
             for name, np_fn, jfn, jargs in cases:
                 reps = max(20, int(2e4 / B))
                 t_np = per_call(np_fn, reps)

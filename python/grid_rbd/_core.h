@@ -61,8 +61,9 @@ int grid_py_cuda_add(PyObject *m);
 PyObject *grid_py_method_dict(const grid_method_info *r);
 PyObject *grid_py_meta_dict(const grid_robot_meta_t *m);
 
-/* _runner.c: what a Runner (o) runs calls on: its dispatch, model, dtype and threads (0, or -1 with TypeError) */
-int grid_py_runner_info(PyObject *o, const grid_dispatch **disp, const grid_model **model, int *dtype,
+/* _runner.c: what a Runner (o) runs calls on: its dispatch, its rows (the table's, with its model's shapes; GRID_ALGO_COUNT
+   of them), dtype and threads; valid while o lives (0, or -1 with TypeError) */
+int grid_py_runner_info(PyObject *o, const grid_dispatch **disp, const grid_method_info **rows, int *dtype,
                         int *num_threads, int *cpus);
 
 /* _xla.c: _core.xla_handlers() and xla_register(key, runner) (empty without jaxlib's FFI headers at build time, with

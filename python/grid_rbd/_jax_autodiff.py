@@ -93,6 +93,16 @@ def q_tangent(model, convention, q, dq):
 _lin_p = Primitive("grid_rbd_linearized")
 
 
+def _present_names(R, present):
+    """the names of row R's inputs present in a call (bit k of present: input k)"""
+    return [a["name"] for i, a in enumerate(R["inputs"]) if present >> i & 1]
+
+
+def _by_name(R, present, primals):
+    """the call's present inputs by name (the gradient, VJP and block rows take them by name)"""
+    return dict(zip(_present_names(R, present), primals))
+
+
 def _split_primals(args, n_primal):
     return args[:n_primal], args[n_primal:]
 
@@ -109,8 +119,7 @@ def _lin_impl(*args, handle, row, present, attrs, n_primal):
     k = G.shape[-1] // nv  # the inputs the gradient row covers (q, qd: 2; q: 1)
     t = jnp.concatenate(tangents[:k], axis=1)
     out = jnp.einsum("bij,bj->bi", G, t)
-    names = [a["name"] for a in R["inputs"]]
-    by_name = {n: x for n, x in zip([n for i, n in enumerate(names) if present >> i & 1], primals)}
+    by_name = _by_name(R, present, primals)
     for name, tan in zip(diff[k:], tangents[k:]):
         block_row = _signatures.row(_BLOCK_ROWS[name])
         blk, = call(handle, block_row, [by_name[a["name"]] for a in block_row["inputs"]], 1, ())
@@ -119,9 +128,7 @@ def _lin_impl(*args, handle, row, present, attrs, n_primal):
 
 
 def _lin_abstract(*args, handle, row, present, attrs, n_primal):
-    R = _signatures.ROWS[row]
-    c = _signatures.concrete(R, handle._sizes)
-    (_, shape), = c["outputs"]
+    (_, shape), = handle._rows[row]["outputs"]
     return jax.core.ShapedArray((args[0].shape[0],) + shape, args[0].dtype)
 
 
@@ -134,8 +141,7 @@ def _lin_transpose(ct, *args, handle, row, present, attrs, n_primal):
     if type(ct) is ad.Zero:
         return [None] * n_primal + [jnp.zeros((primals[0].shape[0], nv), primals[0].dtype)] * len(tangents)
     vjp = _signatures.ROWS[R["vjp"]]
-    names = [a["name"] for a in R["inputs"]]
-    by_name = {n: x for n, x in zip([n for i, n in enumerate(names) if present >> i & 1], primals)}
+    by_name = _by_name(R, present, primals)
     by_name["cotangent"] = ct
     vin, vpresent = [], 0
     for i, a in enumerate(vjp["inputs"]):
@@ -176,7 +182,7 @@ batching.primitive_batchers[_lin_p] = _lin_batch
 @functools.lru_cache(maxsize=None)
 def _cached(handle, row_id, present, attrs):
     R = _signatures.ROWS[row_id]
-    names = [a["name"] for i, a in enumerate(R["inputs"]) if present >> i & 1]
+    names = _present_names(R, present)
     diff = _diff_inputs(R)
     model, conv = handle._np._model, handle._np.output_convention
     # one compiled computation (eager calls would dispatch its per-joint operations one by one)

@@ -791,7 +791,7 @@ PyTypeObject GridPyRunner_Type = {
     .tp_new = runner_new,
 };
 
-int grid_py_runner_info(PyObject *o, const grid_dispatch **disp, const grid_model **model, int *dtype,
+int grid_py_runner_info(PyObject *o, const grid_dispatch **disp, const grid_method_info **rows, int *dtype,
                         int *num_threads, int *cpus)
 {
     if (!PyObject_TypeCheck(o, &GridPyRunner_Type)) {
@@ -800,7 +800,7 @@ int grid_py_runner_info(PyObject *o, const grid_dispatch **disp, const grid_mode
     }
     const GridPyRunner *r = (const GridPyRunner *)o;
     *disp = &r->disp;
-    *model = r->model;
+    *rows = r->rows;
     *dtype = r->dtype;
     *num_threads = r->num_threads;
     *cpus = r->cpus;

@@ -20,8 +20,8 @@ typedef struct {
     size_t key_len;
     PyObject *runner;                          /* strong reference: its dispatch outlives every compiled program */
     const grid_dispatch *disp;
+    const grid_method_info *rows;              /* the Runner's: the table's rows with this robot's shapes */
     int dtype, num_threads, cpus;
-    grid_method_info rows[GRID_ALGO_COUNT];    /* the table's rows with this robot's shapes */
 } xla_robot;
 
 static xla_robot **robots;
@@ -103,12 +103,9 @@ static XLA_FFI_Error *run_row(XLA_FFI_CallFrame *f, int algo)
                 return fail(f, XLA_FFI_Error_Code_INVALID_ARGUMENT, "grid_rbd %s: attribute %.*s is not an integer",
                             name, (int)n->len, n->ptr);
             if (attr_name_is(n, "present")) present = v;
-            if (attr_name_is(n, "aliased")) aliased = v;
-            for (int k = 0; k < GRID_MAX_ATTR; k++) {
-                char an[8];
-                snprintf(an, sizeof an, "a%d", k);
-                if (attr_name_is(n, an)) attr[k] = v;
-            }
+            else if (attr_name_is(n, "aliased")) aliased = v;
+            else if (n->len == 2 && n->ptr[0] == 'a' && n->ptr[1] >= '0' && n->ptr[1] < '0' + GRID_MAX_ATTR)
+                attr[n->ptr[1] - '0'] = v; /* the row's attributes: a0, a1, ... */
         }
     }
     if (!key || present < 0)
@@ -267,13 +264,10 @@ static PyObject *py_xla_register(PyObject *self, PyObject *args)
     if (!R) return PyErr_NoMemory();
     memcpy(R->key, key, (size_t)len);
     R->key_len = (size_t)len;
-    const grid_model *m;
-    if (grid_py_runner_info(runner, &R->disp, &m, &R->dtype, &R->num_threads, &R->cpus) != 0) {
+    if (grid_py_runner_info(runner, &R->disp, &R->rows, &R->dtype, &R->num_threads, &R->cpus) != 0) {
         PyMem_RawFree(R);
         return NULL;
     }
-    const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
-    for (int a = 0; a < GRID_ALGO_COUNT; a++) grid_sig_concrete(a, &sz, 0, &R->rows[a]);
     pthread_mutex_lock(&robots_lock);
     if (n_robots == cap_robots) {
         const int cap = cap_robots ? 2 * cap_robots : 16;

@@ -68,11 +68,11 @@ class RobotHandle:
         self._call = runner.call
         self._options = dict(options)
         self._library = library  # the _core.Library whose robot.so the runner calls (None: the reference)
-        built = self._options.get("algorithm_list")
-        if library is not None and built is not None:
+        missing = missing_rows(self)
+        if missing:
             # a library of some methods (register_robot(algorithm_list=...)): the others are refused, never answered by
             # the reference in their place (the Runner's fallback is for providers that lack a row)
-            self._call = _subset_call(runner.call, built)
+            self._call = _subset_call(runner.call, missing)
         self._urdf = urdf        # the URDF bytes (register_robot), for pickling
         # the joints with coordinates of their own (coupled mimic joints have none), in q / v order
         self._joint_names = tuple(n for n, mm in zip(model.joint_names, model.joint_mimic) if mm is None)
@@ -459,17 +459,29 @@ _FRIENDLY_ATTRS = {
 }
 
 
-def _subset_call(call, built):
-    """runner.call for a library holding only the rows named in built"""
+def not_built_error(py_name):
+    """the error of a method a library of some methods (register_robot(algorithm_list=...)) was built without"""
+    return NotAvailableError(f"{py_name} was not built into this robot's library (register_robot(algorithm_list=...) "
+                             f"left it out); register the robot again with '{py_name}' in algorithm_list, or "
+                             "algorithm_list=None for every method")
+
+
+def missing_rows(handle):
+    """ids of the rows handle's library lacks (empty unless it was built with an algorithm_list)"""
     from ._signatures import ROWS
-    missing = frozenset(r["id"] for r in ROWS if r["name"] not in built)
+    built = handle._options.get("algorithm_list")
+    if handle._library is None or built is None:
+        return frozenset()
+    return frozenset(r["id"] for r in ROWS if r["name"] not in built)
+
+
+def _subset_call(call, missing):
+    """runner.call for a library that lacks the rows in missing"""
+    from ._signatures import ROWS
 
     def checked(algo, inputs, out, attrs):
         if algo in missing:
-            py = ROWS[algo]["py_name"]
-            raise NotAvailableError(f"{py} was not built into this robot's library (register_robot(algorithm_list=...) "
-                                    f"left it out); register the robot again with '{py}' in algorithm_list, or "
-                                    "algorithm_list=None for every method")
+            raise not_built_error(ROWS[algo]["py_name"])
         return call(algo, inputs, out, attrs)
     return checked
 

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 from . import _core, _signatures
 from . import _jax_autodiff as _autodiff
 from ._jax_autodiff import DifferentiationError
-from .handle import REFERENCE_FRAMES, row_binder
+from .handle import REFERENCE_FRAMES, missing_rows, not_built_error, row_binder
 
 __all__ = ["register_robot", "JaxRobotHandle", "REFERENCE_FRAMES", "DifferentiationError"]
 
@@ -72,9 +72,9 @@ class JaxRobotHandle:
         self._key = _robot_key(handle)
         self._dtype = np.dtype(handle.dtype)
         _core.xla_register(self._key, handle._runner)
-        self._sizes = _signatures.sizes_of(handle._model)
-        built = handle.options.get("algorithm_list")
-        self._built = None if built is None or handle.provider != "generated" else frozenset(built)
+        sizes = _signatures.sizes_of(handle._model)
+        self._rows = [_signatures.concrete(r, sizes) for r in _signatures.ROWS]  # by row id, with this robot's shapes
+        self._missing = missing_rows(handle)
 
     @property
     def numpy_handle(self):
@@ -102,14 +102,12 @@ class JaxRobotHandle:
     def _ffi(self, row, inputs, attrs, out=None):
         """run one row: inputs (arrays or None) in the row's order, attribute values in its order; out: the outputs'
         buffers to write in place of fresh ones (donate them to jit: XLA:CPU then allocates nothing)"""
-        if self._built is not None and row["name"] not in self._built:
-            from ._errors import NotAvailableError
-            raise NotAvailableError(f"{row['py_name']} was not built into this robot's library "
-                                    "(register_robot(algorithm_list=...) left it out)")
+        if row["id"] in self._missing:
+            raise not_built_error(row["py_name"])
         if self._dtype == np.float64 and not jax.config.jax_enable_x64:
             raise ValueError("a float64 robot needs float64 JAX arrays: enable them with "
                              "jax.config.update('jax_enable_x64', True) (grid_rbd does not flip it for you)")
-        c = _signatures.concrete(row, self._sizes)
+        c = self._rows[row["id"]]
         present, args, lead = 0, [], None
         for k, ((name, shape, _opt, desc, dims), x) in enumerate(zip(c["inputs"], inputs)):
             if x is None:
@@ -149,9 +147,8 @@ class JaxRobotHandle:
     def _flat_call(self, row, args, present, attrs, aliased=()):
         """the FFI call of a row on flat operands (B, per-state shape) of its present inputs -> list of outputs;
         aliased: buffers of the outputs' shapes the results are written into (input_output_aliases)"""
-        c = _signatures.concrete(row, self._sizes)
         batch = args[0].shape[0]
-        outs = [jax.ShapeDtypeStruct((batch,) + shape, self._dtype) for _, shape in c["outputs"]]
+        outs = [jax.ShapeDtypeStruct((batch,) + shape, self._dtype) for _, shape in self._rows[row["id"]]["outputs"]]
         kw = {f"a{k}": np.int32(v) for k, v in enumerate(attrs)}
         if aliased:
             kw["aliased"] = np.int32(len(aliased))
@@ -159,21 +156,12 @@ class JaxRobotHandle:
                                 input_output_aliases={len(args) + k: k for k in range(len(aliased))})
         return list(call(*args, *aliased, robot=self._key, present=np.int32(present), **kw))
 
-    # frame arguments are converted by the numpy handle (names, joint names, ids; reference frames)
-    def _frame_attr(self, target):
-        return self._np._frame_attr(target)
-
-    @staticmethod
-    def _reference_frame_attr(reference_frame):
-        from .handle import RobotHandle
-        return RobotHandle._reference_frame_attr(reference_frame)
-
 
 def _jax_method(row):
     parse, signature, doc = row_binder(row)
 
     def method(self, *args, **kwargs):
-        inputs, attrs, out = parse(self, args, kwargs)
+        inputs, attrs, out = parse(self._np, args, kwargs)  # frame names converted by the numpy handle
         return self._ffi(row, inputs, attrs, out)
 
     method.__signature__ = signature
