@@ -3,7 +3,7 @@ each row's shapes evaluated for one model."""
 
 from . import _core
 
-__all__ = ["ROWS", "ID", "row", "matrix_rows", "sizes_of", "concrete", "describe", "range_message"]
+__all__ = ["ROWS", "ID", "row", "matrix_rows", "sizes_of", "concrete", "describe", "range_message", "leading_dims"]
 
 # every row of src/common/signature.c, in id order (dicts: name, py_name, aliases, inputs, outputs, attrs, ...)
 ROWS = _core.signatures()
@@ -55,3 +55,26 @@ def describe(shape, desc, dims):
 def range_message(fmt, value, hi):
     """an attribute's out-of-range message: its printf format given (value, hi), as the C checks fill it"""
     return fmt % (value, hi)[:fmt.count("%")]
+
+
+def leading_dims(c, py_name, inputs, dtype, dtype_name):
+    """the leading (batch) dimensions of a call's present inputs (arrays or tensors, None when absent) for concrete
+    row c: ValueError naming what was expected for a dtype other than `dtype`, a per-state shape other than the row's,
+    or leading dimensions that differ between inputs. dtype_name(d) names a dtype as register_robot does."""
+    lead = None
+    for (name, shape, _opt, desc, dims), x in zip(c["inputs"], inputs):
+        if x is None:
+            continue
+        if x.dtype != dtype:
+            raise ValueError(f"{py_name}: {name} has dtype {dtype_name(x.dtype)}; this robot takes "
+                             f"{dtype_name(dtype)} (cast it, or register the robot with dtype='{dtype_name(x.dtype)}')")
+        r = len(shape)
+        if x.ndim < r or tuple(x.shape[x.ndim - r:]) != shape:
+            raise ValueError(f"{py_name}: {name} must be (..., {', '.join(map(str, shape))}) "
+                             f"({describe(shape, desc, dims)}); got {tuple(x.shape)}")
+        xl = tuple(x.shape[:x.ndim - r])
+        if lead is None:
+            lead = xl
+        elif xl != lead:
+            raise ValueError(f"{py_name}: {name} has leading dimensions {xl}, the inputs before it {lead}")
+    return lead

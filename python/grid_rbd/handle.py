@@ -1,6 +1,7 @@
 """RobotHandle: the batched algorithm methods of one registered robot (argument handling only; _core.Runner does the work,
 checking every call against the method's row of the signature table)."""
 
+import hashlib
 import inspect
 import numbers
 
@@ -459,6 +460,21 @@ _FRIENDLY_ATTRS = {
 }
 
 
+def robot_key(handle):
+    """the string naming the robot in a compiled program or a traced graph (a JAX static attribute, a torch op
+    argument): the library's content key (or, on the reference, a digest of the URDF and the options that change
+    results), with the output convention; never a pointer"""
+    conv = handle.output_convention
+    info = handle.build_info
+    if info is not None:
+        return f"{info['content_key']}:{conv}"
+    opts = handle.options
+    parts = [handle._urdf or b"", repr(sorted((k, repr(opts.get(k))) for k in
+                                              ("floating_base", "ee_joint_names", "gravity", "ignore_mimic"))).encode(),
+             str(handle.dtype).encode()]
+    return "ref-" + hashlib.sha256(b"\0".join(parts)).hexdigest()[:40] + f":{conv}"
+
+
 def not_built_error(py_name):
     """the error of a method a library of some methods (register_robot(algorithm_list=...)) was built without"""
     return NotAvailableError(f"{py_name} was not built into this robot's library (register_robot(algorithm_list=...) "
@@ -498,7 +514,12 @@ def row_binder(row, with_out=True):
     plain = [(a["name"], a["lo"], k) for k, a in enumerate(row["attrs"]) if a["name"] not in _FRIENDLY_ATTRS]
     positional = inputs + [f[0] for f, _ in friendly]
 
+    n_in, bare = len(inputs), not friendly and not plain
+
     def parse(handle, args, kwargs):
+        if bare and not kwargs and len(args) <= n_in:
+            # the common call: inputs given positionally, no attributes, no out=
+            return tuple(args) + (None,) * (n_in - len(args)), (), None
         out = kwargs.pop("out", None) if with_out else None
         if len(args) > len(positional):
             raise TypeError(f"{row['py_name']}() takes {len(positional)} positional arguments "

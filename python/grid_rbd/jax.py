@@ -1,8 +1,6 @@
 """The JAX front end: every row of the signature table as an XLA FFI call (the C handlers of _core, one target per
 row and dtype), jit- and vmap-able, on the same compiled library as the numpy handle."""
 
-import hashlib
-
 import numpy as np
 
 import jax
@@ -11,7 +9,7 @@ import jax.numpy as jnp
 from . import _core, _signatures
 from . import _jax_autodiff as _autodiff
 from ._jax_autodiff import DifferentiationError
-from .handle import REFERENCE_FRAMES, missing_rows, not_built_error, row_binder
+from .handle import REFERENCE_FRAMES, missing_rows, not_built_error, robot_key, row_binder
 
 __all__ = ["register_robot", "JaxRobotHandle", "REFERENCE_FRAMES", "DifferentiationError"]
 
@@ -46,20 +44,6 @@ def register_robot(name, urdf_path=None, urdf_string=None, **options):
     return _register(name, urdf_path=urdf_path, urdf_string=urdf_string, **options)
 
 
-def _robot_key(handle):
-    """the static attribute naming the robot in a compiled program: the library's content key (or, on the reference,
-    a digest of the URDF and the options that change results), with the output convention; never a pointer"""
-    conv = handle.output_convention
-    info = handle.build_info
-    if info is not None:
-        return f"{info['content_key']}:{conv}"
-    opts = handle.options
-    parts = [handle._urdf or b"", repr(sorted((k, repr(opts.get(k))) for k in
-                                              ("floating_base", "ee_joint_names", "gravity", "ignore_mimic"))).encode(),
-             str(handle.dtype).encode()]
-    return "ref-" + hashlib.sha256(b"\0".join(parts)).hexdigest()[:40] + f":{conv}"
-
-
 class JaxRobotHandle:
     """Batched rigid-body dynamics of one robot on JAX arrays: every method of the numpy RobotHandle (same names,
     arguments and shapes; out= takes buffers to write, donated under jit), each an XLA FFI call that jax.jit compiles and jax.vmap maps (any leading
@@ -69,7 +53,7 @@ class JaxRobotHandle:
 
     def __init__(self, handle):
         self._np = handle
-        self._key = _robot_key(handle)
+        self._key = robot_key(handle)
         self._dtype = np.dtype(handle.dtype)
         _core.xla_register(self._key, handle._runner)
         sizes = _signatures.sizes_of(handle._model)
@@ -108,25 +92,13 @@ class JaxRobotHandle:
             raise ValueError("a float64 robot needs float64 JAX arrays: enable them with "
                              "jax.config.update('jax_enable_x64', True) (grid_rbd does not flip it for you)")
         c = self._rows[row["id"]]
-        present, args, lead = 0, [], None
-        for k, ((name, shape, _opt, desc, dims), x) in enumerate(zip(c["inputs"], inputs)):
-            if x is None:
-                continue
-            x = jnp.asarray(x) if not isinstance(x, jax.Array) else x
-            if x.dtype != self._dtype:
-                raise ValueError(f"{row['py_name']}: {name} has dtype {x.dtype}; this robot takes {self._dtype} "
-                                 f"(cast it, or register the robot with dtype='{x.dtype}')")
-            r = len(shape)
-            if x.ndim < r or tuple(x.shape[x.ndim - r:]) != shape:
-                raise ValueError(f"{row['py_name']}: {name} must be (..., {', '.join(map(str, shape))}) "
-                                 f"({_signatures.describe(shape, desc, dims)}); got {tuple(x.shape)}")
-            xl = tuple(x.shape[:x.ndim - r])
-            if lead is None:
-                lead = xl
-            elif xl != lead:
-                raise ValueError(f"{row['py_name']}: {name} has leading dimensions {xl}, the inputs before it {lead}")
-            args.append(x.reshape((-1,) + shape))
-            present |= 1 << k
+        inputs = [x if x is None or isinstance(x, jax.Array) else jnp.asarray(x) for x in inputs]
+        lead = _signatures.leading_dims(c, row["py_name"], inputs, self._dtype, lambda d: np.dtype(d).name)
+        present, args = 0, []
+        for k, ((_name, shape, *_), x) in enumerate(zip(c["inputs"], inputs)):
+            if x is not None:
+                args.append(x.reshape((-1,) + shape))
+                present |= 1 << k
         for (name, lo, hi, fmt), v in zip(c["attrs"], attrs):
             if not lo <= v < hi:
                 raise ValueError(_signatures.range_message(fmt, v, hi))

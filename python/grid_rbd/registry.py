@@ -84,7 +84,8 @@ def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, 
     the GPU's own. On CUDA, numpy arrays go through a host round trip on the library's stream (device
     buffers sized from max_batch_size, regrown for larger batches) and torch / __cuda_array_interface__
     arrays straight to the kernels on the caller's stream. backend="jax" returns a grid_rbd.jax.JaxRobotHandle on
-    the same library (XLA FFI calls on the CPU, analytic derivatives: docs/frameworks.md); "torch" comes later.
+    the same library (XLA FFI calls on the CPU, analytic derivatives: docs/frameworks.md); "torch" a
+    grid_rbd.torch.TorchRobotHandle (torch.library ops on CPU tensors, analytic derivatives through autograd).
 
     output_convention: the coordinates of every input and output. "pinocchio" (the default): q = [x y z qx qy qz
     qw, joints], v = [v_lin local, omega local, joints]. "mujoco": q = [x y z qw qx qy qz, joints], v = [v_lin world,
@@ -111,6 +112,9 @@ def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, 
     if options["backend"] == "jax":
         from .jax import JaxRobotHandle   # (imports jax)
         handle = JaxRobotHandle(handle)
+    elif options["backend"] == "torch":
+        from .torch import TorchRobotHandle   # (imports torch)
+        handle = TorchRobotHandle(handle)
     with _registry_lock:
         _registry[name] = handle
     return handle
@@ -181,14 +185,11 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
         raise ValueError(f"device must be one of {', '.join(map(repr, _DEVICES))}; got {device!r}")
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}; got {backend!r}")
-    if backend == "torch":
-        raise NotAvailableError("backend='torch' comes in a later version of grid_rbd; this version provides "
-                                "backend='numpy' and backend='jax' (on the CPU)")
-    if backend == "jax" and device == "cuda":
-        raise NotAvailableError("backend='jax' runs on the CPU in this version (its CUDA handlers come next): pass "
-                                "device='cpu'")
-    if backend == "jax":
-        device = "cpu"  # (device="auto" included: the JAX handlers are the CPU's in this version)
+    if backend in ("jax", "torch") and device == "cuda":
+        raise NotAvailableError(f"backend={backend!r} runs on the CPU in this version (its CUDA kernels come next): "
+                                "pass device='cpu'")
+    if backend in ("jax", "torch"):
+        device = "cpu"  # (device="auto" included: the framework front ends run on the CPU in this version)
     reserved = dict(reserved)
     output_convention = reserved.pop("output_convention", "pinocchio")
     algorithm_list = _check_algorithm_list(reserved.pop("algorithm_list", None))

@@ -365,21 +365,22 @@ _handles = {}
 _handles_lock = threading.Lock()
 
 
-def handle_for(case, path, provider, dtype):
-    """the session's handle of a case on a provider and dtype (registered on first use; a cache hit when
-    the background precompile got there first)"""
+def handle_for(case, path, provider, dtype, convention="pinocchio"):
+    """the session's handle of a case on a provider and dtype in an output convention (registered on first use; a
+    cache hit when the background precompile, or another convention, got there first)"""
     if provider == "generated" and not case.generated:
         pytest.skip(f"{case.id}: the generated library is compiled for a subset of the robots (robot_cases.CASES)")
     if provider == "generated" and dtype == "float32" and not case.float32:
         pytest.skip(f"{case.id}: float32 is compiled for a subset of the robots (robot_cases.CASES)")
-    key = (case.id, provider, dtype)
+    key = (case.id, provider, dtype) + (() if convention == "pinocchio" else (convention,))
     with _handles_lock:
         h = _handles.get(key)
     if h is None:
-        suffix = ("" if dtype == "float64" else "_f32") + ("" if provider == "generated" else "_ref")
+        suffix = ("" if dtype == "float64" else "_f32") + ("" if provider == "generated" else "_ref") + \
+            ("" if convention == "pinocchio" else "_" + convention)
         h = grid_rbd.register_robot(case.id + suffix, urdf_path=path, floating_base=case.floating_base,
                                     ignore_mimic=case.ignore_mimic, dtype=dtype, codegen=provider == "generated",
-                                    verbose=False)
+                                    output_convention=convention, verbose=False)
         assert h.provider == provider
         with _handles_lock:
             h = _handles.setdefault(key, h)

@@ -1,0 +1,184 @@
+"""Analytic derivatives of the PyTorch front end: a row with a VJP row (the signature table's "vjp") runs under an
+autograd.Function whose backward is that VJP row, its q block pulled back from each joint's local tangent onto the
+nq-wide q (quaternions through their normalisation); every other row, and every backward, runs under one whose
+backward raises DifferentiationError, so nothing is ever differentiated to a silent zero."""
+
+import inspect
+
+import torch
+
+from . import _signatures
+
+
+class DifferentiationError(NotImplementedError):
+    """differentiating what has no analytic derivative here (a forward-only method, an input without one, a second
+    derivative)"""
+
+
+def diff_inputs(row):
+    """the inputs a row is differentiable in: the first m of its inputs, m = its VJP row's output width / nv"""
+    vjp = _signatures.ROWS[row["vjp"]]
+    (_, mul), = [d for d in vjp["outputs"][0]["dims"] if d[0] == "nv"]
+    return [a["name"] for a in row["inputs"][:mul]]
+
+
+# ---- the pullback of q: a cotangent of the local tangent (nv wide) -> the cotangent of q (nq wide) ----
+
+def _quat_pullback(quat, ct, wxyz):
+    """the transpose of dquat -> 2 vec(conj(u) (x) du), u = quat / |quat| (the rotated frame's angular velocity of a
+    change dquat): for omega = A du, du = (I - u u^T) dquat / |quat|, it is (I - u u^T) A^T ct / |quat|"""
+    if wxyz:
+        quat = torch.cat([quat[..., 1:], quat[..., :1]], dim=-1)
+    n = torch.linalg.vector_norm(quat, dim=-1, keepdim=True)
+    u = quat / n
+    v, w = u[..., :3], u[..., 3:]
+    # A = 2 [w I - [v]x | -v], so A^T ct = 2 [w ct + v x ct; -v . ct]
+    g = 2.0 * torch.cat([w * ct + torch.linalg.cross(v, ct, dim=-1), -(v * ct).sum(-1, keepdim=True)], dim=-1)
+    out = (g - u * (u * g).sum(-1, keepdim=True)) / n
+    if wxyz:
+        out = torch.cat([out[..., 3:], out[..., :3]], dim=-1)
+    return out
+
+
+def _rotate(quat_xyzw, c):
+    """R c for the rotation R of the normalised quaternions (..., 4) [x y z w]: c + w t + v x t, t = 2 v x c"""
+    u = quat_xyzw / torch.linalg.vector_norm(quat_xyzw, dim=-1, keepdim=True)
+    v, w = u[..., :3], u[..., 3:]
+    t = 2.0 * torch.linalg.cross(v, c, dim=-1)
+    return c + w * t + torch.linalg.cross(v, t, dim=-1)
+
+
+def q_is_tangent(model):
+    """1 when q's change is its local tangent (every joint one coordinate, nq = nv): the pullback is the identity"""
+    return model.nq == model.nv and all(jt not in ("free", "spherical", "planar") for jt in model.joint_types)
+
+
+class QPullback:
+    """the cotangent of q (..., nq) of a cotangent ct (..., nv) of the local tangent, joint by joint: the transpose of
+    the map the gradients' q columns use (docs/python.md): revolute, continuous, prismatic: the coordinate; free: [R^T dp (MuJoCo: dp, world); the normalised quaternion's angular velocity];
+    spherical: that angular velocity; planar [x, y, theta]: [R(theta)^T [dx, dy], dtheta]. A mimic joint's
+    coordinate gets zero (it has none of its own)."""
+
+    def __init__(self, model, convention):
+        self.nq, self.wxyz = model.nq, convention == "mujoco"
+        one_q, one_v, self.multi = [], [], []
+        for jt, iq, iv, nq, mm in zip(model.joint_types, model.joint_idx_q, model.joint_idx_v, model.joint_nq,
+                                      model.joint_mimic):
+            if mm is not None or nq == 0:
+                continue
+            if jt in ("free", "spherical", "planar"):
+                self.multi.append((jt, iq, iv))
+            else:
+                assert nq == 1, jt
+                one_q.append(iq)
+                one_v.append(iv)
+        # the one-coordinate joints as runs of consecutive coordinates (slices: a tensor index costs 10x more)
+        self.runs = []
+        for iq, iv in zip(one_q, one_v):
+            if self.runs and self.runs[-1][0] + self.runs[-1][2] == iq and self.runs[-1][1] + self.runs[-1][2] == iv:
+                self.runs[-1][2] += 1
+            else:
+                self.runs.append([iq, iv, 1])
+
+    def __call__(self, q, ct):
+        out = ct.new_zeros(ct.shape[:-1] + (self.nq,))
+        for iq, iv, n in self.runs:
+            out[..., iq:iq + n] = ct[..., iv:iv + n]
+        wxyz = self.wxyz
+        for jt, iq, iv in self.multi:
+            if jt == "free":
+                c_lin, c_ang = ct[..., iv:iv + 3], ct[..., iv + 3:iv + 6]
+                quat = q[..., iq + 3:iq + 7]
+                if wxyz:
+                    out[..., iq:iq + 3] = c_lin
+                else:  # lin = R^T dp, so dp's cotangent is R c_lin
+                    out[..., iq:iq + 3] = _rotate(quat, c_lin)
+                out[..., iq + 3:iq + 7] = _quat_pullback(quat, c_ang, wxyz)
+            elif jt == "spherical":
+                out[..., iq:iq + 4] = _quat_pullback(q[..., iq:iq + 4], ct[..., iv:iv + 3], wxyz)
+            else:
+                c, s = torch.cos(q[..., iq + 2]), torch.sin(q[..., iq + 2])
+                a, b = ct[..., iv], ct[..., iv + 1]
+                out[..., iq] = c * a - s * b
+                out[..., iq + 1] = s * a + c * b
+                out[..., iq + 2] = ct[..., iv + 2]
+        return out
+
+
+# ---- the autograd.Functions ----
+
+# robot key -> the TorchRobotHandle that runs its rows (the Functions take the key, a string a traced graph keeps)
+FRONTS = {}
+
+def _forward_only_message(row):
+    if row["name"].endswith(("_grad", "_vjp")):
+        return ("grid_rbd: differentiating a second derivative: the PyTorch front end differentiates "
+                "inverse_dynamics, forward_dynamics, aba and end_effector_pose once (second-order rows come later)")
+    return (f"grid_rbd: differentiating {row['py_name']}, which has no analytic derivative in the PyTorch front end "
+            "(differentiable: inverse_dynamics and forward_dynamics / aba in q, qd (and u), end_effector_pose in q)")
+
+
+class ForwardOnly(torch.autograd.Function):
+    """a row without analytic derivatives (or a VJP row inside a backward): its backward raises"""
+
+    @staticmethod
+    def forward(key, row_id, attrs, *inputs):
+        return FRONTS[key].run(row_id, inputs, attrs)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.row_id = inputs[1]
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise DifferentiationError(_forward_only_message(_signatures.ROWS[ctx.row_id]))
+
+
+class Differentiable(torch.autograd.Function):
+    """a row with a VJP row: the backward is that row at the saved inputs for the output's cotangent"""
+
+    @staticmethod
+    def forward(key, row_id, attrs, *inputs):
+        return FRONTS[key].run(row_id, inputs, attrs)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        key, row_id, attrs, *xs = inputs
+        ctx.key, ctx.row_id, ctx.attrs = key, row_id, attrs
+        ctx.save_for_backward(*xs)
+
+    @staticmethod
+    def backward(ctx, grad):
+        R = _signatures.ROWS[ctx.row_id]
+        front, xs = FRONTS[ctx.key], ctx.saved_tensors
+        if not torch.is_grad_enabled():
+            # no graph over the backward (create_graph=False): the inputs as plain tensors, the row's fast path
+            xs = tuple(x if x is None else x.detach() for x in xs)
+        names = [a["name"] for a in R["inputs"]]
+        diff = diff_inputs(R)
+        for i, name in enumerate(names):
+            if ctx.needs_input_grad[3 + i] and name not in diff:
+                raise DifferentiationError(
+                    f"{R['py_name']} is differentiable in {', '.join(diff)} only, not in {name} (an analytic "
+                    f"derivative in {name} is not provided)")
+        by_name = dict(zip(names, xs))
+        by_name["cotangent"] = grad
+        V = _signatures.ROWS[R["vjp"]]
+        # a VJP row has no VJP row: under create_graph it runs as ForwardOnly, so a second derivative raises
+        ct = front.call(V, [by_name.get(a["name"]) for a in V["inputs"]], ctx.attrs)
+        nv = front.nv
+        grads = [None] * len(names)
+        for k, name in enumerate(diff):
+            if not ctx.needs_input_grad[3 + k]:
+                continue
+            g = ct[..., k * nv:(k + 1) * nv]
+            if name == "q" and front.q_pullback is not None:
+                g = front.q_pullback(by_name["q"], g)
+            grads[k] = g
+        return (None, None, None, *grads)
+
+
+# Function.apply binds its arguments to forward's signature on every call (torch's _bind_default_args); computed once
+# here, inspect.signature returns it at once (about 20 us a call saved)
+for _fn in (ForwardOnly, Differentiable):
+    _fn.forward.__signature__ = inspect.signature(_fn.forward)
