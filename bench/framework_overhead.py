@@ -103,7 +103,8 @@ def main():
                       file=sys.stderr)
     print(f"jax {jax.__version__}, torch {torch.__version__}, {args.dtype}, {args.threads} thread(s), "
           f"CPU {os.cpu_count()} cores\n")
-    print("| robot | B | call | numpy handle (µs) | jitted JAX (µs) | JAX / numpy | eager torch (µs) | torch / numpy |")
+    print("| robot | B | call | numpy handle (µs) | jitted JAX (µs) | JAX / numpy | eager torch (µs) | "
+          "torch / numpy |")
     print("|---|---|---|---|---|---|---|---|")
     for robot, B, name, a, b, c in rows:
         print(f"| {robot} | {B} | {name} | {a:.2f} | {b:.2f} | {b / a:.2f}x | {c:.2f} | {c / a:.2f}x |")

@@ -16,6 +16,8 @@
 #   bench/gpu_session.sh sweep       # THERE: bench/robot_sweep.py on the host's CPUs: every URDF of example-robot-data
 #                                    # (.gpu-deps/erd-all) and the shared robots, float32/float64, fixed/floating,
 #                                    # default options; $OUT/RESULTS-sweep.md and sweep.json
+#   bench/gpu_session.sh frameworks  # THERE: the JAX and PyTorch front ends on CUDA: tests/python/test_frameworks_gpu.py
+#                                    # and bench/gpu_frameworks.py ($OUT/gpu_frameworks.md)
 #   bench/gpu_session.sh grad        # THERE: the first-order derivatives: their GPU tests on five robots, the bench
 #                                    # of rnea / rnea_grad / fd / fd_grad ($GRAD_ALGOS: e.g. with rnea_vjp,fd_vjp),
 #                                    # cold builds, compute-sanitizer
@@ -149,6 +151,33 @@ if [ "${1:-run}" = features ]; then   # only the GPU tests whose ids match $GPU_
         ts "compute-sanitizer: bench/gpu_sanitize_derivs.py"
         sanitize bench/gpu_sanitize_derivs.py 8
     fi
+    ts "done"
+    exit 0
+fi
+
+if [ "${1:-run}" = frameworks ]; then   # the JAX and PyTorch front ends on CUDA (issue 28): their GPU tests, the bench
+    export XLA_PYTHON_CLIENT_PREALLOCATE=false   # (JAX would take 75% of the GPU from torch in the same process)
+    ts "precompile the front ends' CUDA libraries (in parallel)"
+    timeout 300 python3 - <<'EOF3' || ts "precompile: some builds failed or timed out"
+import os, sys, threading
+sys.path.insert(0, "tests/python"); sys.path.insert(0, "bench")
+import test_frameworks_gpu as T, gpu_frameworks as G
+jobs = [lambda: T.cuda_handles("iiwa"), lambda: T.cuda_handles("go2_ff"), lambda: T.cuda_handles("iiwa", "float32"),
+        lambda: T.cuda_handles("g1_29dof_ff", algorithm_list=T.GRAD_ROWS),
+        lambda: G.register(os.environ["GRID_RBD_ROBOTS_DIR"], "iiwa", "float32"),
+        lambda: G.register(os.environ["GRID_RBD_ROBOTS_DIR"], "g1_29dof", "float32")]
+threads = [threading.Thread(target=j) for j in jobs]
+[t.start() for t in threads]; [t.join() for t in threads]
+print("precompiled")
+EOF3
+    TEST_SECONDS=${FW_TEST_SECONDS:-200}
+    ts "pytest -m gpu tests/python/test_frameworks_gpu.py (deadline in $TEST_SECONDS s)"
+    timeout "$TEST_SECONDS" python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests/python/test_frameworks_gpu.py \
+        2>&1 | tee "$OUT/pytest_frameworks.log" | tail -30
+    ts "bench/gpu_frameworks.py"
+    timeout $(( $(left) - 5 )) python3 bench/gpu_frameworks.py --robots-dir "$DEPS/robots" > "$OUT/gpu_frameworks.md" \
+        2> "$OUT/gpu_frameworks.log"
+    ts "bench exit $?"; tail -12 "$OUT/gpu_frameworks.log"; cat "$OUT/gpu_frameworks.md"
     ts "done"
     exit 0
 fi

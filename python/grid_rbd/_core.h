@@ -66,6 +66,10 @@ PyObject *grid_py_meta_dict(const grid_robot_meta_t *m);
 int grid_py_runner_info(PyObject *o, const grid_dispatch **disp, const grid_method_info **rows, int *dtype,
                         int *num_threads, int *cpus);
 
+/* _cuda.c: what a CudaLibrary (o) runs device-pointer calls on: its device dispatch and the function selecting the
+   device its runtime launches on; valid while o lives (0, or -1 with TypeError) */
+int grid_py_cuda_library_info(PyObject *o, const grid_dispatch **disp, int (**use_device)(int));
+
 /* _xla.c: _core.xla_handlers() and xla_register(key, runner) (empty without jaxlib's FFI headers at build time, with
    grid_py_xla_available 0) */
 extern PyMethodDef grid_py_xla_functions[];

@@ -634,6 +634,18 @@ static PyTypeObject GridPyPinnedBuffer_Type = {
     .tp_getset = pinned_getset,
 };
 
+int grid_py_cuda_library_info(PyObject *o, const grid_dispatch **disp, int (**use_device)(int))
+{
+    if (!PyObject_TypeCheck(o, &GridPyCudaLibrary_Type)) {
+        PyErr_Format(PyExc_TypeError, "expected a CudaLibrary, got %s", Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    GridPyCudaLibrary *self = (GridPyCudaLibrary *)o;
+    *disp = &self->disp;
+    *use_device = self->use_device;
+    return 0;
+}
+
 /* ---- registration in _core ---- */
 
 static PyMethodDef cuda_functions[] = {

@@ -55,9 +55,9 @@ def q_is_tangent(model):
 
 class QPullback:
     """the cotangent of q (..., nq) of a cotangent ct (..., nv) of the local tangent, joint by joint: the transpose of
-    the map the gradients' q columns use (docs/python.md): revolute, continuous, prismatic: the coordinate; free: [R^T dp (MuJoCo: dp, world); the normalised quaternion's angular velocity];
-    spherical: that angular velocity; planar [x, y, theta]: [R(theta)^T [dx, dy], dtheta]. A mimic joint's
-    coordinate gets zero (it has none of its own)."""
+    the map the gradients' q columns use (docs/python.md): revolute, continuous, prismatic: the coordinate; free:
+    [R^T dp (MuJoCo: dp, world); the normalised quaternion's angular velocity]; spherical: that angular velocity;
+    planar [x, y, theta]: [R(theta)^T [dx, dy], dtheta]. A mimic joint's coordinate gets zero (it has none)."""
 
     def __init__(self, model, convention):
         self.nq, self.wxyz = model.nq, convention == "mujoco"

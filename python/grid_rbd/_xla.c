@@ -1,5 +1,6 @@
-/* XLA FFI handlers through the FFI C API (xla/ffi/api/c_api.h): one per row of the signature table, each looking up
-   its robot by the "robot" string attribute in a process registry and running the row through grid_dispatch_run. */
+/* XLA FFI handlers through the FFI C API (xla/ffi/api/c_api.h): one per row of the signature table and platform (CPU,
+   CUDA), each looking up its robot by the "robot" string attribute in a process registry and running the row through
+   grid_dispatch_run (on the CUDA platform: the CUDA library's device dispatch, on the stream XLA hands it). */
 #include <assert.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -20,6 +21,9 @@ typedef struct {
     size_t key_len;
     PyObject *runner;                          /* strong reference: its dispatch outlives every compiled program */
     const grid_dispatch *disp;
+    PyObject *cuda_lib;                        /* the CUDA library (strong reference) of a CUDA robot, else NULL */
+    const grid_dispatch *cuda_disp;            /* its device dispatch: the CUDA platform's calls */
+    int (*use_device)(int);                    /* selects the device its runtime launches on */
     const grid_method_info *rows;              /* the Runner's: the table's rows with this robot's shapes */
     int dtype, num_threads, cpus;
 } xla_robot;
@@ -76,14 +80,16 @@ static int scalar_int(const XLA_FFI_Scalar *s, long long *v)
    shape), leading dimensions L either full or 1 (jax's vmap_method="expand_dims": an unbatched operand is never
    copied); outputs (L..., B, shape). The innermost leading dimensions every input has in full form one batched call;
    the outer ones are looped over, a size-1 operand read again each time. */
-static XLA_FFI_Error *run_row(XLA_FFI_CallFrame *f, int algo)
+static XLA_FFI_Error *run_row(XLA_FFI_CallFrame *f, int algo, int cuda)
 {
     if (f->extension_start && f->extension_start->type == XLA_FFI_Extension_Metadata) {
         XLA_FFI_Metadata_Extension *e = (XLA_FFI_Metadata_Extension *)f->extension_start;
         e->metadata->api_version = (XLA_FFI_Api_Version){XLA_FFI_Api_Version_STRUCT_SIZE, NULL, XLA_FFI_API_MAJOR,
                                                          XLA_FFI_API_MINOR};
-        /* no host synchronisation and no allocation on the device: XLA may capture it in a command buffer */
-        e->metadata->traits = XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE;
+        /* On the CPU: no synchronisation and no allocation, XLA may put it in a command buffer. On CUDA not yet:
+           XLA's capture of a derivative row's launches failed ("Failed to create a child graph node", H100, run 27,
+           bench/RESULTS-gpu.md); its calls run outside XLA's CUDA graphs until that is understood. */
+        if (!cuda) e->metadata->traits = XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE;
         return NULL;
     }
     if (f->stage != XLA_FFI_ExecutionStage_EXECUTE) return NULL;
@@ -117,6 +123,23 @@ static XLA_FFI_Error *run_row(XLA_FFI_CallFrame *f, int algo)
                     "grid_rbd %s: robot '%.*s' is not registered in this process (register_robot(..., backend='jax') "
                     "first: a compiled program refers to its robot by content key)", name, (int)key->len, key->ptr);
     const grid_method_info *row = &R->rows[algo];
+    /* the CUDA platform: device pointers, run on XLA's stream and device */
+    void *stream = NULL;
+    if (cuda) {
+        if (!R->cuda_disp)
+            return fail(f, XLA_FFI_Error_Code_FAILED_PRECONDITION,
+                        "grid_rbd %s: robot '%.*s' runs on the CPU; register it with device='cuda' for JAX arrays on "
+                        "the GPU", name, (int)key->len, key->ptr);
+        XLA_FFI_Stream_Get_Args sa = {XLA_FFI_Stream_Get_Args_STRUCT_SIZE, NULL, f->ctx, NULL};
+        XLA_FFI_Error *e = f->api->XLA_FFI_Stream_Get(&sa);
+        if (e) return e;
+        stream = sa.stream;
+        XLA_FFI_DeviceOrdinal_Get_Args da = {XLA_FFI_DeviceOrdinal_Get_Args_STRUCT_SIZE, NULL, f->ctx, 0};
+        if ((e = f->api->XLA_FFI_DeviceOrdinal_Get(&da))) return e;
+        if (R->use_device(da.device_ordinal) != GRID_OK)
+            return fail(f, XLA_FFI_Error_Code_INTERNAL, "grid_rbd %s: selecting CUDA device %d failed", name,
+                        (int)da.device_ordinal);
+    }
     const XLA_FFI_DataType want = R->dtype == GRID_FLOAT32 ? XLA_FFI_DataType_F32 : XLA_FFI_DataType_F64;
 
     /* the operands against the row */
@@ -176,12 +199,12 @@ static XLA_FFI_Error *run_row(XLA_FFI_CallFrame *f, int algo)
     for (int i = 0; i < inner; i++) outer *= L[i];
     if (batch * outer == 0) return NULL;
 
-    const grid_dispatch *d = R->disp;
-    if (!tls_ctx_ready) {
+    const grid_dispatch *d = cuda ? R->cuda_disp : R->disp;
+    if (!cuda && !tls_ctx_ready) {
         grid_ctx_init(&tls_ctx, NULL);
         tls_ctx_ready = 1;
     }
-    const int threads = grid_dispatch_entry(d, algo) ? grid_py_threads_used(R->num_threads, R->cpus) : 1;
+    const int threads = cuda ? 0 : grid_dispatch_entry(d, algo) ? grid_py_threads_used(R->num_threads, R->cpus) : 1;
     const size_t el = (size_t)R->dtype;
     for (long long o = 0; o < outer; o++) {
         const void *in_ptr[GRID_MAX_IN] = {0};
@@ -200,7 +223,7 @@ static XLA_FFI_Error *run_row(XLA_FFI_CallFrame *f, int algo)
         }
         for (int k = 0; k < row->n_out; k++)
             out_ptr[k] = (char *)out[k]->data + (size_t)(o * batch) * (size_t)row->out[k].width * el;
-        grid_call c = {in_ptr, out_ptr, row->n_in, row->n_out, batch, {0}, threads, NULL, 0, NULL};
+        grid_call c = {in_ptr, out_ptr, row->n_in, row->n_out, batch, {0}, threads, NULL, 0, stream};
         for (int k = 0; k < GRID_MAX_ATTR; k++) c.attr[k] = (int)attr[k];
         for (int k = 0; k < row->n_attr; k++)
             if (c.attr[k] < row->attr_lo[k] || c.attr[k] >= row->attr_hi[k])
@@ -208,9 +231,14 @@ static XLA_FFI_Error *run_row(XLA_FFI_CallFrame *f, int algo)
                             row->attr_name[k], c.attr[k], row->attr_lo[k], row->attr_hi[k]);
         grid_error err;
         grid_error_clear(&err);
-        const grid_ctx_mark_t mark = grid_ctx_mark(&tls_ctx);
-        const int rc = grid_dispatch_run(d, algo, &c, &tls_ctx, &err);
-        grid_ctx_release(&tls_ctx, mark);
+        int rc;
+        if (cuda) {
+            rc = grid_dispatch_run(d, algo, &c, NULL, &err); /* (a device provider needs no workspace) */
+        } else {
+            const grid_ctx_mark_t mark = grid_ctx_mark(&tls_ctx);
+            rc = grid_dispatch_run(d, algo, &c, &tls_ctx, &err);
+            grid_ctx_release(&tls_ctx, mark);
+        }
         if (rc != GRID_OK)
             return fail(f, rc == GRID_ERR_NOMEM ? XLA_FFI_Error_Code_RESOURCE_EXHAUSTED : XLA_FFI_Error_Code_INTERNAL,
                         "grid_rbd %s: %s", name, err.message);
@@ -218,28 +246,37 @@ static XLA_FFI_Error *run_row(XLA_FFI_CallFrame *f, int algo)
     return NULL;
 }
 
-/* one handler per row: XLA knows a target by its function, the row by the handler's name */
+/* one handler per row and platform: XLA knows a target by its function, the row by the handler's name */
 #define XLA_ROWS_MAX 48
 _Static_assert(GRID_ALGO_COUNT <= XLA_ROWS_MAX, "more rows than XLA handlers: raise XLA_ROWS_MAX and the list below");
-#define H(b, k) static XLA_FFI_Error *xla_row_##b##_##k(XLA_FFI_CallFrame *f) { return run_row(f, (b) * 8 + (k)); }
+#define H(b, k)                                                                                                      \
+    static XLA_FFI_Error *xla_row_##b##_##k(XLA_FFI_CallFrame *f) { return run_row(f, (b) * 8 + (k), 0); }          \
+    static XLA_FFI_Error *xla_cuda_row_##b##_##k(XLA_FFI_CallFrame *f) { return run_row(f, (b) * 8 + (k), 1); }
 #define H8(b) H(b, 0) H(b, 1) H(b, 2) H(b, 3) H(b, 4) H(b, 5) H(b, 6) H(b, 7)
 H8(0) H8(1) H8(2) H8(3) H8(4) H8(5)
 #define P(b, k) xla_row_##b##_##k
 #define P8(b) P(b, 0), P(b, 1), P(b, 2), P(b, 3), P(b, 4), P(b, 5), P(b, 6), P(b, 7)
 static XLA_FFI_Handler *const xla_rows[XLA_ROWS_MAX] = {P8(0), P8(1), P8(2), P8(3), P8(4), P8(5)};
+#undef P
+#define P(b, k) xla_cuda_row_##b##_##k
+static XLA_FFI_Handler *const xla_cuda_rows[XLA_ROWS_MAX] = {P8(0), P8(1), P8(2), P8(3), P8(4), P8(5)};
 #undef H
 #undef H8
 #undef P
 #undef P8
 
-/* _core.xla_handlers() -> ((row name, PyCapsule of its XLA_FFI_Handler), ...) in the table's order */
-static PyObject *py_xla_handlers(PyObject *self, PyObject *noargs)
+/* _core.xla_handlers(platform) -> ((row name, PyCapsule of its XLA_FFI_Handler), ...) in the table's order, for
+   platform "cpu" or "cuda" */
+static PyObject *py_xla_handlers(PyObject *self, PyObject *arg)
 {
     (void)self;
-    (void)noargs;
+    const char *platform = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    if (!platform || (strcmp(platform, "cpu") != 0 && strcmp(platform, "cuda") != 0))
+        return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "platform must be 'cpu' or 'cuda'");
+    XLA_FFI_Handler *const *handlers = platform[1] == 'p' ? xla_rows : xla_cuda_rows;
     PyObject *t = PyTuple_New(GRID_ALGO_COUNT);
     for (int a = 0; t && a < GRID_ALGO_COUNT; a++) {
-        PyObject *cap = PyCapsule_New((void *)xla_rows[a], NULL, NULL);
+        PyObject *cap = PyCapsule_New((void *)handlers[a], NULL, NULL);
         PyObject *item = cap ? Py_BuildValue("(sN)", grid_algo_name(a), cap) : NULL;
         if (!item) {
             Py_DECREF(t);
@@ -250,21 +287,24 @@ static PyObject *py_xla_handlers(PyObject *self, PyObject *noargs)
     return t;
 }
 
-/* _core.xla_register(key, runner): the robot XLA calls carrying this key run on (re-registering a key is a no-op) */
+/* _core.xla_register(key, runner, cuda_library=None): the robot XLA calls carrying this key run on: the Runner's
+   dispatch on the CPU, the CUDA library's device dispatch on the GPU (re-registering a key is a no-op) */
 static PyObject *py_xla_register(PyObject *self, PyObject *args)
 {
     (void)self;
     const char *key;
     Py_ssize_t len;
-    PyObject *runner;
-    if (!PyArg_ParseTuple(args, "s#O!:xla_register", &key, &len, &GridPyRunner_Type, &runner)) return NULL;
+    PyObject *runner, *cuda_lib = Py_None;
+    if (!PyArg_ParseTuple(args, "s#O!|O:xla_register", &key, &len, &GridPyRunner_Type, &runner, &cuda_lib))
+        return NULL;
     if (len <= 0 || len >= XLA_KEY_MAX) return PyErr_Format(PyExc_ValueError, "robot key of %zd bytes", len);
     if (find_robot(key, (size_t)len)) Py_RETURN_NONE;
     xla_robot *R = PyMem_RawCalloc(1, sizeof *R);
     if (!R) return PyErr_NoMemory();
     memcpy(R->key, key, (size_t)len);
     R->key_len = (size_t)len;
-    if (grid_py_runner_info(runner, &R->disp, &R->rows, &R->dtype, &R->num_threads, &R->cpus) != 0) {
+    if (grid_py_runner_info(runner, &R->disp, &R->rows, &R->dtype, &R->num_threads, &R->cpus) != 0 ||
+        (cuda_lib != Py_None && grid_py_cuda_library_info(cuda_lib, &R->cuda_disp, &R->use_device) != 0)) {
         PyMem_RawFree(R);
         return NULL;
     }
@@ -282,16 +322,22 @@ static PyObject *py_xla_register(PyObject *self, PyObject *args)
     }
     Py_INCREF(runner);
     R->runner = runner;
+    if (cuda_lib != Py_None) {
+        Py_INCREF(cuda_lib);
+        R->cuda_lib = cuda_lib;
+    }
     robots[n_robots++] = R;
     pthread_mutex_unlock(&robots_lock);
     Py_RETURN_NONE;
 }
 
 PyMethodDef grid_py_xla_functions[] = {
-    {"xla_handlers", py_xla_handlers, METH_NOARGS,
-     "((row name, PyCapsule of its XLA FFI handler), ...): register each with jax.ffi.register_ffi_target"},
+    {"xla_handlers", py_xla_handlers, METH_O,
+     "xla_handlers(platform) -> ((row name, PyCapsule of its XLA FFI handler), ...) for platform 'cpu' or 'cuda':\n"
+     "register each with jax.ffi.register_ffi_target"},
     {"xla_register", py_xla_register, METH_VARARGS,
-     "xla_register(key, runner): XLA calls whose 'robot' attribute is key run on this Runner's dispatch"},
+     "xla_register(key, runner, cuda_library=None): XLA calls whose 'robot' attribute is key run on this Runner's\n"
+     "dispatch on the CPU and on the CUDA library's device dispatch on the GPU"},
     {NULL, NULL, 0, NULL}};
 int grid_py_xla_available = 1;
 

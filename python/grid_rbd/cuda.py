@@ -204,6 +204,11 @@ class CudaRunner:
     def cuda_library(self):
         return self._cuda
 
+    @property
+    def host_runner(self):
+        """the _core.Runner of host arrays (the library's host round trips)"""
+        return self._runner
+
     def _make_call(self):
         host_call = self._runner.call
         device_call = self._device_call

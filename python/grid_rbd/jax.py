@@ -26,10 +26,12 @@ def _target(row_name, dtype):
 
 
 def _register_targets():
-    """one XLA FFI target per (row, dtype) on the CPU"""
-    for name, capsule in _core.xla_handlers():
-        for dtype in _DTYPES:
-            jax.ffi.register_ffi_target(_target(name, dtype), capsule, platform="cpu", api_version=1)
+    """one XLA FFI target per (row, dtype), with a handler for the CPU and one for CUDA: XLA picks the one of the
+    platform a computation runs on"""
+    for platform, xla_platform in (("cpu", "cpu"), ("cuda", "CUDA")):
+        for name, capsule in _core.xla_handlers(platform):
+            for dtype in _DTYPES:
+                jax.ffi.register_ffi_target(_target(name, dtype), capsule, platform=xla_platform, api_version=1)
 
 
 _register_targets()
@@ -37,8 +39,8 @@ _register_targets()
 
 def register_robot(name, urdf_path=None, urdf_string=None, **options):
     """grid_rbd.register_robot(..., backend="jax"): a JaxRobotHandle on the same compiled library as the numpy
-    backend (a cache hit when that one was built). Takes register_robot's arguments; the JAX calls run on the CPU in
-    this version (device "auto" or "cpu")."""
+    backend (a cache hit when that one was built). Takes register_robot's arguments; with device="cuda" (or "auto"
+    on a machine with a GPU) JAX arrays on the GPU run on the CUDA library's kernels on XLA's stream."""
     from .registry import register_robot as _register
     options["backend"] = "jax"
     return _register(name, urdf_path=urdf_path, urdf_string=urdf_string, **options)
@@ -46,16 +48,21 @@ def register_robot(name, urdf_path=None, urdf_string=None, **options):
 
 class JaxRobotHandle:
     """Batched rigid-body dynamics of one robot on JAX arrays: every method of the numpy RobotHandle (same names,
-    arguments and shapes; out= takes buffers to write, donated under jit), each an XLA FFI call that jax.jit compiles and jax.vmap maps (any leading
-    dimensions, flattened into the batch; an operand vmap leaves unbatched is read again, never copied). Inputs must
-    have the handle's dtype (float64 needs jax_enable_x64); a single state (no batch axis) gives a result without
-    one."""
+    arguments and shapes; out= takes buffers to write, donated under jit), each an XLA FFI call that jax.jit
+    compiles and jax.vmap maps (any leading dimensions, flattened into the batch; an operand vmap leaves unbatched
+    is read again, never copied), on the CPU or, for a CUDA robot's arrays on the GPU, on its CUDA kernels. Inputs
+    must have the handle's dtype (float64 needs jax_enable_x64); a single state (no batch axis) gives a result
+    without one."""
 
     def __init__(self, handle):
         self._np = handle
         self._key = robot_key(handle)
         self._dtype = np.dtype(handle.dtype)
-        _core.xla_register(self._key, handle._runner)
+        runner = handle._runner
+        if handle.device == "cuda":  # CPU arrays through the host round trips, GPU arrays on the device dispatch
+            _core.xla_register(self._key, runner.host_runner, runner.cuda_library)
+        else:
+            _core.xla_register(self._key, runner)
         sizes = _signatures.sizes_of(handle._model)
         self._rows = [_signatures.concrete(r, sizes) for r in _signatures.ROWS]  # by row id, with this robot's shapes
         self._missing = missing_rows(handle)

@@ -84,8 +84,9 @@ def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, 
     the GPU's own. On CUDA, numpy arrays go through a host round trip on the library's stream (device
     buffers sized from max_batch_size, regrown for larger batches) and torch / __cuda_array_interface__
     arrays straight to the kernels on the caller's stream. backend="jax" returns a grid_rbd.jax.JaxRobotHandle on
-    the same library (XLA FFI calls on the CPU, analytic derivatives: docs/frameworks.md); "torch" a
-    grid_rbd.torch.TorchRobotHandle (torch.library ops on CPU tensors, analytic derivatives through autograd).
+    the same library (XLA FFI calls, on the GPU on XLA's stream; analytic derivatives: docs/frameworks.md); "torch" a
+    grid_rbd.torch.TorchRobotHandle (torch.library ops, analytic derivatives through autograd; on CUDA, CUDA tensors
+    straight to the kernels on torch's current stream).
 
     output_convention: the coordinates of every input and output. "pinocchio" (the default): q = [x y z qx qy qz
     qw, joints], v = [v_lin local, omega local, joints]. "mujoco": q = [x y z qw qx qy qz, joints], v = [v_lin world,
@@ -185,11 +186,6 @@ def _check_options(name, urdf_path, urdf_string, floating_base, ee_joint_names, 
         raise ValueError(f"device must be one of {', '.join(map(repr, _DEVICES))}; got {device!r}")
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}; got {backend!r}")
-    if backend in ("jax", "torch") and device == "cuda":
-        raise NotAvailableError(f"backend={backend!r} runs on the CPU in this version (its CUDA kernels come next): "
-                                "pass device='cpu'")
-    if backend in ("jax", "torch"):
-        device = "cpu"  # (device="auto" included: the framework front ends run on the CPU in this version)
     reserved = dict(reserved)
     output_convention = reserved.pop("output_convention", "pinocchio")
     algorithm_list = _check_algorithm_list(reserved.pop("algorithm_list", None))

@@ -11,11 +11,27 @@ from ._torch_autograd import (FRONTS, DifferentiationError, Differentiable, Forw
                               q_is_tangent)
 from .handle import REFERENCE_FRAMES, missing_rows, not_built_error, robot_key, row_binder
 
-__all__ = ["register_robot", "TorchRobotHandle", "REFERENCE_FRAMES", "DifferentiationError", "op"]
+__all__ = ["register_robot", "TorchRobotHandle", "GraphCallable", "REFERENCE_FRAMES", "DifferentiationError", "op",
+           "pinned_host_like", "copy_to_host"]
 
 _TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64}
 
 # ---- the ops: one per row, defined from the table ----
+
+def _arg(x):
+    """what the numpy handle's runner takes for a tensor: a numpy view of a CPU tensor, a contiguous CUDA tensor"""
+    if x is None:
+        return None
+    x = x.detach()
+    return x.numpy() if x.is_cpu else x.contiguous()
+
+
+def _tensors(res):
+    """the runner's results as tensors (numpy arrays from the host path wrapped without a copy)"""
+    if type(res) is tuple:
+        return tuple(map(_tensors, res))
+    return res if isinstance(res, torch.Tensor) else torch.from_numpy(res)
+
 
 _LIB = torch.library.Library("grid_rbd", "DEF")
 _OPS = {}  # row id -> torch.ops.grid_rbd.<row>.default
@@ -26,7 +42,8 @@ def _schema(row):
     (optional ones may be None), the robot's key and the attribute values"""
     ins = "".join(f"Tensor{'?' if a['optional'] else ''} {a['name']}, " for a in row["inputs"])
     n = len(row["outputs"])
-    return f"{row['name']}(str robot, {ins}int[] attrs) -> {'Tensor' if n == 1 else '(' + ', '.join(['Tensor'] * n) + ')'}"
+    outs = "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
+    return f"{row['name']}(str robot, {ins}int[] attrs) -> {outs}"
 
 
 def _define_ops():
@@ -41,6 +58,7 @@ def _define_ops():
             return FRONTS[robot].fake(_rid, args[:-1])
 
         _LIB.impl(row["name"], kernel, "CPU")
+        _LIB.impl(row["name"], kernel, "CUDA")
         torch.library.register_fake(f"grid_rbd::{row['name']}", fake, lib=_LIB)
         _OPS[rid] = getattr(torch.ops.grid_rbd, row["name"]).default
 
@@ -77,6 +95,9 @@ class TorchRobotHandle:
         sizes = _signatures.sizes_of(handle._model)
         self._rows = [_signatures.concrete(r, sizes) for r in _signatures.ROWS]  # by row id, with this robot's shapes
         self._missing = missing_rows(handle)
+        self._cuda = handle.device == "cuda"
+        self._cuda_lib = handle.cuda_library
+        self._devices = ("cpu", "cuda") if self._cuda else ("cpu",)
         # what the backward needs (_torch_autograd): the q cotangent's map, None where it is the identity
         self.q_pullback = None if q_is_tangent(handle._model) else QPullback(handle._model, handle.output_convention)
         FRONTS[self._key] = self
@@ -104,16 +125,64 @@ class TorchRobotHandle:
     def __repr__(self):
         return "Torch" + repr(self._np)
 
+    def capture(self, method, *example_inputs, **kwargs):
+        """a GraphCallable of one method (a name or a bound method of this handle) on CUDA tensors of the example
+        inputs' shapes (None for an absent optional input) and the keyword arguments given here (target=, ...). The
+        call runs twice on a side stream first (warm-up outside the capture), then once under torch.cuda.graph."""
+        fn = getattr(self, method) if isinstance(method, str) else method
+        static_in = tuple(None if x is None else x.detach().clone() for x in example_inputs)
+        if not all(x is None or x.is_cuda for x in static_in):
+            raise ValueError("capture takes CUDA tensors (a CUDA graph replays device work)")
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                fn(*static_in, **kwargs)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_out = fn(*static_in, **kwargs)
+        return GraphCallable(graph, static_in, static_out)
+
     # ---- the op's kernels ----
     def kernel(self, rid, inputs, attrs, out=None):
-        """the CPU kernel of row rid: the compiled library on the tensors' memory -> fresh tensors (or out's)"""
-        arrays = tuple([None if x is None else x.detach().numpy() if x.requires_grad else x.numpy() for x in inputs])
+        """the kernel of row rid (CPU and CUDA): the compiled library on the tensors' memory -> fresh tensors (or
+        out's). CPU tensors are read through numpy views (on a CUDA handle: its host round trip); CUDA tensors go
+        to the CUDA library's kernels on torch's current stream."""
+        if out is None and inputs[0].is_cuda:
+            return self._device_run(rid, inputs, attrs)
+        arrays = tuple([_arg(x) for x in inputs])
         if out is not None:
-            self._np._call(rid, arrays, tuple(o.detach().numpy() for o in out) if isinstance(out, tuple)
-                           else out.detach().numpy(), attrs)
+            self._np._call(rid, arrays, tuple(map(_arg, out)) if isinstance(out, tuple) else _arg(out), attrs)
             return out
-        res = self._np._call(rid, arrays, None, attrs)
-        return tuple(map(torch.from_numpy, res)) if isinstance(res, tuple) else torch.from_numpy(res)
+        return _tensors(self._np._call(rid, arrays, None, attrs))
+
+    def _device_run(self, rid, inputs, attrs):
+        """row rid on CUDA tensors (no gradient taken): the shapes checked here against the row, fresh outputs from
+        torch's allocator, the CUDA library's entry point on torch's current stream; what the numpy handle's device
+        path does, without its generality (anything else goes there, for its checks and messages)"""
+        c = self._rows[rid]
+        q = inputs[0]
+        one = q.dim() == len(c["inputs"][0][1])
+        lead = () if one else (q.shape[0],)
+        dev, dt = q.device, self._dtype
+        ptrs, keep = [], []
+        for (name, shape, *_), x in zip(c["inputs"], inputs):
+            if x is None:
+                ptrs.append(0)
+                continue
+            if type(x) is not torch.Tensor or x.dtype is not dt or x.device != dev or x.shape != lead + shape:
+                return _tensors(self._np._call(rid, tuple(map(_arg, inputs)), None, attrs))
+            if not x.is_contiguous():
+                x = x.contiguous()
+                keep.append(x)
+            ptrs.append(x.data_ptr())
+        outs = tuple(torch.empty(lead + shape, dtype=dt, device=dev) for _, shape in c["outputs"])
+        lib = self._cuda_lib
+        lib.use_device(dev.index)
+        lib.call(rid, tuple(ptrs), tuple(o.data_ptr() for o in outs), 1 if one else lead[0], attrs,
+                 torch.cuda.current_stream(dev).cuda_stream)
+        return outs if len(outs) > 1 else outs[0]
 
     def fake(self, rid, inputs):
         """the fake kernel of row rid: empty outputs of the inputs' leading dimensions"""
@@ -132,14 +201,17 @@ class TorchRobotHandle:
 
     # ---- one call of a method ----
     def _check(self, R, inputs):
-        """the tensors of a call's inputs (array-likes converted), checked: CPU tensors of the handle's dtype, the
-        row's per-state shapes, one batch axis or none (as the numpy handle's)"""
-        xs = tuple(x if x is None or isinstance(x, torch.Tensor) else torch.as_tensor(x, dtype=self._dtype)
-                   for x in inputs)
+        """the tensors of a call's inputs (DLPack arrays taken without a copy, other array-likes converted), checked:
+        tensors of the handle's devices and dtype, the row's per-state shapes, one batch axis or none (as the numpy
+        handle's)"""
+        xs = tuple(x if x is None or isinstance(x, torch.Tensor) else
+                   torch.from_dlpack(x) if hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray) else
+                   torch.as_tensor(x, dtype=self._dtype) for x in inputs)
         for (name, *_), x in zip(self._rows[R["id"]]["inputs"], xs):
-            if x is not None and x.device.type != "cpu":
-                raise NotAvailableError(f"{R['py_name']}: {name} is on {x.device}; the torch backend takes CPU "
-                                        "tensors in this version (its CUDA kernels come next)")
+            if x is not None and x.device.type not in self._devices:
+                raise NotAvailableError(f"{R['py_name']}: {name} is on {x.device}; this robot takes "
+                                        f"{' and '.join(self._devices).upper()} tensors (register it with device="
+                                        f"'cuda' for CUDA tensors)")
         lead = _signatures.leading_dims(self._rows[R["id"]], R["py_name"], xs, self._dtype,
                                         lambda d: str(d).removeprefix("torch."))
         if len(lead) > 1:
@@ -155,12 +227,17 @@ class TorchRobotHandle:
             raise not_built_error(R["py_name"])
         if not torch.compiler.is_compiling():
             # eager, no gradient, CPU tensors of the dtype: the library on their memory, nothing in between
-            dt, arrays = self._dtype, []
+            dt, cuda, arrays = self._dtype, self._cuda, []
+            q = inputs[0]
+            if out is None and cuda and type(q) is torch.Tensor and q.is_cuda and not (
+                    torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in inputs)):
+                return self._device_run(rid, inputs, attrs)
             for x in inputs if out is None else (*inputs, *(out if type(out) is tuple else (out,))):
                 if x is None:
                     arrays.append(None)
-                elif type(x) is torch.Tensor and x.dtype is dt and x.is_cpu and not x.requires_grad:
-                    arrays.append(x.numpy())
+                elif type(x) is torch.Tensor and x.dtype is dt and not x.requires_grad and \
+                        (x.is_cpu or (cuda and x.is_cuda)):
+                    arrays.append(x.numpy() if x.is_cpu else x)
                 else:
                     break
             else:
@@ -169,8 +246,7 @@ class TorchRobotHandle:
                     self._np._call(rid, tuple(arrays[:n]), arrays[n] if len(arrays) == n + 1 else
                                    tuple(arrays[n:]), attrs)
                     return out
-                res = self._np._call(rid, tuple(arrays), None, attrs)
-                return tuple(map(torch.from_numpy, res)) if type(res) is tuple else torch.from_numpy(res)
+                return _tensors(self._np._call(rid, tuple(arrays), None, attrs))
         xs = self._check(R, inputs)
         attrs = tuple(attrs)
         grad = torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in xs)
@@ -188,6 +264,43 @@ class TorchRobotHandle:
             fn = Differentiable if R["vjp"] >= 0 else ForwardOnly
             return fn.apply(self._key, rid, attrs, *xs)
         return self.run(rid, xs, attrs)
+
+
+class GraphCallable:
+    """One method call captured in a CUDA graph (TorchRobotHandle.capture): static_in are the tensors the graph
+    reads, static_out the ones it writes (overwritten by the next replay: clone to keep a value). call(*inputs)
+    copies inputs into static_in, replays and returns static_out; replay() replays on what static_in holds;
+    replay_into(host) replays and copies static_out into host tensors (pinned_host_like) without waiting."""
+
+    def __init__(self, graph, static_in, static_out):
+        self.graph, self.static_in, self.static_out = graph, static_in, static_out
+
+    def replay(self):
+        self.graph.replay()
+        return self.static_out
+
+    def __call__(self, *inputs):
+        for s, x in zip(self.static_in, inputs):
+            if s is not None and x is not s:
+                s.copy_(x)
+        return self.replay()
+
+    def replay_into(self, host):
+        self.graph.replay()
+        for h, o in zip(host if isinstance(host, tuple) else (host,),
+                        self.static_out if isinstance(self.static_out, tuple) else (self.static_out,)):
+            copy_to_host(h, o)
+        return host
+
+
+def pinned_host_like(x):
+    """an uninitialised tensor of x's shape and dtype in page-locked host memory (allocate once, reuse)"""
+    return torch.empty(x.shape, dtype=x.dtype, device="cpu", pin_memory=True)
+
+
+def copy_to_host(host, x):
+    """copy device tensor x into host (pinned_host_like) on torch's current stream, without waiting for it"""
+    return host.copy_(x, non_blocking=True)
 
 
 def _torch_method(row):

@@ -339,8 +339,6 @@ def test_concurrent_calls_from_threads(iiwa):
     ({"device": "tpu"}, ValueError, "device must be one of 'auto', 'cpu', 'cuda'"),
     ({"device": "cuda", "codegen": False}, ValueError, "device='cuda' needs codegen=True"),
     ({"backend": "tensorflow"}, ValueError, "backend must be one of 'numpy', 'jax', 'torch'"),
-    ({"backend": "jax", "device": "cuda"}, grid_rbd.NotAvailableError, "runs on the CPU in this version"),
-    ({"backend": "torch", "device": "cuda"}, grid_rbd.NotAvailableError, "runs on the CPU in this version"),
     ({"max_batch_size": 0}, ValueError, "max_batch_size"),
     ({"gravity": float("nan")}, ValueError, "gravity"),
     ({"output_convention": "ros"}, ValueError, "output_convention must be one of"),
@@ -355,9 +353,9 @@ def test_register_robot_option_errors(kwargs, exc, match):
 
 def test_not_available_error_is_a_grid_error():
     with pytest.raises(grid_rbd.GridError):
-        grid_rbd.register_robot("api_torch", urdf_path=BUNDLED_IIWA, backend="torch", device="cuda")
+        grid_rbd.register_robot("api_contacts", urdf_path=BUNDLED_IIWA, contact_frames=["x"])
     with pytest.raises(NotImplementedError):
-        grid_rbd.register_robot("api_torch", urdf_path=BUNDLED_IIWA, backend="torch", device="cuda")
+        grid_rbd.register_robot("api_contacts", urdf_path=BUNDLED_IIWA, contact_frames=["x"])
 
 
 def test_algorithm_list_builds_only_those_methods(tmp_path):
