@@ -18,6 +18,8 @@
 #                                    # default options; $OUT/RESULTS-sweep.md and sweep.json
 #   bench/gpu_session.sh frameworks  # THERE: the JAX and PyTorch front ends on CUDA: tests/python/test_frameworks_gpu.py
 #                                    # and bench/gpu_frameworks.py ($OUT/gpu_frameworks.md)
+#   bench/gpu_session.sh peers       # THERE: bench/gpu_frameworks.py and bench/gpu_peers.py (adam, pytorch_kinematics
+#                                    # from .gpu-deps/wheels) only
 #   bench/gpu_session.sh grad        # THERE: the first-order derivatives: their GPU tests on five robots, the bench
 #                                    # of rnea / rnea_grad / fd / fd_grad ($GRAD_ALGOS: e.g. with rnea_vjp,fd_vjp),
 #                                    # cold builds, compute-sanitizer
@@ -64,6 +66,12 @@ for p in sorted(erd.rglob("*.urdf")) if erd else []:
     dst.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(p, dst)
 EOF2
+    # the peers bench/gpu_peers.py runs beside grid-rbd (adam, pytorch_kinematics and what they import that the
+    # device image lacks), as wheels for the device's Python 3.12
+    mkdir -p "$DEPS/wheels"
+    pip download -q --no-deps -d "$DEPS/wheels" --python-version 3.12 --only-binary=:all: \
+        --platform manylinux2014_x86_64 adam-robotics==0.5.0 pytorch-kinematics==0.10.0 array-api-compat urdfdom-py \
+        prettytable wcwidth pytorch-seed arm-pytorch-utilities || echo "peer wheels not downloaded: gpu_peers.py will fail"
     if [ ! -f "$DEPS/include/expat.h" ] || ! ls "$DEPS"/lib/libexpat.so* >/dev/null 2>&1; then
         mkdir -p "$DEPS/include" "$DEPS/lib"
         cp /usr/include/expat.h /usr/include/expat_external.h "$DEPS/include/"
@@ -178,6 +186,23 @@ EOF3
     timeout $(( $(left) - 5 )) python3 bench/gpu_frameworks.py --robots-dir "$DEPS/robots" > "$OUT/gpu_frameworks.md" \
         2> "$OUT/gpu_frameworks.log"
     ts "bench exit $?"; tail -12 "$OUT/gpu_frameworks.log"; cat "$OUT/gpu_frameworks.md"
+    ts "done"
+    exit 0
+fi
+
+if [ "${1:-run}" = peers ]; then   # issue 28's benches only: bench/gpu_frameworks.py, then bench/gpu_peers.py
+    export XLA_PYTHON_CLIENT_PREALLOCATE=false
+    python3 -m pip install -q --no-deps "$DEPS"/wheels/*.whl || ts "peer wheels: install failed"
+    if [ -z "${PEERS_ONLY:-}" ]; then
+        ts "bench/gpu_frameworks.py"
+        timeout 240 python3 bench/gpu_frameworks.py --robots-dir "$DEPS/robots" > "$OUT/gpu_frameworks.md" \
+            2> "$OUT/gpu_frameworks.log"
+        ts "exit $?"; cat "$OUT/gpu_frameworks.md"
+    fi
+    ts "bench/gpu_peers.py"
+    timeout $(( $(left) - 5 )) python3 bench/gpu_peers.py --robots-dir "$DEPS/robots" --budget-s $(( $(left) - 60 )) \
+        > "$OUT/gpu_peers.md" 2> "$OUT/gpu_peers.log"
+    ts "exit $?"; grep -v "^Unknown tag" "$OUT/gpu_peers.log" | tail -15; cat "$OUT/gpu_peers.md"
     ts "done"
     exit 0
 fi
