@@ -44,8 +44,7 @@ def cases(j, t, B, dtype):
     jq, jqd, ju = jax.device_put(q), jax.device_put(qd), jax.device_put(u)
     tq, tqd, tu = torch.from_numpy(q), torch.from_numpy(qd), torch.from_numpy(u)
     out = np.empty((B, n.nv), dtype)
-    tout, mm, tmm = torch.from_numpy(out.copy()), np.empty((B, n.nv, n.nv), dtype), torch.empty(B, n.nv, n.nv,
-                                                                                                  dtype=t.dtype)
+    mm, tmm = np.empty((B, n.nv, n.nv), dtype), torch.empty(B, n.nv, n.nv, dtype=t.dtype)
     jid, jfd, jcrba = (jax.jit(f) for f in (j.inverse_dynamics, j.forward_dynamics, j.crba))
     jgrad = jax.jit(jax.grad(lambda q, qd, g: jnp.vdot(j.inverse_dynamics(q, qd), g), argnums=(0, 1)))
     tqg, tqdg = tq.clone().requires_grad_(), tqd.clone().requires_grad_()

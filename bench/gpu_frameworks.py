@@ -5,7 +5,6 @@ backward pass against its forward, for float32 iiwa and g1_29dof floating at B =
 against the numpy handle's host round trip first. Prints a markdown table (bench/RESULTS-gpu.md)."""
 
 import argparse
-import os
 import statistics
 import sys
 import time

@@ -103,7 +103,6 @@ def main():
         ee = h.ee_names[0]
         chain = pk.build_serial_chain_from_urdf(urdf.read_bytes(), ee).to(dtype=torch.float32, device=dev) \
             if robot == "iiwa" else pk.build_chain_from_urdf(urdf.read_bytes()).to(dtype=torch.float32, device=dev)
-        n = len(joints)
         for B in map(int, args.batches.split(",")):
             reps = 50 if B <= 1024 else 10
             rng = np.random.default_rng(0)

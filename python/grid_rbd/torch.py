@@ -73,8 +73,8 @@ def op(name):
 
 def register_robot(name, urdf_path=None, urdf_string=None, **options):
     """grid_rbd.register_robot(..., backend="torch"): a TorchRobotHandle on the same compiled library as the numpy
-    backend (a cache hit when that one was built). Takes register_robot's arguments; the calls take CPU tensors in
-    this version (device "auto" or "cpu")."""
+    backend (a cache hit when that one was built). Takes register_robot's arguments; with device="cuda" (or "auto" on
+    a machine with a GPU) CUDA tensors run on the CUDA library's kernels on torch's current stream."""
     from .registry import register_robot as _register
     options["backend"] = "torch"
     return _register(name, urdf_path=urdf_path, urdf_string=urdf_string, **options)
@@ -83,8 +83,8 @@ def register_robot(name, urdf_path=None, urdf_string=None, **options):
 class TorchRobotHandle:
     """Batched rigid-body dynamics of one robot on torch tensors: every method of the numpy RobotHandle (same names,
     arguments and shapes; out= takes tensors to write), each the op grid_rbd::<row> under torch.compile and a direct
-    call of the compiled library in eager mode. Inputs must be CPU tensors of the handle's dtype; a single state (no
-    batch axis) gives a result without one. inverse_dynamics (q, qd), forward_dynamics and aba (q, qd, u) and
+    call of the compiled library in eager mode. Inputs are tensors of the handle's dtype, on the CPU or, for a CUDA
+    robot, on a GPU; a single state (no batch axis) gives a result without one. inverse_dynamics (q, qd), forward_dynamics and aba (q, qd, u) and
     end_effector_pose (q) are differentiable through their analytic VJP rows; differentiating anything else raises
     DifferentiationError."""
 
@@ -166,7 +166,7 @@ class TorchRobotHandle:
         one = q.dim() == len(c["inputs"][0][1])
         lead = () if one else (q.shape[0],)
         dev, dt = q.device, self._dtype
-        ptrs, keep = [], []
+        ptrs, keep = [], []  # (keep: contiguous copies, alive until their kernels are launched)
         for (name, shape, *_), x in zip(c["inputs"], inputs):
             if x is None:
                 ptrs.append(0)
@@ -209,9 +209,9 @@ class TorchRobotHandle:
                    torch.as_tensor(x, dtype=self._dtype) for x in inputs)
         for (name, *_), x in zip(self._rows[R["id"]]["inputs"], xs):
             if x is not None and x.device.type not in self._devices:
+                hint = "" if self._cuda else " (register it with device='cuda' for CUDA tensors)"
                 raise NotAvailableError(f"{R['py_name']}: {name} is on {x.device}; this robot takes "
-                                        f"{' and '.join(self._devices).upper()} tensors (register it with device="
-                                        f"'cuda' for CUDA tensors)")
+                                        f"{' and '.join(self._devices).upper()} tensors{hint}")
         lead = _signatures.leading_dims(self._rows[R["id"]], R["py_name"], xs, self._dtype,
                                         lambda d: str(d).removeprefix("torch."))
         if len(lead) > 1:

@@ -529,3 +529,25 @@ def all_states(robot, n=BATCH):
     """(kind, states) for every kind that applies to the robot"""
     return [(k, make_states(robot.handle, k, n)) for k in kinds_for(robot)]
 
+
+def robot_path(case):
+    """the case's URDF: GRID_RBD_ROBOTS_DIR (shared robots) / GRID_RBD_ERD_DIR (example-robot-data robots/) first (the
+    copies on the GPU machine, where neither is installed)"""
+    env = {"shared": "GRID_RBD_ROBOTS_DIR", "erd": "GRID_RBD_ERD_DIR"}.get(case.source)
+    if env and os.environ.get(env):
+        p = Path(os.environ[env]) / case.relpath
+        if p.is_file():
+            return p
+    return case_path(case, synthetic_dir())
+
+
+def row_inputs(h, row, n, seed=0):
+    """inputs of a signature-table row for n states of h's dtype, in the row's order: the test states of
+    make_states by input name, normal random values for the others (cotangents)"""
+    from grid_rbd import _signatures
+    s = make_states(h, "random", n, seed)
+    c = _signatures.concrete(row, _signatures.sizes_of(h._model))
+    rng = np.random.default_rng(seed + 7)
+    return [np.ascontiguousarray(s[name] if name in s else rng.normal(size=(n,) + shape), dtype=h.dtype)
+            for name, shape, *_ in c["inputs"]]
+

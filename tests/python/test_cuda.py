@@ -12,14 +12,13 @@ import json
 import os
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import grid_rbd
 from grid_rbd import cuda as gcuda
-from robot_cases import CASES, case_path, make_states, synthetic_dir
+from robot_cases import CASES, make_states, robot_path
 
 _ok, _why = gcuda.available()
 pytestmark = [pytest.mark.gpu] + ([] if _ok else [pytest.mark.skip(reason=f"needs an NVIDIA GPU and nvcc: {_why}")])
@@ -35,16 +34,6 @@ BIG_CASES = ("iiwa", "go2_ff", "g1_29dof_ff", "atlas_ff")
 BIG_METHODS = ("inverse_dynamics", "crba", "minv", "forward_dynamics", "aba", "inverse_dynamics_gradient",
                "forward_dynamics_gradient")
 TORCH_CASES = ("iiwa", "go2_ff", "g1_29dof_ff", "synthetic_ff")
-
-
-def robot_path(case):
-    """the case's URDF: GRID_RBD_ROBOTS_DIR (shared robots) / GRID_RBD_ERD_DIR (example-robot-data robots/) first"""
-    env = {"shared": "GRID_RBD_ROBOTS_DIR", "erd": "GRID_RBD_ERD_DIR"}.get(case.source)
-    if env and os.environ.get(env):
-        p = Path(os.environ[env]) / case.relpath
-        if p.is_file():
-            return p
-    return case_path(case, synthetic_dir())
 
 
 # ---- handles, once per (case, kind) ----

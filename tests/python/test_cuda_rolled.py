@@ -6,9 +6,8 @@ import pytest
 
 import grid_rbd
 from grid_rbd import cuda as gcuda
-from robot_cases import CASES, make_states
+from robot_cases import CASES, make_states, robot_path
 from test_codegen import all_outputs, pose_as_matrices
-from test_cuda import robot_path
 
 _ok, _why = gcuda.available()
 pytestmark = [pytest.mark.gpu] + ([] if _ok else [pytest.mark.skip(reason=f"needs an NVIDIA GPU and nvcc: {_why}")])

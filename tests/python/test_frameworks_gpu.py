@@ -3,16 +3,13 @@ device arrays equals the numpy handle's host round trip on the same library (flo
 the GPU equal the CPU front ends' (float64 to 1e-10), jit / vmap / torch.compile / a captured CUDA graph equal eager
 calls, and a CPU robot refuses GPU arrays clearly."""
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import grid_rbd
 from grid_rbd import _signatures
 from grid_rbd import cuda as gcuda
-from robot_cases import CASES, case_path, make_states, synthetic_dir
+from robot_cases import CASES, make_states, robot_path, row_inputs
 
 _ok, _why = gcuda.available()
 pytestmark = [pytest.mark.gpu] + ([] if _ok else [pytest.mark.skip(reason=f"needs an NVIDIA GPU and nvcc: {_why}")])
@@ -25,16 +22,6 @@ import grid_rbd.torch as gt  # noqa: E402
 
 B = 7
 _pairs = {}
-
-
-def robot_path(case):
-    """the case's URDF: GRID_RBD_ROBOTS_DIR / GRID_RBD_ERD_DIR (copies on the GPU machine) first"""
-    env = {"shared": "GRID_RBD_ROBOTS_DIR", "erd": "GRID_RBD_ERD_DIR"}.get(case.source)
-    if env and os.environ.get(env):
-        p = Path(os.environ[env]) / case.relpath
-        if p.is_file():
-            return p
-    return case_path(case, synthetic_dir())
 
 
 # the rows the gradient tests use (g1's whole CUDA library is the slowest build)
@@ -54,14 +41,6 @@ def cuda_handles(case_id, dtype="float64", algorithm_list=None):
     return _pairs[key]
 
 
-def row_inputs(h, row, seed=0):
-    s = make_states(h, "random", B, seed)
-    c = _signatures.concrete(row, _signatures.sizes_of(h._model))
-    rng = np.random.default_rng(seed + 7)
-    return [np.ascontiguousarray(s[name] if name in s else rng.normal(size=(B,) + shape), dtype=h.dtype)
-            for name, shape, *_ in c["inputs"]]
-
-
 def close(got, want, tol):
     got = got.detach().cpu().numpy() if isinstance(got, torch.Tensor) else np.asarray(got)
     want = np.asarray(want)
@@ -79,7 +58,7 @@ def test_every_row_on_device_arrays_equals_the_host_round_trip(case_id):
     h, j, t = cuda_handles(case_id)
     gpu = jax.devices("gpu")[0]
     for row in _signatures.ROWS:
-        args = row_inputs(h, row)
+        args = row_inputs(h, row, B)
         want = as_tuple(getattr(h, row["py_name"])(*args))                  # numpy: the host round trip
         got_t = as_tuple(getattr(t, row["py_name"])(*[torch.from_numpy(a).cuda() for a in args]))
         got_j = as_tuple(getattr(j, row["py_name"])(*[jax.device_put(a, gpu) for a in args]))
@@ -118,7 +97,7 @@ def test_gradients_on_the_gpu_equal_the_cpu_front_ends(case_id):
 
 def test_jit_vmap_compile_and_graph_replay_equal_eager():
     h, j, t = cuda_handles("iiwa", "float32")
-    q, qd, qdd, f = row_inputs(h, _signatures.row("rnea"))
+    q, qd, qdd, f = row_inputs(h, _signatures.row("rnea"), B)
     want = h.inverse_dynamics(q, qd)
     gpu = jax.devices("gpu")[0]
     jq, jqd = jax.device_put(q, gpu), jax.device_put(qd, gpu)

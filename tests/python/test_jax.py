@@ -17,7 +17,7 @@ from grid_rbd import _signatures  # noqa: E402
 from grid_rbd._errors import NotAvailableError  # noqa: E402
 import grid_rbd.jax as gj  # noqa: E402
 import robot_cases  # noqa: E402
-from robot_cases import CASES, case_path, handle_for, make_states  # noqa: E402
+from robot_cases import CASES, case_path, handle_for, make_states, row_inputs  # noqa: E402
 
 # (case, provider, dtype): fixed and floating bases, float32, coupled mimic hands, the reference provider
 HANDLES = [("iiwa", "generated", "float64"), ("iiwa", "generated", "float32"), ("go2_ff", "generated", "float64"),
@@ -36,18 +36,6 @@ def pair(request):
     return h, gj.JaxRobotHandle(h)
 
 
-def row_inputs(h, row, seed=0):
-    """inputs of a row for B states of h's dtype (the test states of robot_cases, random cotangents)"""
-    s = make_states(h, "random", B, seed)
-    c = _signatures.concrete(row, _signatures.sizes_of(h._model))
-    rng = np.random.default_rng(seed + 7)
-    out = []
-    for name, shape, *_ in c["inputs"]:
-        x = s[name] if name in s else rng.normal(size=(B,) + shape)
-        out.append(np.ascontiguousarray(x, dtype=h.dtype))
-    return out
-
-
 def same(a, b, dtype):
     """equal to rounding: the same compiled code on the same inputs (0 in practice)"""
     a, b = np.asarray(a), np.asarray(b)
@@ -60,7 +48,7 @@ def same(a, b, dtype):
 @pytest.mark.parametrize("row", _signatures.ROWS, ids=[r["name"] for r in _signatures.ROWS])
 def test_every_row_equals_the_numpy_handle(pair, row):
     h, j = pair
-    args = row_inputs(h, row)
+    args = row_inputs(h, row, B)
     want = getattr(h, row["py_name"])(*args)
     got = getattr(j, row["py_name"])(*[jnp.asarray(a) for a in args])
     want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
@@ -72,7 +60,7 @@ def test_every_row_equals_the_numpy_handle(pair, row):
 def test_jit_vmap_and_single_states(pair):
     h, j = pair
     row = _signatures.row("rnea")
-    q, qd, qdd, f = row_inputs(h, row)
+    q, qd, qdd, f = row_inputs(h, row, B)
     want = h.inverse_dynamics(q, qd, qdd, f)
     same(jax.jit(j.inverse_dynamics)(q, qd, qdd, f), want, h.dtype)
     # vmap over a new axis, q unbatched (read again, not broadcast), then nested vmap
@@ -94,7 +82,7 @@ def test_jit_vmap_and_single_states(pair):
 
 def test_frame_arguments_and_tuples(pair):
     h, j = pair
-    q = row_inputs(h, _signatures.row("crba"))[0]
+    q = row_inputs(h, _signatures.row("crba"), B)[0]
     frame = h.body_names[-1]
     for rf in ("WORLD", "LOCAL", "LOCAL_WORLD_ALIGNED"):
         same(j.frame_jacobian(q, frame, rf), h.frame_jacobian(q, frame, rf), h.dtype)
@@ -107,7 +95,7 @@ def test_frame_arguments_and_tuples(pair):
 
 def test_bad_arguments_raise_clear_errors(pair):
     h, j = pair
-    q = row_inputs(h, _signatures.row("crba"))[0]
+    q = row_inputs(h, _signatures.row("crba"), B)[0]
     other = np.float32 if h.dtype == np.float64 else np.float64
     with pytest.raises(ValueError, match=f"dtype {np.dtype(other).name}; this robot takes {np.dtype(h.dtype).name}"):
         j.crba(q.astype(other))
@@ -222,7 +210,7 @@ def test_what_has_no_derivative_raises(grad_pair):
 def test_out_buffers_donated_under_jit(pair):
     """out= writes into the given buffers (input_output_aliases); donated under jit, XLA allocates no output"""
     h, j = pair
-    q = row_inputs(h, _signatures.row("crba"))[0]
+    q = row_inputs(h, _signatures.row("crba"), B)[0]
     f = jax.jit(lambda q, out: j.crba(q, out=out), donate_argnums=1)
     got = f(q, jnp.zeros((B, h.nv, h.nv), h.dtype))
     same(got, h.crba(q), h.dtype)

@@ -8,12 +8,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import grid_rbd  # noqa: E402
 from grid_rbd import _signatures  # noqa: E402
 from grid_rbd._errors import NotAvailableError  # noqa: E402
 import grid_rbd.torch as gt  # noqa: E402
 import robot_cases  # noqa: E402
-from robot_cases import CASES, case_path, handle_for, make_states  # noqa: E402
+from robot_cases import CASES, case_path, handle_for, make_states, row_inputs  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -36,18 +35,6 @@ def pair(request):
     return torch_pair(*request.param)
 
 
-def row_inputs(h, row, seed=0, n=B):
-    """inputs of a row for n states of h's dtype (the test states of robot_cases, random cotangents)"""
-    s = make_states(h, "random", n, seed)
-    c = _signatures.concrete(row, _signatures.sizes_of(h._model))
-    rng = np.random.default_rng(seed + 7)
-    out = []
-    for name, shape, *_ in c["inputs"]:
-        x = s[name] if name in s else rng.normal(size=(n,) + shape)
-        out.append(np.ascontiguousarray(x, dtype=h.dtype))
-    return out
-
-
 def same(a, b, dtype):
     """equal to rounding: the same compiled code on the same inputs (0 in practice)"""
     a = a.detach().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
@@ -66,7 +53,7 @@ def as_tuple(x):
 def test_every_row_equals_the_numpy_handle(pair, row):
     """eager (the library on the tensors' memory) and the op itself (what a compiled graph calls)"""
     h, t = pair
-    args = row_inputs(h, row)
+    args = row_inputs(h, row, B)
     want = as_tuple(getattr(h, row["py_name"])(*args))
     tensors = [torch.from_numpy(a) for a in args]
     got = as_tuple(getattr(t, row["py_name"])(*tensors))
@@ -82,7 +69,7 @@ def test_every_row_equals_the_numpy_handle(pair, row):
 
 def test_single_states_out_and_arrays(pair):
     h, t = pair
-    q, qd, qdd, f = row_inputs(h, _signatures.row("rnea"))
+    q, qd, qdd, f = row_inputs(h, _signatures.row("rnea"), B)
     tq, tqd = torch.from_numpy(q), torch.from_numpy(qd)
     same(t.crba(tq[0]), h.crba(q[:1])[0], h.dtype)
     # out= tensors are written in place (a tuple for a row of two outputs)
@@ -103,7 +90,7 @@ def test_single_states_out_and_arrays(pair):
 
 def test_bad_arguments_raise_clear_errors(pair):
     h, t = pair
-    q = torch.from_numpy(row_inputs(h, _signatures.row("crba"))[0])
+    q = torch.from_numpy(row_inputs(h, _signatures.row("crba"), B)[0])
     other = torch.float32 if t.dtype == torch.float64 else torch.float64
     name, mine = str(other)[6:], str(t.dtype)[6:]
     for grad in (False, True):  # the eager fast path and the checked one
@@ -149,7 +136,7 @@ def test_compiled_graphs_equal_eager(case):
     """torch.compile(fullgraph=True) traces the ops through their fake kernels: a forward with a frame attribute and a
     two-output row (inductor), and a gradient through the autograd.Function (aot_eager)"""
     h, t = torch_pair(*case)
-    q, qd, qdd, f = (torch.from_numpy(a) for a in row_inputs(h, _signatures.row("rnea")))
+    q, qd, qdd, f = (torch.from_numpy(a) for a in row_inputs(h, _signatures.row("rnea"), B))
     frame = h.body_names[-1]
 
     def fwd(q, qd):
@@ -174,7 +161,7 @@ def test_opcheck_every_op():
     """torch.library.opcheck (schema, fake kernel, AOT dispatch) of every row's op on a floating base"""
     h, t = torch_pair("go2_ff", "generated", "float64")
     for row in _signatures.ROWS:
-        tensors = [torch.from_numpy(a) for a in row_inputs(h, row, n=2)]
+        tensors = [torch.from_numpy(a) for a in row_inputs(h, row, 2)]
         attrs = [h.ee_frame_ids[0] if a["name"] == "frame" else a["lo"] for a in row["attrs"]]
         torch.library.opcheck(gt.op(row["name"]), (t.robot_key, *tensors, attrs))
 
