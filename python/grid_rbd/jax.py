@@ -11,7 +11,7 @@ from . import _jax_autodiff as _autodiff
 from ._jax_autodiff import DifferentiationError
 from .handle import REFERENCE_FRAMES, missing_rows, not_built_error, robot_key, row_binder
 
-__all__ = ["register_robot", "JaxRobotHandle", "REFERENCE_FRAMES", "DifferentiationError"]
+__all__ = ["register_robot", "JaxRobotHandle", "REFERENCE_FRAMES", "DifferentiationError", "to_host"]
 
 if not _core.XLA_FFI:
     raise ImportError("grid_rbd was built without jaxlib's XLA FFI headers: install jax, then reinstall grid_rbd "
@@ -35,6 +35,21 @@ def _register_targets():
 
 
 _register_targets()
+
+
+def to_host(tree):
+    """The arrays of a pytree on an accelerator copied to host memory through XLA's pinned host memory space (a
+    device_put to memory_kind="pinned_host" of the array's own device: one DMA into page-locked memory, no pageable
+    staging); asynchronous like any device_put, np.asarray of a result then costs no copy from the device. Arrays
+    already on the CPU and leaves that are not jax arrays are returned as they are."""
+    def one(x):
+        if not isinstance(x, jax.Array):
+            return x
+        dev = next(iter(x.devices()))
+        if dev.platform == "cpu":
+            return x
+        return jax.device_put(x, jax.sharding.SingleDeviceSharding(dev, memory_kind="pinned_host"))
+    return jax.tree_util.tree_map(one, tree)
 
 
 def register_robot(name, urdf_path=None, urdf_string=None, **options):

@@ -117,6 +117,15 @@ def test_jit_vmap_compile_and_graph_replay_equal_eager():
     close(host, h.inverse_dynamics(q2, qd), 1e-6)
 
 
+def test_to_host_copies_into_pinned_host_memory():
+    h, j, t = cuda_handles("iiwa", "float32")
+    q = row_inputs(h, _signatures.row("crba"), B)[0]
+    M = j.crba(jax.device_put(q, jax.devices("gpu")[0]))
+    host = gj.to_host({"M": M, "n": 3})
+    assert host["n"] == 3 and host["M"].sharding.memory_kind == "pinned_host"
+    close(np.asarray(host["M"]), h.crba(q), 1e-6)
+
+
 def test_a_cpu_robot_refuses_gpu_arrays():
     case = next(c for c in CASES if c.id == "iiwa")
     t = gt.register_robot("fw_iiwa_cpu", urdf_path=robot_path(case), device="cpu", verbose=False)

@@ -219,3 +219,11 @@ def test_out_buffers_donated_under_jit(pair):
     same(J, h.com(q)[1], h.dtype)
     with pytest.raises(ValueError, match="out must be"):
         j.crba(q, out=jnp.zeros((B, h.nv), h.dtype))
+
+
+def test_to_host_leaves_cpu_arrays_and_other_leaves_alone():
+    x = jnp.arange(6.0).reshape(2, 3)
+    tree = {"a": x, "b": (np.ones(2), 3)}
+    out = gj.to_host(tree)
+    assert out["a"] is x and out["b"][0] is tree["b"][0] and out["b"][1] == 3
+
