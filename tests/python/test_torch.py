@@ -83,6 +83,12 @@ def test_single_states_out_and_arrays(pair):
     frame = h.body_names[-1]
     for rf in ("WORLD", "LOCAL", "LOCAL_WORLD_ALIGNED"):
         same(t.frame_jacobian(q, frame, rf), h.frame_jacobian(q, frame, rf), h.dtype)
+    # DLPack arrays (a JAX array here) are taken without a copy; float64 JAX arrays need jax_enable_x64, which this
+    # module leaves alone, so the float32 robots take this branch
+    jnp = pytest.importorskip("jax.numpy")
+    x = jnp.asarray(q)
+    if x.dtype == q.dtype:
+        same(t.crba(x), h.crba(q), h.dtype)
     # a non-contiguous view is read as it is
     wide = torch.from_numpy(np.concatenate([q, q], axis=1))[:, :h.nq]
     same(t.crba(wide), h.crba(q), h.dtype)
