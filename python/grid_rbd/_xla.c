@@ -86,9 +86,9 @@ static XLA_FFI_Error *run_row(XLA_FFI_CallFrame *f, int algo, int cuda)
         XLA_FFI_Metadata_Extension *e = (XLA_FFI_Metadata_Extension *)f->extension_start;
         e->metadata->api_version = (XLA_FFI_Api_Version){XLA_FFI_Api_Version_STRUCT_SIZE, NULL, XLA_FFI_API_MAJOR,
                                                          XLA_FFI_API_MINOR};
-        /* On the CPU: no synchronisation and no allocation, XLA may put it in a command buffer. On CUDA not yet:
-           XLA's capture of a derivative row's launches failed ("Failed to create a child graph node", H100, run 27,
-           bench/RESULTS-gpu.md); its calls run outside XLA's CUDA graphs until that is understood. */
+        /* No synchronisation and no allocation: XLA may put a CPU call in a command buffer. Not a CUDA call: XLA's
+           capture of jax.grad's VJP row failed ("Failed to create a child graph node", bench/RESULTS-gpu.md runs 27
+           and 29), with the workspace XLA allocates (below) too; why is not yet known */
         if (!cuda) e->metadata->traits = XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE;
         return NULL;
     }
@@ -158,8 +158,17 @@ static XLA_FFI_Error *run_row(XLA_FFI_CallFrame *f, int algo, int cuda)
         in[k] = (const XLA_FFI_Buffer *)f->args.args[n_args++];
     }
     /* with "aliased", the last operands are the outputs' donated buffers (input_output_aliases: XLA hands the same
-       memory back as the results), only written */
-    if ((aliased != 0 && aliased != row->n_out) || n_args + aliased != f->args.size || f->rets.size != row->n_out)
+       memory back as the results), only written; on CUDA a result past the outputs is the kernels' workspace (bytes
+       XLA allocated, so the call allocates nothing itself) */
+    const XLA_FFI_Buffer *workspace = NULL;
+    if (cuda && f->rets.size == row->n_out + 1) {
+        workspace = (const XLA_FFI_Buffer *)f->rets.rets[row->n_out];
+        if (workspace->dtype != XLA_FFI_DataType_U8 || workspace->rank != 1)
+            return fail(f, XLA_FFI_Error_Code_INVALID_ARGUMENT, "grid_rbd %s: the workspace result is not a byte "
+                        "vector", name);
+    }
+    if ((aliased != 0 && aliased != row->n_out) || n_args + aliased != f->args.size ||
+        f->rets.size != row->n_out + (workspace != NULL))
         return fail(f, XLA_FFI_Error_Code_INVALID_ARGUMENT, "grid_rbd %s: %lld operands and %lld results for %d present "
                     "inputs, %lld aliased buffers and %d outputs", name, (long long)f->args.size,
                     (long long)f->rets.size, n_args, aliased, row->n_out);
@@ -223,7 +232,8 @@ static XLA_FFI_Error *run_row(XLA_FFI_CallFrame *f, int algo, int cuda)
         }
         for (int k = 0; k < row->n_out; k++)
             out_ptr[k] = (char *)out[k]->data + (size_t)(o * batch) * (size_t)row->out[k].width * el;
-        grid_call c = {in_ptr, out_ptr, row->n_in, row->n_out, batch, {0}, threads, NULL, 0, stream};
+        grid_call c = {in_ptr, out_ptr, row->n_in, row->n_out, batch, {0}, threads,
+                       workspace ? workspace->data : NULL, workspace ? (size_t)workspace->dims[0] : 0, stream};
         for (int k = 0; k < GRID_MAX_ATTR; k++) c.attr[k] = (int)attr[k];
         for (int k = 0; k < row->n_attr; k++)
             if (c.attr[k] < row->attr_lo[k] || c.attr[k] >= row->attr_hi[k])

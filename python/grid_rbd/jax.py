@@ -36,6 +36,9 @@ def _register_targets():
 
 _register_targets()
 
+# the most bytes of workspace a CUDA call asks XLA for (its kernels run the batch in slices that fit)
+_CUDA_WORKSPACE_MAX = 64 << 20
+
 
 def to_host(tree):
     """The arrays of a pytree on an accelerator copied to host memory through XLA's pinned host memory space (a
@@ -81,6 +84,9 @@ class JaxRobotHandle:
         sizes = _signatures.sizes_of(handle._model)
         self._rows = [_signatures.concrete(r, sizes) for r in _signatures.ROWS]  # by row id, with this robot's shapes
         self._missing = missing_rows(handle)
+        # per-state workspace bytes of each row of a CUDA library (XLA allocates it for the CUDA handler)
+        self._cuda_work = {m["name"]: m["work_bytes"] for m in handle._library.methods} \
+            if handle.device == "cuda" and handle._library is not None else {}
 
     @property
     def numpy_handle(self):
@@ -146,9 +152,22 @@ class JaxRobotHandle:
         kw = {f"a{k}": np.int32(v) for k, v in enumerate(attrs)}
         if aliased:
             kw["aliased"] = np.int32(len(aliased))
-        call = jax.ffi.ffi_call(_target(row["name"], str(self._dtype)), outs, vmap_method="expand_dims",
-                                input_output_aliases={len(args) + k: k for k in range(len(aliased))})
-        return list(call(*args, *aliased, robot=self._key, present=np.int32(present), **kw))
+        target = _target(row["name"], str(self._dtype))
+        aliases = {len(args) + k: k for k in range(len(aliased))}
+        kw.update(robot=self._key, present=np.int32(present))
+
+        def on(results):
+            return jax.ffi.ffi_call(target, results, vmap_method="expand_dims", input_output_aliases=aliases)(
+                *args, *aliased, **kw)
+
+        wb = self._cuda_work.get(row["name"], 0)
+        if not wb:
+            return list(on(outs))
+        # a CUDA robot's row with workspace: on the GPU a workspace result (bytes XLA allocates, dropped after),
+        # whole warps of states at a time up to _CUDA_WORKSPACE_MAX bytes; on the CPU none
+        states = min(-(-batch // 32) * 32, max(32, _CUDA_WORKSPACE_MAX // wb // 32 * 32))
+        ws = jax.ShapeDtypeStruct((states * wb,), np.uint8)
+        return list(jax.lax.platform_dependent(cpu=lambda: tuple(on(outs)), cuda=lambda: tuple(on(outs + [ws]))[:-1]))
 
 
 def _jax_method(row):
