@@ -118,6 +118,28 @@ def _forward_only_message(row):
             "(differentiable: inverse_dynamics and forward_dynamics / aba in q, qd (and u), end_effector_pose in q)")
 
 
+def _vmap_rule(info, in_dims, key, row_id, attrs, *inputs):
+    """a row under torch.vmap: each input's mapped dimension moved to the front (an unmapped input expanded to it)
+    and merged with the batch axis, one call, the outputs split back (mapped along dimension 0)"""
+    front = FRONTS[key]
+    V = info.batch_size
+    c = front.rows[row_id]
+    first = None  # the logical leading dimensions of the call (the first present input's)
+    flat = []
+    for (name, shape, *_), x, d in zip(c["inputs"], inputs, in_dims[3:]):
+        if x is None:
+            flat.append(None)
+            continue
+        x = x.movedim(d, 0) if d is not None else x.expand(V, *x.shape)
+        lead = tuple(x.shape[1:x.dim() - len(shape)])
+        first = lead if first is None else first
+        flat.append(x.reshape((-1,) + tuple(shape)))
+    out = front.call(_signatures.ROWS[row_id], flat, attrs)
+    outs = out if isinstance(out, tuple) else (out,)
+    outs = tuple(o.reshape((V,) + first + tuple(shape)) for o, (_, shape) in zip(outs, c["outputs"]))
+    return (outs, (0,) * len(outs)) if isinstance(out, tuple) else (outs[0], 0)
+
+
 class ForwardOnly(torch.autograd.Function):
     """a row without analytic derivatives (or a VJP row inside a backward): its backward raises"""
 
@@ -128,6 +150,8 @@ class ForwardOnly(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         ctx.row_id = inputs[1]
+
+    vmap = staticmethod(_vmap_rule)
 
     @staticmethod
     def backward(ctx, *grads):
@@ -146,6 +170,8 @@ class Differentiable(torch.autograd.Function):
         key, row_id, attrs, *xs = inputs
         ctx.key, ctx.row_id, ctx.attrs = key, row_id, attrs
         ctx.save_for_backward(*xs)
+
+    vmap = staticmethod(_vmap_rule)
 
     @staticmethod
     def backward(ctx, grad):

@@ -26,6 +26,10 @@ def _arg(x):
     return x.numpy() if x.is_cpu else x.contiguous()
 
 
+# a tensor torch.func has wrapped (vmap's batched tensors, grad's tracking ones): no memory of its own to hand over
+_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+
+
 def _tensors(res):
     """the runner's results as tensors (numpy arrays from the host path wrapped without a copy)"""
     if type(res) is tuple:
@@ -94,6 +98,7 @@ class TorchRobotHandle:
         self._dtype = _TORCH_DTYPES[np.dtype(handle.dtype)]
         sizes = _signatures.sizes_of(handle._model)
         self._rows = [_signatures.concrete(r, sizes) for r in _signatures.ROWS]  # by row id, with this robot's shapes
+        self.rows = self._rows  # (the vmap rule's view of them)
         self._missing = missing_rows(handle)
         self._cuda = handle.device == "cuda"
         self._cuda_lib = handle.cuda_library
@@ -229,14 +234,14 @@ class TorchRobotHandle:
             # eager, no gradient, CPU tensors of the dtype: the library on their memory, nothing in between
             dt, cuda, arrays = self._dtype, self._cuda, []
             q = inputs[0]
-            if out is None and cuda and type(q) is torch.Tensor and q.is_cuda and not (
-                    torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in inputs)):
+            if out is None and cuda and type(q) is torch.Tensor and q.is_cuda and not any(
+                    x is not None and (x.requires_grad and torch.is_grad_enabled() or _wrapped(x)) for x in inputs):
                 return self._device_run(rid, inputs, attrs)
             for x in inputs if out is None else (*inputs, *(out if type(out) is tuple else (out,))):
                 if x is None:
                     arrays.append(None)
                 elif type(x) is torch.Tensor and x.dtype is dt and not x.requires_grad and \
-                        (x.is_cpu or (cuda and x.is_cuda)):
+                        (x.is_cpu or (cuda and x.is_cuda)) and not _wrapped(x):
                     arrays.append(x.numpy() if x.is_cpu else x)
                 else:
                     break
@@ -249,12 +254,15 @@ class TorchRobotHandle:
                 return _tensors(self._np._call(rid, tuple(arrays), None, attrs))
         xs = self._check(R, inputs)
         attrs = tuple(attrs)
-        grad = torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in xs)
+        # a gradient may flow, or torch.func wraps the tensors (vmap, grad; never while torch.compile traces): through
+        # an autograd.Function, whose backward and vmap rules handle both
+        compiling, enabled = torch.compiler.is_compiling(), torch.is_grad_enabled()
+        grad = any(x is not None and (x.requires_grad and enabled or not compiling and _wrapped(x)) for x in xs)
         if out is not None:
             if grad:
                 raise DifferentiationError(f"{R['py_name']}: out= is not differentiable; call it without out= to "
                                            "differentiate")
-            if torch.compiler.is_compiling():
+            if compiling:
                 res = _OPS[rid](self._key, *xs, list(attrs))
                 for o, r in zip(out if isinstance(out, tuple) else (out,), res if isinstance(res, tuple) else (res,)):
                     o.copy_(r)

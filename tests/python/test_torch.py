@@ -240,3 +240,24 @@ def test_what_has_no_derivative_raises(grad_pair):
         gq.sum().backward()
     with pytest.raises(gt.DifferentiationError, match="out= is not differentiable"):
         t.inverse_dynamics(q, qd, out=torch.zeros(q.shape[0], h.nv, dtype=torch.float64))
+
+
+def test_torch_func_vmap_jacrev_and_per_sample_gradients(grad_pair):
+    """torch.vmap (an operand unmapped, a single state per mapped index), per-state Jacobians by vmap(jacrev) equal to
+    the gradient row, and per-sample gradients by vmap(grad) equal to one backward of the summed loss"""
+    h, t = grad_pair
+    s = grad_states(h, 3)
+    q, qd = s["q"], s["qd"]
+    qd3 = torch.stack([qd, 2 * qd, -qd])
+    got = torch.vmap(t.inverse_dynamics, in_dims=(None, 0))(q, qd3)
+    same(got, torch.stack([t.inverse_dynamics(q, x) for x in qd3]).numpy(), np.float64)
+    same(torch.vmap(t.crba)(q), t.crba(q).numpy(), np.float64)
+    J = torch.vmap(torch.func.jacrev(t.inverse_dynamics, argnums=1))(q, qd)
+    same(J, h.inverse_dynamics_gradient(q.numpy(), qd.numpy())[:, :, h.nv:], np.float64)
+    per_sample = torch.vmap(torch.func.grad(lambda x, y: (t.inverse_dynamics(x, y) ** 2).sum()))(q, qd)
+    qq = q.clone().requires_grad_()
+    (t.inverse_dynamics(qq, qd) ** 2).sum().backward()
+    same(per_sample, qq.grad.numpy(), np.float64)
+    with pytest.raises(gt.DifferentiationError, match="second derivative"):
+        torch.vmap(torch.func.jacrev(torch.func.grad(lambda x: t.inverse_dynamics(x, qd[0]).sum())))(q)
+
