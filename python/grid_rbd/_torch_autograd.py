@@ -1,13 +1,16 @@
 """Analytic derivatives of the PyTorch front end: a row with a VJP row (the signature table's "vjp") runs under an
 autograd.Function whose backward is that VJP row, its q block pulled back from each joint's local tangent onto the
-nq-wide q (quaternions through their normalisation); every other row, and every backward, runs under one whose
-backward raises DifferentiationError, so nothing is ever differentiated to a silent zero."""
+nq-wide q (quaternions through their normalisation), and whose forward-mode rule is the gradient row times the
+tangents; every other row, and every derivative row, runs under one whose backward and forward-mode rules raise
+DifferentiationError, so nothing is ever differentiated to a silent zero."""
 
 import inspect
 
 import torch
 
 from . import _signatures
+
+_is_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
 
 
 class DifferentiationError(NotImplementedError):
@@ -40,6 +43,18 @@ def _quat_pullback(quat, ct, wxyz):
     return out
 
 
+def _quat_tangent(quat, dquat, wxyz):
+    """2 vec(conj(u) (x) du), u = quat / |quat|: the rotated frame's angular velocity of a change dquat"""
+    if wxyz:
+        quat = torch.cat([quat[..., 1:], quat[..., :1]], dim=-1)
+        dquat = torch.cat([dquat[..., 1:], dquat[..., :1]], dim=-1)
+    n = torch.linalg.vector_norm(quat, dim=-1, keepdim=True)
+    u = quat / n
+    du = (dquat - u * (u * dquat).sum(-1, keepdim=True)) / n
+    v, w = u[..., :3], u[..., 3:]
+    return 2.0 * (w * du[..., :3] - du[..., 3:] * v - torch.linalg.cross(v, du[..., :3], dim=-1))
+
+
 def _rotate(quat_xyzw, c):
     """R c for the rotation R of the normalised quaternions (..., 4) [x y z w]: c + w t + v x t, t = 2 v x c"""
     u = quat_xyzw / torch.linalg.vector_norm(quat_xyzw, dim=-1, keepdim=True)
@@ -53,14 +68,15 @@ def q_is_tangent(model):
     return model.nq == model.nv and all(jt not in ("free", "spherical", "planar") for jt in model.joint_types)
 
 
-class QPullback:
-    """the cotangent of q (..., nq) of a cotangent ct (..., nv) of the local tangent, joint by joint: the transpose of
-    the map the gradients' q columns use (docs/python.md): revolute, continuous, prismatic: the coordinate; free:
-    [R^T dp (MuJoCo: dp, world); the normalised quaternion's angular velocity]; spherical: that angular velocity;
-    planar [x, y, theta]: [R(theta)^T [dx, dy], dtheta]. A mimic joint's coordinate gets zero (it has none)."""
+class QMap:
+    """The map the gradients' q columns use (docs/python.md), joint by joint, from a change dq (..., nq) of q to the
+    local tangent (..., nv): revolute, continuous, prismatic: the coordinate; free: [R^T dp (MuJoCo: dp, world); the
+    normalised quaternion's angular velocity]; spherical: that angular velocity; planar [x, y, theta]: [R(theta)^T
+    [dx, dy], dtheta]. tangent(q, dq) applies it (forward mode), pullback(q, ct) its transpose (reverse mode: a mimic
+    joint's coordinate gets zero, it has none)."""
 
     def __init__(self, model, convention):
-        self.nq, self.wxyz = model.nq, convention == "mujoco"
+        self.nq, self.nv, self.wxyz = model.nq, model.nv, convention == "mujoco"
         one_q, one_v, self.multi = [], [], []
         for jt, iq, iv, nq, mm in zip(model.joint_types, model.joint_idx_q, model.joint_idx_v, model.joint_nq,
                                       model.joint_mimic):
@@ -80,7 +96,31 @@ class QPullback:
             else:
                 self.runs.append([iq, iv, 1])
 
-    def __call__(self, q, ct):
+    def tangent(self, q, dq):
+        out = dq.new_zeros(dq.shape[:-1] + (self.nv,))
+        for iq, iv, n in self.runs:
+            out[..., iv:iv + n] = dq[..., iq:iq + n]
+        wxyz = self.wxyz
+        for jt, iq, iv in self.multi:
+            if jt == "free":
+                quat = q[..., iq + 3:iq + 7]
+                dp = dq[..., iq:iq + 3]
+                if wxyz:
+                    out[..., iv:iv + 3] = dp
+                else:  # R^T dp: the rotation of the conjugate quaternion
+                    out[..., iv:iv + 3] = _rotate(torch.cat([-quat[..., :3], quat[..., 3:]], dim=-1), dp)
+                out[..., iv + 3:iv + 6] = _quat_tangent(quat, dq[..., iq + 3:iq + 7], wxyz)
+            elif jt == "spherical":
+                out[..., iv:iv + 3] = _quat_tangent(q[..., iq:iq + 4], dq[..., iq:iq + 4], wxyz)
+            else:
+                c, s = torch.cos(q[..., iq + 2]), torch.sin(q[..., iq + 2])
+                dx, dy = dq[..., iq], dq[..., iq + 1]
+                out[..., iv] = c * dx + s * dy
+                out[..., iv + 1] = -s * dx + c * dy
+                out[..., iv + 2] = dq[..., iq + 2]
+        return out
+
+    def pullback(self, q, ct):
         out = ct.new_zeros(ct.shape[:-1] + (self.nq,))
         for iq, iv, n in self.runs:
             out[..., iq:iq + n] = ct[..., iv:iv + n]
@@ -158,6 +198,7 @@ class ForwardOnly(torch.autograd.Function):
         raise DifferentiationError(_forward_only_message(_signatures.ROWS[ctx.row_id]))
 
 
+
 class Differentiable(torch.autograd.Function):
     """a row with a VJP row: the backward is that row at the saved inputs for the output's cotangent"""
 
@@ -170,6 +211,7 @@ class Differentiable(torch.autograd.Function):
         key, row_id, attrs, *xs = inputs
         ctx.key, ctx.row_id, ctx.attrs = key, row_id, attrs
         ctx.save_for_backward(*xs)
+        ctx.save_for_forward(*xs)
 
     vmap = staticmethod(_vmap_rule)
 
@@ -198,13 +240,58 @@ class Differentiable(torch.autograd.Function):
             if not ctx.needs_input_grad[3 + k]:
                 continue
             g = ct[..., k * nv:(k + 1) * nv]
-            if name == "q" and front.q_pullback is not None:
-                g = front.q_pullback(by_name["q"], g)
+            if name == "q" and front.q_map is not None:
+                g = front.q_map.pullback(by_name["q"], g)
             grads[k] = g
         return (None, None, None, *grads)
 
 
+# the forward-mode rules, in subclasses: torch.compile cannot trace a Function with a custom jvp, and the front end
+# uses these only while a forward-mode tangent may be present (a dual level open, torch.func's tensors)
+class ForwardOnlyJvp(ForwardOnly):
+    @staticmethod
+    def jvp(ctx, *tangents):
+        raise DifferentiationError(_forward_only_message(_signatures.ROWS[ctx.row_id]))
+
+
+class DifferentiableJvp(Differentiable):
+    @staticmethod
+    def jvp(ctx, *tangents):
+        """forward mode: the gradient row times the inputs' tangents (q's mapped to the local tangent), and M^-1
+        times u's (forward dynamics)"""
+        R = _signatures.ROWS[ctx.row_id]
+        front, xs = FRONTS[ctx.key], ctx.saved_tensors
+        names = [a["name"] for a in R["inputs"]]
+        diff = diff_inputs(R)
+        for name, t in zip(names, tangents[3:]):
+            # (forward AD hands a zero tangent to an input that has none; torch.func only real ones)
+            if t is not None and name not in diff and (_is_wrapped(t) or bool(t.any())):
+                raise DifferentiationError(
+                    f"{R['py_name']} is differentiable in {', '.join(diff)} only, not in {name} (an analytic "
+                    f"derivative in {name} is not provided)")
+        by_name = dict(zip(names, xs))
+        tan = dict(zip(names, tangents[3:]))
+        G_row = _signatures.ROWS[R["derivative"]]
+        G = front.call(G_row, [by_name.get(a["name"]) for a in G_row["inputs"]], ctx.attrs)
+        nv = front.nv
+        k = G.shape[-1] // nv  # the inputs the gradient row covers (q, qd: 2; q: 1)
+        lin = []
+        for name in diff[:k]:
+            t = tan.get(name)
+            if t is None:
+                t = G.new_zeros(G.shape[:-2] + (nv,))
+            elif name == "q" and front.q_map is not None:
+                t = front.q_map.tangent(by_name["q"], t)
+            lin.append(t)
+        out = torch.einsum("...ij,...j->...i", G, torch.cat(lin, dim=-1))
+        for name in diff[k:]:  # u: dqdd/du = M^-1
+            if tan.get(name) is not None:
+                Minv = front.call(_signatures.row("minv"), [by_name["q"]], ())
+                out = out + torch.einsum("...ij,...j->...i", Minv, tan[name])
+        return out
+
+
 # Function.apply binds its arguments to forward's signature on every call (torch's _bind_default_args); computed once
 # here, inspect.signature returns it at once (about 20 us a call saved)
-for _fn in (ForwardOnly, Differentiable):
+for _fn in (ForwardOnly, Differentiable, ForwardOnlyJvp, DifferentiableJvp):
     _fn.forward.__signature__ = inspect.signature(_fn.forward)

@@ -4,11 +4,13 @@ differentiated through the analytic VJP rows (_torch_autograd)."""
 
 import numpy as np
 import torch
+import torch.autograd.forward_ad as _forward_ad
 
 from . import _signatures
 from ._errors import NotAvailableError
-from ._torch_autograd import (FRONTS, DifferentiationError, Differentiable, ForwardOnly, QPullback,
-                              q_is_tangent)
+from ._torch_autograd import _is_wrapped
+from ._torch_autograd import (FRONTS, DifferentiationError, Differentiable, DifferentiableJvp, ForwardOnly,
+                              ForwardOnlyJvp, QMap, q_is_tangent)
 from .handle import REFERENCE_FRAMES, missing_rows, not_built_error, robot_key, row_binder
 
 __all__ = ["register_robot", "TorchRobotHandle", "GraphCallable", "REFERENCE_FRAMES", "DifferentiationError", "op",
@@ -27,7 +29,10 @@ def _arg(x):
 
 
 # a tensor torch.func has wrapped (vmap's batched tensors, grad's tracking ones): no memory of its own to hand over
-_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+def _wrapped(x):
+    """x is wrapped by torch.func, or may carry a forward-mode tangent (a dual level is open): the autograd Functions
+    must see it"""
+    return _forward_ad._current_level >= 0 or _is_wrapped(x)
 
 
 def _tensors(res):
@@ -103,8 +108,8 @@ class TorchRobotHandle:
         self._cuda = handle.device == "cuda"
         self._cuda_lib = handle.cuda_library
         self._devices = ("cpu", "cuda") if self._cuda else ("cpu",)
-        # what the backward needs (_torch_autograd): the q cotangent's map, None where it is the identity
-        self.q_pullback = None if q_is_tangent(handle._model) else QPullback(handle._model, handle.output_convention)
+        # what the derivatives need (_torch_autograd): q's tangent map, None where it is the identity
+        self.q_map = None if q_is_tangent(handle._model) else QMap(handle._model, handle.output_convention)
         FRONTS[self._key] = self
 
     @property
@@ -230,18 +235,18 @@ class TorchRobotHandle:
         rid = R["id"]
         if rid in self._missing:
             raise not_built_error(R["py_name"])
-        if not torch.compiler.is_compiling():
-            # eager, no gradient, CPU tensors of the dtype: the library on their memory, nothing in between
+        if _forward_ad._current_level < 0 and not torch.compiler.is_compiling():
+            # eager, no gradient or tangent, CPU tensors of the dtype: the library on their memory, nothing in between
             dt, cuda, arrays = self._dtype, self._cuda, []
             q = inputs[0]
             if out is None and cuda and type(q) is torch.Tensor and q.is_cuda and not any(
-                    x is not None and (x.requires_grad and torch.is_grad_enabled() or _wrapped(x)) for x in inputs):
+                    x is not None and (x.requires_grad and torch.is_grad_enabled() or _is_wrapped(x)) for x in inputs):
                 return self._device_run(rid, inputs, attrs)
             for x in inputs if out is None else (*inputs, *(out if type(out) is tuple else (out,))):
                 if x is None:
                     arrays.append(None)
                 elif type(x) is torch.Tensor and x.dtype is dt and not x.requires_grad and \
-                        (x.is_cpu or (cuda and x.is_cuda)) and not _wrapped(x):
+                        (x.is_cpu or (cuda and x.is_cuda)) and not _is_wrapped(x):
                     arrays.append(x.numpy() if x.is_cpu else x)
                 else:
                     break
@@ -269,7 +274,10 @@ class TorchRobotHandle:
                 return out
             return self.kernel(rid, xs, attrs, out)
         if grad:
-            fn = Differentiable if R["vjp"] >= 0 else ForwardOnly
+            if compiling:  # (the Functions without a forward-mode rule: torch.compile traces no custom jvp)
+                fn = Differentiable if R["vjp"] >= 0 else ForwardOnly
+            else:
+                fn = DifferentiableJvp if R["vjp"] >= 0 else ForwardOnlyJvp
             return fn.apply(self._key, rid, attrs, *xs)
         return self.run(rid, xs, attrs)
 

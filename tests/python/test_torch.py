@@ -35,12 +35,12 @@ def pair(request):
     return torch_pair(*request.param)
 
 
-def same(a, b, dtype):
-    """equal to rounding: the same compiled code on the same inputs (0 in practice)"""
+def same(a, b, dtype, tol=None):
+    """equal to rounding: the same compiled code on the same inputs (0 in practice; tol for two computations)"""
     a = a.detach().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
     b = np.asarray(b)
     assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape, a.dtype, b.dtype)
-    tol = 1e-14 if dtype == np.float64 else 1e-6
+    tol = tol or (1e-14 if dtype == np.float64 else 1e-6)
     err = np.abs(a - b).max() / max(1.0, np.abs(b).max()) if a.size else 0.0
     assert err <= tol, err
 
@@ -193,8 +193,9 @@ def grad_states(h, n=2):
 
 
 def test_gradcheck(grad_pair):
-    """torch.autograd.gradcheck (central differences over every q component, quaternions included): inverse dynamics
-    in q, qd (qdd and f_ext given); forward dynamics and ABA in q, qd, u; the end-effector pose in q"""
+    """torch.autograd.gradcheck, reverse and forward mode (central differences over every q component, quaternions
+    included): inverse dynamics in q, qd (qdd and f_ext given); forward dynamics and ABA in q, qd, u; the
+    end-effector pose in q"""
     h, t = grad_pair
     s = grad_states(h)
     q, qd, u = (s[k].clone().requires_grad_() for k in ("q", "qd", "u"))
@@ -204,7 +205,7 @@ def test_gradcheck(grad_pair):
     # jax's check_grads does, along random directions (fast_mode): element by element, an entry of 3 beside entries
     # of 1e6 is below the differences' noise (the rows themselves are checked against Pinocchio's
     # computeABADerivatives, element by element, in test_derivatives)
-    kw = dict(eps=5e-5, atol=1e-6, rtol=1e-5)
+    kw = dict(eps=5e-5, atol=1e-6, rtol=1e-5, check_forward_ad=True)
     kw_acc = dict(kw, fast_mode=h.nv > 30)
     assert torch.autograd.gradcheck(lambda q, qd: t.inverse_dynamics(q, qd, qdd, f), (q, qd), **kw)
     assert torch.autograd.gradcheck(lambda q, qd, u: t.forward_dynamics(q, qd, u, f), (q, qd, u), **kw_acc)
@@ -260,4 +261,21 @@ def test_torch_func_vmap_jacrev_and_per_sample_gradients(grad_pair):
     same(per_sample, qq.grad.numpy(), np.float64)
     with pytest.raises(gt.DifferentiationError, match="second derivative"):
         torch.vmap(torch.func.jacrev(torch.func.grad(lambda x: t.inverse_dynamics(x, qd[0]).sum())))(q)
+
+
+def test_forward_mode_is_the_gradient_row(grad_pair):
+    """jacfwd equals jacrev (the gradient row against the VJP row, both through q's tangent map); forward mode of a
+    forward-only method or a second derivative raises"""
+    h, t = grad_pair
+    s = grad_states(h, 2)
+    q, qd, u = s["q"], s["qd"], s["u"]
+    for fn, args in ((t.inverse_dynamics, (q, qd)), (t.forward_dynamics, (q, qd, u))):
+        argnums = tuple(range(len(args)))
+        # (two computations: the gradient row against the VJP row)
+        for a, b in zip(torch.func.jacfwd(fn, argnums=argnums)(*args), torch.func.jacrev(fn, argnums=argnums)(*args)):
+            same(a, b.numpy(), np.float64, tol=1e-12)
+    with pytest.raises(gt.DifferentiationError, match="crba, which has no analytic derivative"):
+        torch.func.jacfwd(t.crba)(q)
+    with pytest.raises(gt.DifferentiationError, match="second derivative"):
+        torch.func.jacfwd(torch.func.jacfwd(lambda x: t.inverse_dynamics(x, qd)))(q)
 
