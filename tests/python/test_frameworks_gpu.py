@@ -86,6 +86,13 @@ def test_gradients_on_the_gpu_equal_the_cpu_front_ends(case_id):
 
     for a, b in zip(torch_grads(t, "cuda"), torch_grads(tr, "cpu")):
         close(a, b.numpy(), 1e-10)
+    # torch.func on CUDA tensors: forward mode (the gradient rows) and vmap(jacrev) (the VJP rows under vmap)
+    tq, tqd = torch.tensor(q, device="cuda"), torch.tensor(qd, device="cuda")
+    close(torch.func.jacfwd(t.inverse_dynamics)(tq, tqd), torch.func.jacfwd(tr.inverse_dynamics)(
+        torch.tensor(q), torch.tensor(qd)).numpy(), 1e-10)
+    close(torch.vmap(torch.func.jacrev(t.inverse_dynamics, argnums=1))(tq, tqd),
+          torch.vmap(torch.func.jacrev(tr.inverse_dynamics, argnums=1))(torch.tensor(q), torch.tensor(qd)).numpy(),
+          1e-10)
     gpu, cpu = jax.devices("gpu")[0], jax.devices("cpu")[0]   # (the reference robot runs on the CPU only)
     loss = lambda hd: jax.jit(jax.grad(lambda q, qd: jnp.vdot(hd.inverse_dynamics(q, qd), g), argnums=(0, 1)))
     for a, b in zip(loss(j)(jax.device_put(q, gpu), jax.device_put(qd, gpu)),
