@@ -26,7 +26,7 @@ _pairs = {}
 
 # the rows the gradient tests use (g1's whole CUDA library is the slowest build)
 GRAD_ROWS = ["forward_dynamics", "forward_dynamics_vjp", "inverse_dynamics", "inverse_dynamics_vjp",
-             "end_effector_pose", "end_effector_pose_gradient"]
+             "inverse_dynamics_gradient", "end_effector_pose", "end_effector_pose_gradient"]
 
 
 def cuda_handles(case_id, dtype="float64", algorithm_list=None):
