@@ -1,6 +1,6 @@
 """The PyTorch front end: every row of the signature table as a torch.library op grid_rbd::<row> with a fake kernel
 (torch.compile traces it), running the numpy handle's compiled library on the tensors' memory (no libtorch link),
-differentiated through the analytic VJP rows (_torch_autograd)."""
+differentiated through the analytic VJP and gradient rows (_torch_autograd)."""
 
 import numpy as np
 import torch
@@ -8,17 +8,14 @@ import torch.autograd.forward_ad as _forward_ad
 
 from . import _signatures
 from ._errors import NotAvailableError
-from ._torch_autograd import _is_wrapped
 from ._torch_autograd import (FRONTS, DifferentiationError, Differentiable, DifferentiableJvp, ForwardOnly,
-                              ForwardOnlyJvp, QMap, q_is_tangent)
+                              ForwardOnlyJvp, QMap, _is_wrapped, q_is_tangent)
 from .handle import REFERENCE_FRAMES, missing_rows, not_built_error, robot_key, row_binder
 
 __all__ = ["register_robot", "TorchRobotHandle", "GraphCallable", "REFERENCE_FRAMES", "DifferentiationError", "op",
            "pinned_host_like", "copy_to_host"]
 
 _TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64}
-
-# ---- the ops: one per row, defined from the table ----
 
 def _arg(x):
     """what the numpy handle's runner takes for a tensor: a numpy view of a CPU tensor, a contiguous CUDA tensor"""
@@ -28,7 +25,6 @@ def _arg(x):
     return x.numpy() if x.is_cpu else x.contiguous()
 
 
-# a tensor torch.func has wrapped (vmap's batched tensors, grad's tracking ones): no memory of its own to hand over
 def _wrapped(x):
     """x is wrapped by torch.func, or may carry a forward-mode tangent (a dual level is open): the autograd Functions
     must see it"""
@@ -41,6 +37,8 @@ def _tensors(res):
         return tuple(map(_tensors, res))
     return res if isinstance(res, torch.Tensor) else torch.from_numpy(res)
 
+
+# ---- the ops: one per row, defined from the table ----
 
 _LIB = torch.library.Library("grid_rbd", "DEF")
 _OPS = {}  # row id -> torch.ops.grid_rbd.<row>.default
