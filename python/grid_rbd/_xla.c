@@ -161,11 +161,14 @@ static XLA_FFI_Error *run_row(XLA_FFI_CallFrame *f, int algo, int cuda)
        memory back as the results), only written; on CUDA a result past the outputs is the kernels' workspace (bytes
        XLA allocated, so the call allocates nothing itself) */
     const XLA_FFI_Buffer *workspace = NULL;
+    size_t workspace_bytes = 0;
     if (cuda && f->rets.size == row->n_out + 1) {
         workspace = (const XLA_FFI_Buffer *)f->rets.rets[row->n_out];
-        if (workspace->dtype != XLA_FFI_DataType_U8 || workspace->rank != 1)
-            return fail(f, XLA_FFI_Error_Code_INVALID_ARGUMENT, "grid_rbd %s: the workspace result is not a byte "
-                        "vector", name);
+        if (workspace->dtype != XLA_FFI_DataType_U8)
+            return fail(f, XLA_FFI_Error_Code_INVALID_ARGUMENT, "grid_rbd %s: the workspace result is not bytes", name);
+        /* (vmap's expand_dims gives it leading dimensions too: all of it is one buffer, reused by each slice) */
+        workspace_bytes = 1;
+        for (int64_t i = 0; i < workspace->rank; i++) workspace_bytes *= (size_t)workspace->dims[i];
     }
     if ((aliased != 0 && aliased != row->n_out) || n_args + aliased != f->args.size ||
         f->rets.size != row->n_out + (workspace != NULL))
@@ -233,7 +236,7 @@ static XLA_FFI_Error *run_row(XLA_FFI_CallFrame *f, int algo, int cuda)
         for (int k = 0; k < row->n_out; k++)
             out_ptr[k] = (char *)out[k]->data + (size_t)(o * batch) * (size_t)row->out[k].width * el;
         grid_call c = {in_ptr, out_ptr, row->n_in, row->n_out, batch, {0}, threads,
-                       workspace ? workspace->data : NULL, workspace ? (size_t)workspace->dims[0] : 0, stream};
+                       workspace ? workspace->data : NULL, workspace_bytes, stream};
         for (int k = 0; k < GRID_MAX_ATTR; k++) c.attr[k] = (int)attr[k];
         for (int k = 0; k < row->n_attr; k++)
             if (c.attr[k] < row->attr_lo[k] || c.attr[k] >= row->attr_hi[k])

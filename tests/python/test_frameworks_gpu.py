@@ -112,6 +112,10 @@ def test_jit_vmap_compile_and_graph_replay_equal_eager():
     qd3 = jnp.stack([jqd, 2 * jqd, -jqd])
     got = jax.jit(jax.vmap(j.inverse_dynamics, in_axes=(None, 0)))(jq, qd3)
     close(got, np.stack([h.inverse_dynamics(q, x) for x in (qd, 2 * qd, -qd)]), 1e-6)
+    # vmap of a gradient: the VJP row's workspace result gets vmap's leading dimension too
+    loss = jax.grad(lambda q, qd: jnp.sum(j.inverse_dynamics(q, qd) ** 2))
+    got = jax.jit(jax.vmap(loss, in_axes=(None, 0)))(jq, qd3)
+    close(got, np.stack([np.asarray(jax.jit(loss)(jq, x)) for x in qd3]), 1e-6)
     tq, tqd = torch.from_numpy(q).cuda(), torch.from_numpy(qd).cuda()
     close(torch.compile(lambda a, b: t.inverse_dynamics(a, b), fullgraph=True)(tq, tqd), want, 1e-6)
     g = t.capture("inverse_dynamics", tq, tqd)
