@@ -150,6 +150,7 @@ class QMap:
 # robot key -> the TorchRobotHandle that runs its rows (the Functions take the key, a string a traced graph keeps)
 FRONTS = {}
 
+
 def _forward_only_message(row):
     if row["name"].endswith(("_grad", "_vjp")):
         return ("grid_rbd: differentiating a second derivative: the PyTorch front end differentiates "
@@ -163,7 +164,7 @@ def _vmap_rule(info, in_dims, key, row_id, attrs, *inputs):
     and merged with the batch axis, one call, the outputs split back (mapped along dimension 0)"""
     front = FRONTS[key]
     V = info.batch_size
-    c = front.rows[row_id]
+    c = front.concrete_rows[row_id]
     first = None  # the logical leading dimensions of the call (the first present input's)
     flat = []
     for (name, shape, *_), x, d in zip(c["inputs"], inputs, in_dims[3:]):

@@ -102,7 +102,7 @@ class TorchRobotHandle:
         self._dtype = _TORCH_DTYPES[np.dtype(handle.dtype)]
         sizes = _signatures.sizes_of(handle._model)
         self._rows = [_signatures.concrete(r, sizes) for r in _signatures.ROWS]  # by row id, with this robot's shapes
-        self.rows = self._rows  # (the vmap rule's view of them)
+
         self._missing = missing_rows(handle)
         self._cuda = handle.device == "cuda"
         self._cuda_lib = handle.cuda_library
@@ -115,6 +115,11 @@ class TorchRobotHandle:
     def numpy_handle(self):
         """the numpy RobotHandle this one shares its library with"""
         return self._np
+
+    @property
+    def concrete_rows(self):
+        """the signature table's rows with this robot's shapes, by row id (_signatures.concrete)"""
+        return self._rows
 
     @property
     def robot_key(self):
