@@ -6,7 +6,6 @@ device arrays in and out, median wall clock of a call plus synchronisation. Peer
 (.gpu-deps/wheels); a peer call that fails is reported as such. Prints a markdown table (bench/RESULTS-gpu.md)."""
 
 import argparse
-import statistics
 import sys
 import time
 import traceback
@@ -19,21 +18,15 @@ import jax.numpy as jnp
 
 import grid_rbd
 import grid_rbd.jax as gj
+from gpu_frameworks import median_wall
 import grid_rbd.torch as gt
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def timed(fn, reps, sync):
-    """median wall clock of fn + sync over reps calls (after two warm-ups), microseconds"""
-    for _ in range(2):
-        sync(fn())
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        sync(fn())
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e6
+    """median wall clock of fn + sync (gpu_frameworks.median_wall), microseconds"""
+    return median_wall(lambda: sync(fn()), reps)
 
 
 def tsync(_):

@@ -8,9 +8,9 @@ register_robot generates C code for the robot and compiles it once into a cached
 the default); codegen=False answers from the float64 C reference. `python -m grid_rbd cache list` shows the cache.
 """
 
-from ._errors import (BuildError, CacheError, CudaError, GridArgumentError, GridError, GridIOError,
-                      GridMemoryError, HandleClosedError, LoadError, NotAvailableError, RobotNotRegisteredError,
-                      UnsupportedURDFError, URDFError)
+from ._errors import (BuildError, CacheError, CudaError, DifferentiationError, GridArgumentError, GridError,
+                      GridIOError, GridMemoryError, HandleClosedError, LoadError, NotAvailableError,
+                      RobotNotRegisteredError, UnsupportedURDFError, URDFError)
 from .handle import REFERENCE_FRAMES, RobotHandle
 from .registry import get_robot, list_registered, precompile, register_robot
 from . import _core, cache
@@ -21,6 +21,6 @@ __all__ = [
     "register_robot", "get_robot", "list_registered", "precompile", "cache", "RobotHandle", "REFERENCE_FRAMES",
     "GridError", "URDFError", "UnsupportedURDFError", "GridIOError", "GridArgumentError",
     "GridMemoryError", "BuildError", "CacheError", "LoadError", "CudaError", "NotAvailableError",
-    "RobotNotRegisteredError", "HandleClosedError",
+    "RobotNotRegisteredError", "HandleClosedError", "DifferentiationError",
     "__version__",
 ]

@@ -3,7 +3,7 @@
 __all__ = [
     "GridError", "URDFError", "UnsupportedURDFError", "GridIOError", "GridArgumentError",
     "GridMemoryError", "BuildError", "CacheError", "LoadError", "CudaError", "NotAvailableError",
-    "HandleClosedError",
+    "HandleClosedError", "DifferentiationError",
 ]
 
 
@@ -70,6 +70,11 @@ class CudaError(GridError):
 
 class NotAvailableError(GridError, NotImplementedError):
     """A documented option or backend that this version does not provide yet."""
+
+
+class DifferentiationError(GridError, NotImplementedError):
+    """Differentiating, in the JAX or PyTorch front end, what has no analytic derivative there (a forward-only
+    method, an input without one, a second derivative): never a silent zero."""
 
 
 class HandleClosedError(GridError, RuntimeError):

@@ -5,8 +5,6 @@ times the tangent, transposed (vjp, grad) into the VJP row. The q tangent is map
 
 import functools
 
-import numpy as np
-
 import jax
 import jax.numpy as jnp
 from jax.custom_derivatives import SymbolicZero
@@ -14,21 +12,10 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from . import _signatures
+from ._errors import DifferentiationError
 
 # an input whose Jacobian block is another row's output rather than columns of the gradient row: dqdd/du = M^-1
 _BLOCK_ROWS = {"u": "minv"}
-
-
-class DifferentiationError(NotImplementedError):
-    """differentiating what has no analytic derivative here (a forward-only method, an input without one, a second
-    derivative)"""
-
-
-def _diff_inputs(row):
-    """the inputs a row is differentiable in: the first m of its inputs, m = its VJP row's output width / nv"""
-    vjp = _signatures.ROWS[row["vjp"]]
-    (_, mul), = [d for d in vjp["outputs"][0]["dims"] if d[0] == "nv"]
-    return [a["name"] for a in row["inputs"][:mul]]
 
 
 # ---- the tangent map of q: dq (nq wide) -> each joint's local tangent (nv wide) ----
@@ -112,7 +99,7 @@ def _lin_impl(*args, handle, row, present, attrs, n_primal):
     primals, tangents = _split_primals(args, n_primal)
     R = _signatures.ROWS[row]
     grad = _signatures.ROWS[R["derivative"]]
-    diff = _diff_inputs(R)
+    diff = _signatures.differentiable_inputs(R)
     # the gradient row takes the row's inputs (the same names, the same present ones)
     G, = call(handle, grad, list(primals), present, attrs)
     nv = handle._np.nv
@@ -183,7 +170,7 @@ batching.primitive_batchers[_lin_p] = _lin_batch
 def _cached(handle, row_id, present, attrs):
     R = _signatures.ROWS[row_id]
     names = _present_names(R, present)
-    diff = _diff_inputs(R)
+    diff = _signatures.differentiable_inputs(R)
     model, conv = handle._np._model, handle._np.output_convention
     # one compiled computation (eager calls would dispatch its per-joint operations one by one)
     tangent_of_q = jax.jit(lambda x, t: q_tangent(model, conv, x, t))
@@ -196,9 +183,7 @@ def _cached(handle, row_id, present, attrs):
         out = f(*primals)
         for name, t in zip(names, tangents):
             if name not in diff and not isinstance(t, SymbolicZero):
-                raise DifferentiationError(
-                    f"{R['py_name']} is differentiable in {', '.join(diff)} only, not in {name} (an analytic "
-                    f"derivative in {name} is not provided)")
+                raise DifferentiationError(_signatures.not_differentiable_in_message(R, name))
         by_name = dict(zip(names, zip(primals, tangents)))
         lin = []
         for name in diff:
@@ -226,13 +211,7 @@ def _forward_only(handle, row_id, present, attrs):
         return handle._flat_call(R, list(xs), present, attrs)
 
     def f_jvp(primals, tangents):
-        if R["name"].endswith(("_grad", "_vjp")) or R["name"] == "minv":
-            what = ("a second derivative: the JAX front end differentiates inverse_dynamics, forward_dynamics, aba "
-                    "and end_effector_pose once (second-order rows come later)")
-        else:
-            what = (f"{R['py_name']}, which has no analytic derivative in the JAX front end (differentiable: "
-                    "inverse_dynamics and forward_dynamics / aba in q, qd (and u), end_effector_pose in q)")
-        raise DifferentiationError(f"grid_rbd: differentiating {what}")
+        raise DifferentiationError(_signatures.not_differentiable_message(R, "JAX"))
 
     f.defjvp(f_jvp)
     return f

@@ -3,7 +3,8 @@ each row's shapes evaluated for one model."""
 
 from . import _core
 
-__all__ = ["ROWS", "ID", "row", "matrix_rows", "sizes_of", "concrete", "describe", "range_message", "leading_dims"]
+__all__ = ["ROWS", "ID", "row", "matrix_rows", "sizes_of", "concrete", "describe", "range_message", "leading_dims",
+           "differentiable_inputs", "not_differentiable_message", "not_differentiable_in_message"]
 
 # every row of src/common/signature.c, in id order (dicts: name, py_name, aliases, inputs, outputs, attrs, ...)
 ROWS = _core.signatures()
@@ -78,3 +79,31 @@ def leading_dims(c, py_name, inputs, dtype, dtype_name):
         elif xl != lead:
             raise ValueError(f"{py_name}: {name} has leading dimensions {xl}, the inputs before it {lead}")
     return lead
+
+
+# ---- what the framework front ends differentiate (the rows' derivative and vjp links) ----
+
+def differentiable_inputs(row):
+    """the inputs a row with a VJP row is differentiable in: the first m of its inputs, m = the VJP row's output
+    width / nv"""
+    vjp = ROWS[row["vjp"]]
+    (_, mul), = [d for d in vjp["outputs"][0]["dims"] if d[0] == "nv"]
+    return [a["name"] for a in row["inputs"][:mul]]
+
+
+def not_differentiable_message(row, front_end):
+    """the DifferentiationError message of differentiating row, which has no analytic derivative in front_end ("JAX",
+    "PyTorch"): a derivative row (or minv, forward dynamics' block in u) is a second derivative"""
+    if row["name"].endswith(("_grad", "_vjp")) or row["name"] == "minv":
+        return (f"grid_rbd: differentiating a second derivative: the {front_end} front end differentiates "
+                "inverse_dynamics, forward_dynamics, aba and end_effector_pose once (second-order rows come later)")
+    return (f"grid_rbd: differentiating {row['py_name']}, which has no analytic derivative in the {front_end} "
+            "front end (differentiable: inverse_dynamics and forward_dynamics / aba in q, qd (and u), "
+            "end_effector_pose in q)")
+
+
+def not_differentiable_in_message(row, name):
+    """the DifferentiationError message of a tangent or cotangent of input name, which row has no derivative in"""
+    return (f"{row['py_name']} is differentiable in {', '.join(differentiable_inputs(row))} only, not in {name} (an "
+            f"analytic derivative in {name} is not provided)")
+

@@ -9,20 +9,9 @@ import inspect
 import torch
 
 from . import _signatures
+from ._errors import DifferentiationError
 
 _is_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
-
-
-class DifferentiationError(NotImplementedError):
-    """differentiating what has no analytic derivative here (a forward-only method, an input without one, a second
-    derivative)"""
-
-
-def diff_inputs(row):
-    """the inputs a row is differentiable in: the first m of its inputs, m = its VJP row's output width / nv"""
-    vjp = _signatures.ROWS[row["vjp"]]
-    (_, mul), = [d for d in vjp["outputs"][0]["dims"] if d[0] == "nv"]
-    return [a["name"] for a in row["inputs"][:mul]]
 
 
 # ---- the pullback of q: a cotangent of the local tangent (nv wide) -> the cotangent of q (nq wide) ----
@@ -151,14 +140,6 @@ class QMap:
 FRONTS = {}
 
 
-def _forward_only_message(row):
-    if row["name"].endswith(("_grad", "_vjp")):
-        return ("grid_rbd: differentiating a second derivative: the PyTorch front end differentiates "
-                "inverse_dynamics, forward_dynamics, aba and end_effector_pose once (second-order rows come later)")
-    return (f"grid_rbd: differentiating {row['py_name']}, which has no analytic derivative in the PyTorch front end "
-            "(differentiable: inverse_dynamics and forward_dynamics / aba in q, qd (and u), end_effector_pose in q)")
-
-
 def _vmap_rule(info, in_dims, key, row_id, attrs, *inputs):
     """a row under torch.vmap: each input's mapped dimension moved to the front (an unmapped input expanded to it)
     and merged with the batch axis, one call, the outputs split back (mapped along dimension 0)"""
@@ -196,7 +177,7 @@ class ForwardOnly(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        raise DifferentiationError(_forward_only_message(_signatures.ROWS[ctx.row_id]))
+        raise DifferentiationError(_signatures.not_differentiable_message(_signatures.ROWS[ctx.row_id], "PyTorch"))
 
 
 
@@ -224,12 +205,10 @@ class Differentiable(torch.autograd.Function):
             # no graph over the backward (create_graph=False): the inputs as plain tensors, the row's fast path
             xs = tuple(x if x is None else x.detach() for x in xs)
         names = [a["name"] for a in R["inputs"]]
-        diff = diff_inputs(R)
+        diff = _signatures.differentiable_inputs(R)
         for i, name in enumerate(names):
             if ctx.needs_input_grad[3 + i] and name not in diff:
-                raise DifferentiationError(
-                    f"{R['py_name']} is differentiable in {', '.join(diff)} only, not in {name} (an analytic "
-                    f"derivative in {name} is not provided)")
+                raise DifferentiationError(_signatures.not_differentiable_in_message(R, name))
         by_name = dict(zip(names, xs))
         by_name["cotangent"] = grad
         V = _signatures.ROWS[R["vjp"]]
@@ -252,7 +231,7 @@ class Differentiable(torch.autograd.Function):
 class ForwardOnlyJvp(ForwardOnly):
     @staticmethod
     def jvp(ctx, *tangents):
-        raise DifferentiationError(_forward_only_message(_signatures.ROWS[ctx.row_id]))
+        raise DifferentiationError(_signatures.not_differentiable_message(_signatures.ROWS[ctx.row_id], "PyTorch"))
 
 
 class DifferentiableJvp(Differentiable):
@@ -263,13 +242,11 @@ class DifferentiableJvp(Differentiable):
         R = _signatures.ROWS[ctx.row_id]
         front, xs = FRONTS[ctx.key], ctx.saved_tensors
         names = [a["name"] for a in R["inputs"]]
-        diff = diff_inputs(R)
+        diff = _signatures.differentiable_inputs(R)
         for name, t in zip(names, tangents[3:]):
             # (forward AD hands a zero tangent to an input that has none; torch.func only real ones)
             if t is not None and name not in diff and (_is_wrapped(t) or bool(t.any())):
-                raise DifferentiationError(
-                    f"{R['py_name']} is differentiable in {', '.join(diff)} only, not in {name} (an analytic "
-                    f"derivative in {name} is not provided)")
+                raise DifferentiationError(_signatures.not_differentiable_in_message(R, name))
         by_name = dict(zip(names, xs))
         tan = dict(zip(names, tangents[3:]))
         G_row = _signatures.ROWS[R["derivative"]]

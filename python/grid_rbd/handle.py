@@ -475,6 +475,75 @@ def robot_key(handle):
     return "ref-" + hashlib.sha256(b"\0".join(parts)).hexdigest()[:40] + f":{conv}"
 
 
+class FrameworkHandle:
+    """What the JAX and PyTorch handles share: the numpy RobotHandle they wrap (its library; its sizes, names and
+    properties through attribute lookup), the robot's key, the signature table's rows with this robot's shapes and
+    the rows its library lacks. install_methods makes every row a method that parses its arguments as the numpy
+    handle does and calls self.call(row, inputs, attrs, out); a subclass sets _dtype and defines call."""
+
+    _repr_prefix = ""
+
+    def __init__(self, handle):
+        from ._signatures import ROWS, concrete, sizes_of
+        self._np = handle
+        self._key = robot_key(handle)
+        sizes = sizes_of(handle._model)
+        self._rows = [concrete(r, sizes) for r in ROWS]  # by row id, with this robot's shapes
+        self._missing = missing_rows(handle)
+
+    @property
+    def numpy_handle(self):
+        """the numpy RobotHandle this one shares its library with"""
+        return self._np
+
+    @property
+    def robot_key(self):
+        """the string a compiled program or traced graph carries to find this robot in the process (no pointer)"""
+        return self._key
+
+    @property
+    def concrete_rows(self):
+        """the signature table's rows with this robot's shapes, by row id (_signatures.concrete)"""
+        return self._rows
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    def __getattr__(self, attr):
+        # sizes, names and properties: the numpy handle's
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        return getattr(self._np, attr)
+
+    def __repr__(self):
+        return self._repr_prefix + repr(self._np)
+
+    @classmethod
+    def install_methods(cls, doc_of):
+        """every row of the signature table as a method of cls under its name and aliases (nothing per method);
+        doc_of(row) is what the front end adds to the row's docstring"""
+        from ._signatures import ROWS
+        for row in ROWS:
+            method = _framework_method(row, doc_of(row))
+            for name in (row["py_name"], *row["aliases"]):
+                setattr(cls, name, method)
+
+
+def _framework_method(row, doc_suffix):
+    """a FrameworkHandle method for a row (row_binder's arguments), calling self.call"""
+    parse, signature, doc = row_binder(row)
+
+    def method(self, *args, **kwargs):
+        inputs, attrs, out = parse(self._np, args, kwargs)  # frame names converted by the numpy handle
+        return self.call(row, inputs, attrs, out)
+
+    method.__signature__ = signature
+    method.__name__ = method.__qualname__ = row["py_name"]
+    method.__doc__ = doc + doc_suffix
+    return method
+
+
 def not_built_error(py_name):
     """the error of a method a library of some methods (register_robot(algorithm_list=...)) was built without"""
     return NotAvailableError(f"{py_name} was not built into this robot's library (register_robot(algorithm_list=...) "

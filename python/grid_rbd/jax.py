@@ -8,8 +8,8 @@ import jax.numpy as jnp
 
 from . import _core, _signatures
 from . import _jax_autodiff as _autodiff
-from ._jax_autodiff import DifferentiationError
-from .handle import REFERENCE_FRAMES, missing_rows, not_built_error, robot_key, row_binder
+from ._errors import DifferentiationError
+from .handle import REFERENCE_FRAMES, FrameworkHandle, not_built_error
 
 __all__ = ["register_robot", "JaxRobotHandle", "REFERENCE_FRAMES", "DifferentiationError", "to_host"]
 
@@ -64,7 +64,7 @@ def register_robot(name, urdf_path=None, urdf_string=None, **options):
     return _register(name, urdf_path=urdf_path, urdf_string=urdf_string, **options)
 
 
-class JaxRobotHandle:
+class JaxRobotHandle(FrameworkHandle):
     """Batched rigid-body dynamics of one robot on JAX arrays: every method of the numpy RobotHandle (same names,
     arguments and shapes; out= takes buffers to write, donated under jit), each an XLA FFI call that jax.jit
     compiles and jax.vmap maps (any leading dimensions, flattened into the batch; an operand vmap leaves unbatched
@@ -72,46 +72,21 @@ class JaxRobotHandle:
     must have the handle's dtype (float64 needs jax_enable_x64); a single state (no batch axis) gives a result
     without one."""
 
+    _repr_prefix = "Jax"
+
     def __init__(self, handle):
-        self._np = handle
-        self._key = robot_key(handle)
+        super().__init__(handle)
         self._dtype = np.dtype(handle.dtype)
         runner = handle._runner
         if handle.device == "cuda":  # CPU arrays through the host round trips, GPU arrays on the device dispatch
             _core.xla_register(self._key, runner.host_runner, runner.cuda_library)
         else:
             _core.xla_register(self._key, runner)
-        sizes = _signatures.sizes_of(handle._model)
-        self._rows = [_signatures.concrete(r, sizes) for r in _signatures.ROWS]  # by row id, with this robot's shapes
-        self._missing = missing_rows(handle)
         # per-state workspace bytes of each row of a CUDA library (XLA allocates it for the CUDA handler)
         self._cuda_work = {m["name"]: m["work_bytes"] for m in handle._library.methods} \
             if handle.device == "cuda" and handle._library is not None else {}
 
-    @property
-    def numpy_handle(self):
-        """the numpy RobotHandle this one shares its library with"""
-        return self._np
-
-    @property
-    def robot_key(self):
-        """the string the compiled programs carry to find this robot in the process (no pointer)"""
-        return self._key
-
-    @property
-    def dtype(self):
-        return self._dtype
-
-    def __getattr__(self, attr):
-        # sizes, names and properties: the numpy handle's
-        if attr.startswith("_"):
-            raise AttributeError(attr)
-        return getattr(self._np, attr)
-
-    def __repr__(self):
-        return "Jax" + repr(self._np)
-
-    def _ffi(self, row, inputs, attrs, out=None):
+    def call(self, row, inputs, attrs, out=None):
         """run one row: inputs (arrays or None) in the row's order, attribute values in its order; out: the outputs'
         buffers to write in place of fresh ones (donate them to jit: XLA:CPU then allocates nothing)"""
         if row["id"] in self._missing:
@@ -170,26 +145,6 @@ class JaxRobotHandle:
         return list(jax.lax.platform_dependent(cpu=lambda: tuple(on(outs)), cuda=lambda: tuple(on(outs + [ws]))[:-1]))
 
 
-def _jax_method(row):
-    parse, signature, doc = row_binder(row)
-
-    def method(self, *args, **kwargs):
-        inputs, attrs, out = parse(self._np, args, kwargs)  # frame names converted by the numpy handle
-        return self._ffi(row, inputs, attrs, out)
-
-    method.__signature__ = signature
-    method.__name__ = method.__qualname__ = row["py_name"]
-    method.__doc__ = doc + (" (an XLA FFI call; out=: arrays of the outputs' shapes whose buffers the results take, "
-                            "for jit with donate_argnums: no output allocation; not differentiable)")
-    return method
-
-
-def _install_methods():
-    """every row of the signature table is a JaxRobotHandle method under its name and aliases: nothing per method"""
-    for row in _signatures.ROWS:
-        fn = _jax_method(row)
-        for name in (row["py_name"], *row["aliases"]):
-            setattr(JaxRobotHandle, name, fn)
-
-
-_install_methods()
+JaxRobotHandle.install_methods(lambda row: " (an XLA FFI call; out=: arrays of the outputs' shapes whose "
+                               "buffers the results take, for jit with donate_argnums: no output allocation; not "
+                               "differentiable)")

@@ -7,10 +7,10 @@ import torch
 import torch.autograd.forward_ad as _forward_ad
 
 from . import _signatures
-from ._errors import NotAvailableError
-from ._torch_autograd import (FRONTS, DifferentiationError, Differentiable, DifferentiableJvp, ForwardOnly,
-                              ForwardOnlyJvp, QMap, _is_wrapped, q_is_tangent)
-from .handle import REFERENCE_FRAMES, missing_rows, not_built_error, robot_key, row_binder
+from ._errors import DifferentiationError, NotAvailableError
+from ._torch_autograd import (FRONTS, Differentiable, DifferentiableJvp, ForwardOnly, ForwardOnlyJvp, QMap, _is_wrapped,
+                              q_is_tangent)
+from .handle import REFERENCE_FRAMES, FrameworkHandle, not_built_error
 
 __all__ = ["register_robot", "TorchRobotHandle", "GraphCallable", "REFERENCE_FRAMES", "DifferentiationError", "op",
            "pinned_host_like", "copy_to_host"]
@@ -87,7 +87,7 @@ def register_robot(name, urdf_path=None, urdf_string=None, **options):
     return _register(name, urdf_path=urdf_path, urdf_string=urdf_string, **options)
 
 
-class TorchRobotHandle:
+class TorchRobotHandle(FrameworkHandle):
     """Batched rigid-body dynamics of one robot on torch tensors: every method of the numpy RobotHandle (same names,
     arguments and shapes; out= takes tensors to write), each the op grid_rbd::<row> under torch.compile and a direct
     call of the compiled library in eager mode. Inputs are tensors of the handle's dtype, on the CPU or, for a CUDA
@@ -96,48 +96,17 @@ class TorchRobotHandle:
     analytic VJP and gradient rows (torch.func and torch.vmap too); differentiating anything else raises
     DifferentiationError."""
 
-    def __init__(self, handle):
-        self._np = handle
-        self._key = robot_key(handle)
-        self._dtype = _TORCH_DTYPES[np.dtype(handle.dtype)]
-        sizes = _signatures.sizes_of(handle._model)
-        self._rows = [_signatures.concrete(r, sizes) for r in _signatures.ROWS]  # by row id, with this robot's shapes
+    _repr_prefix = "Torch"
 
-        self._missing = missing_rows(handle)
+    def __init__(self, handle):
+        super().__init__(handle)
+        self._dtype = _TORCH_DTYPES[np.dtype(handle.dtype)]
         self._cuda = handle.device == "cuda"
         self._cuda_lib = handle.cuda_library
         self._devices = ("cpu", "cuda") if self._cuda else ("cpu",)
         # what the derivatives need (_torch_autograd): q's tangent map, None where it is the identity
         self.q_map = None if q_is_tangent(handle._model) else QMap(handle._model, handle.output_convention)
         FRONTS[self._key] = self
-
-    @property
-    def numpy_handle(self):
-        """the numpy RobotHandle this one shares its library with"""
-        return self._np
-
-    @property
-    def concrete_rows(self):
-        """the signature table's rows with this robot's shapes, by row id (_signatures.concrete)"""
-        return self._rows
-
-    @property
-    def robot_key(self):
-        """the string the ops take to find this robot in the process (no pointer)"""
-        return self._key
-
-    @property
-    def dtype(self):
-        return self._dtype
-
-    def __getattr__(self, attr):
-        # sizes, names and properties: the numpy handle's
-        if attr.startswith("_"):
-            raise AttributeError(attr)
-        return getattr(self._np, attr)
-
-    def __repr__(self):
-        return "Torch" + repr(self._np)
 
     def capture(self, method, *example_inputs, **kwargs):
         """a GraphCallable of one method (a name or a bound method of this handle) on CUDA tensors of the example
@@ -323,26 +292,5 @@ def copy_to_host(host, x):
     return host.copy_(x, non_blocking=True)
 
 
-def _torch_method(row):
-    parse, signature, doc = row_binder(row)
-
-    def method(self, *args, **kwargs):
-        inputs, attrs, out = parse(self._np, args, kwargs)  # frame names converted by the numpy handle
-        return self.call(row, inputs, attrs, out)
-
-    method.__signature__ = signature
-    method.__name__ = method.__qualname__ = row["py_name"]
-    method.__doc__ = doc + (" (the torch op grid_rbd::" + row["name"] + "; out=: tensors of the outputs' shapes to "
-                            "write, not differentiable)")
-    return method
-
-
-def _install_methods():
-    """every row of the signature table is a TorchRobotHandle method under its name and aliases: nothing per method"""
-    for row in _signatures.ROWS:
-        fn = _torch_method(row)
-        for name in (row["py_name"], *row["aliases"]):
-            setattr(TorchRobotHandle, name, fn)
-
-
-_install_methods()
+TorchRobotHandle.install_methods(lambda row: f" (the torch op grid_rbd::{row['name']}; out=: tensors of the outputs' "
+                                 "shapes to write, not differentiable)")
