@@ -440,6 +440,29 @@ class RobotHandle:
             return self._ee_frames[0]
         return self.frame_id(target)
 
+    def _targets_table(self, ee_joint_names, ee_offsets):
+        """the n targets of a call of a row with a target input, (n, 4) float64 [frame id, offset x y z]: the frames
+        of ee_joint_names (joint names (the frame of the joint's child link), link names or frame ids; None: the
+        registered end effectors) and the points at ee_offsets ((n, 3) or (3,), in each frame's axes; None: the
+        frame origins)"""
+        if ee_joint_names is None:
+            frames = list(self._ee_frames)
+        elif isinstance(ee_joint_names, (str, numbers.Integral)):
+            frames = [self.frame_id(ee_joint_names)]
+        else:
+            frames = [self.frame_id(n) for n in ee_joint_names]
+        if not frames:
+            raise ValueError(f"robot {self._name!r} has no end effectors: pass ee_joint_names= (joint or link names)")
+        table = np.zeros((len(frames), 4))
+        table[:, 0] = frames
+        if ee_offsets is not None:
+            off = np.asarray(ee_offsets, dtype=np.float64)
+            if off.shape not in ((3,), (len(frames), 3)):
+                raise ValueError(f"ee_offsets must be ({len(frames)}, 3) (one [x, y, z] per target, in its frame's "
+                                 f"axes) or (3,); got {off.shape}")
+            table[:, 1:] = off
+        return table
+
     @staticmethod
     def _reference_frame_attr(reference_frame):
         """the reference_frame attribute of "WORLD", "LOCAL", "LOCAL_WORLD_ALIGNED" (any case) or a
@@ -534,9 +557,14 @@ def _framework_method(row, doc_suffix):
     """a FrameworkHandle method for a row (row_binder's arguments), calling self.call"""
     parse, signature, doc = row_binder(row)
 
-    def method(self, *args, **kwargs):
-        inputs, attrs, out = parse(self._np, args, kwargs)  # frame names converted by the numpy handle
-        return self.call(row, inputs, attrs, out)
+    if target_index(row) is not None:
+        def method(self, *args, **kwargs):
+            inputs, attrs, out = parse(self._np, args, kwargs)
+            return fan_out(lambda ins, o: self.call(row, ins, attrs, o), row, inputs, out, self._xp, self._table_like)
+    else:
+        def method(self, *args, **kwargs):
+            inputs, attrs, out = parse(self._np, args, kwargs)  # frame names converted by the numpy handle
+            return self.call(row, inputs, attrs, out)
 
     method.__signature__ = signature
     method.__name__ = method.__qualname__ = row["py_name"]
@@ -571,19 +599,86 @@ def _subset_call(call, missing):
     return checked
 
 
+# A row's input named "target" is a target chosen per call ([frame id, tool offset] per state): users pass a call's n
+# targets as these parameters in its place (RobotHandle._targets_table), and the front end runs the row on the B n
+# (state, target) pairs (fan_out)
+_TARGET_INPUT = "target"
+_TARGET_PARAMS = ("ee_joint_names", "ee_offsets")
+
+
+def target_index(row):
+    """the position of row's per-call target input, or None"""
+    names = [a["name"] for a in row["inputs"]]
+    return names.index(_TARGET_INPUT) if _TARGET_INPUT in names else None
+
+
+def fan_out(call, row, inputs, out, xp, table_like):
+    """row on every (state, target) pair of a call whose target input holds the call's n targets (n, 4): the other
+    inputs (leading dimensions L) repeated per target, the cotangent (L, n w) split into the targets' (L n, w); the
+    outputs (L n, d0, ...) as (L, n d0, ...) (out, when given, written through its reshaped view and returned), a VJP's
+    summed over the targets as (L, ...). call(inputs, out) runs the row on flat inputs; xp is the array namespace (numpy, jax.numpy, torch) and table_like(table, x) the table as an
+    array of x's kind, dtype and device."""
+    kt = target_index(row)
+    names = [a["name"] for a in row["inputs"]]
+    table = inputs[kt]
+    n = table.shape[0]
+    xs = [x if x is None or k == kt or hasattr(x, "shape") else xp.asarray(x) for k, x in enumerate(inputs)]
+    q = xs[0]
+    lead = tuple(q.shape[:-1])
+    B = 1
+    for d in lead:
+        B *= int(d)
+    vjp = "cotangent" in names
+    flat = []
+    for k, (name, x) in enumerate(zip(names, xs)):
+        if x is None:
+            flat.append(None)
+        elif k == kt:
+            t = table_like(table, q)
+            flat.append(xp.broadcast_to(t[None], (B, n, 4)).reshape(B * n, 4))
+        elif name == "cotangent":
+            w = row["inputs"][k]["dims"][0][1]
+            if tuple(x.shape) != lead + (n * w,):
+                raise ValueError(f"{row['py_name']}: cotangent must be {lead + (n * w,)} ({w} per target, {n} "
+                                 f"targets); got {tuple(x.shape)}")
+            flat.append(x.reshape(B * n, w))
+        else:
+            per = tuple(x.shape[len(lead):])
+            flat.append(xp.broadcast_to(x.reshape((B, 1) + per), (B, n) + per).reshape((B * n,) + per))
+    if vjp:
+        if out is not None:
+            raise ValueError(f"{row['py_name']}: out= is not taken with targets (the result sums over them)")
+        res = call(flat, None)
+        return res.reshape((B, n) + tuple(res.shape[1:])).sum(1).reshape(lead + tuple(res.shape[1:]))
+    flat_out = None
+    if out is not None:
+        per = tuple(out.shape[len(lead):])
+        flat_out = out.reshape((B * n, per[0] // n) + per[1:])
+    res = call(flat, flat_out)
+    if out is not None:
+        return out
+    per = tuple(res.shape[1:])
+    return res.reshape(lead + (n * per[0],) + per[1:])
+
+
 def row_binder(row, with_out=True):
     """(parse, parameters, doc) of a row of the signature table as a front end's method: its inputs as parameters
-    (optional ones default None), then its frame and reference_frame attributes as target= and reference_frame= (names
-    or ids: _FRIENDLY_ATTRS), its other attributes as int keywords (default: the lowest valid value), and out= when
+    (optional ones default None; a per-call target input as ee_joint_names= and ee_offsets=, parsed into its (n, 4)
+    table), then its frame and reference_frame attributes as target= and reference_frame= (names or ids:
+    _FRIENDLY_ATTRS), its other attributes as int keywords (default: the lowest valid value), and out= when
     with_out. parse(handle, args, kwargs) -> (inputs in the row's order, attribute values, out), handle being the
     RobotHandle that converts frame names."""
-    inputs = [a["name"] for a in row["inputs"]]
+    kt = target_index(row)
+    row_inputs = [a["name"] for a in row["inputs"]]
+    inputs = row_inputs if kt is None else row_inputs[:kt] + list(_TARGET_PARAMS) + row_inputs[kt + 1:]
     optional = [a["optional"] for a in row["inputs"]]
+    if kt is not None:
+        optional = optional[:kt] + [1, 1] + optional[kt + 1:]
     friendly = [(_FRIENDLY_ATTRS[a["name"]], k) for k, a in enumerate(row["attrs"]) if a["name"] in _FRIENDLY_ATTRS]
     plain = [(a["name"], a["lo"], k) for k, a in enumerate(row["attrs"]) if a["name"] not in _FRIENDLY_ATTRS]
     positional = inputs + [f[0] for f, _ in friendly]
 
-    n_in, bare = len(inputs), not friendly and not plain
+    n_in, bare = len(inputs), not friendly and not plain and kt is None
 
     def parse(handle, args, kwargs):
         if bare and not kwargs and len(args) <= n_in:
@@ -606,7 +701,10 @@ def row_binder(row, with_out=True):
             attr_values[k] = int(kwargs.pop(name, lo))
         if kwargs:
             raise TypeError(f"{row['py_name']}() got an unexpected keyword argument {next(iter(kwargs))!r}")
-        return tuple(values[:len(inputs)]), tuple(attr_values), out
+        ins = values[:len(inputs)]
+        if kt is not None:
+            ins[kt:kt + 2] = [handle._targets_table(ins[kt], ins[kt + 1])]
+        return tuple(ins), tuple(attr_values), out
 
     P = inspect.Parameter
     params = [P("self", P.POSITIONAL_OR_KEYWORD)]
@@ -615,8 +713,21 @@ def row_binder(row, with_out=True):
     params += [P(n, P.KEYWORD_ONLY, default=lo) for n, lo, _ in plain]
     if with_out:
         params.append(P("out", P.KEYWORD_ONLY, default=None))
-    shapes = ", ".join(f"{a['name']} (B, {', '.join(map(str, a['shape']))})" for a in row["inputs"] + row["outputs"])
+    def shape_text(a, per_target):
+        dims = [str(d) for d in a["shape"]]
+        if per_target:  # stacked over the call's n targets
+            dims[0] = f"n*{dims[0]}"
+        return f"{a['name']} (B, {', '.join(dims)})"
+    vjp = "cotangent" in row_inputs
+    shapes = ", ".join([shape_text(a, kt is not None and a["name"] == "cotangent") for a in row["inputs"]
+                        if a["name"] != _TARGET_INPUT] +
+                       [shape_text(a, kt is not None and not vjp) for a in row["outputs"]])
     doc = f"{row['doc']}. Generated from the signature table: {shapes}."
+    if kt is not None:
+        doc += (" ee_joint_names: the targets, joint names (the frame of the joint's child link), link names or "
+                "frame ids (default the registered end effectors); ee_offsets: (n, 3) points in those frames (default "
+                "their origins). The n targets are chosen per call (no rebuild): the result stacks them along its first "
+                "per-state axis.")
     if friendly:
         doc += (" target: a frame (link) name, the name of the joint above that link, or a frame id; "
                 "default the first end effector. reference_frame: 'WORLD', 'LOCAL' or "
@@ -630,9 +741,15 @@ def _generic_method(row):
     parse, signature, doc = row_binder(row)
     algo = row["id"]
 
-    def method(self, *args, **kwargs):
-        inputs, attrs, out = parse(self, args, kwargs)
-        return self._call(algo, inputs, out, attrs)
+    if target_index(row) is not None:
+        def method(self, *args, **kwargs):
+            inputs, attrs, out = parse(self, args, kwargs)
+            return fan_out(lambda ins, o: self._call(algo, tuple(ins), o, attrs), row, inputs, out, np,
+                           lambda t, x: np.asarray(t, dtype=self.dtype))
+    else:
+        def method(self, *args, **kwargs):
+            inputs, attrs, out = parse(self, args, kwargs)
+            return self._call(algo, inputs, out, attrs)
 
     method.__signature__ = signature
     method.__name__ = method.__qualname__ = row["py_name"]

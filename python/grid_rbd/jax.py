@@ -86,6 +86,12 @@ class JaxRobotHandle(FrameworkHandle):
         self._cuda_work = {m["name"]: m["work_bytes"] for m in handle._library.methods} \
             if handle.device == "cuda" and handle._library is not None else {}
 
+    _xp = jnp  # the array namespace of fan_out (targets chosen per call)
+
+    def _table_like(self, table, x):
+        """a call's targets table (handle.fan_out) as a JAX array of the handle's dtype"""
+        return jnp.asarray(table, dtype=self._dtype)
+
     def call(self, row, inputs, attrs, out=None):
         """run one row: inputs (arrays or None) in the row's order, attribute values in its order; out: the outputs'
         buffers to write in place of fresh ones (donate them to jit: XLA:CPU then allocates nothing)"""

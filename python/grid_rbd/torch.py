@@ -92,7 +92,7 @@ class TorchRobotHandle(FrameworkHandle):
     arguments and shapes; out= takes tensors to write), each the op grid_rbd::<row> under torch.compile and a direct
     call of the compiled library in eager mode. Inputs are tensors of the handle's dtype, on the CPU or, for a CUDA
     robot, on a GPU; a single state (no batch axis) gives a result without one. inverse_dynamics (q, qd),
-    forward_dynamics and aba (q, qd, u) and end_effector_pose (q) are differentiable in both modes through their
+    forward_dynamics and aba (q, qd, u) and end_effector_pose and end_effector_pose_runtime (q) are differentiable in both modes through their
     analytic VJP and gradient rows (torch.func and torch.vmap too); differentiating anything else raises
     DifferentiationError."""
 
@@ -107,6 +107,12 @@ class TorchRobotHandle(FrameworkHandle):
         # what the derivatives need (_torch_autograd): q's tangent map, None where it is the identity
         self.q_map = None if q_is_tangent(handle._model) else QMap(handle._model, handle.output_convention)
         FRONTS[self._key] = self
+
+    _xp = torch  # the array namespace of fan_out (targets chosen per call)
+
+    def _table_like(self, table, x):
+        """a call's targets table (handle.fan_out) as a tensor of the handle's dtype on x's device"""
+        return torch.as_tensor(table, dtype=self._dtype, device=x.device)
 
     def capture(self, method, *example_inputs, **kwargs):
         """a GraphCallable of one method (a name or a bound method of this handle) on CUDA tensors of the example

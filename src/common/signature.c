@@ -17,6 +17,8 @@
 #define NO_LINKS -1, -1
 #define NO_RATE -1 /* rate_of: not a Jacobian rate */
 #define IN_COTANGENT(dim) ARG("cotangent", "the output's width", GRID_REQUIRED, dim)
+/* a target chosen per call: [frame id, x, y, z], a point fixed in that frame (the tool offset, in its axes) */
+#define IN_TARGET ARG("target", "frame id and tool offset", GRID_REQUIRED, DIM(ONE, 4))
 #define OUT_NVx2NV(name, desc) ARG(name, desc, GRID_REQUIRED, DIM(NV, 1), DIM(NV, 2))
 
 static const grid_signature_row rows[GRID_ALGO_COUNT] = {

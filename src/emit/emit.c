@@ -38,7 +38,8 @@ static method_layout layouts[GRID_ALGO_COUNT];
 static int param_of_input(const char *name)
 {
     static const struct { const char *name; int param; } map[] = {
-        {"q", EP_Q}, {"qd", EP_V}, {"qdd", EP_A}, {"u", EP_A}, {"f_ext", EP_F}, {"cotangent", EP_G}};
+        {"q", EP_Q}, {"qd", EP_V}, {"qdd", EP_A}, {"u", EP_A}, {"f_ext", EP_F}, {"cotangent", EP_G},
+        {"target", EP_A}}; /* (a per-state target takes the acceleration's slot: no row has both) */
     for (size_t k = 0; k < sizeof map / sizeof map[0]; k++)
         if (strcmp(name, map[k].name) == 0) return map[k].param;
     return -1;

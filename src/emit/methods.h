@@ -65,16 +65,20 @@ typedef struct emit_method {
     /* a composite written from its C source template alone (composite = emit_template_composite, template.c): the
        template's text (the name_start of its GRID_INCBIN beside the table: a purpose line, a comment documenting the
        macros it reads, then the body), and its own workspace past the callees' and its flops, each in the user's
-       sizes as c[0] + c[1] nq + c[2] nv + c[3] nv^2 + c[4] nv^3. The writer defines for the body:
-         GRID_NV_, GRID_NQ_        the user's nv (at least 1) and nq
+       sizes as c[0] + c[1] nq + c[2] nv + c[3] nv^2 + c[4] nv^3 + c[5] nb. The writer defines for the body:
+         GRID_NV_, GRID_NQ_        the user's nv (at least 1: array sizes) and nq
+         GRID_NV_OUT_              the user's nv as the output's shapes have it (0 on a robot without joints)
+         GRID_NB_, GRID_NFRAMES_   the bodies (of the full model) and the frames
+         GRID_METHOD_<ROW>_        1, for the row it writes (its name, upper case): rows may share a body
          GRID_WORK_                where its arrays start in ws (past the callees' workspace)
          GRID_FLOAT32_             1 when grid_real is float
-         GRID_SQRT_                the real type's square root
-         GRID_EL_(p, k)            element k of a state array of the convention (q, out: the target's stride)
+         GRID_SQRT_, GRID_SIN_, GRID_COS_   the real type's square root, sine, cosine
+         GRID_EL_(p, k)            element k of a state array of the convention (q, a, g, out: the target's stride)
          GRID_CALL_<ROW>_(q, o)    callee <ROW> (its row's name, upper case) on q into o, arrays of stride 1 in ws,
-                                   with the function's own frame and rf */
+                                   with the function's own frame and rf
+         GRID_CALL_<ROW>_AT_(q, o, f, rf)   the same at frame f and reference frame rf */
     const char *template;
-    long template_work[5], template_flops[5];
+    long template_work[6], template_flops[6];
     int composite_groups; /* 1: its rolled scalar form is a template on a state's lanes, or interleaved over a warp */
     int staged_cuda;      /* 1: its CUDA entry launches its callees' kernels one after another (docs/cuda.md) */
 } emit_method;

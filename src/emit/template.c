@@ -57,8 +57,11 @@ void emit_tpl_end(emit_tpl *t)
     t->n = 0;
 }
 
-/* c[0] + c[1] nq + c[2] nv + c[3] nv^2 + c[4] nv^3 */
-static long poly(const long c[5], long nq, long nv) { return c[0] + c[1] * nq + c[2] * nv + (c[3] + c[4] * nv) * nv * nv; }
+/* c[0] + c[1] nq + c[2] nv + c[3] nv^2 + c[4] nv^3 + c[5] nb */
+static long poly(const long c[6], long nq, long nv, long nb)
+{
+    return c[0] + c[1] * nq + c[2] * nv + (c[3] + c[4] * nv) * nv * nv + c[5] * nb;
+}
 
 int emit_template_composite(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, int vector,
                             sym_stats *stats)
@@ -67,44 +70,62 @@ int emit_template_composite(const emit_ctx *cx, const state_spec *sp, const comp
     ew_writer *w = cx->w;
     /* nv as the body sees it: at least 1 (GRID_NV_) */
     const int nv = cx->em->nv_user > 0 ? cx->em->nv_user : 1, nq = cx->em->nq_user;
-    /* scalar, on q alone: no lane form, no group or interleaved form (composite_groups) */
+    /* scalar: no lane form, no group or interleaved form (composite_groups) */
     assert(!vector && !in->group && !in->interleave && m->template && !m->composite_groups);
-    assert(!sp->reads_v && !sp->reads_a && !sp->reads_fext && !sp->reads_g);
     (void)vector;
     const char *body = body_of(m->template);
     long statements = 0;
     for (const char *c = body; *c; c++) statements += *c == ';';
     stats->statements = statements;
-    stats->flops = poly(m->template_flops, nq, nv);
+    stats->flops = poly(m->template_flops, nq, nv, cx->em->nb);
     stats->transcendental = 0;
-    stats->work = in->inner_work + poly(m->template_work, nq, nv);
+    stats->work = in->inner_work + poly(m->template_work, nq, nv, cx->em->nb);
     ew_printf(w, "/* %s: %s (a composite of its C source template) */\n", sp->fn, grid_sig_row(m->row)->doc);
     emit_tpl tp;
     emit_tpl_begin(&tp, w);
     char el[64];
     emit_elem(cx, el, sizeof el, "p", "k");
     emit_tpl_define(&tp, "GRID_NV_", "%d", nv);
+    emit_tpl_define(&tp, "GRID_NV_OUT_", "%d", cx->em->nv_user);
     emit_tpl_define(&tp, "GRID_NQ_", "%d", nq);
+    emit_tpl_define(&tp, "GRID_NB_", "%d", cx->em->nb);
+    emit_tpl_define(&tp, "GRID_NFRAMES_", "%d", cx->em->nframes);
     emit_tpl_define(&tp, "GRID_WORK_", "%ld", in->inner_work);
     emit_tpl_define(&tp, "GRID_FLOAT32_", "%d", cx->re->is_float);
     emit_tpl_define(&tp, "GRID_SQRT_", "%s", cx->re->fn_sqrt);
+    emit_tpl_define(&tp, "GRID_SIN_", "%s", cx->re->fn_sin);
+    emit_tpl_define(&tp, "GRID_COS_", "%s", cx->re->fn_cos);
+    /* the row it writes, for a body that several rows share */
+    char method[64];
+    int len = snprintf(method, sizeof method, "GRID_METHOD_");
+    for (const char *s = grid_sig_row(m->row)->name; *s && len < (int)sizeof method - 2; s++)
+        method[len++] = (char)(*s >= 'a' && *s <= 'z' ? *s - 32 : *s);
+    snprintf(method + len, sizeof method - (size_t)len, "_");
+    emit_tpl_define(&tp, method, "1");
     emit_tpl_define(&tp, "GRID_EL_(p, k)", "%s", el);
-    /* each callee on q_ into o_ (arrays of stride 1), with the function's own frame and reference frame */
+    /* each callee on q_ into o_ (arrays of stride 1), with the function's own frame and reference frame, and
+       (GRID_CALL_<ROW>_AT_) with the frame f_ and reference frame rf_ given */
     const char *arg[EP_NARGS] = {"q_", "0", "0", "0", "0", "o_"};
+    const char *arg_at[EP_NARGS] = {"q_", "0", "0", "0", "0", "o_", "f_", "rf_"};
     for (int c = 0; c < m->n_callees; c++) {
-        char name[48], fn[96];
+        char name[48], name_at[52], fn[96];
         const char *callee = grid_sig_row(m->callees[c].row)->name;
         int n = snprintf(name, sizeof name, "GRID_CALL_");
         for (const char *s = callee; *s && n < (int)sizeof name - 2; s++) name[n++] = (char)(*s >= 'a' && *s <= 'z' ? *s - 32 : *s);
         snprintf(name + n, sizeof name - (size_t)n, "_");
+        snprintf(name_at, sizeof name_at, "%sAT_", name);
         snprintf(fn, sizeof fn, "grid_s_%s", in->fn[c]);
         emit_tpl_define_call(&tp, cx->t, name, "q_, o_", fn, 0, arg, "1", NULL);
+        emit_tpl_define_call(&tp, cx->t, name_at, "q_, o_, f_, rf_", fn, 0, arg_at, "1", NULL);
     }
     ew_printf(w, "%s void grid_s_%s", cx->t->state_fn, sp->fn);
     emit_state_params(w, cx->t);
     ew_puts(w, "\n{\n");
-    /* q, out, ws, frame and rf are the body's and its calls' (q and out through GRID_EL_) */
-    emit_state_unused(w, cx->t, 0, 1u << EP_Q | 1u << EP_OUT | 1u << EP_WS | 1u << EP_FRAME | 1u << EP_RF, 1);
+    /* q, the other inputs it reads, out, ws, frame and rf are the body's and its calls' (arrays through GRID_EL_) */
+    const unsigned used = 1u << EP_Q | 1u << EP_OUT | 1u << EP_WS | 1u << EP_FRAME | 1u << EP_RF |
+                          (unsigned)sp->reads_v << EP_V | (unsigned)sp->reads_a << EP_A |
+                          (unsigned)sp->reads_fext << EP_F | (unsigned)sp->reads_g << EP_G;
+    emit_state_unused(w, cx->t, 0, used, 1);
     ew_puts(w, "\n");
     ew_puts(w, body);
     ew_puts(w, "}\n");

@@ -124,7 +124,7 @@ static void coupled_state(const grid_model *m, int algo, const grid_method_info 
     double *const vbuf[2] = {cs->vf, cs->af};
     int nvec = 0;
     for (int k = 0; k < row->n_in; k++) {
-        if (!in[k] || row->in[k].dim[0].sym == GRID_SYM_NB) {
+        if (!in[k] || row->in[k].dim[0].sym == GRID_SYM_NB || row->in[k].dim[0].sym == GRID_SYM_ONE) {
             fin[k] = in[k];
         } else if (row->in[k].dim[0].sym == GRID_SYM_NQ) {
             grid_ref_expand_q(m, in[k], cs->qf);

@@ -184,7 +184,8 @@ static int role_of(const char *name)
         const char *name;
         int role;
     } roles[] = {{"q", GRID_CONV_IN_Q},  {"qd", GRID_CONV_IN_V},        {"qdd", GRID_CONV_IN_A},
-                 {"u", GRID_CONV_IN_U},  {"f_ext", GRID_CONV_IN_PASS}, {"cotangent", GRID_CONV_IN_G}};
+                 {"u", GRID_CONV_IN_U},  {"f_ext", GRID_CONV_IN_PASS}, {"cotangent", GRID_CONV_IN_G},
+                 {"target", GRID_CONV_IN_PASS}};
     for (size_t k = 0; k < sizeof roles / sizeof roles[0]; k++)
         if (strcmp(name, roles[k].name) == 0) return roles[k].role;
     return -1;

@@ -247,6 +247,8 @@ static void fill_state(const checker *c, batch *b, long long state, unsigned lon
         double *x = c->scratch;
         if (k == 0) fill_q(c->m, x, &s); /* every row's first input is q */
         else for (long long i = 0; i < w; i++) x[i] = next_unit(&s);
+        if (!strcmp(c->r->in[k].name, "target")) /* [frame id, tool offset]: a valid frame, by the state */
+            x[0] = c->m->nframes > 0 ? (double)(state % c->m->nframes) : 0;
         for (long long i = 0; i < w; i++) {
             if (c->dt == GRID_FLOAT32) {
                 const float f = (float)x[i];

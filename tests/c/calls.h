@@ -21,13 +21,15 @@ static inline grid_call *tc(test_call *t)
 }
 
 /* row algo's inputs by name: "q" <- q, "qd" <- v, "qdd" / "u" <- a, "f_ext" <- f (NULL: absent), "cotangent" <-
-   test_cotangent;
+   test_cotangent, "target" <- test_target;
    attributes by name: "frame" <- frame, "reference_frame" <- rf */
 /* workspace every call gets (tests set it once; the reference ignores it) */
 static void *test_work_ptr;
 static size_t test_work_len;
 /* the cotangent every vector-Jacobian product gets ("cotangent": B states of the row's width, NULL: absent) */
 static const void *test_cotangent;
+/* the per-call targets of the rows that take one ("target": B states of [frame id, offset x y z], NULL: absent) */
+static const void *test_target;
 
 static inline grid_call *test_call_init(test_call *t, int algo, const void *q, const void *v, const void *a,
                                         const void *f, void *out, long long batch, int frame, int rf)
@@ -38,7 +40,8 @@ static inline grid_call *test_call_init(test_call *t, int algo, const void *q, c
     for (int k = 0; k < r->n_in; k++) {
         const char *n = r->in[k].name;
         t->in[k] = !strcmp(n, "q") ? q : !strcmp(n, "qd") ? v : (!strcmp(n, "qdd") || !strcmp(n, "u")) ? a
-                 : !strcmp(n, "f_ext") ? f : !strcmp(n, "cotangent") ? test_cotangent : NULL;
+                 : !strcmp(n, "f_ext") ? f : !strcmp(n, "cotangent") ? test_cotangent
+                 : !strcmp(n, "target") ? test_target : NULL;
     }
     for (int k = 0; k < r->n_attr; k++)
         t->c.attr[k] = !strcmp(r->attr[k].name, "frame") ? frame : !strcmp(r->attr[k].name, "reference_frame") ? rf : 0;
