@@ -44,6 +44,7 @@ typedef struct {
     int nq, nv, nb, nee, elem;  /* elem: bytes per element */
     long long nstates;
     unsigned char *q;                   /* configurations (input "q") */
+    unsigned char *target;              /* per-call targets (input "target"): the last frame, a tool offset */
     unsigned char *in[GRID_MAX_IN];     /* one random pool per input position, in_width[k] per state */
     long long in_width[GRID_MAX_IN];
     unsigned char *out;
@@ -115,6 +116,12 @@ static int states_init(states *s, const grid_robot_meta_t *m, long long nstates,
         for (long long i = 0; i < nstates * s->in_width[k]; i++) store(s->in[k], s->elem, i, uniform_pm1());
     }
 
+    if (!(s->target = aligned_zeroed(n * 4 * e))) return -1;
+    for (long long i = 0; i < nstates; i++) {
+        const double t[4] = {m->nframes > 0 ? m->nframes - 1 : 0, 0.05, -0.02, 0.1};
+        for (int j = 0; j < 4; j++) store(s->target, s->elem, 4 * i + j, t[j]);
+    }
+
     int floating = m->nq == m->nv + 1;
     for (long long i = 0; i < nstates; i++) {
         double qi[m->nq > 0 ? m->nq : 1];
@@ -132,7 +139,7 @@ static int states_init(states *s, const grid_robot_meta_t *m, long long nstates,
 
 static void states_free(states *s)
 {
-    free(s->q); free(s->out); free(s->work);
+    free(s->q); free(s->target); free(s->out); free(s->work);
     for (int k = 0; k < GRID_MAX_IN; k++) free(s->in[k]);
 }
 
@@ -155,8 +162,9 @@ static void make_call(call_args *ca, const states *s, const grid_method_info *r,
     for (int k = 0; k < r->n_in; k++) {
         const grid_arg_info *a = &r->in[k];
         if (a->optional && wanted(o->absent, a->name)) continue;
-        ca->in[k] = strcmp(a->name, "q") == 0 ? s->q + (size_t)first * (size_t)s->nq * e
-                                              : s->in[k] + (size_t)first * (size_t)a->width * e;
+        ca->in[k] = strcmp(a->name, "q") == 0        ? s->q + (size_t)first * (size_t)s->nq * e
+                  : strcmp(a->name, "target") == 0 ? s->target + (size_t)first * 4 * e
+                                                   : s->in[k] + (size_t)first * (size_t)a->width * e;
     }
     size_t at = 0;
     for (int k = 0; k < r->n_out; k++) {

@@ -26,6 +26,8 @@
 #include <pinocchio/algorithm/aba.hpp>
 #include <pinocchio/algorithm/cholesky.hpp>
 #include <pinocchio/algorithm/frames.hpp>
+#include <pinocchio/math.hpp>
+#include <pinocchio/spatial.hpp>
 #include <pinocchio/algorithm/jacobian.hpp>
 #include <pinocchio/algorithm/rnea-derivatives.hpp>
 #include <pinocchio/algorithm/aba-derivatives.hpp>
@@ -182,6 +184,9 @@ int main(int argc, char **argv)
     Eigen::MatrixXd ddq_dq(nv, nv), ddq_dv(nv, nv);
     pin::Data::Matrix6x J = pin::Data::Matrix6x::Zero(6, nv);
     Eigen::Matrix<double, 6, 6> lambda;
+    Eigen::Matrix<double, 6, 1> pose6;
+    pin::Data::Matrix6x dpose = pin::Data::Matrix6x::Zero(6, nv);
+    const Eigen::Vector3d tool(0.05, -0.02, 0.1);
     pin::Data::Matrix6x dh_dq = pin::Data::Matrix6x::Zero(6, nv), dhdot_dq = dh_dq, dhdot_dv = dh_dq, dhdot_da = dh_dq;
 
     // the algorithms, named as in include/grid/abi.h (extra Pinocchio variants suffixed)
@@ -244,6 +249,24 @@ int main(int argc, char **argv)
              pin::computeMinverse(model, data, qs[i]);
              data.Minv.triangularView<Eigen::StrictlyLower>() = data.Minv.transpose();
              lambda = (J * data.Minv * J.transpose()).ldlt().solve(Eigen::Matrix<double, 6, 6>::Identity());
+         }},
+        // a point at a tool offset in one frame, [xyz rpy], and its derivative (d xyz: the LOCAL_WORLD_ALIGNED
+        // Jacobian with the lever arm; d rpy: computeRpyJacobianInverse times its angular rows): Pinocchio's calls for
+        // end_effector_pose_runtime and its gradient at one target
+        {"ee_pose_runtime", [&](int i) {
+             pin::forwardKinematics(model, data, qs[i]);
+             pin::updateFramePlacement(model, data, fid);
+             const pin::SE3 &M = data.oMf[fid];
+             pose6.head<3>() = M.translation() + M.rotation() * tool;
+             pose6.tail<3>() = pin::rpy::matrixToRpy(M.rotation());
+         }},
+        {"ee_pose_runtime_grad", [&](int i) {
+             pin::computeFrameJacobian(model, data, qs[i], fid, pin::LOCAL_WORLD_ALIGNED, J);
+             const pin::SE3 &M = data.oMf[fid];
+             const Eigen::Vector3d r = M.rotation() * tool;
+             dpose.topRows<3>() = J.topRows<3>() - pin::skew(r) * J.bottomRows<3>();
+             dpose.bottomRows<3>() =
+                 pin::rpy::computeRpyJacobianInverse(pin::rpy::matrixToRpy(M.rotation()), pin::WORLD) * J.bottomRows<3>();
          }},
         {"frame_jacobian_dot", [&](int i) {
              pin::computeJointJacobiansTimeVariation(model, data, qs[i], vs[i]);

@@ -70,6 +70,11 @@ ALGOS = [
      "frame Jacobian rate (computeJointJacobiansTimeVariation + getFrameJacobianTimeVariation)"),
     # Pinocchio has no single call: our composition of computeFrameJacobian + computeMinverse + (J M^-1 J^T)^-1
     ("osc_inertia", "osc_inertia", "operational-space inertia (vs frame Jacobian + computeMinverse + 6x6 inverse)"),
+    # one target chosen per call (the frame, a tool offset): vs forwardKinematics + updateFramePlacement + rpy, and
+    # computeFrameJacobian + lever arm + computeRpyJacobianInverse
+    ("ee_pose_runtime", "ee_pose_runtime", "pose of a target chosen per call (vs FK + frame placement + rpy)"),
+    ("ee_pose_runtime_grad", "ee_pose_runtime_grad",
+     "its gradient (vs computeFrameJacobian + lever arm + computeRpyJacobianInverse)"),
 ]
 # Pinocchio-only variants, shown for the anchors
 PIN_EXTRA = [

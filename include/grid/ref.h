@@ -32,6 +32,10 @@ void grid_ref_aba(const grid_model *m, const double *q, const double *v, const d
 void grid_ref_forward_kinematics(const grid_model *m, const double *q, double *oMi /* nb*16 */, double *work);
 void grid_ref_frame_placement(const grid_model *m, const double *q, int frame, double *oMf /* 16 */, double *work);
 void grid_ref_end_effector_pose(const grid_model *m, const double *q, double *pose /* 6*nee */, double *work);
+/* [x y z roll pitch yaw] of a target [frame id, offset x y z]: the point at the offset in the frame's axes, and the
+   frame's rotation R (row-major); -1 with NaN poses when target[0] is not a frame id (an integer below nframes) */
+int grid_ref_target_pose(const grid_model *m, const double *q, const double target[4], double pose[6], double R[9],
+                         double *work);
 void grid_ref_frame_jacobian(const grid_model *m, const double *q, int frame, int reference_frame,
                              double *J /* 6*nv row-major */, double *work);
 /* First-order derivatives, out nv x 2nv row-major [d/dq | d/dqd] with the q columns along each joint's local

@@ -157,3 +157,23 @@ GRID_ROW(OSC_INERTIA, osc_inertia, OWN,
               {"reference_frame", 0, DIM(ONE, 3),
                "reference_frame id %ld is not WORLD (0), LOCAL (1) or LOCAL_WORLD_ALIGNED (2)"}},
           GRID_GPU_THREAD, NO_LINKS, GRID_QTY_WORLD, NO_RATE})
+/* poses at targets chosen per call: a per-state target [frame id, tool offset x y z in the frame]; the front ends take
+   a call's n targets (ee_joint_names, ee_offsets) and run the row on B n states (docs/python.md) */
+GRID_ROW(EE_POSE_RUNTIME, ee_pose_runtime, OWN,
+         {"ee_pose_runtime", "end_effector_pose_runtime", "",
+          "[x y z roll pitch yaw] of a point fixed in a frame, both chosen per call (no rebuild)",
+          2, {IN_Q, IN_TARGET}, 1, {ARG("pose", "target poses", GRID_REQUIRED, DIM(ONE, 6))},
+          0, {{0}}, GRID_GPU_THREAD, GRID_ALGO_EE_POSE_RUNTIME_GRAD, GRID_ALGO_EE_POSE_RUNTIME_VJP, GRID_QTY_WORLD,
+          NO_RATE})
+GRID_ROW(EE_POSE_RUNTIME_GRAD, ee_pose_runtime_grad, OWN,
+         {"ee_pose_runtime_grad", "end_effector_pose_gradient_runtime", "",
+          "d[x y z roll pitch yaw]/dq of a point fixed in a frame, both chosen per call (local tangent; rpy rows "
+          "infinite at pitch = +-pi/2)",
+          2, {IN_Q, IN_TARGET}, 1, {ARG("dpose", "target pose gradient", GRID_REQUIRED, DIM(ONE, 6), DIM(NV, 1))},
+          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED, NO_RATE})
+GRID_ROW(EE_POSE_RUNTIME_VJP, ee_pose_runtime_vjp, VJP,
+         {"ee_pose_runtime_vjp", "end_effector_pose_runtime_vjp", "",
+          "g^T d[x y z roll pitch yaw]/dq of the poses at targets chosen per call, for a cotangent g",
+          3, {IN_Q, IN_COTANGENT(DIM(ONE, 6)), IN_TARGET}, 1,
+          {ARG("vjp", "cotangent of q", GRID_REQUIRED, DIM(NV, 1))},
+          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED, NO_RATE})

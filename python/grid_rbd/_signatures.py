@@ -99,7 +99,7 @@ def not_differentiable_message(row, front_end):
                 "inverse_dynamics, forward_dynamics, aba and end_effector_pose once (second-order rows come later)")
     return (f"grid_rbd: differentiating {row['py_name']}, which has no analytic derivative in the {front_end} "
             "front end (differentiable: inverse_dynamics and forward_dynamics / aba in q, qd (and u), "
-            "end_effector_pose in q)")
+            "end_effector_pose and end_effector_pose_runtime in q)")
 
 
 def not_differentiable_in_message(row, name):

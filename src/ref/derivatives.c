@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 #include "grid/ref.h"
+#include "ref_rows.h"
 #include "spatial.h"
 
 size_t grid_sp_work_derivatives(const grid_model *m)
@@ -196,25 +197,51 @@ size_t grid_sp_work_ee_derivatives(const grid_model *m)
     return 6 * (size_t)m->nee + 6 * (size_t)m->nv_full + inner;
 }
 
+/* the pose rows [d xyz; d rpy] (6 x nv, row-major, into o) of a frame's LOCAL_WORLD_ALIGNED Jacobian J at the pose
+   (its rpy at pose[3..5]), for the point at r = R offset from the frame origin (world axes): its velocity is the
+   origin's plus omega x r. R = Rz(y) Ry(p) Rx(r): omega = E [dr, dp, dy] with E = [Rz Ry e_x, Rz e_y, e_z]; its
+   inverse below (infinite at cp = 0) */
+static void pose_rows(int nv, const double *J, const double pose[6], const double r[3], double *o)
+{
+    const double p = pose[4], y = pose[5];
+    const double sp = sin(p), cp = cos(p), sy = sin(y), cy = cos(y);
+    for (int c = 0; c < nv; c++) {
+        const double wx = J[3 * nv + c], wy = J[4 * nv + c], wz = J[5 * nv + c];
+        const double dr = (cy * wx + sy * wy) / cp;
+        o[c] = J[c] + (wy * r[2] - wz * r[1]);
+        o[nv + c] = J[nv + c] + (wz * r[0] - wx * r[2]);
+        o[2 * nv + c] = J[2 * nv + c] + (wx * r[1] - wy * r[0]);
+        o[3 * nv + c] = dr;
+        o[4 * nv + c] = -sy * wx + cy * wy;
+        o[5 * nv + c] = wz + sp * dr;
+    }
+}
+
 void grid_ref_ee_pose_derivatives(const grid_model *m, const double *q, double *out, double *work)
 {
     const int nv = m->nv_full;
+    const double zero[3] = {0, 0, 0};
     double *pose = work, *J = pose + 6 * m->nee, *inner = J + 6 * nv;
     grid_ref_end_effector_pose(m, q, pose, inner);
     for (int e = 0; e < m->nee; e++) {
         /* the frame's velocity in world axes: d xyz = J_linear dq, omega = J_angular dq */
         grid_ref_frame_jacobian(m, q, m->ee_frames[e], GRID_LOCAL_WORLD_ALIGNED, J, inner);
-        /* R = Rz(y) Ry(p) Rx(r): omega = E [dr, dp, dy] with E = [Rz Ry e_x, Rz e_y, e_z]; its inverse below */
-        const double p = pose[6 * e + 4], y = pose[6 * e + 5];
-        const double sp = sin(p), cp = cos(p), sy = sin(y), cy = cos(y);
-        double *o = out + (size_t)6 * e * nv;
-        for (int c = 0; c < nv; c++) {
-            const double wx = J[3 * nv + c], wy = J[4 * nv + c], wz = J[5 * nv + c];
-            const double dr = (cy * wx + sy * wy) / cp;
-            for (int r = 0; r < 3; r++) o[r * nv + c] = J[r * nv + c];
-            o[3 * nv + c] = dr;
-            o[4 * nv + c] = -sy * wx + cy * wy;
-            o[5 * nv + c] = wz + sp * dr;
-        }
+        pose_rows(nv, J, pose + 6 * e, zero, out + (size_t)6 * e * nv);
     }
+}
+
+void ref_row_ee_pose_runtime_grad(const grid_model *m, const double *const *in, double *const *out, const int *attr,
+                                  double *work)
+{
+    (void)attr;
+    const int nv = m->nv_full;
+    const double *t = in[1];
+    double pose[6], R[9], r[3], *J = work, *inner = J + 6 * nv;
+    if (grid_ref_target_pose(m, in[0], t, pose, R, inner) != 0) {
+        for (int k = 0; k < 6 * nv; k++) out[0][k] = NAN; /* not a frame id */
+        return;
+    }
+    for (int k = 0; k < 3; k++) r[k] = R[3 * k] * t[1] + R[3 * k + 1] * t[2] + R[3 * k + 2] * t[3];
+    grid_ref_frame_jacobian(m, in[0], (int)t[0], GRID_LOCAL_WORLD_ALIGNED, J, inner);
+    pose_rows(nv, J, pose, r, out[0]);
 }

@@ -105,6 +105,32 @@ void grid_ref_end_effector_pose(const grid_model *m, const double *q, double *po
     }
 }
 
+int grid_ref_target_pose(const grid_model *m, const double *q, const double target[4], double pose[6], double R[9],
+                         double *work)
+{
+    const double f = target[0];
+    if (!(f >= 0 && f < m->nframes && f == (double)(int)f)) {
+        for (int k = 0; k < 6; k++) pose[k] = NAN;
+        return -1;
+    }
+    double *liMi = work, *oMi = work + 12 * (size_t)m->nb, x[12];
+    grid_sp_placements(m, q, liMi, oMi);
+    frame_xform(m, oMi, (int)f, x);
+    /* the point: the frame origin plus the offset in the frame's axes */
+    for (int r = 0; r < 3; r++) pose[r] = x[9 + r] + x[3 * r] * target[1] + x[3 * r + 1] * target[2] + x[3 * r + 2] * target[3];
+    matrix_to_rpy(x, pose + 3);
+    memcpy(R, x, 9 * sizeof(double));
+    return 0;
+}
+
+void ref_row_ee_pose_runtime(const grid_model *m, const double *const *in, double *const *out, const int *attr,
+                             double *work)
+{
+    (void)attr;
+    double R[9];
+    grid_ref_target_pose(m, in[0], in[1], out[0], R, work);
+}
+
 /* [x y z qw qx qy qz] of the first end effector (identity without one): Eigen's Quaternion(Matrix3), qw made >= 0 */
 void ref_row_fk_batched(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
 {

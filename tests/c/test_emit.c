@@ -214,7 +214,7 @@ static double *widen(const void *p, int dtype, long long n)
 typedef struct {
     int dtype;
     long long B;
-    void *q, *v, *a, *fext, *g;
+    void *q, *v, *a, *fext, *g, *t;  /* t: the targets [frame id, offset] of the rows that take one */
     double *cond; /* cond(M) per state */
 } states;
 
@@ -242,6 +242,13 @@ static void make_states(const grid_model *m, int dtype, long long B, states *s)
     s->g = alloc_real(dtype, B * (gw > 0 ? gw : 1));
     for (long long k = 0; k < B * gw; k++) put(s->g, dtype, k, urand(-1, 1));
     test_cotangent = s->g;
+    /* every frame in turn, tool offsets of a few centimetres */
+    s->t = alloc_real(dtype, B * 4);
+    for (long long b = 0; b < B; b++) {
+        put(s->t, dtype, 4 * b, (double)(m->nframes > 0 ? b % m->nframes : 0));
+        for (int k = 1; k < 4; k++) put(s->t, dtype, 4 * b + k, urand(-0.1, 0.1));
+    }
+    test_target = s->t;
     s->cond = calloc((size_t)B, sizeof *s->cond);
     double *q = malloc((size_t)(m->nq > 0 ? m->nq : 1) * sizeof *q);
     for (long long b = 0; b < B; b++) {
@@ -273,7 +280,9 @@ static void free_states(states *s)
     free(s->a);
     free(s->fext);
     free(s->g);
+    free(s->t);
     test_cotangent = NULL;
+    test_target = NULL;
     free(s->cond);
 }
 
@@ -310,14 +319,17 @@ static double compare_algo(const grid_model *m, const lib *L, const states *s, i
         double *q = widen(s->q, s->dtype, B * m->nq), *v = widen(s->v, s->dtype, B * m->nv);
         double *a = widen(s->a, s->dtype, B * m->nv), *f = widen(s->fext, s->dtype, B * 6 * m->nb);
         const long long gw = m->nv > 6 * m->nee ? m->nv : 6 * m->nee;
-        double *g = widen(s->g, s->dtype, B * gw);
+        double *g = widen(s->g, s->dtype, B * gw), *tg = widen(s->t, s->dtype, B * 4);
         test_call t64;
         test_cotangent = g;
+        test_target = tg;
         test_call_init(&t64, algo, q, v, use_a ? a : NULL, use_fext ? f : NULL, ref, B, frame, rf);
         test_call_outputs(&t64, algo, &sz, ref, B, sizeof(double));
         rc = grid_ref_batch(m, algo, GRID_FLOAT64, &t64.c);
         test_cotangent = s->g;
+        test_target = s->t;
         free(g);
+        free(tg);
         free(q);
         free(v);
         free(a);
@@ -445,6 +457,7 @@ static void check_entry_points(const grid_model *m, const lib *L, const states *
         for (long long b = 0; b < B; b += 7) {
             test_call t1;
             test_cotangent = (const char *)s->g + b * gw * s->dtype;
+            test_target = (const char *)s->t + b * 4 * s->dtype;
             grid_call *c1 = test_call_init(&t1, algo, (const char *)s->q + b * m->nq * s->dtype,
                                            (const char *)s->v + b * m->nv * s->dtype,
                                            (const char *)s->a + b * m->nv * s->dtype, NULL, o2, 1, 0, 0);
@@ -456,6 +469,7 @@ static void check_entry_points(const grid_model *m, const lib *L, const states *
                       "%s %s: state %lld alone differs from the batch", what, grid_algo_name(algo), b);
         }
         test_cotangent = s->g;
+        test_target = s->t;
     }
     free(o1);
     free(o2);
@@ -503,7 +517,10 @@ static void check_nan(const grid_model *m, const lib *L, const states *s, const 
                identity, quaternion [1 0 0 0]) */
             for (long long k = 0; k < B * w; k++) {
                 const double want = algo == GRID_ALGO_FK_BATCHED && k % 7 == 3 ? 1.0 : 0.0;
-                CHECK_MSG(x[k] == want, "%s %s: element %lld", what, grid_algo_name(algo), k);
+                /* (a target's pose is its frame's fixed placement: compare_algo checks its value) */
+                if (algo == GRID_ALGO_EE_POSE_RUNTIME) CHECK_MSG(isfinite(x[k]), "%s %s: element %lld", what,
+                                                                 grid_algo_name(algo), k);
+                else CHECK_MSG(x[k] == want, "%s %s: element %lld", what, grid_algo_name(algo), k);
             }
         } else {
             CHECK_MSG(nan_q && (!uses_v || nan_v) && !nan_other, "%s %s: NaN in q %d, in v %d, elsewhere %d", what,

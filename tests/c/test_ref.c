@@ -8,7 +8,11 @@
 #include "grid/ref.h"
 #include "../../src/ref/ref_rows.h"
 
-/* one state of a row by its reference function, its inputs by name (q, qd, qdd or u, f_ext), the call's attributes */
+/* the target [frame id, offset] row_state passes a row that takes one */
+static const double *row_target;
+
+/* one state of a row by its reference function, its inputs by name (q, qd, qdd or u, f_ext, target), the call's
+   attributes */
 static void row_state(const grid_model *m, int algo, const double *q, const double *v, const double *a,
                       const double *f, const int *attr, double *out, double *w)
 {
@@ -17,7 +21,7 @@ static void row_state(const grid_model *m, int algo, const double *q, const doub
     for (int k = 0; k < row->n_in; k++) {
         const char *n = row->in[k].name;
         in[k] = !strcmp(n, "q") ? q : !strcmp(n, "qd") ? v : !strcmp(n, "qdd") || !strcmp(n, "u") ? a
-              : !strcmp(n, "f_ext") ? f : NULL;
+              : !strcmp(n, "f_ext") ? f : !strcmp(n, "target") ? row_target : NULL;
         CHECK_MSG(in[k] != NULL, "%s: input %s", row->name, n);
     }
     /* several outputs: one after another in out */
@@ -1015,10 +1019,18 @@ static void test_batch(void)
     const int gw = nv > 6 * m->nee ? nv : 6 * m->nee;
     rand_vec(g, B * gw, 1.0);
     for (int k = 0; k < B * gw; k++) gf[k] = (float)g[k];
+    /* targets: a frame per state and a tool offset (float32-exact, so both dtypes see the same) */
+    double tg[B * 4];
+    float tgf[B * 4];
+    for (int b = 0; b < B; b++) {
+        const double t4[4] = {(double)((8 + 3 * b) % m->nframes), 0.125 * b, -0.25, 0.0625};
+        for (int k = 0; k < 4; k++) tgf[4 * b + k] = (float)(tg[4 * b + k] = t4[k]);
+    }
 
     for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
         test_call t;
         test_cotangent = g;
+        test_target = tg;
         const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
         test_call_init(&t, algo, q, v, a, fext, out, B, 8, GRID_LOCAL);
         test_call_outputs(&t, algo, &sz, out, B, sizeof(double));
@@ -1072,7 +1084,22 @@ static void test_batch(void)
                 }
                 break;
             }
-            default: row_state(m, algo, qb, vb, ab, fb, t.c.attr, one, w); break;
+            case GRID_ALGO_EE_POSE_RUNTIME_VJP: { /* g^T of the target's pose gradient */
+                const double *in1[GRID_MAX_IN] = {qb, tg + 4 * b};
+                double *out1[GRID_MAX_OUT] = {jac};
+                const int at[GRID_REF_ATTRS] = {[GRID_REF_RULE] = GRID_FLOAT64};
+                ref_row_fn(GRID_ALGO_EE_POSE_RUNTIME_GRAD)(m, in1, out1, at, w);
+                for (int c = 0; c < nv; c++) {
+                    double acc = 0;
+                    for (int r = 0; r < 6; r++) acc += g[6 * b + r] * jac[r * nv + c];
+                    one[c] = acc;
+                }
+                break;
+            }
+            default:
+                row_target = tg + 4 * b;
+                row_state(m, algo, qb, vb, ab, fb, t.c.attr, one, w);
+                break;
             }
             for (int k = 0, at = 0; k < row->n_out; k++) {
                 const int wk = (int)grid_sig_shape(&row->out[k], &sz, NULL);
@@ -1082,10 +1109,12 @@ static void test_batch(void)
         }
         /* float32: widened inputs, narrowed outputs */
         test_cotangent = gf;
+        test_target = tgf;
         test_call_init(&t, algo, qf, vf, af, ff, outf, B, 8, GRID_LOCAL);
         test_call_outputs(&t, algo, &sz, outf, B, sizeof(float));
         CHECK(grid_ref_batch(m, algo, GRID_FLOAT32, &t.c) == GRID_OK);
         test_cotangent = NULL;
+        test_target = NULL;
         double scale = fmax(1.0, max_abs(out, B * width)), e = 0.0;
         for (int k = 0; k < B * width; k++) e = fmax(e, fabs((double)outf[k] - out[k]));
         CHECK_MSG(e < 1e-4 * scale, "algo %d float32 off by %g (scale %g)", algo, e, scale);
@@ -1199,10 +1228,14 @@ static void test_signature_table(void)
         for (size_t k = 0; k < sizeof out / sizeof out[0]; k++) out[k] = NAN;
         test_call t;
         test_cotangent = fext; /* (B states of 6 nb >= any cotangent's width) */
+        double tg[4 * B];
+        for (int b = 0; b < B; b++) tg[4 * b] = b % m->nframes, tg[4 * b + 1] = tg[4 * b + 2] = tg[4 * b + 3] = 0.1;
+        test_target = tg;
         test_call_init(&t, id, q, v, a, fext, out, B, 8, GRID_LOCAL);
         test_call_outputs(&t, id, &sz, out, B, sizeof(double));
         CHECK(grid_ref_batch(m, id, GRID_FLOAT64, &t.c) == GRID_OK);
         test_cotangent = NULL;
+        test_target = NULL;
         long long written = 0;
         for (long long k = 0; k < B * w; k++) written += !isnan(out[k]);
         CHECK_MSG(written == B * w && isnan(out[B * w]), "%s: %lld of %lld outputs written, past the end %g", r->name,

@@ -541,13 +541,34 @@ def robot_path(case):
     return case_path(case, synthetic_dir())
 
 
-def row_inputs(h, row, n, seed=0):
-    """inputs of a signature-table row for n states of h's dtype, in the row's order: the test states of
-    make_states by input name, normal random values for the others (cotangents)"""
+def row_targets(h):
+    """the targets row_inputs gives a row with a per-call target input: (frame names, offsets as nested lists)"""
+    frames = sorted(set(list(h.ee_frame_ids[:1]) + [len(h.frame_names) // 2, len(h.frame_names) - 1]))
+    return [h.frame_names[f] for f in frames], np.linspace(-0.2, 0.3, 3 * len(frames)).reshape(-1, 3).tolist()
+
+
+def row_inputs(h, row, n, seed=0, per_state=False):
+    """arguments of a signature-table row's method for n states of h's dtype, in the row's order: the test states of
+    make_states by input name, normal random values for the others (cotangents); a per-call target input as the
+    method's ee_joint_names and ee_offsets (row_targets: a list of names and nested lists, the cotangent n targets
+    wide), or with per_state as the row's own (n, 4) input of valid [frame id, offset] rows (what its op takes)"""
     from grid_rbd import _signatures
     s = make_states(h, "random", n, seed)
     c = _signatures.concrete(row, _signatures.sizes_of(h._model))
     rng = np.random.default_rng(seed + 7)
-    return [np.ascontiguousarray(s[name] if name in s else rng.normal(size=(n,) + shape), dtype=h.dtype)
-            for name, shape, *_ in c["inputs"]]
+    names, offsets = row_targets(h)
+    fan = 1 if per_state or "target" not in [x[0] for x in c["inputs"]] else len(names)
+    args = []
+    for name, shape, *_ in c["inputs"]:
+        if name == "target" and not per_state:
+            args += [names, offsets]
+            continue
+        if name == "target":
+            x = np.column_stack([np.arange(n) % len(h.frame_names), rng.uniform(-0.3, 0.3, (n, 3))])
+        elif name == "cotangent":
+            x = rng.normal(size=(n, shape[0] * fan) + shape[1:])
+        else:
+            x = s[name] if name in s else rng.normal(size=(n,) + shape)
+        args.append(np.ascontiguousarray(x, dtype=h.dtype))
+    return args
 

@@ -92,6 +92,11 @@ def all_outputs(h, s):
     for fid in jacobian_frames(h):
         for rf in JACOBIAN_FRAMES:
             yield f"osc_inertia[{h.frame_names[fid]},{rf}]", h.osc_inertia(s["q"], fid, rf)
+    # the Jacobian frames as targets chosen per call, with tool offsets (the pose: its gradient's rpy rows are
+    # infinite at pitch = +-pi/2, test_pinocchio_crosscheck checks it away from there)
+    frames = jacobian_frames(h)
+    offsets = np.linspace(-0.2, 0.3, 3 * len(frames)).reshape(-1, 3)
+    yield "end_effector_pose_runtime", h.end_effector_pose_runtime(s["q"], frames, offsets)
 
 
 def float64_bounds(ref, s):
@@ -178,7 +183,7 @@ def test_generated_float64_matches_reference(handles, kind):
     failures = []
     for (label, a), (_, b) in zip(all_outputs(gen, s), all_outputs(ref, s)):
         assert a.dtype == np.float64 and a.shape == b.shape, label
-        if label == "end_effector_pose":
+        if label.startswith("end_effector_pose"):
             # at a pitch of +-pi/2 (atlas's zero state) roll and yaw are not separately defined: rounding picks the
             # split, so the rotation they make is compared (the xyz rows are compared as they are)
             a, b = pose_as_matrices(a), pose_as_matrices(b)
@@ -252,7 +257,7 @@ def test_generated_float32_accuracy(handles):
             assert a.dtype == np.float32, label
             if label.startswith("osc_inertia"):
                 b = b32
-            if label == "end_effector_pose":
+            if label.startswith("end_effector_pose"):
                 a, b = pose_as_matrices(a), pose_as_matrices(b)
             err = relative(a, b)
             key = family(label)

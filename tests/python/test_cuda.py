@@ -84,6 +84,23 @@ def _osc(rf):
     return call
 
 
+def _runtime(method):
+    """a method at targets chosen per call: two end effectors and a frame half-way down the list, with tool offsets
+    (the VJP with a fixed cotangent; its out= written after the call, as the sum over targets takes none)"""
+    def call(h, s, out):
+        frames = sorted(set(list(h.ee_frame_ids[:2]) + [len(h.frame_names) // 2]))
+        offsets = np.linspace(-0.2, 0.3, 3 * len(frames)).reshape(-1, 3)
+        if method.endswith("_vjp"):
+            g = np.broadcast_to(np.cos(np.arange(6 * len(frames))), (len(s["q"]), 6 * len(frames)))
+            res = getattr(h, method)(s["q"], np.ascontiguousarray(g, dtype=s["q"].dtype), frames, offsets)
+            if out is None:
+                return res
+            out[...] = res
+            return out
+        return getattr(h, method)(s["q"], frames, offsets, out=out)
+    return call
+
+
 METHODS = {
     "inverse_dynamics": lambda h, s, out: h.inverse_dynamics(s["q"], s["qd"], s["qdd"], out=out),
     "inverse_dynamics_qdd_none": lambda h, s, out: h.inverse_dynamics(s["q"], s["qd"], out=out),
@@ -130,6 +147,9 @@ METHODS = {
     "osc_inertia_world": _osc("WORLD"),
     "osc_inertia_local": _osc("LOCAL"),
     "osc_inertia_lwa": _osc("LOCAL_WORLD_ALIGNED"),
+    "end_effector_pose_runtime": _runtime("end_effector_pose_runtime"),
+    "end_effector_pose_gradient_runtime": _runtime("end_effector_pose_gradient_runtime"),
+    "end_effector_pose_runtime_vjp": _runtime("end_effector_pose_runtime_vjp"),
 }
 
 

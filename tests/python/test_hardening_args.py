@@ -359,3 +359,35 @@ def test_already_refused_cases(gen):
     with pytest.raises(ValueError):
         gen.inverse_dynamics([[0.0] * 7, [0.0] * 6], q[:2])  # ragged
     assert gen.inverse_dynamics(np.zeros((0, 7)), np.zeros((0, 7))).shape == (0, 7)
+
+
+# ---- targets chosen per call (end_effector_pose_runtime and its derivatives) ----
+def test_runtime_targets_are_checked_and_named(gen, ref):
+    q = states(3)[0]
+    with pytest.raises(ValueError, match="unknown frame 'no_such_link'.*frames are URDF link names"):
+        gen.end_effector_pose_runtime(q, ["iiwa_joint_7", "no_such_link"])
+    with pytest.raises(ValueError, match=r"ee_offsets must be \(2, 3\)"):
+        gen.end_effector_pose_runtime(q, ["iiwa_joint_7", 3], np.zeros((3, 3)))
+    with pytest.raises(ValueError, match=r"cotangent must be \(3, 12\) \(6 per target, 2 targets\)"):
+        gen.end_effector_pose_runtime_vjp(q, np.zeros((3, 6)), ["iiwa_joint_7", 3])
+    with pytest.raises(ValueError, match="out= is not taken with targets"):
+        gen.end_effector_pose_runtime_vjp(q, np.zeros((3, 6)), "iiwa_joint_7", out=np.zeros((3, 7)))
+    with pytest.raises(ValueError, match="frame id 99 is out of range"):
+        gen.end_effector_pose_runtime(q, [99])
+    # one name, an int id and a link name; one offset for every target
+    a = gen.end_effector_pose_runtime(q, "iiwa_joint_7", [0.1, 0, 0])
+    b = gen.end_effector_pose_runtime(q, [gen.frame_id("iiwa_joint_7"), "iiwa_link_7"], [[0.1, 0, 0], [0.1, 0, 0]])
+    np.testing.assert_array_equal(np.hstack([a, a]), b)
+
+
+def test_a_raw_target_that_is_no_frame_gives_nan(gen, ref):
+    """the rows' own rule for a per-state target whose frame id is not an integer in [0, nframes) (only the runner's
+    call reaches it: the methods build targets from names and ids they checked): NaN outputs, both providers"""
+    q = states(4)[0]
+    nf = len(gen.frame_names)
+    T = np.array([[nf, 0, 0, 0], [-1, 0, 0, 0], [0.5, 0, 0, 0], [1, 0.1, 0, 0]], dtype=np.float64)
+    for h in (gen, ref):
+        pose = h._call(_core.ALGO_EE_POSE_RUNTIME, (q, T), None, ())
+        grad = h._call(_core.ALGO_EE_POSE_RUNTIME_GRAD, (q, T), None, ())
+        assert np.isnan(pose[:3]).all() and np.isnan(grad[:3]).all(), h.provider
+        assert np.isfinite(pose[3]).all() and np.isfinite(grad[3]).all(), h.provider

@@ -17,7 +17,7 @@ from grid_rbd import _signatures  # noqa: E402
 from grid_rbd._errors import NotAvailableError  # noqa: E402
 import grid_rbd.jax as gj  # noqa: E402
 import robot_cases  # noqa: E402
-from robot_cases import CASES, case_path, handle_for, make_states, row_inputs  # noqa: E402
+from robot_cases import CASES, case_path, handle_for, make_states, row_inputs, row_targets  # noqa: E402
 
 # (case, provider, dtype): fixed and floating bases, float32, coupled mimic hands, the reference provider
 HANDLES = [("iiwa", "generated", "float64"), ("iiwa", "generated", "float32"), ("go2_ff", "generated", "float64"),
@@ -50,7 +50,7 @@ def test_every_row_equals_the_numpy_handle(pair, row):
     h, j = pair
     args = row_inputs(h, row, B)
     want = getattr(h, row["py_name"])(*args)
-    got = getattr(j, row["py_name"])(*[jnp.asarray(a) for a in args])
+    got = getattr(j, row["py_name"])(*[jnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args])
     want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
     assert len(want) == len(got)
     for w, g in zip(want, got):
@@ -170,6 +170,8 @@ def test_check_grads_forward_and_reverse(grad_pair):
     check_grads(jax.jit(lambda q, qd, u: j.aba(q, qd, u)), (q, qd, u), **kw)
     if h.num_ees:
         check_grads(jax.jit(j.end_effector_pose), (q,), **kw)
+    names, offsets = row_targets(h)
+    check_grads(jax.jit(lambda q: j.end_effector_pose_runtime(q, names, offsets)), (q,), **kw)
 
 
 def test_grad_equals_the_vjp_row_and_jacfwd_the_gradient_row(grad_pair):

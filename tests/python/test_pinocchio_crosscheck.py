@@ -560,3 +560,86 @@ def test_perturbed_inertia_fails_the_comparison(floating_base, provider):
         assert block_errors(*check(reference)).max() <= RTOL, f"{name}: the unperturbed model must pass"
         worst = block_errors(*check(perturbed)).max()
         assert worst > 1e3 * RTOL, f"{name}: a 1% mass change went unnoticed (error {worst:.2e})"
+
+
+# ---- poses at targets chosen per call: Pinocchio's frame placement and frame Jacobian of a frame added at the offset ----
+def runtime_targets(h, seed=3):
+    """(target names, (n, 3) offsets): the Jacobian test's frames under their link names, random tool offsets"""
+    names = [h.frame_names[f] for f in jacobian_frames(h)]
+    return names, np.random.default_rng(seed).uniform(-0.3, 0.3, (len(names), 3))
+
+
+def pin_offset_frames(P, names, offsets):
+    """a copy of Pinocchio's model with a frame at each target's offset (its frame's placement times the offset): the
+    model, its data and those frames' ids"""
+    model = pin.Model(P.model)
+    ids = []
+    for k, (name, o) in enumerate(zip(names, offsets)):
+        f = model.frames[P.frame_id(name)]
+        placement = f.placement * pin.SE3(np.eye(3), np.asarray(o, dtype=np.float64))
+        ids.append(model.addFrame(pin.Frame(f"grid_target_{k}_{name}", f.parentJoint, P.frame_id(name), placement,
+                                            pin.FrameType.OP_FRAME)))
+    return model, model.createData(), ids
+
+
+def test_end_effector_pose_runtime_matches_pinocchio(robot):
+    h, P = robot.handle, robot.pin
+    names, offsets = runtime_targets(h)
+    model, data, pids = pin_offset_frames(P, names, offsets)
+
+    def pin_pose(q):
+        pin.framesForwardKinematics(model, data, P.q(q))
+        return np.concatenate([np.concatenate([data.oMf[f].translation, pin.rpy.matrixToRpy(data.oMf[f].rotation)])
+                               for f in pids])
+    for kind, s in all_states(robot):
+        ours = h.end_effector_pose_runtime(s["q"], names, offsets)
+        assert ours.shape == (len(s["q"]), 6 * len(names))
+        assert_blocks_close(pose_as_matrices(ours), pose_as_matrices(per_state(pin_pose, s["q"])),
+                            f"{robot.case.id} end_effector_pose_runtime [{kind}]")
+
+
+def test_end_effector_pose_gradient_runtime_matches_pinocchio(robot):
+    """d xyz: Pinocchio's LOCAL_WORLD_ALIGNED Jacobian of the frame at the offset; d rpy: computeRpyJacobianInverse
+    (world) times its angular rows; states where a target's pitch is within 1e-3 of +-pi/2 (infinite rows) skipped"""
+    h, P = robot.handle, robot.pin
+    names, offsets = runtime_targets(h)
+    model, data, pids = pin_offset_frames(P, names, offsets)
+    lwa = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+    def pin_grad(q):
+        rows = []
+        pin.framesForwardKinematics(model, data, P.q(q))
+        for f in pids:
+            J = P.cols(pin.computeFrameJacobian(model, data, P.q(q), f, lwa))
+            rpy = pin.rpy.matrixToRpy(data.oMf[f].rotation)
+            rows += [J[:3], pin.rpy.computeRpyJacobianInverse(rpy, pin.ReferenceFrame.WORLD) @ J[3:]]
+        return np.concatenate(rows)
+    for kind, s in all_states(robot):
+        pose = h.end_effector_pose_runtime(s["q"], names, offsets).reshape(len(s["q"]), -1, 6)
+        keep = np.all(np.abs(np.cos(pose[..., 4])) > 1e-3, axis=1)
+        if not keep.any():
+            continue
+        q = s["q"][keep]
+        ours = h.end_effector_pose_gradient_runtime(q, names, offsets)
+        label = f"{robot.case.id} end_effector_pose_gradient_runtime [{kind}]"
+        assert_blocks_close(ours, per_state(pin_grad, q), label)
+        # the VJP row is the gradient contracted with the cotangent
+        g = np.random.default_rng(5).standard_normal((len(q), 6 * len(names)))
+        assert_blocks_close(h.end_effector_pose_runtime_vjp(q, g, names, offsets), np.einsum("bi,bij->bj", g, ours),
+                            label + " vjp")
+
+
+def test_end_effector_pose_runtime_defaults_are_the_registered_end_effectors(robot):
+    """no targets: the registered end effectors, as end_effector_pose and its gradient compute them (bit for bit on
+    the reference; the generated rows may order the sums differently)"""
+    h = robot.handle
+    s = make_states(h, "random", 4, seed=11)
+    if not h.ee_frame_ids:
+        with pytest.raises(ValueError, match="no end effectors"):
+            h.end_effector_pose_runtime(s["q"])
+        return
+    np.testing.assert_allclose(h.end_effector_pose_runtime(s["q"]), h.end_effector_pose(s["q"]), rtol=0, atol=1e-12)
+    a, b = h.end_effector_pose_gradient_runtime(s["q"]), h.end_effector_pose_gradient(s["q"])
+    assert a.shape == b.shape
+    finite = np.isfinite(b)
+    np.testing.assert_allclose(a[finite], b[finite], rtol=1e-12, atol=1e-12)

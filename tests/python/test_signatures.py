@@ -9,7 +9,7 @@ import pytest
 
 import grid_rbd
 from grid_rbd import _core, _signatures
-from robot_cases import BUNDLED_IIWA, make_states
+from robot_cases import BUNDLED_IIWA, make_states, row_inputs, row_targets
 
 ROWS = _core.signatures()
 
@@ -41,20 +41,23 @@ def test_table_shape():
                                                                                       ("reference_frame", 0, 3)]
     # the derivative links: each method to the row of its gradient, which takes the same inputs
     links = {r["name"]: ROWS[r["derivative"]]["name"] for r in ROWS if r["derivative"] >= 0}
-    assert links == {"rnea": "rnea_grad", "fd": "fd_grad", "aba": "fd_grad", "ee_pose": "ee_pose_grad"}
+    assert links == {"rnea": "rnea_grad", "fd": "fd_grad", "aba": "fd_grad", "ee_pose": "ee_pose_grad",
+                     "ee_pose_runtime": "ee_pose_runtime_grad"}
     for name, grad in links.items():
         assert [a["name"] for a in by[name]["inputs"]] == [a["name"] for a in by[grad]["inputs"]]
     # and to its vector-Jacobian product, which takes the method's inputs plus a cotangent of its output (required,
-    # ahead of the optional ones) and returns one cotangent per differentiable input (the specification's)
+    # ahead of the optional ones and of a per-call target, which users pass as optional parameters) and returns one
+    # cotangent per differentiable input (the specification's)
     vjps = {r["name"]: ROWS[r["vjp"]]["name"] for r in ROWS if r["vjp"] >= 0}
-    assert vjps == {"rnea": "rnea_vjp", "fd": "fd_vjp", "aba": "fd_vjp", "ee_pose": "ee_pose_vjp"}
-    widths = {"rnea_vjp": ("nv", 2), "fd_vjp": ("nv", 3), "ee_pose_vjp": ("nv", 1)}
+    assert vjps == {"rnea": "rnea_vjp", "fd": "fd_vjp", "aba": "fd_vjp", "ee_pose": "ee_pose_vjp",
+                    "ee_pose_runtime": "ee_pose_runtime_vjp"}
+    widths = {"rnea_vjp": ("nv", 2), "fd_vjp": ("nv", 3), "ee_pose_vjp": ("nv", 1), "ee_pose_runtime_vjp": ("nv", 1)}
     for name, vjp in vjps.items():
         ins = [a["name"] for a in by[vjp]["inputs"]]
         assert sorted(ins) == sorted([a["name"] for a in by[name]["inputs"]] + ["cotangent"]), vjp
         ct = by[vjp]["inputs"][ins.index("cotangent")]
         assert ct["dims"] == by[name]["outputs"][0]["dims"] and not ct["optional"]
-        assert all(a["optional"] for a in by[vjp]["inputs"][ins.index("cotangent") + 1:])
+        assert all(a["optional"] or a["name"] == "target" for a in by[vjp]["inputs"][ins.index("cotangent") + 1:])
         assert by[vjp]["outputs"][0]["dims"] == (widths[vjp],), vjp
     assert by["rnea_grad"]["outputs"][0]["shape"] == ("nv", "2*nv")
     assert by["ee_pose_grad"]["outputs"][0]["shape"] == ("6*nee", "nv")
@@ -68,9 +71,13 @@ def test_every_row_is_a_handle_method_with_the_rows_arguments():
             assert getattr(H, alias) is fn, (r["name"], alias)
         params = list(inspect.signature(fn).parameters.values())[1:]   # without self
         names = [p.name for p in params]
-        assert names[:len(r["inputs"])] == [a["name"] for a in r["inputs"]], r["name"]
-        for p, a in zip(params, r["inputs"]):
-            assert (p.default is None) if a["optional"] else (p.default is inspect.Parameter.empty), (r["name"], p)
+        # a per-call target input is the two parameters users give it
+        want = [n for a in r["inputs"] for n in (("ee_joint_names", "ee_offsets") if a["name"] == "target" else
+                                                 (a["name"],))]
+        optional = [o for a in r["inputs"] for o in ((True, True) if a["name"] == "target" else (a["optional"],))]
+        assert names[:len(want)] == want, r["name"]
+        for p, opt in zip(params, optional):
+            assert (p.default is None) if opt else (p.default is inspect.Parameter.empty), (r["name"], p)
         assert names[-1] == "out" and fn.__doc__
 
 
@@ -91,6 +98,8 @@ def test_handle_methods_are_thin_calls_of_their_row(handles):
     rec = _Recorder(gen.dtype)
     h = grid_rbd.RobotHandle("sig_rec", gen._model, rec, gen.options)
     for r in ROWS:
+        if any(a["name"] == "target" for a in r["inputs"]):
+            continue  # (a per-call target's rows fan out over the targets: test_output_shapes_follow_the_table)
         sentinels = tuple(object() for _ in r["inputs"])
         out = object()
         extra = {"target": 0} if r["attrs"] else {}
@@ -110,11 +119,16 @@ def test_output_shapes_follow_the_table(handles):
         # a cotangent has the shape of the method's output (a VJP row's input of that name)
         args = [by_name[name] if name in by_name else np.random.default_rng(1).normal(size=(3,) + shape)
                 for name, shape, *_ in row["inputs"]]
+        fan = None  # a per-call target's rows: n targets stacked along the first output axis (a VJP's summed)
+        if any(name == "target" for name, *_ in row["inputs"]):
+            args, fan = row_inputs(gen, r, 3), len(row_targets(gen)[0])
         for h in (gen, ref):
             y = getattr(h, r["py_name"])(*args)
             ys = y if len(row["outputs"]) > 1 else (y,)  # several outputs: a tuple
             assert isinstance(ys, tuple) and len(ys) == len(row["outputs"]), r["name"]
             for yk, (_, shape) in zip(ys, row["outputs"]):
+                if fan and not r["name"].endswith("_vjp"):
+                    shape = (fan * shape[0],) + shape[1:]
                 assert yk.shape == (3,) + shape, (r["name"], yk.shape)
         # an absent optional input behaves as zeros
         for k, (name, shape, optional, _, _) in enumerate(row["inputs"]):
@@ -142,7 +156,8 @@ def test_the_library_exports_the_tables_rows_for_this_robot(handles):
         # FD composites (their M^-1 and dtau, and their callees' workspace) and the scalar composites of the
         # end-effector pose (the poses and a Jacobian) and the operational-space inertia (J, M^-1) take one
         rolled = f"/* {r['name']}, rolled schedule" in source
-        composite = r["name"] in ("ee_pose_grad", "ee_pose_vjp", "fd_grad", "fd_vjp", "osc_inertia")
+        composite = r["name"] in ("ee_pose_grad", "ee_pose_vjp", "fd_grad", "fd_vjp", "osc_inertia", "ee_pose_runtime",
+                                  "ee_pose_runtime_grad", "ee_pose_runtime_vjp")
         assert (have["work_bytes"] > 0) == (rolled or composite) and have["gpu_map"] == 0, r["name"]
     assert "/* rnea, rolled schedule" not in source and "/* rnea_grad, rolled schedule" in source
 

@@ -12,7 +12,7 @@ from grid_rbd import _signatures  # noqa: E402
 from grid_rbd._errors import NotAvailableError  # noqa: E402
 import grid_rbd.torch as gt  # noqa: E402
 import robot_cases  # noqa: E402
-from robot_cases import CASES, case_path, handle_for, make_states, row_inputs  # noqa: E402
+from robot_cases import CASES, case_path, handle_for, make_states, row_inputs, row_targets  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -55,15 +55,20 @@ def test_every_row_equals_the_numpy_handle(pair, row):
     h, t = pair
     args = row_inputs(h, row, B)
     want = as_tuple(getattr(h, row["py_name"])(*args))
-    tensors = [torch.from_numpy(a) for a in args]
-    got = as_tuple(getattr(t, row["py_name"])(*tensors))
-    attrs = [h.ee_frame_ids[0] if a["name"] == "frame" else 2 if a["name"] == "reference_frame" else a["lo"]
-             for a in row["attrs"]]
-    via_op = as_tuple(gt.op(row["name"])(t.robot_key, *tensors, attrs))
-    assert len(want) == len(got) == len(via_op)
-    for w, g, o in zip(want, got, via_op):
+    got = as_tuple(getattr(t, row["py_name"])(*[torch.from_numpy(a) if isinstance(a, np.ndarray) else a
+                                                  for a in args]))
+    assert len(want) == len(got)
+    for w, g in zip(want, got):
         assert isinstance(g, torch.Tensor) and g.dtype == t.dtype
         same(g, w, h.dtype)
+    # the op on the row's own inputs (a per-call target as its per-state table)
+    raw = row_inputs(h, row, B, per_state=True)
+    attrs = [h.ee_frame_ids[0] if a["name"] == "frame" else 2 if a["name"] == "reference_frame" else a["lo"]
+             for a in row["attrs"]]
+    via_op = as_tuple(gt.op(row["name"])(t.robot_key, *[torch.from_numpy(a) for a in raw], attrs))
+    want = as_tuple(h._call(row["id"], tuple(raw), None, tuple(attrs)))
+    assert len(want) == len(via_op)
+    for w, o in zip(want, via_op):
         same(o, w, h.dtype)
 
 
@@ -167,7 +172,7 @@ def test_opcheck_every_op():
     """torch.library.opcheck (schema, fake kernel, AOT dispatch) of every row's op on a floating base"""
     h, t = torch_pair("go2_ff", "generated", "float64")
     for row in _signatures.ROWS:
-        tensors = [torch.from_numpy(a) for a in row_inputs(h, row, 2)]
+        tensors = [torch.from_numpy(a) for a in row_inputs(h, row, 2, per_state=True)]
         attrs = [h.ee_frame_ids[0] if a["name"] == "frame" else a["lo"] for a in row["attrs"]]
         torch.library.opcheck(gt.op(row["name"]), (t.robot_key, *tensors, attrs))
 
@@ -212,6 +217,8 @@ def test_gradcheck(grad_pair):
     assert torch.autograd.gradcheck(lambda q, qd, u: t.aba(q, qd, u), (q, qd, u), **kw_acc)
     if h.num_ees:
         assert torch.autograd.gradcheck(t.end_effector_pose, (q,), **kw)
+    names, offsets = row_targets(h)
+    assert torch.autograd.gradcheck(lambda q: t.end_effector_pose_runtime(q, names, offsets), (q,), **kw)
 
 
 def test_backward_is_the_vjp_row_and_torch_func_agrees(grad_pair):
