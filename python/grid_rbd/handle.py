@@ -655,10 +655,14 @@ def fan_out(call, row, inputs, out, xp, table_like):
         per = tuple(out.shape[len(lead):])
         flat_out = out.reshape((B * n, per[0] // n) + per[1:])
     res = call(flat, flat_out)
-    if out is not None:
-        return out
     per = tuple(res.shape[1:])
-    return res.reshape(lead + (n * per[0],) + per[1:])
+    shape = lead + (n * per[0],) + per[1:]
+    if out is not None and tuple(out.shape) == shape:
+        return out
+    if isinstance(res, np.ndarray) and res.base is None:
+        res.shape = shape  # (the runner's fresh array itself, reshaped in place: no view)
+        return res
+    return res.reshape(shape)
 
 
 def row_binder(row, with_out=True):

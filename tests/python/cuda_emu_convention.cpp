@@ -75,6 +75,8 @@ int main(int argc, char **argv)
             for (int k = 0; k < r->n_in; k++) {
                 in[k].resize(n * r->in[k].width + 1);
                 for (auto &e : in[k]) e = (grid_real)(U(rng) * (k ? 5.0 : 1.0));
+                if (std::string(r->in[k].name) == "target") /* [frame id, offset]: every frame in turn */
+                    for (long long s = 0; s < n; s++) in[k][4 * s] = (grid_real)(m->nframes > 0 ? s % m->nframes : 0);
                 keep[k] = in[k];
                 if (r->in[k].optional) opt[n_opt++] = k;
             }

@@ -52,6 +52,8 @@ int main(int argc, char **argv)
             for (int k = 0; k < r->n_in; k++) {
                 in[k].resize(n * r->in[k].width + 1);
                 for (auto &e : in[k]) e = (grid_real)U(rng);
+                if (std::string(r->in[k].name) == "target") /* [frame id, offset]: every frame in turn */
+                    for (long long s = 0; s < n; s++) in[k][4 * s] = (grid_real)(m->nframes > 0 ? s % m->nframes : 0);
                 if (r->in[k].optional) opt[n_opt++] = k;
             }
             /* attributes: "frame" is the last frame, any other is swept over its range */
