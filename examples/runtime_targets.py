@@ -1,5 +1,5 @@
-"""grid-rbd targets chosen per call: a tool tip on the KUKA iiwa's flange, then a point on its elbow, steered by Gauss-Newton
-steps with end_effector_pose_gradient_runtime, no rebuild between the two."""
+"""grid-rbd targets chosen per call: a tool tip on the KUKA iiwa's flange, then a point on its elbow, steered by
+Gauss-Newton steps with end_effector_pose_gradient_runtime, no rebuild between the two."""
 
 from pathlib import Path
 

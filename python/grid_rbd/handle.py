@@ -615,9 +615,9 @@ def target_index(row):
 def fan_out(call, row, inputs, out, xp, table_like):
     """row on every (state, target) pair of a call whose target input holds the call's n targets (n, 4): the other
     inputs (leading dimensions L) repeated per target, the cotangent (L, n w) split into the targets' (L n, w); the
-    outputs (L n, d0, ...) as (L, n d0, ...) (out, when given, written through its reshaped view and returned), a VJP's
-    summed over the targets as (L, ...). call(inputs, out) runs the row on flat inputs; xp is the array namespace (numpy, jax.numpy, torch) and table_like(table, x) the table as an
-    array of x's kind, dtype and device."""
+    outputs (L n, d0, ...) as (L, n d0, ...) (out, when given, written through its reshaped view and returned), a
+    VJP's summed over the targets as (L, ...). call(inputs, out) runs the row on flat inputs; xp is the array namespace
+    (numpy, jax.numpy, torch) and table_like(table, x) the table as an array of x's kind, dtype and device."""
     kt = target_index(row)
     names = [a["name"] for a in row["inputs"]]
     table = inputs[kt]
@@ -729,9 +729,9 @@ def row_binder(row, with_out=True):
     doc = f"{row['doc']}. Generated from the signature table: {shapes}."
     if kt is not None:
         doc += (" ee_joint_names: the targets, joint names (the frame of the joint's child link), link names or "
-                "frame ids (default the registered end effectors); ee_offsets: (n, 3) points in those frames (default "
-                "their origins). The n targets are chosen per call (no rebuild): the result stacks them along its first "
-                "per-state axis.")
+                "frame ids (default the registered end effectors); ee_offsets: (n, 3) points in those frames "
+                "(default their origins). The n targets are chosen per call (no rebuild): the result stacks them "
+                "along its first per-state axis.")
     if friendly:
         doc += (" target: a frame (link) name, the name of the joint above that link, or a frame id; "
                 "default the first end effector. reference_frame: 'WORLD', 'LOCAL' or "

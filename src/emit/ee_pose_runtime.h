@@ -1,4 +1,4 @@
-/* The body of the pose, pose gradient and pose VJP at a target chosen per call (a frame id and a tool offset), written verbatim into generated code. */
+/* The pose, pose gradient and pose VJP at a target chosen per call (a frame id, a tool offset): a composite's body. */
 /*
  * The generic composite writer (template.c, emit_template_composite) defines its standard macros (methods.h) and
  * GRID_METHOD_<ROW>_ for the row it writes (ee_pose_runtime, ee_pose_runtime_grad or ee_pose_runtime_vjp);
