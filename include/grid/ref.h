@@ -48,6 +48,12 @@ void grid_ref_rnea_derivatives(const grid_model *m, const double *q, const doubl
 void grid_ref_ee_pose_derivatives(const grid_model *m, const double *q, double *out, double *work);
 void grid_ref_fd_derivatives(const grid_model *m, const double *q, const double *v, const double *u,
                              const double *fext, double *out, double *work);
+/* Second-order derivatives of RNEA at (q, v, a, fext) (a, fext may be NULL): four (nv, nv, nv) row-major tensors one
+   after another in out, [i][j][k] of d2tau_i/dq_j dq_k, d2tau_i/dv_j dv_k, d2tau_i/dq_j dv_k and dM_ij/dq_k, the q
+   indices along each joint's local tangent: Pinocchio's ComputeRNEASecondOrderDerivatives (IDSVA), in its index
+   order, on the full coordinates */
+void grid_ref_rnea_second_derivatives(const grid_model *m, const double *q, const double *v, const double *a,
+                                      const double *fext, double *out, double *work);
 
 /* Mimic couplings: the user's q / v (or a) into the full ones; an output in full coordinates back to the user's
    (each dimension d with tangent[d] != 0 is a tangent one: G^T x, G^T M G, J G), body_of_v the body of each full

@@ -30,17 +30,12 @@ static void mat6_vec_acc(const double A[36], const double m[6], double out[6])
     for (int r = 0; r < 6; r++) out[r] += t[r];
 }
 
-void grid_ref_rnea_derivatives(const grid_model *m, const double *q, const double *v, const double *a,
-                               const double *fext, double *out, double *work)
+void grid_sp_rnea_world_pass(const grid_model *m, const double *q, const double *v, const double *a,
+                             const double *fext, const grid_sp_world *w)
 {
-    const int nb = m->nb, nv = m->nv_full;
-    assert(q && v && out && work);
-    /* the tangent columns are 6-vectors: column c of a 6 x nv block is at 6 * c */
-    double *liMi = work, *oMi = liMi + 12 * nb;
-    double *J = oMi + 12 * nb, *dVdq = J + 6 * nv, *dAdq = dVdq + 6 * nv, *dAdv = dAdq + 6 * nv;
-    double *vel = dAdv + 6 * nv, *acc = vel + 6 * nb, *F = acc + 6 * nb;
-    double *Yc = F + 6 * nb, *Dc = Yc + 36 * nb;
-    assert(Dc + 36 * nb == work + grid_sp_work_derivatives(m));
+    const int nb = m->nb;
+    double *liMi = w->liMi, *oMi = w->oMi, *J = w->J, *dVdq = w->dVdq, *dAdq = w->dAdq, *dAdv = w->dAdv;
+    double *vel = w->vel, *acc = w->acc, *F = w->F, *Yc = w->Yc, *Dc = w->Dc;
     grid_sp_placements(m, q, liMi, oMi);
 
     /* gravity as a fictitious upward acceleration of the world (as rnea.c) */
@@ -110,6 +105,35 @@ void grid_ref_rnea_derivatives(const grid_model *m, const double *q, const doubl
             for (int r = 0; r < 6; r++) Di[6 * r + c] += u[r];
         }
     }
+}
+
+void grid_sp_world_at(const grid_model *m, double *work, grid_sp_world *w)
+{
+    const int nb = m->nb, nv = m->nv_full;
+    w->liMi = work;
+    w->oMi = w->liMi + 12 * nb;
+    w->J = w->oMi + 12 * nb;
+    w->dVdq = w->J + 6 * nv;
+    w->dAdq = w->dVdq + 6 * nv;
+    w->dAdv = w->dAdq + 6 * nv;
+    w->vel = w->dAdv + 6 * nv;
+    w->acc = w->vel + 6 * nb;
+    w->F = w->acc + 6 * nb;
+    w->Yc = w->F + 6 * nb;
+    w->Dc = w->Yc + 36 * nb;
+    assert(w->Dc + 36 * nb == work + grid_sp_work_derivatives(m));
+}
+
+void grid_ref_rnea_derivatives(const grid_model *m, const double *q, const double *v, const double *a,
+                               const double *fext, double *out, double *work)
+{
+    const int nb = m->nb, nv = m->nv_full;
+    assert(q && v && out && work);
+    grid_sp_world w;
+    grid_sp_world_at(m, work, &w);
+    grid_sp_rnea_world_pass(m, q, v, a, fext, &w);
+    const double *J = w.J, *dVdq = w.dVdq, *dAdq = w.dAdq, *dAdv = w.dAdv;
+    double *F = w.F, *Yc = w.Yc, *Dc = w.Dc;
 
     /* backward pass, children first: Yc, Dc and F become sums over each subtree */
     for (int i = nb - 1; i >= 0; i--) {

@@ -76,6 +76,17 @@ void grid_sp_velocities(const grid_model *m, const double *q, const double *v, d
 void grid_sp_accelerations(const grid_model *m, const double *q, const double *v, const double *a, double *liMi,
                            double *oMi, double *vel, double *acc);
 
+/* RNEA's pass in world-frame quantities (the derivatives' forward pass), per tangent column c (6 wide, at 6 c): the
+   motion subspace J = oMi.act(S), dVdq = v_parent x J, dAdq = a_parent x J + v_parent x dVdq, dAdv = (v_parent + v_i)
+   x J; per body i: v, a (6), the force F = Y a + v x* Y v - oMi.act_force(fext) (6), the world inertia Y (6x6) and
+   D = v x* Y - Y v x + (. x* Y v) (6x6). grid_sp_world_at lays them out in grid_sp_work_derivatives(m) doubles. */
+typedef struct {
+    double *liMi, *oMi, *J, *dVdq, *dAdq, *dAdv, *vel, *acc, *F, *Yc, *Dc;
+} grid_sp_world;
+void grid_sp_world_at(const grid_model *m, double *work, grid_sp_world *w);
+void grid_sp_rnea_world_pass(const grid_model *m, const double *q, const double *v, const double *a,
+                             const double *fext, const grid_sp_world *w);
+
 /* doubles of work each algorithm family takes (the public work size is their maximum) */
 size_t grid_sp_work_kinematics(const grid_model *m);
 size_t grid_sp_work_rnea(const grid_model *m);
@@ -87,5 +98,6 @@ size_t grid_sp_work_jacobian(const grid_model *m);
 size_t grid_sp_work_derivatives(const grid_model *m);    /* RNEA derivatives */
 size_t grid_sp_work_fd_derivatives(const grid_model *m); /* FD derivatives */
 size_t grid_sp_work_ee_derivatives(const grid_model *m); /* end-effector pose derivatives */
+size_t grid_sp_work_second_order(const grid_model *m);   /* second-order RNEA derivatives */
 
 #endif

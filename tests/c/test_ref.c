@@ -951,6 +951,80 @@ static void check_derivatives(const grid_model *m)
     free(w2);
 }
 
+/* grid_ref_rnea_second_derivatives against central differences of the first-order reference (itself checked
+   above and against Pinocchio): d/dq_k of dtau/dq_j at q (+) h e_k, d/dqd_k of dtau/dqd_j and of dtau/dq_j, and
+   d/dq_k of M; random states (|qd| <= 3), with and without qdd and fext */
+static void check_second_derivatives(const grid_model *m)
+{
+    const int nv = m->nv_full, nf = 6 * m->nb;
+    const size_t n3 = (size_t)nv * nv * nv;
+    double *w = new_work(m), *w2 = new_work(m);
+    double q[NMAX], v[NMAX], a[NMAX], fext[6 * NMAX], dv[NMAX] = {0}, qp[NMAX], qm[NMAX], vp[NMAX], vm[NMAX];
+    double *T = malloc(4 * n3 * sizeof *T), *N = malloc(4 * n3 * sizeof *N);
+    double Dp[2 * NMAX * NMAX], Dm[2 * NMAX * NMAX], Mp[NMAX * NMAX], Mm[NMAX * NMAX];
+    const double h = 1e-5;
+    double worst = 0.0;
+    for (int trial = 0; trial < 4; trial++) {
+        rand_config(m, 1, q);
+        rand_vec(v, nv, 3.0);
+        rand_vec(a, nv, 5.0);
+        rand_vec(fext, nf, 3.0);
+        for (int variant = 0; variant < 3; variant++) {
+            const double *f = variant == 0 ? fext : NULL, *acc = variant == 2 ? NULL : a;
+            grid_ref_rnea_second_derivatives(m, q, v, acc, f, T, w);
+            for (int k = 0; k < nv; k++) {
+                /* along q_k: the first-order rows and M at q (+) -h e_k, q (+) h e_k */
+                dv[k] = h;
+                integrate(m, 1, q, dv, qp);
+                dv[k] = -h;
+                integrate(m, 1, q, dv, qm);
+                dv[k] = 0.0;
+                grid_ref_rnea_derivatives(m, qp, v, acc, f, Dp, w2);
+                grid_ref_rnea_derivatives(m, qm, v, acc, f, Dm, w2);
+                grid_ref_crba(m, qp, Mp, w2);
+                grid_ref_crba(m, qm, Mm, w2);
+                for (int i = 0; i < nv; i++)
+                    for (int j = 0; j < nv; j++) {
+                        const size_t at = ((size_t)i * nv + j) * nv + k;
+                        N[at] = (Dp[i * 2 * nv + j] - Dm[i * 2 * nv + j]) / (2 * h);
+                        N[3 * n3 + at] = (Mp[i * nv + j] - Mm[i * nv + j]) / (2 * h);
+                    }
+                /* along qd_k */
+                memcpy(vp, v, sizeof(double) * nv);
+                memcpy(vm, v, sizeof(double) * nv);
+                vp[k] += h;
+                vm[k] -= h;
+                grid_ref_rnea_derivatives(m, q, vp, acc, f, Dp, w2);
+                grid_ref_rnea_derivatives(m, q, vm, acc, f, Dm, w2);
+                for (int i = 0; i < nv; i++)
+                    for (int j = 0; j < nv; j++) {
+                        const size_t at = ((size_t)i * nv + j) * nv + k;
+                        N[n3 + at] = (Dp[i * 2 * nv + nv + j] - Dm[i * 2 * nv + nv + j]) / (2 * h);
+                        N[2 * n3 + at] = (Dp[i * 2 * nv + j] - Dm[i * 2 * nv + j]) / (2 * h);
+                    }
+            }
+            static const char *const what[4] = {"d2tau/dq dq", "d2tau/dqd dqd", "d2tau/dq dqd", "dM/dq"};
+            for (int t = 0; t < 4; t++) {
+                const double e = rel_err(T + t * n3, N + t * n3, (int)n3);
+                worst = fmax(worst, e);
+                CHECK_MSG(e < 1e-6, "%s %s trial %d variant %d: relative error %g", m->robot_name, what[t], trial,
+                          variant, e);
+            }
+        }
+    }
+    if (getenv("GRID_TEST_VERBOSE")) printf("  %s: worst relative error of the second derivatives %.3g\n",
+                                            m->robot_name, worst);
+    free(T);
+    free(N);
+    free(w);
+    free(w2);
+}
+
+static void test_second_derivatives_chain(void) { check_second_derivatives(&chain); }
+static void test_second_derivatives_tree(void) { check_second_derivatives(&tree); }
+static void test_second_derivatives_multi(void) { check_second_derivatives(&multi); }
+static void test_second_derivatives_floating(void) { check_second_derivatives(&mimic); }
+
 static void test_derivatives_chain(void) { check_derivatives(&chain); }
 static void test_derivatives_tree(void) { check_derivatives(&tree); }
 static void test_derivatives_multi(void) { check_derivatives(&multi); }
@@ -1284,6 +1358,10 @@ int main(void)
     RUN_TEST(test_kinematics_tree);
     RUN_TEST(test_rpy_singularity);
     RUN_TEST(test_derivatives_chain);
+    RUN_TEST(test_second_derivatives_chain);
+    RUN_TEST(test_second_derivatives_tree);
+    RUN_TEST(test_second_derivatives_multi);
+    RUN_TEST(test_second_derivatives_floating);
     RUN_TEST(test_derivatives_tree);
     RUN_TEST(test_derivatives_multi);
     RUN_TEST(test_derivatives_mimic_full);

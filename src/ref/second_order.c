@@ -1,0 +1,229 @@
+/* Reference second-order derivatives of inverse dynamics (Pinocchio's ComputeRNEASecondOrderDerivatives, IDSVA): the four (nv, nv, nv) tensors in world-frame quantities. */
+#include <assert.h>
+#include <string.h>
+#include "grid/ref.h"
+#include "spatial.h"
+
+/* 6x6 row-major helpers on [linear; angular] */
+static void skew_into(const double a[3], double sign, double *M, int r0, int c0)
+{
+    /* M[r0.., c0..] = sign * [a]x */
+    const double s[9] = {0, -a[2], a[1], a[2], 0, -a[0], -a[1], a[0], 0};
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) M[6 * (r0 + r) + c0 + c] = sign * s[3 * r + c];
+}
+
+/* the matrix of m -> m x* f (Pinocchio's ForceCrossMatrix, "cmf_bar"): [0, -[f]x; -[f]x, -[n]x] for f = [f; n] */
+static void force_cross_matrix(const double f[6], double M[36])
+{
+    memset(M, 0, 36 * sizeof *M);
+    skew_into(f, -1.0, M, 0, 3);
+    skew_into(f, -1.0, M, 3, 0);
+    skew_into(f + 3, -1.0, M, 3, 3);
+}
+
+/* the matrix of m -> s x m (Pinocchio's toActionMatrix): [[w]x, [v]x; 0, [w]x] for s = [v; w] */
+static void motion_cross_matrix(const double s[6], double M[36])
+{
+    memset(M, 0, 36 * sizeof *M);
+    skew_into(s + 3, 1.0, M, 0, 0);
+    skew_into(s, 1.0, M, 0, 3);
+    skew_into(s + 3, 1.0, M, 3, 3);
+}
+
+static void mat6_mul(const double A[36], const double B[36], double C[36])
+{
+    for (int r = 0; r < 6; r++)
+        for (int c = 0; c < 6; c++) {
+            double s = 0;
+            for (int k = 0; k < 6; k++) s += A[6 * r + k] * B[6 * k + c];
+            C[6 * r + c] = s;
+        }
+}
+
+/* y = A^T x */
+static void mat6_tvec(const double A[36], const double x[6], double y[6])
+{
+    for (int c = 0; c < 6; c++) {
+        double s = 0;
+        for (int r = 0; r < 6; r++) s += A[6 * r + c] * x[r];
+        y[c] = s;
+    }
+}
+
+static double dot6(const double a[6], const double b[6])
+{
+    double s = 0;
+    for (int r = 0; r < 6; r++) s += a[r] * b[r];
+    return s;
+}
+
+size_t grid_sp_work_second_order(const grid_model *m)
+{
+    /* the world pass, then the column rates phid = dAdv - dVdq */
+    return grid_sp_work_derivatives(m) + 6 * (size_t)m->nv_full;
+}
+
+void grid_ref_rnea_second_derivatives(const grid_model *m, const double *q, const double *v, const double *a,
+                                      const double *fext, double *out, double *work)
+{
+    const int nb = m->nb, nv = m->nv_full;
+    const size_t n3 = (size_t)nv * (size_t)nv * (size_t)nv;
+    assert(q && v && out && work);
+    grid_sp_world w;
+    grid_sp_world_at(m, work, &w);
+    double *phid = work + grid_sp_work_derivatives(m);
+    grid_sp_rnea_world_pass(m, q, v, a, fext, &w);
+    /* phid = v_i x J (Pinocchio's dJ), psid = dVdq, psidd = dAdq */
+    for (int k = 0; k < 6 * nv; k++) phid[k] = w.dAdv[k] - w.dVdq[k];
+    const double *S = w.J, *psid = w.dVdq, *psidd = w.dAdq;
+    memset(out, 0, 4 * n3 * sizeof *out);
+    double *T1 = out, *T2 = out + n3, *T3 = out + 2 * n3, *T4 = out + 3 * n3;
+#define AT(T, i, j, k) (T)[((size_t)(i) * (size_t)nv + (size_t)(j)) * (size_t)nv + (size_t)(k)]
+
+    /* backward, children first: body i with its subtree's composite Y, D and F (children already added) */
+    for (int i = nb - 1; i >= 0; i--) {
+        const grid_joint *ji = &m->bodies[i].joint;
+        const double *Y = w.Yc + 36 * i, *Bc = w.Dc + 36 * i, *of = w.F + 6 * i;
+        for (int ip = ji->iv; ip < ji->iv + ji->nv; ip++) {
+            const double *Si = S + 6 * ip, *pdi = psid + 6 * ip, *pddi = psidd + 6 * ip, *phi_i = phid + 6 * ip;
+            double r0[36], r1[36], r2[36], r3[36], r4[36], r5[36], r6[36], r7[36], Bic[36], Bpsid[36];
+            double SA[36], t1[36], t2[36], f[6], t[6];
+            grid_sp_inertia_rate(Y, Si, r1);          /* variation(S_i) */
+            memcpy(Bic, r1, sizeof Bic);
+            grid_sp_inertia_rate(Y, pdi, Bpsid);      /* variation(psid_i) */
+            grid_sp_mat6_vec(Y, Si, f);
+            force_cross_matrix(f, r0);
+            for (int e = 0; e < 36; e++) Bic[e] += r0[e];
+            grid_sp_mat6_vec(Y, pdi, f);
+            force_cross_matrix(f, t1);
+            for (int e = 0; e < 36; e++) Bpsid[e] += t1[e];
+            for (int e = 0; e < 36; e++) r2[e] = 2 * r0[e] - Bic[e];
+            /* r3 = Bpsid - S_iA^T Bc - Bc S_iA */
+            motion_cross_matrix(Si, SA);
+            for (int r = 0; r < 6; r++)
+                for (int c = 0; c < 6; c++) {
+                    double s = 0;
+                    for (int k = 0; k < 6; k++) s += SA[6 * k + r] * Bc[6 * k + c];
+                    t1[6 * r + c] = s;
+                }
+            mat6_mul(Bc, SA, t2);
+            for (int e = 0; e < 36; e++) r3[e] = Bpsid[e] - t1[e] - t2[e];
+            /* r4 = cmf(Bc^T S_i) */
+            mat6_tvec(Bc, Si, f);
+            force_cross_matrix(f, r4);
+            /* r5 = cmf(Bc psid_i + S_i x* F + Y psidd_i) */
+            grid_sp_mat6_vec(Bc, pdi, f);
+            grid_sp_force_cross(Si, of, t);
+            for (int r = 0; r < 6; r++) f[r] += t[r];
+            grid_sp_mat6_vec(Y, pddi, t);
+            for (int r = 0; r < 6; r++) f[r] += t[r];
+            force_cross_matrix(f, r5);
+            /* r6 = r0 + S_i x* Y (the force cross of S_i times Y: -SA^T Y) */
+            for (int r = 0; r < 6; r++)
+                for (int c = 0; c < 6; c++) {
+                    double s = 0;
+                    for (int k = 0; k < 6; k++) s -= SA[6 * k + r] * Y[6 * k + c];
+                    r6[6 * r + c] = r0[6 * r + c] + s;
+                }
+            /* r7 = cmf(Bc S_i + Y (psid_i + phid_i)) */
+            double sum[6];
+            for (int r = 0; r < 6; r++) sum[r] = pdi[r] + phi_i[r];
+            grid_sp_mat6_vec(Bc, Si, f);
+            grid_sp_mat6_vec(Y, sum, t);
+            for (int r = 0; r < 6; r++) f[r] += t[r];
+            force_cross_matrix(f, r7);
+
+            for (int j = i; j >= 0; j = m->bodies[j].joint.parent) {
+                const grid_joint *jj = &m->bodies[j].joint;
+                for (int jq = jj->iv; jq < jj->iv + jj->nv; jq++) {
+                    const double *Sj = S + 6 * jq, *pdj = psid + 6 * jq, *pddj = psidd + 6 * jq, *phj = phid + 6 * jq;
+                    double u1[6], u2[6], u3[6], u4[6], u5[6], u6[6], u7[6], u8[6], u9[6], u10[6], u11[6], u12[6],
+                        u13[6], x[6];
+                    mat6_tvec(r3, Sj, u1);
+                    mat6_tvec(r1, Sj, u2);
+                    grid_sp_mat6_vec(r3, pdj, u3);
+                    grid_sp_mat6_vec(r1, pddj, x);
+                    for (int r = 0; r < 6; r++) u3[r] += x[r];
+                    grid_sp_mat6_vec(r5, Sj, x);
+                    for (int r = 0; r < 6; r++) u3[r] += x[r];
+                    grid_sp_mat6_vec(r6, Sj, u4);
+                    grid_sp_mat6_vec(r2, pdj, u5);
+                    grid_sp_mat6_vec(Bic, pdj, u6);
+                    grid_sp_mat6_vec(r7, Sj, x);
+                    for (int r = 0; r < 6; r++) u6[r] += x[r];
+                    for (int r = 0; r < 6; r++) sum[r] = pdj[r] + phj[r];
+                    grid_sp_mat6_vec(r3, Sj, u7);
+                    grid_sp_mat6_vec(r1, sum, x);
+                    for (int r = 0; r < 6; r++) u7[r] += x[r];
+                    grid_sp_mat6_vec(r4, Sj, u8);
+                    grid_sp_mat6_vec(r0, Sj, u9);
+                    grid_sp_mat6_vec(Bic, Sj, u10);
+                    mat6_tvec(Bic, Sj, u11);
+                    mat6_tvec(Bic, pdj, u12);
+                    grid_sp_mat6_vec(r1, Sj, u13);
+                    double u8m12[6];
+                    for (int r = 0; r < 6; r++) u8m12[r] = u8[r] - u12[r];
+
+                    for (int k = j; k >= 0; k = m->bodies[k].joint.parent) {
+                        const grid_joint *jk = &m->bodies[k].joint;
+                        for (int kr = jk->iv; kr < jk->iv + jk->nv; kr++) {
+                            const double *Sk = S + 6 * kr, *pdk = psid + 6 * kr, *pddk = psidd + 6 * kr;
+                            double pk[6];
+                            for (int r = 0; r < 6; r++) pk[r] = pdk[r] + phid[6 * kr + r];
+                            const double p1 = dot6(u11, pdk);
+                            const double p2 = dot6(u9, pddk) + dot6(u8m12, pdk);
+                            AT(T1, ip, jq, kr) = p2;
+                            AT(T3, ip, kr, jq) = -p1;
+                            if (j != i) {
+                                const double p3 = -dot6(u11, Sk), p4 = dot6(Sk, u13);
+                                AT(T1, jq, kr, ip) = dot6(u1, pdk) + dot6(u2, pddk);
+                                AT(T1, jq, ip, kr) = AT(T1, jq, kr, ip);
+                                AT(T3, jq, kr, ip) = p1;
+                                AT(T3, jq, ip, kr) = dot6(u1, Sk) + dot6(u2, pk);
+                                AT(T2, jq, kr, ip) = -p3;
+                                AT(T2, jq, ip, kr) = -p3;
+                                AT(T4, kr, jq, ip) = p4;
+                                AT(T4, jq, kr, ip) = p4;
+                            }
+                            if (k != j) {
+                                const double p3 = -dot6(u11, Sk), p5 = dot6(Sk, u9);
+                                double u58[6];
+                                for (int r = 0; r < 6; r++) u58[r] = u5[r] + u8[r];
+                                AT(T1, ip, kr, jq) = p2;
+                                AT(T1, kr, ip, jq) = dot6(Sk, u3);
+                                AT(T2, ip, jq, kr) = p3;
+                                AT(T2, ip, kr, jq) = p3;
+                                AT(T3, ip, jq, kr) = dot6(Sk, u58) + dot6(u9, pk);
+                                AT(T3, kr, jq, ip) = dot6(Sk, u6);
+                                AT(T4, kr, ip, jq) = p5;
+                                AT(T4, ip, kr, jq) = p5;
+                                if (j != i) {
+                                    const double p6 = dot6(Sk, u10);
+                                    AT(T1, kr, jq, ip) = AT(T1, kr, ip, jq);
+                                    AT(T2, kr, ip, jq) = p6;
+                                    AT(T2, kr, jq, ip) = p6;
+                                    AT(T3, kr, ip, jq) = dot6(Sk, u7);
+                                } else {
+                                    AT(T2, kr, jq, ip) = dot6(Sk, u4);
+                                }
+                            } else {
+                                AT(T2, ip, jq, kr) = -dot6(u2, Sk);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        /* the subtree's sums go to the parent */
+        const int p = ji->parent;
+        if (p >= 0) {
+            for (int e = 0; e < 36; e++) {
+                w.Yc[36 * p + e] += w.Yc[36 * i + e];
+                w.Dc[36 * p + e] += w.Dc[36 * i + e];
+            }
+            for (int r = 0; r < 6; r++) w.F[6 * p + r] += w.F[6 * i + r];
+        }
+    }
+#undef AT
+}
