@@ -54,6 +54,11 @@ void grid_ref_fd_derivatives(const grid_model *m, const double *q, const double 
    order, on the full coordinates */
 void grid_ref_rnea_second_derivatives(const grid_model *m, const double *q, const double *v, const double *a,
                                       const double *fext, double *out, double *work);
+/* Second-order derivatives of forward dynamics qdd(q, v, u, fext): four (nv, nv, nv) tensors, [i][j][k] of
+   d2qdd_i/dq_j dq_k, d2qdd_i/dv_j dv_k, d2qdd_i/dq_j dv_k and d2qdd_i/du_j dq_k = dMinv_ij/dq_k, by differentiating
+   rnea(q, v, qdd(q, v, u)) = u twice (the second-order RNEA derivatives at qdd, M^-1 and its first-order ones) */
+void grid_ref_fd_second_derivatives(const grid_model *m, const double *q, const double *v, const double *u,
+                                    const double *fext, double *out, double *work);
 
 /* Mimic couplings: the user's q / v (or a) into the full ones; an output in full coordinates back to the user's
    (each dimension d with tangent[d] != 0 is a tangent one: G^T x, G^T M G, J G), body_of_v the body of each full

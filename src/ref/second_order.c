@@ -1,4 +1,4 @@
-/* Reference second-order derivatives of inverse dynamics (Pinocchio's ComputeRNEASecondOrderDerivatives, IDSVA): the four (nv, nv, nv) tensors in world-frame quantities. */
+/* Reference second-order derivatives of inverse dynamics (Pinocchio's ComputeRNEASecondOrderDerivatives, IDSVA) and of forward dynamics: four (nv, nv, nv) tensors each. */
 #include <assert.h>
 #include <string.h>
 #include "grid/ref.h"
@@ -226,4 +226,79 @@ void grid_ref_rnea_second_derivatives(const grid_model *m, const double *q, cons
         }
     }
 #undef AT
+}
+
+size_t grid_sp_work_fd_second_order(const grid_model *m)
+{
+    /* qdd, M^-1, the first-order [D_q | D_v] and the four second-order tensors of RNEA at qdd, a (nv) scratch, then
+       the inner algorithms' work */
+    const size_t nv = (size_t)m->nv_full, n3 = nv * nv * nv;
+    size_t inner = grid_sp_work_forward_dynamics(m);
+    if (grid_sp_work_minv(m) > inner) inner = grid_sp_work_minv(m);
+    if (grid_sp_work_derivatives(m) > inner) inner = grid_sp_work_derivatives(m);
+    if (grid_sp_work_second_order(m) > inner) inner = grid_sp_work_second_order(m);
+    return 2 * nv + nv * nv + 2 * nv * nv + 4 * n3 + inner;
+}
+
+void grid_ref_fd_second_derivatives(const grid_model *m, const double *q, const double *v, const double *u,
+                                    const double *fext, double *out, double *work)
+{
+    const size_t nv = (size_t)m->nv_full, n3 = nv * nv * nv;
+    double *qdd = work, *Minv = qdd + nv, *D = Minv + nv * nv, *T = D + 2 * nv * nv, *r = T + 4 * n3, *inner = r + nv;
+    /* qdd = FD; D = d rnea / d(q, v) and T its second derivatives at qdd; a_q = -M^-1 D_q, a_v = -M^-1 D_v (kept in D) */
+    grid_ref_forward_dynamics(m, q, v, u, fext, qdd, inner);
+    grid_ref_rnea_derivatives(m, q, v, qdd, fext, D, inner);
+    grid_ref_rnea_second_derivatives(m, q, v, qdd, fext, T, inner);
+    grid_ref_minv(m, q, Minv, inner);
+    for (size_t c = 0; c < 2 * nv; c++) {
+        for (size_t i = 0; i < nv; i++) {
+            double s = 0.0;
+            for (size_t l = 0; l < nv; l++) s += Minv[i * nv + l] * D[l * 2 * nv + c];
+            r[i] = -s;
+        }
+        for (size_t i = 0; i < nv; i++) D[i * 2 * nv + c] = r[i];
+    }
+#define T3(t, i, j, k) T[(size_t)(t) * n3 + ((i) * nv + (j)) * nv + (k)]
+#define AQ(l, k) D[(l) * 2 * nv + (k)]
+#define AV(l, k) D[(l) * 2 * nv + nv + (k)]
+    /* tau(q, v, qdd(q, v, u)) = u differentiated twice: with dM_j = dM/dq_j,
+         d2qdd/dq_j dq_k  = -M^-1 (d2tau/dq_j dq_k + dM_j a_q[:, k] + dM_k a_q[:, j])
+         d2qdd/dv_j dv_k  = -M^-1 d2tau/dv_j dv_k
+         d2qdd/dq_j dv_k  = -M^-1 (d2tau/dq_j dv_k + dM_j a_v[:, k])
+         d2qdd_i/du_j dq_k = dMinv_ij/dq_k = -(M^-1 dM_k M^-1)_ij (below) */
+    for (int t = 0; t < 3; t++)
+        for (size_t j = 0; j < nv; j++)
+            for (size_t k = 0; k < nv; k++) {
+                for (size_t i = 0; i < nv; i++) {
+                    double s = T3(t, i, j, k);
+                    for (size_t l = 0; l < nv; l++) {
+                        if (t == 0) s += T3(3, i, l, j) * AQ(l, k) + T3(3, i, l, k) * AQ(l, j);
+                        else if (t == 2) s += T3(3, i, l, j) * AV(l, k);
+                    }
+                    r[i] = s;
+                }
+                for (size_t i = 0; i < nv; i++) {
+                    double s = 0.0;
+                    for (size_t l = 0; l < nv; l++) s += Minv[i * nv + l] * r[l];
+                    out[(size_t)t * n3 + (i * nv + j) * nv + k] = -s;
+                }
+            }
+    /* dMinv/dq_k = -M^-1 dM_k M^-1, element [i][j][k] */
+    for (size_t k = 0; k < nv; k++)
+        for (size_t j = 0; j < nv; j++) {
+            /* r = dM_k M^-1[:, j] */
+            for (size_t i = 0; i < nv; i++) {
+                double s = 0.0;
+                for (size_t l = 0; l < nv; l++) s += T3(3, i, l, k) * Minv[l * nv + j];
+                r[i] = s;
+            }
+            for (size_t i = 0; i < nv; i++) {
+                double s = 0.0;
+                for (size_t l = 0; l < nv; l++) s += Minv[i * nv + l] * r[l];
+                out[3 * n3 + (i * nv + j) * nv + k] = -s;
+            }
+        }
+#undef T3
+#undef AQ
+#undef AV
 }

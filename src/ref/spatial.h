@@ -99,5 +99,6 @@ size_t grid_sp_work_derivatives(const grid_model *m);    /* RNEA derivatives */
 size_t grid_sp_work_fd_derivatives(const grid_model *m); /* FD derivatives */
 size_t grid_sp_work_ee_derivatives(const grid_model *m); /* end-effector pose derivatives */
 size_t grid_sp_work_second_order(const grid_model *m);   /* second-order RNEA derivatives */
+size_t grid_sp_work_fd_second_order(const grid_model *m); /* second-order FD derivatives */
 
 #endif

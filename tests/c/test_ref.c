@@ -951,10 +951,11 @@ static void check_derivatives(const grid_model *m)
     free(w2);
 }
 
-/* grid_ref_rnea_second_derivatives against central differences of the first-order reference (itself checked
-   above and against Pinocchio): d/dq_k of dtau/dq_j at q (+) h e_k, d/dqd_k of dtau/dqd_j and of dtau/dq_j, and
-   d/dq_k of M; random states (|qd| <= 3), with and without qdd and fext */
-static void check_second_derivatives(const grid_model *m)
+/* grid_ref_rnea_second_derivatives (fd = 0) / grid_ref_fd_second_derivatives (fd = 1) against central differences
+   of the first-order references (themselves checked above and against Pinocchio): d/dq_k of d/dq_j at q (+) h e_k,
+   d/dqd_k of d/dqd_j and of d/dq_j, and d/dq_k of M (M^-1 for forward dynamics); random states (|qd| <= 3), with and
+   without qdd (u) and fext */
+static void check_second_derivatives(const grid_model *m, int fd)
 {
     const int nv = m->nv_full, nf = 6 * m->nb;
     const size_t n3 = (size_t)nv * nv * nv;
@@ -971,7 +972,9 @@ static void check_second_derivatives(const grid_model *m)
         rand_vec(fext, nf, 3.0);
         for (int variant = 0; variant < 3; variant++) {
             const double *f = variant == 0 ? fext : NULL, *acc = variant == 2 ? NULL : a;
-            grid_ref_rnea_second_derivatives(m, q, v, acc, f, T, w);
+            if (fd && !acc) continue; /* (forward dynamics takes u) */
+            if (fd) grid_ref_fd_second_derivatives(m, q, v, acc, f, T, w);
+            else grid_ref_rnea_second_derivatives(m, q, v, acc, f, T, w);
             for (int k = 0; k < nv; k++) {
                 /* along q_k: the first-order rows and M at q (+) -h e_k, q (+) h e_k */
                 dv[k] = h;
@@ -979,10 +982,10 @@ static void check_second_derivatives(const grid_model *m)
                 dv[k] = -h;
                 integrate(m, 1, q, dv, qm);
                 dv[k] = 0.0;
-                grid_ref_rnea_derivatives(m, qp, v, acc, f, Dp, w2);
-                grid_ref_rnea_derivatives(m, qm, v, acc, f, Dm, w2);
-                grid_ref_crba(m, qp, Mp, w2);
-                grid_ref_crba(m, qm, Mm, w2);
+                (fd ? grid_ref_fd_derivatives : grid_ref_rnea_derivatives)(m, qp, v, acc, f, Dp, w2);
+                (fd ? grid_ref_fd_derivatives : grid_ref_rnea_derivatives)(m, qm, v, acc, f, Dm, w2);
+                (fd ? grid_ref_minv : grid_ref_crba)(m, qp, Mp, w2);
+                (fd ? grid_ref_minv : grid_ref_crba)(m, qm, Mm, w2);
                 for (int i = 0; i < nv; i++)
                     for (int j = 0; j < nv; j++) {
                         const size_t at = ((size_t)i * nv + j) * nv + k;
@@ -994,8 +997,8 @@ static void check_second_derivatives(const grid_model *m)
                 memcpy(vm, v, sizeof(double) * nv);
                 vp[k] += h;
                 vm[k] -= h;
-                grid_ref_rnea_derivatives(m, q, vp, acc, f, Dp, w2);
-                grid_ref_rnea_derivatives(m, q, vm, acc, f, Dm, w2);
+                (fd ? grid_ref_fd_derivatives : grid_ref_rnea_derivatives)(m, q, vp, acc, f, Dp, w2);
+                (fd ? grid_ref_fd_derivatives : grid_ref_rnea_derivatives)(m, q, vm, acc, f, Dm, w2);
                 for (int i = 0; i < nv; i++)
                     for (int j = 0; j < nv; j++) {
                         const size_t at = ((size_t)i * nv + j) * nv + k;
@@ -1003,27 +1006,28 @@ static void check_second_derivatives(const grid_model *m)
                         N[2 * n3 + at] = (Dp[i * 2 * nv + j] - Dm[i * 2 * nv + j]) / (2 * h);
                     }
             }
-            static const char *const what[4] = {"d2tau/dq dq", "d2tau/dqd dqd", "d2tau/dq dqd", "dM/dq"};
+            static const char *const what[2][4] = {{"d2tau/dq dq", "d2tau/dqd dqd", "d2tau/dq dqd", "dM/dq"},
+                                                   {"d2qdd/dq dq", "d2qdd/dqd dqd", "d2qdd/dq dqd", "dMinv/dq"}};
             for (int t = 0; t < 4; t++) {
                 const double e = rel_err(T + t * n3, N + t * n3, (int)n3);
                 worst = fmax(worst, e);
-                CHECK_MSG(e < 1e-6, "%s %s trial %d variant %d: relative error %g", m->robot_name, what[t], trial,
+                CHECK_MSG(e < 1e-6, "%s %s trial %d variant %d: relative error %g", m->robot_name, what[fd][t], trial,
                           variant, e);
             }
         }
     }
-    if (getenv("GRID_TEST_VERBOSE")) printf("  %s: worst relative error of the second derivatives %.3g\n",
-                                            m->robot_name, worst);
+    if (getenv("GRID_TEST_VERBOSE")) printf("  %s: worst relative error of the %s second derivatives %.3g\n",
+                                            m->robot_name, fd ? "FD" : "RNEA", worst);
     free(T);
     free(N);
     free(w);
     free(w2);
 }
 
-static void test_second_derivatives_chain(void) { check_second_derivatives(&chain); }
-static void test_second_derivatives_tree(void) { check_second_derivatives(&tree); }
-static void test_second_derivatives_multi(void) { check_second_derivatives(&multi); }
-static void test_second_derivatives_floating(void) { check_second_derivatives(&mimic); }
+static void test_second_derivatives_chain(void) { check_second_derivatives(&chain, 0), check_second_derivatives(&chain, 1); }
+static void test_second_derivatives_tree(void) { check_second_derivatives(&tree, 0), check_second_derivatives(&tree, 1); }
+static void test_second_derivatives_multi(void) { check_second_derivatives(&multi, 0), check_second_derivatives(&multi, 1); }
+static void test_second_derivatives_floating(void) { check_second_derivatives(&mimic, 0), check_second_derivatives(&mimic, 1); }
 
 static void test_derivatives_chain(void) { check_derivatives(&chain); }
 static void test_derivatives_tree(void) { check_derivatives(&tree); }
