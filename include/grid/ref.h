@@ -59,6 +59,9 @@ void grid_ref_rnea_second_derivatives(const grid_model *m, const double *q, cons
    rnea(q, v, qdd(q, v, u)) = u twice (the second-order RNEA derivatives at qdd, M^-1 and its first-order ones) */
 void grid_ref_fd_second_derivatives(const grid_model *m, const double *q, const double *v, const double *u,
                                     const double *fext, double *out, double *work);
+/* Second derivatives of the end-effector poses (6 nee, nv, nv) row-major, [r][j][k] = d/dq_k of
+   end_effector_pose_gradient's [r][j] (local tangent; rpy rows infinite at pitch = +-pi/2) */
+void grid_ref_ee_pose_second_derivatives(const grid_model *m, const double *q, double *out, double *work);
 
 /* Mimic couplings: the user's q / v (or a) into the full ones; an output in full coordinates back to the user's
    (each dimension d with tangent[d] != 0 is a tangent one: G^T x, G^T M G, J G), body_of_v the body of each full

@@ -14,8 +14,7 @@ size_t grid_sp_work_derivatives(const grid_model *m)
     return grid_sp_work_kinematics(m) + 24 * nv + 18 * nb + 72 * nb;
 }
 
-/* 1 when body a is body b or one of its ancestors */
-static int is_ancestor_or_self(const grid_model *m, int a, int b)
+int grid_sp_ancestor_or_self(const grid_model *m, int a, int b)
 {
     for (; b >= 0; b = m->bodies[b].joint.parent)
         if (b == a) return 1;
@@ -154,8 +153,8 @@ void grid_ref_rnea_derivatives(const grid_model *m, const double *q, const doubl
             const grid_joint *jk = &m->bodies[bk].joint;
             /* jj in subtree(k): its own subtree's sums; jj a strict ancestor of k: k's, plus the transport of F_k */
             int body;
-            if (is_ancestor_or_self(m, bk, bj)) body = bj;
-            else if (is_ancestor_or_self(m, bj, bk)) body = bk;
+            if (grid_sp_ancestor_or_self(m, bk, bj)) body = bj;
+            else if (grid_sp_ancestor_or_self(m, bj, bk)) body = bk;
             else continue; /* different branches */
             const int strict_ancestor = body == bk && bj != bk;
             const double *Yb = Yc + 36 * body, *Db = Dc + 36 * body;

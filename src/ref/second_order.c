@@ -1,5 +1,6 @@
 /* Reference second-order derivatives of inverse dynamics (Pinocchio's ComputeRNEASecondOrderDerivatives, IDSVA) and of forward dynamics: four (nv, nv, nv) tensors each. */
 #include <assert.h>
+#include <math.h>
 #include <string.h>
 #include "grid/ref.h"
 #include "spatial.h"
@@ -301,4 +302,73 @@ void grid_ref_fd_second_derivatives(const grid_model *m, const double *q, const 
 #undef T3
 #undef AQ
 #undef AV
+}
+
+size_t grid_sp_work_ee_second_order(const grid_model *m)
+{
+    /* the poses, the world columns of every joint and the LOCAL_WORLD_ALIGNED Jacobian of one end effector, then
+       the pose and kinematics work */
+    size_t inner = grid_sp_work_jacobian(m);
+    if (grid_sp_work_kinematics(m) > inner) inner = grid_sp_work_kinematics(m);
+    return 6 * (size_t)m->nee + 13 * (size_t)m->nv_full + inner;
+}
+
+void grid_ref_ee_pose_second_derivatives(const grid_model *m, const double *q, double *out, double *work)
+{
+    const int nv = m->nv_full, nb = m->nb;
+    const size_t nv2 = (size_t)nv * (size_t)nv;
+    /* the poses, the world columns, one Jacobian, each column's body (as a double), then the inner work */
+    double *pose = work, *C = pose + 6 * m->nee, *J = C + 6 * nv, *own = J + 6 * nv, *inner = own + nv;
+    double *liMi = inner, *oMi = inner + 12 * (size_t)nb;
+    memset(out, 0, 6 * (size_t)m->nee * nv2 * sizeof *out);
+    grid_ref_end_effector_pose(m, q, pose, inner);
+    /* the world columns c = oMi.act(S) of every joint (spatial, about the world origin) and their bodies */
+    grid_sp_placements(m, q, liMi, oMi);
+    for (int i = 0; i < nb; i++) {
+        const grid_joint *j = &m->bodies[i].joint;
+        double S[36];
+        grid_sp_joint_subspace(j, S);
+        for (int c = 0; c < j->nv; c++) {
+            double s[6];
+            for (int r = 0; r < 6; r++) s[r] = S[j->nv * r + c];
+            grid_sp_motion_act(oMi + 12 * i, s, C + 6 * (j->iv + c));
+            own[j->iv + c] = i;
+        }
+    }
+    for (int e = 0; e < m->nee; e++) {
+        const int body = m->frames[m->ee_frames[e]].body;
+        if (body < 0) continue; /* welded to the world: no motion */
+        grid_ref_frame_jacobian(m, q, m->ee_frames[e], GRID_LOCAL_WORLD_ALIGNED, J, inner);
+        const double *P = pose + 6 * e, pf[3] = {P[0], P[1], P[2]};
+        const double sp = sin(P[4]), cp = cos(P[4]), sy = sin(P[5]), cy = cos(P[5]);
+        double *H = out + 6 * (size_t)e * nv2;
+        for (int j = 0; j < nv; j++) {
+            const int bj = (int)own[j];
+            if (!grid_sp_ancestor_or_self(m, bj, body)) continue;
+            const double *cj = C + 6 * j, wx = J[3 * nv + j], wy = J[4 * nv + j];
+            const double drj = (cy * wx + sy * wy) / cp;
+            for (int k = 0; k < nv; k++) {
+                const int bk = (int)own[k];
+                if (!grid_sp_ancestor_or_self(m, bk, body)) continue;
+                /* d c_j / d q_k = c_k x c_j when joint k moves joint j (its body an ancestor of j's, or j's own) */
+                double dc[6] = {0};
+                if (grid_sp_ancestor_or_self(m, bk, bj)) grid_sp_motion_cross(C + 6 * k, cj, dc);
+                /* the frame origin's rate along q_k: J_lin[:, k]; d J_lin[:, j] = d v_j - d p_f x w_j - p_f x d w_j */
+                const double dp[3] = {J[k], J[nv + k], J[2 * nv + k]}, *w = cj + 3, *dw = dc + 3;
+                double lin[3];
+                lin[0] = dc[0] - (dp[1] * w[2] - dp[2] * w[1]) - (pf[1] * dw[2] - pf[2] * dw[1]);
+                lin[1] = dc[1] - (dp[2] * w[0] - dp[0] * w[2]) - (pf[2] * dw[0] - pf[0] * dw[2]);
+                lin[2] = dc[2] - (dp[0] * w[1] - dp[1] * w[0]) - (pf[0] * dw[1] - pf[1] * dw[0]);
+                /* the angles' rates along q_k (the gradient's rows), then the rows' derivatives */
+                const double wkx = J[3 * nv + k], wky = J[4 * nv + k], wkz = J[5 * nv + k];
+                const double drk = (cy * wkx + sy * wky) / cp, dpk = -sy * wkx + cy * wky, dyk = wkz + sp * drk;
+                const double ddr = ((-sy * wx + cy * wy) * dyk + (cy * wx + sy * wy) * sp * dpk / cp +
+                                    cy * dw[0] + sy * dw[1]) / cp;
+                const double ddp = (-cy * wx - sy * wy) * dyk - sy * dw[0] + cy * dw[1];
+                const double ddy = dw[2] + cp * dpk * drj + sp * ddr;
+                const double row[6] = {lin[0], lin[1], lin[2], ddr, ddp, ddy};
+                for (int r = 0; r < 6; r++) H[(size_t)r * nv2 + (size_t)j * nv + k] = row[r];
+            }
+        }
+    }
 }

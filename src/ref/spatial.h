@@ -76,6 +76,9 @@ void grid_sp_velocities(const grid_model *m, const double *q, const double *v, d
 void grid_sp_accelerations(const grid_model *m, const double *q, const double *v, const double *a, double *liMi,
                            double *oMi, double *vel, double *acc);
 
+/* 1 when body a is body b or one of its ancestors */
+int grid_sp_ancestor_or_self(const grid_model *m, int a, int b);
+
 /* RNEA's pass in world-frame quantities (the derivatives' forward pass), per tangent column c (6 wide, at 6 c): the
    motion subspace J = oMi.act(S), dVdq = v_parent x J, dAdq = a_parent x J + v_parent x dVdq, dAdv = (v_parent + v_i)
    x J; per body i: v, a (6), the force F = Y a + v x* Y v - oMi.act_force(fext) (6), the world inertia Y (6x6) and
@@ -100,5 +103,6 @@ size_t grid_sp_work_fd_derivatives(const grid_model *m); /* FD derivatives */
 size_t grid_sp_work_ee_derivatives(const grid_model *m); /* end-effector pose derivatives */
 size_t grid_sp_work_second_order(const grid_model *m);   /* second-order RNEA derivatives */
 size_t grid_sp_work_fd_second_order(const grid_model *m); /* second-order FD derivatives */
+size_t grid_sp_work_ee_second_order(const grid_model *m); /* end-effector pose Hessian */
 
 #endif

@@ -1024,10 +1024,56 @@ static void check_second_derivatives(const grid_model *m, int fd)
     free(w2);
 }
 
-static void test_second_derivatives_chain(void) { check_second_derivatives(&chain, 0), check_second_derivatives(&chain, 1); }
-static void test_second_derivatives_tree(void) { check_second_derivatives(&tree, 0), check_second_derivatives(&tree, 1); }
-static void test_second_derivatives_multi(void) { check_second_derivatives(&multi, 0), check_second_derivatives(&multi, 1); }
-static void test_second_derivatives_floating(void) { check_second_derivatives(&mimic, 0), check_second_derivatives(&mimic, 1); }
+/* grid_ref_ee_pose_second_derivatives against central differences of grid_ref_ee_pose_derivatives (d/dq_k at
+   q (+) h e_k), on random states away from pitch +-pi/2 */
+static void check_ee_pose_hessian(const grid_model *m)
+{
+    const int nv = m->nv_full, rows = 6 * m->nee;
+    const size_t n = (size_t)rows * nv * nv;
+    double *w = new_work(m), *w2 = new_work(m), *H = malloc(n * sizeof *H), *N = malloc(n * sizeof *N);
+    double *Gp = malloc((size_t)rows * nv * sizeof *Gp), *Gm = malloc((size_t)rows * nv * sizeof *Gm);
+    double q[NMAX], dv[NMAX] = {0}, qp[NMAX], qm[NMAX];
+    const double h = 1e-5;
+    double worst = 0.0;
+    for (int trial = 0; trial < 6; trial++) {
+        rand_config(m, 1, q);
+        grid_ref_ee_pose_second_derivatives(m, q, H, w);
+        for (int k = 0; k < nv; k++) {
+            dv[k] = h;
+            integrate(m, 1, q, dv, qp);
+            dv[k] = -h;
+            integrate(m, 1, q, dv, qm);
+            dv[k] = 0.0;
+            grid_ref_ee_pose_derivatives(m, qp, Gp, w2);
+            grid_ref_ee_pose_derivatives(m, qm, Gm, w2);
+            for (int r = 0; r < rows; r++)
+                for (int j = 0; j < nv; j++)
+                    N[((size_t)r * nv + j) * nv + k] = (Gp[r * nv + j] - Gm[r * nv + j]) / (2 * h);
+        }
+        const double e = rel_err(H, N, (int)n);
+        worst = fmax(worst, e);
+        CHECK_MSG(e < 1e-6, "%s ee pose Hessian trial %d: relative error %g", m->robot_name, trial, e);
+    }
+    if (getenv("GRID_TEST_VERBOSE")) printf("  %s: worst relative error of the pose Hessian %.3g\n", m->robot_name, worst);
+    free(H), free(N), free(Gp), free(Gm), free(w), free(w2);
+}
+
+static void test_second_derivatives_chain(void)
+{
+    check_second_derivatives(&chain, 0), check_second_derivatives(&chain, 1), check_ee_pose_hessian(&chain);
+}
+static void test_second_derivatives_tree(void)
+{
+    check_second_derivatives(&tree, 0), check_second_derivatives(&tree, 1), check_ee_pose_hessian(&tree);
+}
+static void test_second_derivatives_multi(void)
+{
+    check_second_derivatives(&multi, 0), check_second_derivatives(&multi, 1), check_ee_pose_hessian(&multi);
+}
+static void test_second_derivatives_floating(void)
+{
+    check_second_derivatives(&mimic, 0), check_second_derivatives(&mimic, 1), check_ee_pose_hessian(&mimic);
+}
 
 static void test_derivatives_chain(void) { check_derivatives(&chain); }
 static void test_derivatives_tree(void) { check_derivatives(&tree); }
