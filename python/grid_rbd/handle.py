@@ -659,9 +659,6 @@ def fan_out(call, row, inputs, out, xp, table_like):
     shape = lead + (n * per[0],) + per[1:]
     if out is not None and tuple(out.shape) == shape:
         return out
-    if isinstance(res, np.ndarray) and res.base is None:
-        res.shape = shape  # (the runner's fresh array itself, reshaped in place: no view)
-        return res
     return res.reshape(shape)
 
 
