@@ -96,10 +96,13 @@ def not_differentiable_message(row, front_end):
     "PyTorch"): a derivative row (or minv, forward dynamics' block in u) is a second derivative"""
     if row["name"].endswith(("_grad", "_vjp")) or row["name"] == "minv":
         return (f"grid_rbd: differentiating a second derivative: the {front_end} front end differentiates "
-                "inverse_dynamics, forward_dynamics, aba and end_effector_pose once (second-order rows come later)")
+                f"{', '.join(r['py_name'] for r in ROWS if r['vjp'] >= 0)} once (second-order rows come later)")
     return (f"grid_rbd: differentiating {row['py_name']}, which has no analytic derivative in the {front_end} "
-            "front end (differentiable: inverse_dynamics and forward_dynamics / aba in q, qd (and u), "
-            "end_effector_pose and end_effector_pose_runtime in q)")
+            f"front end (differentiable: {DIFFERENTIABLE})")
+
+
+# what the DifferentiationError messages list: every row with a VJP row, and the inputs it is differentiable in
+DIFFERENTIABLE = "; ".join(f"{r['py_name']} in {', '.join(differentiable_inputs(r))}" for r in ROWS if r["vjp"] >= 0)
 
 
 def not_differentiable_in_message(row, name):

@@ -91,10 +91,9 @@ class TorchRobotHandle(FrameworkHandle):
     """Batched rigid-body dynamics of one robot on torch tensors: every method of the numpy RobotHandle (same names,
     arguments and shapes; out= takes tensors to write), each the op grid_rbd::<row> under torch.compile and a direct
     call of the compiled library in eager mode. Inputs are tensors of the handle's dtype, on the CPU or, for a CUDA
-    robot, on a GPU; a single state (no batch axis) gives a result without one. inverse_dynamics (q, qd),
-    forward_dynamics and aba (q, qd, u) and end_effector_pose and end_effector_pose_runtime (q) are differentiable in
-    both modes through their analytic VJP and gradient rows (torch.func and torch.vmap too); differentiating anything
-    else raises DifferentiationError."""
+    robot, on a GPU; a single state (no batch axis) gives a result without one. The methods whose rows have VJP and
+    gradient rows (grid_rbd._signatures.DIFFERENTIABLE names them and their inputs) are differentiable in both modes
+    through those rows (torch.func and torch.vmap too); differentiating anything else raises DifferentiationError."""
 
     _repr_prefix = "Torch"
 

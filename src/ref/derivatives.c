@@ -96,13 +96,10 @@ void grid_sp_rnea_world_pass(const grid_model *m, const double *q, const double 
         }
 
         /* D_i m = v_i x* (Y m) - Y (v_i x m) + m x* h_i, built column by column from unit motions */
+        double hx[36];
         grid_sp_inertia_rate(Yi, vi, Di);
-        for (int c = 0; c < 6; c++) {
-            double e[6] = {0}, u[6];
-            e[c] = 1.0;
-            grid_sp_force_cross(e, h, u);
-            for (int r = 0; r < 6; r++) Di[6 * r + c] += u[r];
-        }
+        grid_sp_force_cross_matrix(h, hx);
+        for (int e = 0; e < 36; e++) Di[e] += hx[e];
     }
 }
 

@@ -5,43 +5,6 @@
 #include "grid/ref.h"
 #include "spatial.h"
 
-/* 6x6 row-major helpers on [linear; angular] */
-static void skew_into(const double a[3], double sign, double *M, int r0, int c0)
-{
-    /* M[r0.., c0..] = sign * [a]x */
-    const double s[9] = {0, -a[2], a[1], a[2], 0, -a[0], -a[1], a[0], 0};
-    for (int r = 0; r < 3; r++)
-        for (int c = 0; c < 3; c++) M[6 * (r0 + r) + c0 + c] = sign * s[3 * r + c];
-}
-
-/* the matrix of m -> m x* f (Pinocchio's ForceCrossMatrix, "cmf_bar"): [0, -[f]x; -[f]x, -[n]x] for f = [f; n] */
-static void force_cross_matrix(const double f[6], double M[36])
-{
-    memset(M, 0, 36 * sizeof *M);
-    skew_into(f, -1.0, M, 0, 3);
-    skew_into(f, -1.0, M, 3, 0);
-    skew_into(f + 3, -1.0, M, 3, 3);
-}
-
-/* the matrix of m -> s x m (Pinocchio's toActionMatrix): [[w]x, [v]x; 0, [w]x] for s = [v; w] */
-static void motion_cross_matrix(const double s[6], double M[36])
-{
-    memset(M, 0, 36 * sizeof *M);
-    skew_into(s + 3, 1.0, M, 0, 0);
-    skew_into(s, 1.0, M, 0, 3);
-    skew_into(s + 3, 1.0, M, 3, 3);
-}
-
-static void mat6_mul(const double A[36], const double B[36], double C[36])
-{
-    for (int r = 0; r < 6; r++)
-        for (int c = 0; c < 6; c++) {
-            double s = 0;
-            for (int k = 0; k < 6; k++) s += A[6 * r + k] * B[6 * k + c];
-            C[6 * r + c] = s;
-        }
-}
-
 /* y = A^T x */
 static void mat6_tvec(const double A[36], const double x[6], double y[6])
 {
@@ -94,32 +57,32 @@ void grid_ref_rnea_second_derivatives(const grid_model *m, const double *q, cons
             memcpy(Bic, r1, sizeof Bic);
             grid_sp_inertia_rate(Y, pdi, Bpsid);      /* variation(psid_i) */
             grid_sp_mat6_vec(Y, Si, f);
-            force_cross_matrix(f, r0);
+            grid_sp_force_cross_matrix(f, r0);
             for (int e = 0; e < 36; e++) Bic[e] += r0[e];
             grid_sp_mat6_vec(Y, pdi, f);
-            force_cross_matrix(f, t1);
+            grid_sp_force_cross_matrix(f, t1);
             for (int e = 0; e < 36; e++) Bpsid[e] += t1[e];
             for (int e = 0; e < 36; e++) r2[e] = 2 * r0[e] - Bic[e];
             /* r3 = Bpsid - S_iA^T Bc - Bc S_iA */
-            motion_cross_matrix(Si, SA);
+            grid_sp_motion_cross_matrix(Si, SA);
             for (int r = 0; r < 6; r++)
                 for (int c = 0; c < 6; c++) {
                     double s = 0;
                     for (int k = 0; k < 6; k++) s += SA[6 * k + r] * Bc[6 * k + c];
                     t1[6 * r + c] = s;
                 }
-            mat6_mul(Bc, SA, t2);
+            grid_sp_mat6_mul(Bc, SA, t2);
             for (int e = 0; e < 36; e++) r3[e] = Bpsid[e] - t1[e] - t2[e];
             /* r4 = cmf(Bc^T S_i) */
             mat6_tvec(Bc, Si, f);
-            force_cross_matrix(f, r4);
+            grid_sp_force_cross_matrix(f, r4);
             /* r5 = cmf(Bc psid_i + S_i x* F + Y psidd_i) */
             grid_sp_mat6_vec(Bc, pdi, f);
             grid_sp_force_cross(Si, of, t);
             for (int r = 0; r < 6; r++) f[r] += t[r];
             grid_sp_mat6_vec(Y, pddi, t);
             for (int r = 0; r < 6; r++) f[r] += t[r];
-            force_cross_matrix(f, r5);
+            grid_sp_force_cross_matrix(f, r5);
             /* r6 = r0 + S_i x* Y (the force cross of S_i times Y: -SA^T Y) */
             for (int r = 0; r < 6; r++)
                 for (int c = 0; c < 6; c++) {
@@ -133,7 +96,7 @@ void grid_ref_rnea_second_derivatives(const grid_model *m, const double *q, cons
             grid_sp_mat6_vec(Bc, Si, f);
             grid_sp_mat6_vec(Y, sum, t);
             for (int r = 0; r < 6; r++) f[r] += t[r];
-            force_cross_matrix(f, r7);
+            grid_sp_force_cross_matrix(f, r7);
 
             for (int j = i; j >= 0; j = m->bodies[j].joint.parent) {
                 const grid_joint *jj = &m->bodies[j].joint;
@@ -241,6 +204,16 @@ size_t grid_sp_work_fd_second_order(const grid_model *m)
     return 2 * nv + nv * nv + 2 * nv * nv + 4 * n3 + inner;
 }
 
+/* y[i * stride] = -(M^-1 r)_i (y may not alias r) */
+static void minv_neg(size_t nv, const double *Minv, const double *r, double *y, size_t stride)
+{
+    for (size_t i = 0; i < nv; i++) {
+        double s = 0.0;
+        for (size_t l = 0; l < nv; l++) s += Minv[i * nv + l] * r[l];
+        y[i * stride] = -s;
+    }
+}
+
 void grid_ref_fd_second_derivatives(const grid_model *m, const double *q, const double *v, const double *u,
                                     const double *fext, double *out, double *work)
 {
@@ -252,12 +225,8 @@ void grid_ref_fd_second_derivatives(const grid_model *m, const double *q, const 
     grid_ref_rnea_second_derivatives(m, q, v, qdd, fext, T, inner);
     grid_ref_minv(m, q, Minv, inner);
     for (size_t c = 0; c < 2 * nv; c++) {
-        for (size_t i = 0; i < nv; i++) {
-            double s = 0.0;
-            for (size_t l = 0; l < nv; l++) s += Minv[i * nv + l] * D[l * 2 * nv + c];
-            r[i] = -s;
-        }
-        for (size_t i = 0; i < nv; i++) D[i * 2 * nv + c] = r[i];
+        for (size_t i = 0; i < nv; i++) r[i] = D[i * 2 * nv + c];
+        minv_neg(nv, Minv, r, D + c, 2 * nv);
     }
 #define T3(t, i, j, k) T[(size_t)(t) * n3 + ((i) * nv + (j)) * nv + (k)]
 #define AQ(l, k) D[(l) * 2 * nv + (k)]
@@ -278,11 +247,7 @@ void grid_ref_fd_second_derivatives(const grid_model *m, const double *q, const 
                     }
                     r[i] = s;
                 }
-                for (size_t i = 0; i < nv; i++) {
-                    double s = 0.0;
-                    for (size_t l = 0; l < nv; l++) s += Minv[i * nv + l] * r[l];
-                    out[(size_t)t * n3 + (i * nv + j) * nv + k] = -s;
-                }
+                minv_neg(nv, Minv, r, out + (size_t)t * n3 + j * nv + k, nv * nv);
             }
     /* dMinv/dq_k = -M^-1 dM_k M^-1, element [i][j][k] */
     for (size_t k = 0; k < nv; k++)
@@ -293,11 +258,7 @@ void grid_ref_fd_second_derivatives(const grid_model *m, const double *q, const 
                 for (size_t l = 0; l < nv; l++) s += T3(3, i, l, k) * Minv[l * nv + j];
                 r[i] = s;
             }
-            for (size_t i = 0; i < nv; i++) {
-                double s = 0.0;
-                for (size_t l = 0; l < nv; l++) s += Minv[i * nv + l] * r[l];
-                out[3 * n3 + (i * nv + j) * nv + k] = -s;
-            }
+            minv_neg(nv, Minv, r, out + 3 * n3 + j * nv + k, nv * nv);
         }
 #undef T3
 #undef AQ

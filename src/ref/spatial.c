@@ -176,17 +176,45 @@ void grid_sp_inertia_matrix(const grid_inertia *in, double I[36])
     }
 }
 
+void grid_sp_mat6_mul(const double A[36], const double B[36], double C[36])
+{
+    for (int r = 0; r < 6; r++)
+        for (int c = 0; c < 6; c++) {
+            double s = 0.0;
+            for (int k = 0; k < 6; k++) s += A[6 * r + k] * B[6 * k + c];
+            C[6 * r + c] = s;
+        }
+}
+
+/* M[r0.., c0..] = sign [a]x */
+static void skew_into(const double a[3], double sign, double *M, int r0, int c0)
+{
+    const double s[9] = {0, -a[2], a[1], a[2], 0, -a[0], -a[1], a[0], 0};
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) M[6 * (r0 + r) + c0 + c] = sign * s[3 * r + c];
+}
+
+void grid_sp_motion_cross_matrix(const double s[6], double M[36])
+{
+    memset(M, 0, 36 * sizeof *M);
+    skew_into(s + 3, 1.0, M, 0, 0);
+    skew_into(s, 1.0, M, 0, 3);
+    skew_into(s + 3, 1.0, M, 3, 3);
+}
+
+void grid_sp_force_cross_matrix(const double f[6], double M[36])
+{
+    memset(M, 0, 36 * sizeof *M);
+    skew_into(f, -1.0, M, 0, 3);
+    skew_into(f, -1.0, M, 3, 0);
+    skew_into(f + 3, -1.0, M, 3, 3);
+}
+
 void grid_sp_inertia_to_parent(const double x[12], const double I_child[36], double I_parent[36])
 {
     double X[36], IX[36];
     grid_sp_motion_act_inv_matrix(x, X);
-    /* IX = I X */
-    for (int r = 0; r < 6; r++)
-        for (int c = 0; c < 6; c++) {
-            double s = 0.0;
-            for (int k = 0; k < 6; k++) s += I_child[6 * r + k] * X[6 * k + c];
-            IX[6 * r + c] = s;
-        }
+    grid_sp_mat6_mul(I_child, X, IX);
     /* X^T (I X) */
     for (int r = 0; r < 6; r++)
         for (int c = 0; c < 6; c++) {

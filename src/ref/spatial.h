@@ -51,6 +51,12 @@ void grid_sp_inertia_matrix(const grid_inertia *in, double I[36]);
 /* inertia expressed in the child frame of x, re-expressed in the parent frame: X^T I X
    with X = motion_act_inv_matrix(x) */
 void grid_sp_inertia_to_parent(const double x[12], const double I_child[36], double I_parent[36]);
+/* C = A B for 6x6 A, B (C may not alias them) */
+void grid_sp_mat6_mul(const double A[36], const double B[36], double C[36]);
+/* the matrices of m -> s x m ([[w]x, [v]x; 0, [w]x] for s = [v; w]) and of m -> m x* f (Pinocchio's
+   ForceCrossMatrix: [0, -[f]x; -[f]x, -[n]x] for f = [f; n]) */
+void grid_sp_motion_cross_matrix(const double s[6], double M[36]);
+void grid_sp_force_cross_matrix(const double f[6], double M[36]);
 /* out = A * b for a 6x6 A */
 void grid_sp_mat6_vec(const double A[36], const double b[6], double out[6]);
 /* inverse of a small square matrix (n <= 6) by Gauss-Jordan with partial pivoting;

@@ -861,6 +861,18 @@ static void integrate(const grid_model *m, int full, const double *q, const doub
     }
 }
 
+/* q (+) h e_k and q (+) -h e_k along the local tangent, in the full (full = 1) or the user's coordinates (dv: zeros,
+   left so) */
+static void tangent_steps(const grid_model *m, int full, const double *q, int k, double h, double *dv, double *qp,
+                          double *qm)
+{
+    dv[k] = h;
+    integrate(m, full, q, dv, qp);
+    dv[k] = -h;
+    integrate(m, full, q, dv, qm);
+    dv[k] = 0.0;
+}
+
 /* one function of (q, v, x, fext) into nv outputs: RNEA (x = a), forward dynamics (x = u), single-state on the full
    coordinates or batched on the user's */
 typedef struct {
@@ -890,11 +902,7 @@ static void numeric_gradient(const dyn_fn *f, const double *q, const double *v, 
     const double h = 1e-6;
     double dv[NMAX] = {0}, qp[NMAX], qm[NMAX], vp[NMAX], vm[NMAX], yp[NMAX], ym[NMAX];
     for (int c = 0; c < nv; c++) {
-        dv[c] = h;
-        integrate(f->m, full, q, dv, qp);
-        dv[c] = -h;
-        integrate(f->m, full, q, dv, qm);
-        dv[c] = 0.0;
+        tangent_steps(f->m, full, q, c, h, dv, qp, qm);
         dyn_eval(f, qp, v, x, fext, yp);
         dyn_eval(f, qm, v, x, fext, ym);
         for (int r = 0; r < nv; r++) G[r * 2 * nv + c] = (yp[r] - ym[r]) / (2 * h);
@@ -977,11 +985,7 @@ static void check_second_derivatives(const grid_model *m, int fd)
             else grid_ref_rnea_second_derivatives(m, q, v, acc, f, T, w);
             for (int k = 0; k < nv; k++) {
                 /* along q_k: the first-order rows and M at q (+) -h e_k, q (+) h e_k */
-                dv[k] = h;
-                integrate(m, 1, q, dv, qp);
-                dv[k] = -h;
-                integrate(m, 1, q, dv, qm);
-                dv[k] = 0.0;
+                tangent_steps(m, 1, q, k, h, dv, qp, qm);
                 (fd ? grid_ref_fd_derivatives : grid_ref_rnea_derivatives)(m, qp, v, acc, f, Dp, w2);
                 (fd ? grid_ref_fd_derivatives : grid_ref_rnea_derivatives)(m, qm, v, acc, f, Dm, w2);
                 (fd ? grid_ref_minv : grid_ref_crba)(m, qp, Mp, w2);
@@ -1039,11 +1043,7 @@ static void check_ee_pose_hessian(const grid_model *m)
         rand_config(m, 1, q);
         grid_ref_ee_pose_second_derivatives(m, q, H, w);
         for (int k = 0; k < nv; k++) {
-            dv[k] = h;
-            integrate(m, 1, q, dv, qp);
-            dv[k] = -h;
-            integrate(m, 1, q, dv, qm);
-            dv[k] = 0.0;
+            tangent_steps(m, 1, q, k, h, dv, qp, qm);
             grid_ref_ee_pose_derivatives(m, qp, Gp, w2);
             grid_ref_ee_pose_derivatives(m, qm, Gm, w2);
             for (int r = 0; r < rows; r++)
