@@ -38,7 +38,9 @@ ALGOS = ["rnea", "fd", "minv", "crba", "aba", "rnea_grad", "fd_grad", "rnea_vjp"
 # issue 27's methods (--algos picks them): their inputs and outputs from the signature table (generic_*)
 EXTRA_ALGOS = ["energy", "kinetic_energy_regressor", "potential_energy_regressor", "coriolis_matrix",
                "inverse_dynamics_regressor", "com", "ccrba", "cmm_time_variation", "dccrba", "fk_batched",
-               "frame_jacobian_dot", "osc_inertia"]
+               "frame_jacobian_dot", "osc_inertia",
+               # targets chosen per call: fed one target per state (the first end effector, a tool offset)
+               "ee_pose_runtime", "ee_pose_runtime_grad", "ee_pose_runtime_vjp"]
 HBM_BYTES_S = 4.8e12  # the H200 datasheet's memory bandwidth (../shared/anchors.md): a bound from bytes in and out
 BATCHES = [16, 256, 1024, 65536, 1048576]
 ALGO_ID = {r["name"]: r["id"] for r in _signatures.ROWS}
@@ -143,18 +145,39 @@ def random_states(h, n, seed):
     return [np.ascontiguousarray(x, dtype=h.dtype) for x in (q, qd, u)]
 
 
-# the row input fed by each of the bench's arrays: q, qd, then u (as qdd, u or a cotangent); f_ext stays absent
+# the row input fed by each of the bench's arrays: q, qd, then u (as qdd, u or a cotangent); f_ext stays absent.
+# A row with a per-call target takes (q, target, cotangent): the target [frame id, tool offset] per state
 _FEED = {"q": 0, "qd": 1, "qdd": 2, "u": 2, "cotangent": 2}
+_FEED_TARGET = {"q": 0, "target": 1, "cotangent": 2}
+TARGET_OFFSET = (0.05, -0.02, 0.1)
 
 
 def _row_inputs(algo):
     return [a["name"] for a in _signatures.row(algo)["inputs"]]
 
 
-def inputs_of(algo, q, qd, u):
-    """(q, v, a) of an algorithm (None where it takes none)"""
+def takes_target(algo):
+    return algo in EXTRA_ALGOS and "target" in _row_inputs(algo)
+
+
+def target_rows(h, like):
+    """n copies of [the first end effector's frame id, TARGET_OFFSET], as like (numpy or torch, its dtype and
+    device)"""
+    row = [float(h.ee_frame_ids[0]), *TARGET_OFFSET]
+    n = like.shape[0]
+    if isinstance(like, np.ndarray):
+        return np.ascontiguousarray(np.broadcast_to(np.asarray(row, like.dtype), (n, 4)))
+    import torch
+    return torch.tensor(row, dtype=like.dtype, device=like.device).expand(n, 4).contiguous()
+
+
+def inputs_of(algo, q, qd, u, h=None):
+    """(q, v, a) of an algorithm (None where it takes none); a target row's (q, target, cotangent of 6) needs h"""
     if algo in EXTRA_ALGOS:
         names = _row_inputs(algo)
+        if takes_target(algo):
+            cot = u[:, :6].contiguous() if hasattr(u, "contiguous") else np.ascontiguousarray(u[:, :6])
+            return q, target_rows(h, q), cot if "cotangent" in names else None
         return q, qd if "qd" in names else None, u if ("qdd" in names or "u" in names) else None
     if algo in ("rnea", "rnea_grad", "rnea_vjp"):
         return q, qd, u        # u as qdd (the VJP: as its cotangent)
@@ -166,8 +189,8 @@ def inputs_of(algo, q, qd, u):
 def input_ptrs(algo, q, v, a, ptr):
     """the input pointers of an algorithm's signature row: (q, qd, qdd | u, f_ext = NULL) or (q,)"""
     if algo in EXTRA_ALGOS:
-        arrays = (q, v, a)
-        return tuple(ptr(arrays[_FEED[n]]) if n in _FEED else 0 for n in _row_inputs(algo))
+        arrays, feed = (q, v, a), _FEED_TARGET if takes_target(algo) else _FEED
+        return tuple(ptr(arrays[feed[n]]) if n in feed else 0 for n in _row_inputs(algo))
     if algo in ("rnea", "fd", "aba", "rnea_grad", "fd_grad"):
         return (ptr(q), ptr(v), ptr(a), 0)
     if algo == "rnea_vjp":   # (q, qd, cotangent, qdd = NULL, f_ext = NULL)
@@ -200,6 +223,13 @@ def out_shape(h, algo, n):
 
 
 def method(h, algo):
+    if takes_target(algo):   # (q, target, cotangent) as the bench feeds them: the target's frame and offset
+        f = getattr(h, _signatures.row(algo)["py_name"])
+
+        def call(q, target, cot=None, out=None):
+            kw = {"ee_joint_names": [int(h.ee_frame_ids[0])], "ee_offsets": TARGET_OFFSET}
+            return f(q, cot, **kw) if cot is not None else f(q, out=out, **kw)
+        return call
     if algo in EXTRA_ALGOS:
         return getattr(h, _signatures.row(algo)["py_name"])
     return {"rnea": h.inverse_dynamics, "fd": h.forward_dynamics, "minv": h.minv, "crba": h.crba, "aba": h.aba,
@@ -261,24 +291,28 @@ class Bench:
         finite = all(bool(torch.isfinite(o).all().item()) for o in many)
         # the Python device path (argument checks, torch's stream), wall clock and torch events
         fn = method(h, algo)
-        q, v, a = sets[0]
-        args = [x for x in (q, v, a) if x is not None]
-        fn(*args, out=outs)
-        py, pyev = [], []
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        for k in range(min(reps, 100)):
-            q, v, a = sets[k % len(sets)]
-            args = [x for x in (q, v, a) if x is not None]
-            t0 = time.perf_counter()
-            e0.record()
-            fn(*args, out=outs)
-            e1.record()
-            self.stream.synchronize()
-            py.append((time.perf_counter() - t0) * 1e6)
-            pyev.append(e0.elapsed_time(e1) * 1e3)
+        py, pyev, py_error = [], [], None
+        try:
+            q, v, a = sets[0]
+            fn(*[x for x in (q, v, a) if x is not None], out=outs)
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            for k in range(min(reps, 100)):
+                q, v, a = sets[k % len(sets)]
+                args = [x for x in (q, v, a) if x is not None]
+                t0 = time.perf_counter()
+                e0.record()
+                fn(*args, out=outs)
+                e1.record()
+                self.stream.synchronize()
+                py.append((time.perf_counter() - t0) * 1e6)
+                pyev.append(e0.elapsed_time(e1) * 1e3)
+        except Exception as e:  # (a method the numpy handle takes only as host arrays: the C timings stand)
+            py_error = f"{type(e).__name__}: {str(e)[:200]}"
+            py, pyev = [float("nan")], [float("nan")]
         return {"res_us": median(walls), "res_p10_us": float(np.percentile(walls, 10)),
                 "res_p90_us": float(np.percentile(walls, 90)), "res_event_us": median(evs),
-                "res_py_us": median(py), "res_py_event_us": median(pyev), "reps": reps, "finite": finite}
+                "res_py_us": median(py), "res_py_event_us": median(pyev), "reps": reps, "finite": finite,
+                **({"res_py_error": py_error} if py_error else {})}
 
     def host(self, h, algo, n, arrays, pack_only=False):
         """the numpy handle: C-timed round trip into a pinned out=, then Python with pinned out= and plain"""
@@ -329,12 +363,12 @@ class Bench:
         row = {"robot": robot, "dtype": dtype, "algo": algo, "B": n, "variant": variant or "default"}
         try:
             if resident:
-                row.update(self.resident(h, algo, n, [inputs_of(algo, *x) for x in sets]))
+                row.update(self.resident(h, algo, n, [inputs_of(algo, *x, h=h) for x in sets]))
             out_bytes = sum(math.prod(s) for s in out_shapes(h, algo, n)) * np.dtype(dtype).itemsize
-            row["bytes_per_state"] = (out_bytes + sum(x.nbytes for x in inputs_of(algo, *arrays) if x is not None)) / n
-            in_bytes = sum(x.nbytes for x in inputs_of(algo, *arrays) if x is not None)
+            row["bytes_per_state"] = (out_bytes + sum(x.nbytes for x in inputs_of(algo, *arrays, h=h) if x is not None)) / n
+            in_bytes = sum(x.nbytes for x in inputs_of(algo, *arrays, h=h) if x is not None)
             if host and out_bytes + in_bytes <= HOST_MAX_BYTES:
-                row.update(self.host(h, algo, n, inputs_of(algo, *arrays), pack_only=pack_only))
+                row.update(self.host(h, algo, n, inputs_of(algo, *arrays, h=h), pack_only=pack_only))
             elif host:
                 row["host_skipped"] = f"{(out_bytes + in_bytes) / 2**30:.1f} GiB per call"
         except Exception as e:  # keep going: one failure must not lose the run
