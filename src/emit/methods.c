@@ -178,22 +178,22 @@ static const emit_method methods[GRID_ALGO_COUNT] = {
                                .composite = emit_template_composite, .template = grid_osc_inertia_h_start,
                                .template_work = {0, 1, 12, 1, 0}, .template_flops = {500, 0, 72, 3, 1}},
     /* at a target chosen per call (the target input reads as a: EM_READS(EP_A)): every body's placement, and for the
-       derivatives the frame's Jacobian; q, oMi and J in its workspace */
+       derivatives the frame's Jacobian; q, oMi and J local arrays (ee_pose_runtime.h) */
     [GRID_ALGO_EE_POSE_RUNTIME] = {.row = GRID_ALGO_EE_POSE_RUNTIME, .shares = -1, .variants = {Q | A},
                                    .prelude = PRELUDE_RPY | PRELUDE_FRAME_TABLES,
                                    .callees = {{GRID_ALGO_FK, Q}}, .n_callees = 1,
                                    .composite = emit_template_composite, .template = grid_ee_pose_runtime_h_start,
-                                   .template_work = {0, 1, 0, 0, 0, 16}, .template_flops = {150, 0, 0, 0, 0, 0}},
+                                   .template_work = {0}, .template_flops = {150, 0, 0, 0, 0, 0}},
     [GRID_ALGO_EE_POSE_RUNTIME_GRAD] = {.row = GRID_ALGO_EE_POSE_RUNTIME_GRAD, .shares = -1, .variants = {Q | A},
                                         .prelude = PRELUDE_RPY | PRELUDE_FRAME_TABLES,
                                         .callees = {{GRID_ALGO_FK, Q}, {GRID_ALGO_FRAME_JACOBIAN, Q}}, .n_callees = 2,
                                         .composite = emit_template_composite, .template = grid_ee_pose_runtime_h_start,
-                                        .template_work = {0, 1, 6, 0, 0, 16}, .template_flops = {150, 0, 30, 0, 0, 0}},
+                                        .template_work = {0}, .template_flops = {150, 0, 30, 0, 0, 0}},
     [GRID_ALGO_EE_POSE_RUNTIME_VJP] = {.row = GRID_ALGO_EE_POSE_RUNTIME_VJP, .shares = -1, .variants = {Q | A | G},
                                        .prelude = PRELUDE_RPY | PRELUDE_FRAME_TABLES,
                                        .callees = {{GRID_ALGO_FK, Q}, {GRID_ALGO_FRAME_JACOBIAN, Q}}, .n_callees = 2,
                                        .composite = emit_template_composite, .template = grid_ee_pose_runtime_h_start,
-                                       .template_work = {0, 1, 6, 0, 0, 16}, .template_flops = {150, 0, 42, 0, 0, 0}},
+                                       .template_work = {0}, .template_flops = {150, 0, 42, 0, 0, 0}},
 };
 
 const emit_method *emit_method_of(int row)

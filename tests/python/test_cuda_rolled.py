@@ -7,12 +7,11 @@ import pytest
 import grid_rbd
 from grid_rbd import cuda as gcuda
 from robot_cases import CASES, make_states, robot_path
-from test_codegen import all_outputs, pose_as_matrices
+from test_codegen import all_outputs, float64_bounds, pose_as_matrices
 
 _ok, _why = gcuda.available()
 pytestmark = [pytest.mark.gpu] + ([] if _ok else [pytest.mark.skip(reason=f"needs an NVIDIA GPU and nvcc: {_why}")])
 
-RTOL64 = 1e-10
 # h1_2_ff and panda: coupled mimic joints (the recursion with couplings in FD, ABA and M^-1: a leader's and a host's)
 CASES_ROLLED = ("iiwa", "go2_ff", "g1_29dof_ff", "atlas_ff", "synthetic_ff", "joints_ff", "h1_2_ff", "panda")
 
@@ -37,10 +36,15 @@ def test_rolled_cuda_matches_reference(cid, batch):
     assert gpu.device == "cuda"
     s = make_states(ref, "random", batch, seed=3)
     failures = []
+    # RTOL64, or per state what two float64 formulations may differ by (the CPU's generated code is held to the same):
+    # eps cond(M) for the FD gradient, eps cond(M) cond(Lambda) for the operational-space inertia
+    bound = float64_bounds(ref, s)
     for (label, a), (_, b) in zip(all_outputs(gpu, s), all_outputs(ref, s)):
+        limit = bound(label, b)
         if label.startswith("end_effector_pose"):
             a, b = pose_as_matrices(a), pose_as_matrices(b)
         err = errors(a, b)
-        if not np.all(err <= RTOL64):
-            failures.append(f"{label}: worst {err.max():.2e}")
+        if not np.all(err <= limit):
+            i = int(np.argmax(err / limit))
+            failures.append(f"{label}: state {i} error {err[i]:.2e} > {np.broadcast_to(limit, err.shape)[i]:.1e}")
     assert not failures, f"{cid} B={batch} rolled CUDA:\n" + "\n".join(failures)
