@@ -177,3 +177,13 @@ GRID_ROW(EE_POSE_RUNTIME_VJP, ee_pose_runtime_vjp, VJP,
           3, {IN_Q, IN_COTANGENT(DIM(ONE, 6)), IN_TARGET}, 1,
           {ARG("vjp", "cotangent of q", GRID_REQUIRED, DIM(NV, 1))},
           0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED, NO_RATE})
+/* second-order derivatives: [i][j][k] = d/dx_k of the first-order [i][j], q columns along the local tangent, in the
+   index order of Pinocchio's ComputeRNEASecondOrderDerivatives */
+GRID_ROW(IDSVA_SO, idsva_so, OWN,
+         {"idsva_so", "idsva_so", "inverse_dynamics_second_order",
+          "[d2tau/dq dq, d2tau/dqd dqd, d2tau/dq dqd, dM/dq] of RNEA at (q, qd, qdd, f_ext), [i][j][k] = "
+          "d2tau_i/dx_j dy_k (ComputeRNEASecondOrderDerivatives)",
+          4, {IN_Q, IN_QD, IN_QDD_OPT, IN_FEXT_OPT}, 4,
+          {OUT_NV3("d2tau_dq2", "second derivative of tau in q"), OUT_NV3("d2tau_dqd2", "second derivative of tau in qd"),
+           OUT_NV3("d2tau_dqdqd", "mixed derivative of tau in q and qd"), OUT_NV3("dM_dq", "mass matrix derivative")},
+          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED, NO_RATE})

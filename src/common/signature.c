@@ -20,6 +20,7 @@
 /* a target chosen per call: [frame id, x, y, z], a point fixed in that frame (the tool offset, in its axes) */
 #define IN_TARGET ARG("target", "frame id and tool offset", GRID_REQUIRED, DIM(ONE, 4))
 #define OUT_NVx2NV(name, desc) ARG(name, desc, GRID_REQUIRED, DIM(NV, 1), DIM(NV, 2))
+#define OUT_NV3(name, desc) ARG(name, desc, GRID_REQUIRED, DIM(NV, 1), DIM(NV, 1), DIM(NV, 1))
 
 static const grid_signature_row rows[GRID_ALGO_COUNT] = {
 #define GRID_ROW(ID, id, ref, ...) [GRID_ALGO_##ID] = __VA_ARGS__,

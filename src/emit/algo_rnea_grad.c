@@ -1,5 +1,6 @@
 /* First-order derivatives of inverse dynamics, [dtau/dq | dtau/dqd] (Pinocchio's computeRNEADerivatives) and its vector-Jacobian product, as programs for both schedules. */
 #include "emit_ctx.h"
+#include "rnea_world.h"
 
 /* Everything is expressed in one frame with world axes and its origin at the root body's (ep_world_placement with
    root_origin: no lever arm grows with the base's distance). For body i with parent l, J_i = oMi S_i, and
@@ -20,8 +21,6 @@
    6 x nv matrices, so body k writes its rows and columns against its descendants' in one columns loop: the work is
    the pairs of a body and a descendant (O(nv depth)), as Pinocchio's. */
 
-enum { YW = 13 }; /* a rigid inertia in a buffer: m, h (3), I (9) */
-
 static void sci_get(ep_prog *p, int buf, int rel, sci *Y)
 {
     Y->m = ep_get(p, buf, EP_I, rel, 0);
@@ -36,11 +35,13 @@ static void sci_set(ep_prog *p, int buf, int rel, const sci *Y)
     for (int e = 0; e < 9; e++) ep_set(p, buf, EP_I, rel, 4 + e, Y->I[e]);
 }
 
-/* column c (6 reals at 6 c) of a per-body buffer of 6 x nv columns */
-static void col_get(ep_prog *p, int buf, int c, sv x[6])
+void ea_world_col(ep_prog *p, int buf, int var, int c, sv x[6])
 {
-    for (int r = 0; r < 6; r++) x[r] = ep_get(p, buf, EP_I, EP_SELF, 6 * c + r);
+    for (int r = 0; r < 6; r++) x[r] = ep_get(p, buf, var, EP_SELF, 6 * c + r);
 }
+
+/* column c (6 reals at 6 c) of body i's slot */
+static void col_get(ep_prog *p, int buf, int c, sv x[6]) { ea_world_col(p, buf, EP_I, c, x); }
 
 static void col_set(ep_prog *p, int buf, int c, const sv x[6])
 {
@@ -65,19 +66,14 @@ static void mat6_apply_t(sym_graph *g, const sv D[36], const sv m[6], sv out[6])
     }
 }
 
-/* the per-body buffers both programs share */
-typedef struct {
-    int OM, VEL, ACC, F, Y, D, J, DV, DA, DAV;
-} fwd_bufs;
-
-static fwd_bufs fwd_buffers(ep_prog *p)
+ea_world_bufs ea_world_buffers(ep_prog *p)
 {
-    fwd_bufs B;
+    ea_world_bufs B;
     B.OM = ep_buffer(p, "oM", 12, 1);
     B.VEL = ep_buffer(p, "vel", 6, 1);
     B.ACC = ep_buffer(p, "acc", 6, 1);
     B.F = ep_buffer(p, "f", 6, 1);
-    B.Y = ep_buffer(p, "Y", YW, 1);
+    B.Y = ep_buffer(p, "Y", EA_YW, 1);
     B.D = ep_buffer(p, "D", 36, 1);
     B.J = ep_buffer(p, "J", 36, 1);
     B.DV = ep_buffer(p, "dV", 36, 1);
@@ -86,9 +82,7 @@ static fwd_bufs fwd_buffers(ep_prog *p)
     return B;
 }
 
-/* the forward pass: per body oM, v, a, f, Y, D, and the columns J, dV, dA, dAv; with UG >= 0 (the VJP) also
-   UG_i = sum of J_j g_j over i and its ancestors j, and the subtree sums SP, SQ zeroed (the children add to them) */
-static void forward_pass(ep_prog *p, const fwd_bufs *B, int has_a, int has_fext, int UG, int SP, int SQ)
+void ea_world_forward(ep_prog *p, const ea_world_bufs *B, int has_a, int has_fext, int UG, int SP, int SQ)
 {
     const int OM = B->OM, VEL = B->VEL, ACC = B->ACC, F = B->F, Y = B->Y, D = B->D, J = B->J, DV = B->DV, DA = B->DA,
               DAV = B->DAV;
@@ -197,16 +191,14 @@ static void forward_pass(ep_prog *p, const fwd_bufs *B, int has_a, int has_fext,
     }
 }
 
-/* backward pass, at body i: the subtree sums Yc, Dc, F (the children have added theirs) */
-static void subtree_sums(ep_prog *p, const fwd_bufs *B, sci *Yc, sv Dc[36], sv Fc[6])
+void ea_world_subtree_sums(ep_prog *p, const ea_world_bufs *B, sci *Yc, sv Dc[36], sv Fc[6])
 {
     sci_get(p, B->Y, EP_SELF, Yc);
     for (int e = 0; e < 36; e++) Dc[e] = ep_get(p, B->D, EP_I, EP_SELF, e);
     for (int r = 0; r < 6; r++) Fc[r] = ep_get(p, B->F, EP_I, EP_SELF, r);
 }
 
-/* ... and added into the parent's (a root has none) */
-static void add_to_parent(ep_prog *p, const fwd_bufs *B, const sci *Yc, const sv Dc[36], const sv Fc[6])
+void ea_world_add_to_parent(ep_prog *p, const ea_world_bufs *B, const sci *Yc, const sv Dc[36], const sv Fc[6])
 {
     if (ep_is_root(p, EP_I)) return;
     sym_graph *g = ep_graph(p);
@@ -221,12 +213,12 @@ static void add_to_parent(ep_prog *p, const fwd_bufs *B, const sci *Yc, const sv
 EMIT_PROGRAM(ea_rnea_grad_program)
 {
     const int has_a = sp->reads_a, has_fext = sp->reads_fext, nv = cx->em->nv;
-    const fwd_bufs B = fwd_buffers(p);
+    const ea_world_bufs B = ea_world_buffers(p);
     const int J = B.J, DV = B.DV, DA = B.DA, DAV = B.DAV;
     const int PB = ep_buffer(p, "P", 6 * nv, 0), QB = ep_buffer(p, "Q", 6 * nv, 0);
     const int FQ = ep_buffer(p, "FQ", 6 * nv, 0), FV = ep_buffer(p, "FV", 6 * nv, 0);
     ep_zero_output(p);
-    forward_pass(p, &B, has_a, has_fext, -1, -1, -1);
+    ea_world_forward(p, &B, has_a, has_fext, -1, -1, -1);
 
     for (ep_bodies(p, 1); ep_next(p);) {
         sym_graph *g = ep_graph(p);
@@ -234,7 +226,7 @@ EMIT_PROGRAM(ea_rnea_grad_program)
         ep_comment(p, "derivatives: backward pass");
         sci Yc;
         sv Dc[36], Fc[6];
-        subtree_sums(p, &B, &Yc, Dc, Fc);
+        ea_world_subtree_sums(p, &B, &Yc, Dc, Fc);
         sv Jc[6][6], dV[6][6], dA[6][6], dAv[6][6], P[6][6], Q[6][6];
         for (int c = 0; c < ni; c++) {
             sv t[6], u[6], fq[6], fv[6];
@@ -266,7 +258,7 @@ EMIT_PROGRAM(ea_rnea_grad_program)
                 ep_out(p, sym_add(g, sym_dot(g, P[r], dA[c], 6), sym_dot(g, Q[r], dV[c], 6)), ep_coord(EP_I, EP_SELF, r), ep_coord(EP_I, EP_SELF, c));
                 ep_out(p, sym_add(g, sym_dot(g, P[r], dAv[c], 6), sym_dot(g, Q[r], Jc[c], 6)), ep_coord(EP_I, EP_SELF, r), ep_coord(EP_I, EP_SELF, nv + c));
             }
-        add_to_parent(p, &B, &Yc, Dc, Fc);
+        ea_world_add_to_parent(p, &B, &Yc, Dc, Fc);
         /* rows and columns against every descendant's column k */
         for (ep_columns(p, EP_COLS_BELOW); ep_next(p);) {
             sym_graph *gk = ep_graph(p);
@@ -305,11 +297,11 @@ EMIT_PROGRAM(ea_rnea_grad_program)
 EMIT_PROGRAM(ea_rnea_vjp_program)
 {
     const int has_a = sp->reads_a, has_fext = sp->reads_fext, nv = cx->em->nv;
-    const fwd_bufs B = fwd_buffers(p);
+    const ea_world_bufs B = ea_world_buffers(p);
     const int J = B.J, DV = B.DV, DA = B.DA, DAV = B.DAV;
     const int UG = ep_buffer(p, "UG", 6, 1), SP = ep_buffer(p, "SP", 6, 1), SQ = ep_buffer(p, "SQ", 6, 1);
     (void)nv;
-    forward_pass(p, &B, has_a, has_fext, UG, SP, SQ);
+    ea_world_forward(p, &B, has_a, has_fext, UG, SP, SQ);
 
     for (ep_bodies(p, 1); ep_next(p);) {
         sym_graph *g = ep_graph(p);
@@ -318,7 +310,7 @@ EMIT_PROGRAM(ea_rnea_vjp_program)
         ep_comment(p, "vector-Jacobian product: backward pass");
         sci Yc;
         sv Dc[36], Fc[6], U[6], Jg[6], sp[6], sq[6], t[6], jc[6];
-        subtree_sums(p, &B, &Yc, Dc, Fc);
+        ea_world_subtree_sums(p, &B, &Yc, Dc, Fc);
         for (int r = 0; r < 6; r++) {
             U[r] = root ? zero : ep_get(p, UG, EP_I, EP_PARENT, r);
             Jg[r] = zero;
@@ -351,7 +343,7 @@ EMIT_PROGRAM(ea_rnea_vjp_program)
             ep_out(p, sym_add(g, sym_dot(g, davc, Pt, 6), sym_dot(g, jc, Qt, 6)), ep_coord(EP_I, EP_SELF, nv + c));
         }
         /* the parent's sums */
-        add_to_parent(p, &B, &Yc, Dc, Fc);
+        ea_world_add_to_parent(p, &B, &Yc, Dc, Fc);
         for (int r = 0; r < 6 && !root; r++) {
             ep_set(p, SP, EP_I, EP_PARENT, r, sym_add(g, ep_get(p, SP, EP_I, EP_PARENT, r), sp[r]));
             ep_set(p, SQ, EP_I, EP_PARENT, r, sym_add(g, ep_get(p, SQ, EP_I, EP_PARENT, r), sq[r]));

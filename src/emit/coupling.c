@@ -386,13 +386,30 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
                          us = grid_sizes_of(em->nq_user, em->nv_user, em->nb, em->nee, em->nframes);
         long full = 0;
         for (int k = 0; k < r->n_out; k++) full += (long)grid_sig_shape(&r->out[k], &fs, NULL);
+        if (full > EMIT_COUPLED_MAX_OUT) return EMIT_UNSUPPORTED; /* (the full output is a local array) */
         ew_printf(w, "    %s of[%ld];\n", T, full > 0 ? full : 1);
         write_inner_call(&x, &inner[0], "of");
         long src = 0, dst = 0;
         for (int k = 0; k < r->n_out; k++) {
             int blocks, rows, cols, trow, tcol;
             char at[48];
-            if (projection(em, &r->out[k], &blocks, &rows, &cols, &trow, &tcol) != 0) return -1;
+            const grid_sig_arg *o = &r->out[k];
+            if (o->rank == 3 && o->dim[0].sym == GRID_SYM_NV && o->dim[1].sym == GRID_SYM_NV &&
+                o->dim[2].sym == GRID_SYM_NV && o->dim[0].mul == 1 && o->dim[1].mul == 1 && o->dim[2].mul == 1) {
+                /* (nv, nv, nv): each row's nv x nv block projected into t3, then the rows (t3 as nv_full x nv^2) */
+                const long n2f = (long)nvf * nvf, n2u = (long)nv * nv;
+                ew_printf(w, "    {\n    %s t3[%ld];\n", T, nvf * n2u > 0 ? nvf * n2u : 1);
+                for (int b = 0; b < nvf; b++) {
+                    snprintf(at, sizeof at, "(of + %ld)", src + b * n2f);
+                    write_project(&x, at, "t3", b * n2u, nvf, nvf, 1, 1);
+                }
+                write_project(&x, "t3", NULL, dst, nvf, (int)n2u, 1, 0);
+                ew_puts(w, "    }\n");
+                src += (long)nvf * n2f;
+                dst += (long)nv * n2u;
+                continue;
+            }
+            if (projection(em, o, &blocks, &rows, &cols, &trow, &tcol) != 0) return -1;
             const long ublock = blocks > 0 ? (long)grid_sig_shape(&r->out[k], &us, NULL) / blocks : 0;
             for (int b = 0; b < blocks; b++) {
                 const long from = src + (long)b * rows * cols;

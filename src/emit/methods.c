@@ -64,6 +64,7 @@ static int jacobian_program(ep_prog *p, const emit_ctx *cx, const state_spec *sp
 
 /* programs written to the table's signature (EMIT_PROGRAM), in their algo_*.c */
 EMIT_PROGRAM(ea_rnea_grad_program);
+EMIT_PROGRAM(ea_idsva_so_program);
 EMIT_PROGRAM(ea_rnea_vjp_program);
 EMIT_PROGRAM(ea_energy_program);
 EMIT_PROGRAM(ea_kinetic_energy_regressor_program);
@@ -194,6 +195,9 @@ static const emit_method methods[GRID_ALGO_COUNT] = {
                                        .callees = {{GRID_ALGO_FK, Q}, {GRID_ALGO_FRAME_JACOBIAN, Q}}, .n_callees = 2,
                                        .composite = emit_template_composite, .template = grid_ee_pose_runtime_h_start,
                                        .template_work = {0}, .template_flops = {150, 0, 42, 0, 0, 0}},
+    /* second order: one variant (absent qdd and f_ext read zeros), O(nv^3) outputs (AUTO rolls them past the budget) */
+    [GRID_ALGO_IDSVA_SO] = {.row = GRID_ALGO_IDSVA_SO, .shares = -1, .variants = {Q | V | A | F}, .lanes = 1,
+                            .budget = BUDGET_GRADIENT, .program = ea_idsva_so_program},
 };
 
 const emit_method *emit_method_of(int row)

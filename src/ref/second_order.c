@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 #include "grid/ref.h"
+#include "ref_rows.h"
 #include "spatial.h"
 
 /* y = A^T x */
@@ -28,12 +29,13 @@ size_t grid_sp_work_second_order(const grid_model *m)
     return grid_sp_work_derivatives(m) + 6 * (size_t)m->nv_full;
 }
 
-void grid_ref_rnea_second_derivatives(const grid_model *m, const double *q, const double *v, const double *a,
-                                      const double *fext, double *out, double *work)
+/* the four tensors into T[0..3] */
+static void rnea_second_derivatives(const grid_model *m, const double *q, const double *v, const double *a,
+                                    const double *fext, double *const T[4], double *work)
 {
     const int nb = m->nb, nv = m->nv_full;
     const size_t n3 = (size_t)nv * (size_t)nv * (size_t)nv;
-    assert(q && v && out && work);
+    assert(q && v && T[0] && T[1] && T[2] && T[3] && work);
     grid_sp_world w;
     grid_sp_world_at(m, work, &w);
     double *phid = work + grid_sp_work_derivatives(m);
@@ -41,8 +43,8 @@ void grid_ref_rnea_second_derivatives(const grid_model *m, const double *q, cons
     /* phid = v_i x J (Pinocchio's dJ), psid = dVdq, psidd = dAdq */
     for (int k = 0; k < 6 * nv; k++) phid[k] = w.dAdv[k] - w.dVdq[k];
     const double *S = w.J, *psid = w.dVdq, *psidd = w.dAdq;
-    memset(out, 0, 4 * n3 * sizeof *out);
-    double *T1 = out, *T2 = out + n3, *T3 = out + 2 * n3, *T4 = out + 3 * n3;
+    for (int t = 0; t < 4; t++) memset(T[t], 0, n3 * sizeof *T[t]);
+    double *T1 = T[0], *T2 = T[1], *T3 = T[2], *T4 = T[3];
 #define AT(T, i, j, k) (T)[((size_t)(i) * (size_t)nv + (size_t)(j)) * (size_t)nv + (size_t)(k)]
 
     /* backward, children first: body i with its subtree's composite Y, D and F (children already added) */
@@ -190,6 +192,20 @@ void grid_ref_rnea_second_derivatives(const grid_model *m, const double *q, cons
         }
     }
 #undef AT
+}
+
+void grid_ref_rnea_second_derivatives(const grid_model *m, const double *q, const double *v, const double *a,
+                                      const double *fext, double *out, double *work)
+{
+    const size_t nv = (size_t)m->nv_full, n3 = nv * nv * nv;
+    double *const T[4] = {out, out + n3, out + 2 * n3, out + 3 * n3};
+    rnea_second_derivatives(m, q, v, a, fext, T, work);
+}
+
+void ref_row_idsva_so(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
+{
+    (void)attr;
+    rnea_second_derivatives(m, in[0], in[1], in[2], in[3], out, work);
 }
 
 size_t grid_sp_work_fd_second_order(const grid_model *m)
