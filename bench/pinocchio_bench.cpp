@@ -20,6 +20,7 @@
 
 #include <pinocchio/parsers/urdf.hpp>
 #include <pinocchio/algorithm/joint-configuration.hpp>
+#include <pinocchio/algorithm/rnea-second-order-derivatives.hpp>
 #include <pinocchio/algorithm/kinematics.hpp>
 #include <pinocchio/algorithm/rnea.hpp>
 #include <pinocchio/algorithm/crba.hpp>
@@ -268,6 +269,8 @@ int main(int argc, char **argv)
              dpose.bottomRows<3>() =
                  pin::rpy::computeRpyJacobianInverse(pin::rpy::matrixToRpy(M.rotation()), pin::WORLD) * J.bottomRows<3>();
          }},
+        // the second-order RNEA derivatives (IDSVA): four nv^3 tensors
+        {"idsva_so", [&](int i) { pin::ComputeRNEASecondOrderDerivatives(model, data, qs[i], vs[i], as[i]); }},
         {"frame_jacobian_dot", [&](int i) {
              pin::computeJointJacobiansTimeVariation(model, data, qs[i], vs[i]);
              pin::updateFramePlacements(model, data);

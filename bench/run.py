@@ -282,6 +282,8 @@ def register(grid_rbd, name, urdf, floating, **kw):
     if has_mimic(urdf):
         kw["ignore_mimic"] = True
     # device="cpu": on a machine with a GPU, "auto" would give a CUDA library, which grid_bench does not time
+    # every method, the second-order ones (built only when named) included
+    kw.setdefault("algorithm_list", list(grid_rbd._core.ALGORITHMS))
     return grid_rbd.register_robot(name=name, urdf_path=str(urdf), floating_base=floating, dtype="float64",
                                    device="cpu", **kw)
 

@@ -23,7 +23,8 @@ typedef struct {
     int dtype;              /* GRID_FLOAT32 or GRID_FLOAT64: the generated code's real type */
     int target;             /* a grid_target */
     const int *methods;     /* ids of the rows (grid/signature.h) to generate, each at most once, ... */
-    int n_methods;          /* ... and how many; 0 = every row of the table */
+    int n_methods;          /* ... and how many; 0 = every row of the table but the opt-in ones
+                               (grid_sig_opt_in: named only) */
     const char *model_hash; /* hex string baked into the metadata; NULL = "" */
     int schedule;           /* a grid_schedule (0 = AUTO) */
 } grid_emit_options;

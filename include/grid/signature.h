@@ -99,6 +99,11 @@ int grid_sig_count(void);
 const grid_signature_row *grid_sig_row(int id);       /* NULL when out of range */
 int grid_sig_find(const char *name);                  /* the id of the row named name, -1 if none */
 
+/* 1 when row id is built only when named (a library's default method set leaves it out): a row with an output of
+   three tangent dimensions, nv^3 elements per state (the second-order derivatives), whose code and outputs few calls
+   need */
+int grid_sig_opt_in(int id);
+
 /* evaluating shapes for one model */
 grid_sizes grid_sizes_of(int nq, int nv, int nb, int nee, int nframes);
 long long grid_sig_dim(grid_dim d, const grid_sizes *s);

@@ -187,3 +187,12 @@ GRID_ROW(IDSVA_SO, idsva_so, OWN,
           {OUT_NV3("d2tau_dq2", "second derivative of tau in q"), OUT_NV3("d2tau_dqd2", "second derivative of tau in qd"),
            OUT_NV3("d2tau_dqdqd", "mixed derivative of tau in q and qd"), OUT_NV3("dM_dq", "mass matrix derivative")},
           0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED, NO_RATE})
+GRID_ROW(FDSVA_SO, fdsva_so, OWN,
+         {"fdsva_so", "fdsva_so", "forward_dynamics_second_order",
+          "[d2qdd/dq dq, d2qdd/dqd dqd, d2qdd/dq dqd, d2qdd/du dq = dMinv/dq] of forward dynamics at (q, qd, u, f_ext), "
+          "[i][j][k] = d2qdd_i/dx_j dy_k",
+          4, {IN_Q, IN_QD, IN_U, IN_FEXT_OPT}, 4,
+          {OUT_NV3("d2qdd_dq2", "second derivative of qdd in q"), OUT_NV3("d2qdd_dqd2", "second derivative of qdd in qd"),
+           OUT_NV3("d2qdd_dqdqd", "mixed derivative of qdd in q and qd"),
+           OUT_NV3("dMinv_dq", "mixed derivative of qdd in u and q (dMinv/dq)")},
+          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED, NO_RATE})

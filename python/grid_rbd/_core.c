@@ -153,10 +153,10 @@ static PyObject *core_signatures(PyObject *self, PyObject *unused)
         if (in && out && attrs && alias_list && aux_t) {
             PyObject *alias_t = PyList_AsTuple(alias_list);
             if (alias_t)
-                row = Py_BuildValue("{s:i,s:s,s:s,s:O,s:s,s:O,s:O,s:O,s:s,s:i,s:i,s:O}", "id", i, "name", r->name,
+                row = Py_BuildValue("{s:i,s:s,s:s,s:O,s:s,s:O,s:O,s:O,s:s,s:i,s:i,s:O,s:O}", "id", i, "name", r->name,
                                     "py_name", r->py_name, "aliases", alias_t, "doc", r->doc, "inputs", in, "outputs",
                                     out, "attrs", attrs, "gpu_map", gpu_maps[r->gpu_map], "derivative", r->derivative,
-                                    "vjp", r->vjp, "mujoco_aux", aux_t);
+                                    "vjp", r->vjp, "mujoco_aux", aux_t, "opt_in", grid_sig_opt_in(i) ? Py_True : Py_False);
             Py_XDECREF(alias_t);
         }
         Py_XDECREF(aux_t);

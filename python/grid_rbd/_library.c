@@ -269,10 +269,11 @@ static PyObject *library_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     x.dtype = dtype;
     x.target = target;
     x.model_hash = self->model_hash;
-    int every[GRID_ALGO_COUNT];
-    for (int a = 0; a < GRID_ALGO_COUNT; a++) every[a] = a;
+    int every[GRID_ALGO_COUNT], n_every = 0; /* the default set: every row but the opt-in ones */
+    for (int a = 0; a < GRID_ALGO_COUNT; a++)
+        if (!grid_sig_opt_in(a)) every[n_every++] = a;
     x.methods = n_methods ? methods : every;
-    x.n_methods = n_methods ? n_methods : GRID_ALGO_COUNT;
+    x.n_methods = n_methods ? n_methods : n_every;
     sc.expect = &x;
 
     /* emit, build (or hit), load: all without the GIL; the buffers and the model are held by this call */

@@ -575,16 +575,19 @@ def _framework_method(row, doc_suffix):
 def not_built_error(py_name):
     """the error of a method a library of some methods (register_robot(algorithm_list=...)) was built without"""
     return NotAvailableError(f"{py_name} was not built into this robot's library (register_robot(algorithm_list=...) "
-                             f"left it out); register the robot again with '{py_name}' in algorithm_list, or "
-                             "algorithm_list=None for every method")
+                             f"left it out, or it is a second-order method, built only when named); register the robot "
+                             f"again with '{py_name}' in algorithm_list")
 
 
 def missing_rows(handle):
-    """ids of the rows handle's library lacks (empty unless it was built with an algorithm_list)"""
+    """ids of the rows handle's library lacks: those an algorithm_list left out, or without one the opt-in rows (the
+    second-order methods, built only when named); empty on the reference"""
     from ._signatures import ROWS
     built = handle._options.get("algorithm_list")
-    if handle._library is None or built is None:
+    if handle._library is None:
         return frozenset()
+    if built is None:
+        return frozenset(r["id"] for r in ROWS if r["opt_in"])
     return frozenset(r["id"] for r in ROWS if r["name"] not in built)
 
 

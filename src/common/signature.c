@@ -30,6 +30,17 @@ static const grid_signature_row rows[GRID_ALGO_COUNT] = {
 
 int grid_sig_count(void) { return GRID_ALGO_COUNT; }
 
+int grid_sig_opt_in(int id)
+{
+    const grid_signature_row *r = grid_sig_row(id);
+    for (int k = 0; r && k < r->n_out; k++) {
+        int tangent = 0;
+        for (int d = 0; d < r->out[k].rank; d++) tangent += r->out[k].dim[d].sym == GRID_SYM_NV;
+        if (tangent >= 3) return 1;
+    }
+    return 0;
+}
+
 const grid_signature_row *grid_sig_row(int id)
 {
     return id >= 0 && id < GRID_ALGO_COUNT ? &rows[id] : NULL;

@@ -25,7 +25,7 @@ static int inner_specs(const em_model *em, const state_spec *sp, int rolled, sta
            f_ext for every row (the rows without pass zeros: 6 nb subtractions, against a second unrolled ABA to
            compile); M^-1 by the same recursion on unit torques, the user's M^-1 from the full kinematics */
         f[0] = emit_function_for(m->couple_recursion, m->coupling == COUPLE_SOLVE ? R | V | A | F : R);
-    else if (m->coupling != COUPLE_PROJECT) {
+    else if (m->coupling == COUPLE_INVERSE || m->coupling == COUPLE_SOLVE) {
         /* G^T M G, and for FD and ABA the bias rnea(q, v, 0, fext) */
         f[0] = emit_function_for(m->couple_mass, R);
         if (m->coupling == COUPLE_SOLVE) f[n++] = emit_function_for(m->couple_bias, R | V | (sp->reads_fext ? A | F : 0));

@@ -572,7 +572,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
     check_layouts();
     /* the selected rows: every row of the table, or the listed ones (each once) */
     int sel[GRID_ALGO_COUNT];
-    for (int a = 0; a < GRID_ALGO_COUNT; a++) sel[a] = o.n_methods <= 0;
+    for (int a = 0; a < GRID_ALGO_COUNT; a++) sel[a] = o.n_methods <= 0 && !grid_sig_opt_in(a);
     if (o.n_methods < 0 || (o.n_methods > 0 && !o.methods))
         return grid_error_set(err, GRID_ERR_ARG, 0, 0, "n_methods %d without a list of method ids", o.n_methods);
     for (int k = 0; k < o.n_methods; k++) {
@@ -649,7 +649,8 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
                 cs.statements += s1.statements;
                 if (s1.work > inner_work) inner_work = s1.work;
             }
-            composite_inners in = {{name[0], name[1], name[2]}, inner_work, group_template(&cx, f, rolled, vec), 0};
+            composite_inners in = {{0}, inner_work, group_template(&cx, f, rolled, vec), 0};
+            for (int c = 0; c < MAX_CALLS; c++) in.fn[c] = name[c];
             /* CUDA, one thread per state, callees without workspace: the arrays interleaved over the warp */
             in.interleave = t->group_fn[0] && specs[f].m->composite_groups && !vec[f] && !in.group && inner_work == 0;
             ilv[f] = in.interleave;
@@ -671,9 +672,9 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
         }
         if (frc == EMIT_UNSUPPORTED)
             rc = grid_error_set(err, GRID_ERR_UNSUPPORTED, 0, 0,
-                                "%s is not generated for this robot's coupled mimic joints (its outputs in the full "
-                                "coordinates exceed %d elements per state): leave it out of algorithm_list, register "
-                                "with ignore_mimic=True, or use codegen=False (the reference)",
+                                "%s is not generated for this robot's coupled mimic joints yet (its outputs in the "
+                                "full coordinates exceed %d elements per state): leave it out of algorithm_list, or "
+                                "register with ignore_mimic=True",
                                 grid_sig_row(specs[f].m->row)->py_name, EMIT_COUPLED_MAX_OUT);
         else if (frc != 0 || fw[f].oom)
             rc = grid_error_set(err, GRID_ERR_NOMEM, 0, 0, "out of memory emitting %s", specs[f].fn);

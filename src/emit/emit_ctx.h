@@ -120,7 +120,7 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
    the lane form (all three are lane functions); else the scalar form, whose arrays follow the inner functions'
    workspace (inner_work reals) in ws. stats->work is what it needs in all. */
 typedef struct composite_inners {
-    const char *fn[3]; /* the per-state functions it calls (grid_s_ / grid_v_ names without the prefix), in calls[] order */
+    const char *fn[EMIT_MAX_CALLS]; /* the per-state functions it calls (grid_s_ / grid_v_ names without the prefix), in calls[] order */
     long inner_work;   /* the most workspace any of them takes (reals) */
     int group;         /* 1: the scalar form as a template on GRID_G_ lanes sharing the state (CUDA, rolled: every
                           callee is a rolled template) */

@@ -103,6 +103,7 @@ static long jacobian_dot_size(const em_model *em) { return 5 * jacobian_size(em)
 /* the C source templates of the composites written from their template alone (template.c) */
 GRID_INCBIN(grid_osc_inertia_h, "src/emit/osc_inertia.h");
 GRID_INCBIN(grid_ee_pose_runtime_h, "src/emit/ee_pose_runtime.h");
+GRID_INCBIN(grid_fdsva_so_h, "src/emit/fdsva_so.h");
 
 /* The table. Order matters twice: a composite's callees come before it (their workspace is known when it is
    written), and the library's functions appear in this order. */
@@ -195,9 +196,17 @@ static const emit_method methods[GRID_ALGO_COUNT] = {
                                        .callees = {{GRID_ALGO_FK, Q}, {GRID_ALGO_FRAME_JACOBIAN, Q}}, .n_callees = 2,
                                        .composite = emit_template_composite, .template = grid_ee_pose_runtime_h_start,
                                        .template_work = {0}, .template_flops = {150, 0, 42, 0, 0, 0}},
-    /* second order: one variant (absent qdd and f_ext read zeros), O(nv^3) outputs (AUTO rolls them past the budget) */
+    /* second order (built when named: grid_sig_opt_in): one variant (absent qdd and f_ext read zeros), O(nv^3) outputs (AUTO rolls them
+       past the budget) */
     [GRID_ALGO_IDSVA_SO] = {.row = GRID_ALGO_IDSVA_SO, .shares = -1, .variants = {Q | V | A | F}, .lanes = 1,
                             .budget = BUDGET_GRADIENT, .program = ea_idsva_so_program},
+    /* qdd = fd, the first- and second-order RNEA derivatives at qdd, M^-1; q, qd, u, f_ext, qdd, D, T, M^-1 and a
+       column in its workspace; 4 nv^4 + 4 nv^3 flops */
+    [GRID_ALGO_FDSVA_SO] = {.row = GRID_ALGO_FDSVA_SO, .shares = -1, .variants = {Q | V | A | F},
+                            .callees = {{GRID_ALGO_FD, Q | V | A | F}, {GRID_ALGO_RNEA_GRAD, Q | V | A | F},
+                                        {GRID_ALGO_IDSVA_SO, Q | V | A | F}, {GRID_ALGO_MINV, Q}},
+                            .n_callees = 4, .composite = emit_template_composite, .template = grid_fdsva_so_h_start,
+                            .template_work = {0, 1, 4, 3, 4, 6}, .template_flops = {0, 0, 0, 4, 10, 0}},
 };
 
 const emit_method *emit_method_of(int row)

@@ -25,7 +25,7 @@ enum { COUPLE_PROJECT = 0, COUPLE_INVERSE, COUPLE_SOLVE };
 /* helpers a library needs once when it holds a method's functions */
 enum { PRELUDE_RPY = 1, PRELUDE_FRAME_TABLES = 2 };
 
-enum { EMIT_MAX_VARIANTS = 3, EMIT_MAX_CALLS = 3 };
+enum { EMIT_MAX_VARIANTS = 3, EMIT_MAX_CALLS = 4 };
 
 /* a per-state function another one calls: method row `row`'s variant that reads `reads` */
 typedef struct {
@@ -76,7 +76,8 @@ typedef struct emit_method {
          GRID_EL_(p, k)            element k of a state array of the convention (q, a, g, out: the target's stride)
          GRID_CALL_<ROW>_(q, o)    callee <ROW> (its row's name, upper case) on q into o, arrays of stride 1 in ws,
                                    with the function's own frame and rf
-         GRID_CALL_<ROW>_AT_(q, o, f, rf)   the same at frame f and reference frame rf */
+         GRID_CALL_<ROW>_AT_(q, o, f, rf)   the same at frame f and reference frame rf
+         GRID_CALL_<ROW>_S_(q, v, a, f, o)  the same on a whole state: q, v, a (qdd or u) and f_ext (6 nb) */
     const char *template;
     long template_work[6], template_flops[6];
     int composite_groups; /* 1: its rolled scalar form is a template on a state's lanes, or interleaved over a warp */

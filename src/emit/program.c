@@ -446,7 +446,7 @@ static void step_end(ep_prog *p)
     ew_printf(p->steps,
               "%s void grid_r%s_%s_%d(const int i, const int j, const int c, const int k, %sconst int frame, const %s *%s q, const %s *%s v, "
               "const %s *%s a, const %s *%s fext, const %s *%s g, %s *%s out",
-              sym_node_count(g) > EP_INLINE_MAX_NODES ? p->t->big_fn : p->inner ? p->t->inner_fn : p->t->state_fn, p->lanes ? "v" : "", p->fn, p->nsteps, p->deep ? "const int m, const int cm, " : "", T, r, T, r, T, r, T, r, T,
+              sym_node_count(g) > EP_INLINE_MAX_NODES && p->t->big_fn[0] ? p->t->big_fn : p->inner ? p->t->inner_fn : p->t->state_fn, p->lanes ? "v" : "", p->fn, p->nsteps, p->deep ? "const int m, const int cm, " : "", T, r, T, r, T, r, T, r, T,
               r, T, r);
     if (!p->inner) ew_printf(p->steps, ", %s *%s ws", T, r);
     for (int b = 0; b < p->nbuf; b++)

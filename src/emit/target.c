@@ -304,7 +304,8 @@ void emit_write_slice_setup(ew_writer *w, const emit_entry *e, const char *prefi
 static void write_split_c(ew_writer *w, const emit_target *t, const emit_entry *e)
 {
     const grid_method_info *r = e->split;
-    const long long W = e->row->out[0].width, S = (1LL << 20) / (8 * W) > 64 ? (1LL << 20) / (8 * W) : 64;
+    /* (W is 0 on a robot without joints when every output is nv wide) */
+    const long long W = e->row->out[0].width, S = W > 0 && (1LL << 20) / (8 * W) > 64 ? (1LL << 20) / (8 * W) : 64;
     ew_puts(w, "#ifndef GRID_SPLIT_INCLUDES_\n#define GRID_SPLIT_INCLUDES_\n#include <stdlib.h>\n#include <string.h>\n#endif\n");
     ew_printf(w, "/* %s: its %d outputs from %s's block of %lld elements per state */\n", r->name, r->n_out, e->row->name, W);
     ew_printf(w, "%s int grid_%s(const grid_call *c)\n{\n", t->export_fn, r->name);
@@ -429,7 +430,7 @@ static const emit_target targets[] = {
      "#include <math.h>\n#include <stddef.h>\n#ifdef _OPENMP\n#include <omp.h>\n#endif\n",
      "__attribute__((visibility(\"default\")))", 1, "", "", batch_c},
     {GRID_TARGET_CUDA, "cuda", "static __device__ __forceinline__", "static __device__ __forceinline__",
-     "static __device__ __noinline__", "",
+     "" /* (CUDA keeps every step inlined: a call costs registers and local memory there) */, "",
      "static __device__ __forceinline__ __attribute__((unused))", "__restrict__", "static __constant__ const",
      "static __device__ const",
      ", const int st", " * st",

@@ -90,7 +90,7 @@ typedef struct emit_target {
     const char *name;          /* "c" / "cuda" */
     const char *state_fn;      /* qualifiers of per-state functions */
     const char *inner_fn;      /* qualifiers of a rolled step run inside a columns or ancestors loop (inlined) */
-    const char *big_fn;        /* ... of one too large to inline (EP_INLINE_MAX_NODES): its own function */
+    const char *big_fn;        /* ... of one too large to inline (EP_INLINE_MAX_NODES): its own function ("": inlined too) */
     const char *simd_loop;     /* the line(s) before a rolled columns loop, whose iterations are independent */
     const char *helper_fn;     /* qualifiers of helpers a part may leave unused */
     const char *restrict_kw;   /* restrict qualifier of pointer parameters */

@@ -107,16 +107,19 @@ int emit_template_composite(const emit_ctx *cx, const state_spec *sp, const comp
        (GRID_CALL_<ROW>_AT_) with the frame f_ and reference frame rf_ given */
     const char *arg[EP_NARGS] = {"q_", "0", "0", "0", "0", "o_"};
     const char *arg_at[EP_NARGS] = {"q_", "0", "0", "0", "0", "o_", "f_", "rf_"};
+    const char *arg_s[EP_NARGS] = {"q_", "v_", "a_", "f_", "0", "o_"};
     for (int c = 0; c < m->n_callees; c++) {
-        char name[48], name_at[52], fn[96];
+        char name[48], name_at[52], name_s[52], fn[96];
         const char *callee = grid_sig_row(m->callees[c].row)->name;
         int n = snprintf(name, sizeof name, "GRID_CALL_");
         for (const char *s = callee; *s && n < (int)sizeof name - 2; s++) name[n++] = (char)(*s >= 'a' && *s <= 'z' ? *s - 32 : *s);
         snprintf(name + n, sizeof name - (size_t)n, "_");
         snprintf(name_at, sizeof name_at, "%sAT_", name);
+        snprintf(name_s, sizeof name_s, "%sS_", name);
         snprintf(fn, sizeof fn, "grid_s_%s", in->fn[c]);
         emit_tpl_define_call(&tp, cx->t, name, "q_, o_", fn, 0, arg, "1", NULL);
         emit_tpl_define_call(&tp, cx->t, name_at, "q_, o_, f_, rf_", fn, 0, arg_at, "1", NULL);
+        emit_tpl_define_call(&tp, cx->t, name_s, "q_, v_, a_, f_, o_", fn, 0, arg_s, "1", NULL);
     }
     ew_printf(w, "%s void grid_s_%s", cx->t->state_fn, sp->fn);
     emit_state_params(w, cx->t);

@@ -5,7 +5,7 @@
 #include "target.h"
 #include "writer.h"
 
-enum { EMIT_TPL_MAX_MACROS = 24 };
+enum { EMIT_TPL_MAX_MACROS = 32 };
 
 /* one use of a template: the macros defined so far (undefined again by emit_tpl_end) */
 typedef struct {

@@ -24,17 +24,25 @@ typedef struct {
     double *qf, *vf, *af, *uf;  /* full-coordinate inputs */
     double *outf;               /* a full-coordinate output */
     double *Mc, *cc;            /* the coupled M and bias */
+    double *so;                 /* fdsva_so: qdd, M^-1, [D_q | D_v], idsva_so's tensors and a column (user sizes) */
     int *body_of_v;
     double *work;               /* the single-state algorithms' own */
 } coupled_scratch;
 
-static size_t coupled_doubles(const grid_model *m, size_t out_full)
+/* fdsva_so's part of the coupled scratch (coupled_scratch.so) */
+static size_t coupled_so_doubles(const grid_model *m, int algo)
 {
-    const size_t nqf = (size_t)m->nq_full, nvf = (size_t)m->nv_full, nv = (size_t)m->nv;
-    return nqf + 3 * nvf + out_full + nv * nv + nv + (nvf + 1) / 2 + 1;
+    const size_t nv = (size_t)m->nv;
+    return algo == GRID_ALGO_FDSVA_SO ? 2 * nv + 3 * nv * nv + 4 * nv * nv * nv : 0;
 }
 
-static void coupled_scratch_at(const grid_model *m, double *at, size_t out_full, coupled_scratch *cs)
+static size_t coupled_doubles(const grid_model *m, size_t out_full, int algo)
+{
+    const size_t nqf = (size_t)m->nq_full, nvf = (size_t)m->nv_full, nv = (size_t)m->nv;
+    return nqf + 3 * nvf + out_full + nv * nv + nv + coupled_so_doubles(m, algo) + (nvf + 1) / 2 + 1;
+}
+
+static void coupled_scratch_at(const grid_model *m, double *at, size_t out_full, int algo, coupled_scratch *cs)
 {
     const size_t nqf = (size_t)m->nq_full, nvf = (size_t)m->nv_full, nv = (size_t)m->nv;
     cs->qf = at;
@@ -44,7 +52,8 @@ static void coupled_scratch_at(const grid_model *m, double *at, size_t out_full,
     cs->outf = cs->uf + nvf;
     cs->Mc = cs->outf + out_full;
     cs->cc = cs->Mc + nv * nv;
-    cs->body_of_v = (int *)(cs->cc + nv);
+    cs->so = cs->cc + nv;
+    cs->body_of_v = (int *)(cs->so + coupled_so_doubles(m, algo));
     grid_ref_body_of_v(m, cs->body_of_v); /* once per call, not per state */
 }
 
@@ -117,6 +126,21 @@ static void coupled_state(const grid_model *m, int algo, const grid_method_info 
         grid_ref_project(m, 1, shape, tangent, cs->outf, cs->cc, cs->body_of_v);
         for (int r = 0; r < nv; r++) out[0][r] = in[2][r] - cs->cc[r];
         grid_ref_spd_solve(nv, cs->Mc, out[0], 1);
+        return;
+    }
+    if (algo == GRID_ALGO_FDSVA_SO) {
+        /* forward dynamics' second derivatives from the coupled rows in the user's coordinates (FD solves the coupled
+           system, so they do not follow by projection): qdd = FD, the RNEA gradient and idsva_so at qdd, M^-1 */
+        const size_t n = (size_t)nv;
+        double *qdd = cs->so, *Mi = qdd + n, *D = Mi + n * n, *T = D + 2 * n * n, *r = T + 4 * n * n * n;
+        double *fd_out[1] = {qdd}, *d_out[1] = {D}, *mi_out[1] = {Mi};
+        double *t_out[4] = {T, T + n * n * n, T + 2 * n * n * n, T + 3 * n * n * n};
+        const double *at_qdd[GRID_MAX_IN] = {in[0], in[1], qdd, in[3]}, *q_only[GRID_MAX_IN] = {in[0]};
+        coupled_state(m, GRID_ALGO_FD, full, in, fd_out, attr, cs);
+        coupled_state(m, GRID_ALGO_RNEA_GRAD, full, at_qdd, d_out, attr, cs);
+        coupled_state(m, GRID_ALGO_IDSVA_SO, full, at_qdd, t_out, attr, cs); /* (its full shapes are fdsva_so's) */
+        coupled_state(m, GRID_ALGO_MINV, full, q_only, mi_out, attr, cs);
+        grid_ref_fd_so_from_parts(n, Mi, D, T, out, r);
         return;
     }
     /* every other row: inputs expanded by their symbol, the row on the full model, the output projected */
@@ -280,7 +304,7 @@ int grid_ref_batch_as(const grid_model *m, int algo, int dtype, int rule_dtype, 
     const size_t ntmp = grad >= 0 ? (size_t)vp.user.out[0].width + (size_t)m->nv * (size_t)m->nv : 0;
 
     /* scratch once per call: work, float64 copies of one state's inputs and outputs, the coupled scratch */
-    const size_t nwork = grid_ref_work_size(m), ncoupled = coupled ? coupled_doubles(m, out_full) : 0;
+    const size_t nwork = grid_ref_work_size(m), ncoupled = coupled ? coupled_doubles(m, out_full, algo) : 0;
     size_t total = nwork + ncoupled + ntmp + 1;
     for (int k = 0; k < r.n_in; k++) total += (size_t)r.in[k].width;
     for (int k = 0; k < r.n_out; k++) total += (size_t)r.out[k].width;
@@ -289,7 +313,7 @@ int grid_ref_batch_as(const grid_model *m, int algo, int dtype, int rule_dtype, 
     double *work = scratch, *tmp = scratch + nwork, *at = tmp + ntmp, *inb[GRID_MAX_IN], *outb[GRID_MAX_OUT];
     coupled_scratch cs = {0};
     if (coupled) {
-        coupled_scratch_at(m, at, out_full, &cs);
+        coupled_scratch_at(m, at, out_full, algo, &cs);
         cs.work = work;
         at += ncoupled;
     }

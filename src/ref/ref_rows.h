@@ -21,6 +21,11 @@ typedef void (*ref_state_fn)(const grid_model *m, const double *const *in, doubl
 #undef REF_PROTO_OWN
 #undef REF_PROTO_VJP
 
+/* fdsva_so's four tensors O[0..3] (nv^3 each) from M^-1 (nv x nv), D = [dtau/dq | dtau/dqd] (nv x 2 nv, overwritten
+   with -M^-1 D) and idsva_so's four tensors T (one block) at FD's qdd; r: nv scratch (src/ref/second_order.c; the
+   coupled path of src/ref/batch.c runs it on the user's coordinates) */
+void grid_ref_fd_so_from_parts(size_t nv, const double *Minv, double *D, const double *T, double *const O[4], double *r);
+
 /* the row's function (src/ref/batch.c's table); NULL for a VJP row or an id out of range */
 ref_state_fn ref_row_fn(int algo);
 

@@ -230,16 +230,9 @@ static void minv_neg(size_t nv, const double *Minv, const double *r, double *y, 
     }
 }
 
-void grid_ref_fd_second_derivatives(const grid_model *m, const double *q, const double *v, const double *u,
-                                    const double *fext, double *out, double *work)
+void grid_ref_fd_so_from_parts(size_t nv, const double *Minv, double *D, const double *T, double *const O[4], double *r)
 {
-    const size_t nv = (size_t)m->nv_full, n3 = nv * nv * nv;
-    double *qdd = work, *Minv = qdd + nv, *D = Minv + nv * nv, *T = D + 2 * nv * nv, *r = T + 4 * n3, *inner = r + nv;
-    /* qdd = FD; D = d rnea / d(q, v) and T its second derivatives at qdd; a_q = -M^-1 D_q, a_v = -M^-1 D_v (kept in D) */
-    grid_ref_forward_dynamics(m, q, v, u, fext, qdd, inner);
-    grid_ref_rnea_derivatives(m, q, v, qdd, fext, D, inner);
-    grid_ref_rnea_second_derivatives(m, q, v, qdd, fext, T, inner);
-    grid_ref_minv(m, q, Minv, inner);
+    const size_t n3 = nv * nv * nv;
     for (size_t c = 0; c < 2 * nv; c++) {
         for (size_t i = 0; i < nv; i++) r[i] = D[i * 2 * nv + c];
         minv_neg(nv, Minv, r, D + c, 2 * nv);
@@ -263,7 +256,7 @@ void grid_ref_fd_second_derivatives(const grid_model *m, const double *q, const 
                     }
                     r[i] = s;
                 }
-                minv_neg(nv, Minv, r, out + (size_t)t * n3 + j * nv + k, nv * nv);
+                minv_neg(nv, Minv, r, O[t] + j * nv + k, nv * nv);
             }
     /* dMinv/dq_k = -M^-1 dM_k M^-1, element [i][j][k] */
     for (size_t k = 0; k < nv; k++)
@@ -274,11 +267,39 @@ void grid_ref_fd_second_derivatives(const grid_model *m, const double *q, const 
                 for (size_t l = 0; l < nv; l++) s += T3(3, i, l, k) * Minv[l * nv + j];
                 r[i] = s;
             }
-            minv_neg(nv, Minv, r, out + 3 * n3 + j * nv + k, nv * nv);
+            minv_neg(nv, Minv, r, O[3] + j * nv + k, nv * nv);
         }
 #undef T3
 #undef AQ
 #undef AV
+}
+
+/* the four tensors into O[0..3] */
+static void fd_second_derivatives(const grid_model *m, const double *q, const double *v, const double *u,
+                                  const double *fext, double *const O[4], double *work)
+{
+    const size_t nv = (size_t)m->nv_full, n3 = nv * nv * nv;
+    double *qdd = work, *Minv = qdd + nv, *D = Minv + nv * nv, *T = D + 2 * nv * nv, *r = T + 4 * n3, *inner = r + nv;
+    /* qdd = FD; D = d rnea / d(q, v) and T its second derivatives at qdd, M^-1 */
+    grid_ref_forward_dynamics(m, q, v, u, fext, qdd, inner);
+    grid_ref_rnea_derivatives(m, q, v, qdd, fext, D, inner);
+    grid_ref_rnea_second_derivatives(m, q, v, qdd, fext, T, inner);
+    grid_ref_minv(m, q, Minv, inner);
+    grid_ref_fd_so_from_parts(nv, Minv, D, T, O, r);
+}
+
+void grid_ref_fd_second_derivatives(const grid_model *m, const double *q, const double *v, const double *u,
+                                    const double *fext, double *out, double *work)
+{
+    const size_t nv = (size_t)m->nv_full, n3 = nv * nv * nv;
+    double *const O[4] = {out, out + n3, out + 2 * n3, out + 3 * n3};
+    fd_second_derivatives(m, q, v, u, fext, O, work);
+}
+
+void ref_row_fdsva_so(const grid_model *m, const double *const *in, double *const *out, const int *attr, double *work)
+{
+    (void)attr;
+    fd_second_derivatives(m, in[0], in[1], in[2], in[3], out, work);
 }
 
 size_t grid_sp_work_ee_second_order(const grid_model *m)

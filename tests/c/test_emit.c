@@ -136,6 +136,11 @@ static int emit_and_build(const grid_model *m, int dtype, const char *hash, lib 
     o.dtype = dtype;
     o.model_hash = hash;
     o.schedule = emit_schedule;
+    /* every row, the opt-in ones (built only when named: the second-order derivatives) too */
+    int every[GRID_ALGO_COUNT];
+    for (int a = 0; a < GRID_ALGO_COUNT; a++) every[a] = a;
+    o.methods = every;
+    o.n_methods = GRID_ALGO_COUNT;
     char *src = NULL;
     size_t len = 0;
     grid_error err;
@@ -377,9 +382,19 @@ static void compare_all(const grid_model *m, const lib *L, const states *s, cons
             for (int f = 0; f < m->nframes; f++)
                 for (int rf = 0; rf < 3; rf++) e = fmax(e, compare_algo(m, L, s, algo, 0, 0, f, rf, what));
             break;
-        default:
-            e = compare_algo(m, L, s, algo, 0, 0, 0, 0, what);
+        default: {
+            /* from the row: a required u is given, an optional qdd and f_ext are tried absent and present */
+            const grid_signature_row *r = grid_sig_row(algo);
+            int a_lo = 0, a_hi = 0, f_hi = 0;
+            for (int k = 0; k < r->n_in; k++) {
+                if (!strcmp(r->in[k].name, "u")) a_lo = a_hi = 1;
+                if (!strcmp(r->in[k].name, "qdd")) a_hi = 1;
+                if (!strcmp(r->in[k].name, "f_ext")) f_hi = 1;
+            }
+            for (int va = a_lo; va <= a_hi; va++)
+                for (int vf = 0; vf <= f_hi; vf++) e = fmax(e, compare_algo(m, L, s, algo, va, vf, 0, 0, what));
             break;
+        }
         }
         worst[algo] = e;
     }
@@ -969,6 +984,13 @@ static void test_schedule_code_size(void)
         for (int sched = GRID_SCHEDULE_AUTO; sched <= GRID_SCHEDULE_ROLLED; sched += 2) {
             grid_emit_options o = grid_emit_options_default();
             o.schedule = sched;
+            /* rolled: every row, the opt-in second-order ones too (AUTO: the default set) */
+            int every[GRID_ALGO_COUNT];
+            for (int a = 0; a < GRID_ALGO_COUNT; a++) every[a] = a;
+            if (sched == GRID_SCHEDULE_ROLLED) {
+                o.methods = every;
+                o.n_methods = GRID_ALGO_COUNT;
+            }
             grid_emit_stats st;
             char *src = NULL;
             size_t len = 0;
@@ -980,7 +1002,7 @@ static void test_schedule_code_size(void)
                 if (sched == GRID_SCHEDULE_ROLLED) {
                     CHECK_MSG(st.rolled[a] == 1, "chain %d: %s not rolled", sizes[t], grid_algo_name(a));
                     rolled_size[t][a] = st.statements[a];
-                } else {
+                } else if (!grid_sig_opt_in(a)) {
                     /* the budget: CRBA, minv and the per-body Jacobian grow faster than linearly and roll at
                        100 links; FK, the smallest linear one, stays unrolled there */
                     int quadratic = a == GRID_ALGO_CRBA || a == GRID_ALGO_MINV || a == GRID_ALGO_FRAME_JACOBIAN;

@@ -387,6 +387,24 @@ def handle_for(case, path, provider, dtype, convention="pinocchio"):
     return h
 
 
+def opt_in_handle(case_id, dtype):
+    """a generated library of a case holding the opt-in rows alone (the second-order methods, which a default library
+    leaves out: built only when named), shared by the tests"""
+    from grid_rbd._signatures import ROWS
+    case = next(c for c in CASES if c.id == case_id)
+    key = (case.id, "opt_in", dtype)
+    with _handles_lock:
+        h = _handles.get(key)
+    if h is None:
+        h = grid_rbd.register_robot(case.id + "_opt_in" + ("" if dtype == "float64" else "_f32"),
+                                    urdf_path=case_path(case, synthetic_dir()), floating_base=case.floating_base,
+                                    ignore_mimic=case.ignore_mimic, dtype=dtype, verbose=False,
+                                    algorithm_list=[r["name"] for r in ROWS if r["opt_in"]])
+        with _handles_lock:
+            h = _handles.setdefault(key, h)
+    return h
+
+
 # Compiling every case takes minutes of CPU; these threads (grid_build releases the GIL) build the libraries
 # in test order, as many at once as there are cores, while the tests that need them run.
 _pool = None

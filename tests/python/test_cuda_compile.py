@@ -16,11 +16,14 @@ from pathlib import Path
 import pytest
 
 import grid_rbd
-from grid_rbd import _core
+from grid_rbd import _core, _signatures
 from grid_rbd import cuda as gcuda
 from robot_cases import BUNDLED_IIWA, JOINTS_URDF, SHARED_ROBOTS, SYNTHETIC_URDF, example_robot_data_dir
 from test_mimic import grouped_urdf, mimic_urdf
 
+
+# a library's default method set: every row but the opt-in ones (second order, built only when named)
+DEFAULT_METHODS = tuple(r["name"] for r in _signatures.ROWS if not r["opt_in"])
 
 
 def _need_nvcc():
@@ -50,7 +53,7 @@ def _check_cuda_library(entry, nv_nq, dtype, methods=None):
     assert so.is_file() and (entry / "robot.cu").is_file()
     assert '"cuda_arch":"90"' in (entry / "build_inputs.json").read_text()
     meta = _core.CudaLibrary(so).meta
-    methods = list(_core.ALGORITHMS) if methods is None else methods
+    methods = list(DEFAULT_METHODS) if methods is None else methods
     assert meta["target"] == 1 and meta["dtype"] == dtype and list(meta["methods"]) == methods
     assert (meta["nv"], meta["nq"]) == nv_nq
     dll = ctypes.CDLL(str(so))
@@ -199,11 +202,11 @@ def test_rolled_cuda_compiles_and_states_its_workspace(iiwa64_rolled_cuda):
     meta = lib.meta
     assert meta["target"] == 1 and meta["work_bytes"] > 0
     dll = ctypes.CDLL(str(iiwa64_rolled_cuda / "robot.so"))
-    for algo in _core.ALGORITHMS:
+    for algo in DEFAULT_METHODS:
         getattr(dll, "grid_cuda_" + algo)
     # every row's round trip asks the runtime for its workspace (bytes per state)
     work = dict(re.findall(r"grid_io_ io = \{grid_cuda_(\w+), .*?, (\d+)LL \* \(long long\)sizeof\(grid_real\)\};", cu))
-    assert sorted(work) == sorted(_core.ALGORITHMS) and all(int(w) > 0 for w in work.values()), work
+    assert sorted(work) == sorted(DEFAULT_METHODS) and all(int(w) > 0 for w in work.values()), work
 
 
 _EMIT = """

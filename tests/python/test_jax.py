@@ -48,6 +48,13 @@ def same(a, b, dtype):
 @pytest.mark.parametrize("row", _signatures.ROWS, ids=[r["name"] for r in _signatures.ROWS])
 def test_every_row_equals_the_numpy_handle(pair, row):
     h, j = pair
+    if row["opt_in"] and h.provider == "generated":
+        # a default library leaves the second-order rows out: iiwa's library holding them (the binding is the same
+        # for every robot; tests/python/test_second_order.py checks their values on the others)
+        if h.name not in ("iiwa", "iiwa_f32"):
+            pytest.skip("second-order rows: their front-end binding is checked on iiwa")
+        h = robot_cases.opt_in_handle("iiwa", str(np.dtype(h.dtype)))
+        j = gj.JaxRobotHandle(h)
     args = row_inputs(h, row, B)
     want = getattr(h, row["py_name"])(*args)
     got = getattr(j, row["py_name"])(*[jnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args])

@@ -173,3 +173,81 @@ def test_coupled_matches_central_differences():
     for t in range(4):
         err = rel(T[t], cd[t])
         assert err <= 1e-6, f"panda tensor {t}: {err:.2e} from central differences"
+
+
+# ---- forward dynamics' second derivatives (handle.fdsva_so): a composite of FD, the RNEA derivatives and M^-1 ----
+
+def fd_central_differences(ref, path, q, v, u, h=1e-6):
+    """the four fdsva_so tensors by central differences of the float64 first-order outputs: the FD gradient's blocks
+    along q (local tangent: a floating base's q moved by pin.integrate's retraction, the handle's own) and qd, and
+    M^-1 along q"""
+    import pinocchio as pin
+    nv = ref.nv
+    model = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if ref.floating_base else None
+    out = np.zeros((4, len(q), nv, nv, nv))
+    for k in range(nv):
+        e = np.zeros(nv)
+        e[k] = h
+        if model is not None:
+            qp = np.stack([pin.integrate(model, x, e) for x in q])
+            qm = np.stack([pin.integrate(model, x, -e) for x in q])
+        else:
+            qp, qm = q + e, q - e
+        dq = (ref.forward_dynamics_gradient(qp, v, u) - ref.forward_dynamics_gradient(qm, v, u)) / (2 * h)
+        dv = (ref.forward_dynamics_gradient(q, v + e, u) - ref.forward_dynamics_gradient(q, v - e, u)) / (2 * h)
+        out[0][..., k] = dq[:, :, :nv]
+        out[1][..., k] = dv[:, :, nv:]
+        out[2][..., k] = dv[:, :, :nv]
+        out[3][..., k] = (ref.minv(qp) - ref.minv(qm)) / (2 * h)
+    return out
+
+
+@pytest.mark.parametrize("cid", ["iiwa", "go2_ff"])
+def test_fdsva_so(cid):
+    """generated against the reference (with and without f_ext), both against central differences of the FD
+    gradient and M^-1, and against the definition through idsva_so and minv (d2qdd/dqd dqd = -M^-1 d2tau/dqd dqd)"""
+    import grid_rbd
+    from robot_cases import CASES, make_states, robot_path
+    case = next(c for c in CASES if c.id == cid)
+    path = robot_path(case)
+    ref = grid_rbd.register_robot(f"fso_ref_{cid}", urdf_path=path, floating_base=case.floating_base, codegen=False,
+                                  verbose=False, dtype="float64")
+    gen = grid_rbd.register_robot(f"fso_gen_{cid}", urdf_path=path, floating_base=case.floating_base, verbose=False,
+                                  dtype="float64", algorithm_list=["fdsva_so", "idsva_so", "forward_dynamics"])
+    s = make_states(ref, "random", 3, seed=5)
+    q, v, u = s["q"], s["qd"], s["u"]
+    want = ref.fdsva_so(q, v, u)
+    got = gen.fdsva_so(q, v, u)
+    for t in range(4):
+        assert rel(got[t], want[t]) <= GEN_RTOL, f"{cid} tensor {t}"
+    got_f, want_f = gen.fdsva_so(q, v, u, s["f_ext"]), ref.fdsva_so(q, v, u, s["f_ext"])
+    for t in range(4):
+        assert rel(got_f[t], want_f[t]) <= GEN_RTOL, f"{cid} with f_ext, tensor {t}"
+    cd = fd_central_differences(ref, path, q, v, u)
+    for t in range(4):
+        err = rel(got[t], cd[t])
+        assert err <= 1e-5, f"{cid} tensor {t}: {err:.2e} from central differences"
+    # the velocity block by definition: -M^-1 d2tau/dqd dqd at qdd = FD
+    T2 = gen.idsva_so(q, v, gen.forward_dynamics(q, v, u))[1]
+    Mi = ref.minv(q)
+    assert rel(got[1], -np.einsum("bil,bljk->bijk", Mi, T2)) <= GEN_RTOL
+
+
+def test_fdsva_so_coupled():
+    """panda's coupled finger: generated against the reference (the coupled rows' algebra in the user's coordinates:
+    FD solves the coupled system, so the full model's tensors do not project), both against central differences"""
+    import grid_rbd
+    from robot_cases import CASES, make_states, robot_path
+    case = next(c for c in CASES if c.id == "panda")
+    path = robot_path(case)
+    ref = grid_rbd.register_robot("fso_panda_ref", urdf_path=path, dtype="float64", codegen=False, verbose=False)
+    gen = grid_rbd.register_robot("fso_panda", urdf_path=path, dtype="float64", verbose=False,
+                                  algorithm_list=["fdsva_so"])
+    s = make_states(ref, "random", 2, seed=6)
+    q, v, u = s["q"], s["qd"], s["u"]
+    want, got = ref.fdsva_so(q, v, u), gen.fdsva_so(q, v, u)
+    cd = fd_central_differences(ref, path, q, v, u)
+    for t in range(4):
+        assert rel(got[t], want[t]) <= GEN_RTOL, f"panda tensor {t}"
+        err = rel(want[t], cd[t])
+        assert err <= 1e-5, f"panda tensor {t}: {err:.2e} from central differences"
