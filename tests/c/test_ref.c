@@ -1127,8 +1127,9 @@ static void test_batch(void)
     const int nq = m->nq, nv = m->nv, nf = 6 * m->nb;
     double q[B * NMAX], v[B * NMAX], a[B * NMAX], fext[B * 6 * NMAX], g[B * 6 * NMAX];
     float qf[B * NMAX], vf[B * NMAX], af[B * NMAX], ff[B * 6 * NMAX], gf[B * 6 * NMAX];
-    static double out[B * 16 * NMAX * NMAX], one[16 * NMAX * NMAX], jac[16 * NMAX * NMAX];
-    static float outf[B * 16 * NMAX * NMAX];
+    /* (the widest: the second-order rows' four nv^3 tensors) */
+    static double out[B * 4 * NMAX * NMAX * NMAX], one[4 * NMAX * NMAX * NMAX], jac[16 * NMAX * NMAX];
+    static float outf[B * 4 * NMAX * NMAX * NMAX];
     double *w = new_work(m);
     for (int b = 0; b < B; b++) {
         rand_q(m, q + b * nq);
@@ -1177,6 +1178,8 @@ static void test_batch(void)
             case GRID_ALGO_EE_POSE: grid_ref_end_effector_pose(m, qb, one, w); break;
             case GRID_ALGO_FRAME_JACOBIAN: grid_ref_frame_jacobian(m, qb, 8, GRID_LOCAL, one, w); break;
             case GRID_ALGO_RNEA_GRAD: grid_ref_rnea_derivatives(m, qb, vb, ab, fb, one, w); break;
+            case GRID_ALGO_IDSVA_SO: grid_ref_rnea_second_derivatives(m, qb, vb, ab, fb, one, w); break;
+            case GRID_ALGO_FDSVA_SO: grid_ref_fd_second_derivatives(m, qb, vb, ab, fb, one, w); break;
             case GRID_ALGO_FD_GRAD: grid_ref_fd_derivatives(m, qb, vb, ab, fb, one, w); break;
             case GRID_ALGO_EE_POSE_GRAD: grid_ref_ee_pose_derivatives(m, qb, one, w); break;
             case GRID_ALGO_OSC_INERTIA: { /* the batch's frame and reference frame, the float64 rule */
@@ -1300,7 +1303,7 @@ static void test_signature_table(void)
     const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
     CHECK(grid_sig_count() == GRID_ALGO_COUNT && grid_sig_row(-1) == NULL && grid_sig_row(GRID_ALGO_COUNT) == NULL);
     enum { B = 3 };
-    static double q[B * NMAX], v[B * NMAX], a[B * NMAX], fext[B * 6 * NMAX], out[B * 16 * NMAX * NMAX + 1];
+    static double q[B * NMAX], v[B * NMAX], a[B * NMAX], fext[B * 6 * NMAX], out[B * 4 * NMAX * NMAX * NMAX + 1];
     for (int b = 0; b < B; b++) {
         rand_q(m, q + b * m->nq);
         rand_vec(v + b * m->nv, m->nv, 1.0);
@@ -1313,8 +1316,10 @@ static void test_signature_table(void)
         if (!r) continue;
         CHECK(r->n_in >= 1 && r->n_in <= GRID_MAX_IN && r->n_out >= 1 && r->n_out <= GRID_MAX_OUT &&
               r->n_attr <= GRID_MAX_ATTR);
-        /* a row of several outputs states each one's quantity; their conversions need no aux row */
-        for (int k = 1; k < r->n_out; k++) CHECK(grid_sig_quantity_of(r->quantity, k) != GRID_QTY_DERIVED);
+        /* a row of several outputs states each one's quantity (their conversions need no aux row), or none (a
+           derivative with no conversion yet: the second-order rows) */
+        for (int k = 1; k < r->n_out && r->quantity != GRID_QTY_DERIVED; k++)
+            CHECK(grid_sig_quantity_of(r->quantity, k) != GRID_QTY_DERIVED);
         CHECK(strcmp(r->in[0].name, "q") == 0 && r->in[0].optional == GRID_REQUIRED && r->py_name && r->doc);
         CHECK(r->gpu_map == GRID_GPU_THREAD);
         /* a VJP row takes its method's inputs and a required cotangent of the method's output */
@@ -1346,7 +1351,7 @@ static void test_signature_table(void)
         CHECK(grid_sig_mismatch(id, &sz, &info, why, sizeof why) == 0);
         CHECK(info.out[0].width == grid_algo_output_width(id, m->nq, m->nv, m->nb, m->nee));
         const long long w = test_width_total(id, &sz);
-        CHECK(w > 0 && w <= 16 * NMAX * NMAX);
+        CHECK(w > 0 && w <= 4 * NMAX * NMAX * NMAX);
         /* NaN everywhere; the reference must overwrite exactly B * w elements (its outputs one batch block after
            another) */
         for (size_t k = 0; k < sizeof out / sizeof out[0]; k++) out[k] = NAN;

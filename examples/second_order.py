@@ -1,0 +1,64 @@
+"""grid-rbd second-order derivatives: a Newton step on the KUKA iiwa's inverse dynamics, with the exact Hessian of a
+torque cost from idsva_so, checked against the gradient's finite difference."""
+
+from pathlib import Path
+
+import numpy as np
+
+import grid_rbd
+
+URDF = Path(__file__).resolve().parent / "robots" / "iiwa.urdf"
+
+
+def main():
+    # second-order methods are built only when named (their code and outputs grow with nv^3)
+    robot = grid_rbd.register_robot("iiwa14_so", urdf_path=URDF, dtype="float64",
+                                    algorithm_list=["inverse_dynamics", "inverse_dynamics_gradient", "minv",
+                                                    "idsva_so", "fdsva_so"])
+    rng = np.random.default_rng(3)
+    B = 32
+    q = rng.uniform(-1.0, 1.0, (B, robot.nq))
+    qd = rng.uniform(-1.0, 1.0, (B, robot.nv))
+    qdd = rng.uniform(-1.0, 1.0, (B, robot.nv))
+
+    # cost c(q) = 1/2 |tau(q, qd, qdd)|^2: gradient J^T tau and Hessian J^T J + sum_i tau_i d2tau_i/dq2
+    tau = robot.inverse_dynamics(q, qd, qdd)
+    J = robot.inverse_dynamics_gradient(q, qd, qdd)[:, :, :robot.nv]
+    d2tau_dq2, d2tau_dqd2, d2tau_dqdqd, dM_dq = robot.idsva_so(q, qd, qdd)   # each (B, nv, nv, nv), [i, j, k]
+    grad = np.einsum("bij,bi->bj", J, tau)
+    hess = np.einsum("bij,bik->bjk", J, J) + np.einsum("bi,bijk->bjk", tau, d2tau_dq2)
+
+    # the Hessian's column k is the derivative of the gradient along q_k (central differences, as a check)
+    h, k = 1e-6, 3
+    e = np.zeros(robot.nv)
+    e[k] = h
+
+    def gradient_at(x):
+        t = robot.inverse_dynamics(x, qd, qdd)
+        return np.einsum("bij,bi->bj", robot.inverse_dynamics_gradient(x, qd, qdd)[:, :, :robot.nv], t)
+
+    fd_col = (gradient_at(q + e) - gradient_at(q - e)) / (2 * h)
+    err = np.abs(fd_col - hess[:, :, k]).max() / np.abs(hess[:, :, k]).max()
+    print(f"{B} states: Hessian column {k} against central differences of the gradient: relative error {err:.1e}")
+    assert err < 1e-6
+
+    # one Newton step on q (a fixed base: q moves along its own coordinates), damped
+    step = np.linalg.solve(hess + 1e-3 * np.eye(robot.nv), grad[..., None])[..., 0]
+    before = 0.5 * np.sum(tau ** 2, axis=1)
+    after = 0.5 * np.sum(robot.inverse_dynamics(q - step, qd, qdd) ** 2, axis=1)
+    print(f"Newton step: mean torque cost {before.mean():.3f} -> {after.mean():.3f}")
+    assert np.median(after) < np.median(before)
+
+    # the mass matrix's derivative, dM[i, j, k] = dM_ij/dq_k, is symmetric in i, j
+    assert np.abs(dM_dq - dM_dq.transpose(0, 2, 1, 3)).max() < 1e-12
+    # and forward dynamics' second derivatives, the last one d2qdd/du dq = dMinv/dq = -M^-1 dM/dq M^-1
+    *_, dMinv_dq = robot.fdsva_so(q, qd, tau)
+    Minv = robot.minv(q)
+    want = -np.einsum("bil,blmk,bmj->bijk", Minv, dM_dq, Minv)
+    err = np.abs(dMinv_dq - want).max() / np.abs(want).max()
+    print(f"dMinv/dq {dMinv_dq.shape} against -M^-1 dM/dq M^-1: relative error {err:.1e}")
+    assert err < 1e-10
+
+
+if __name__ == "__main__":
+    main()
