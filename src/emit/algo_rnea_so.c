@@ -293,10 +293,7 @@ EMIT_PROGRAM(ea_idsva_so_program)
     const so_ctx s = {p, cx, sp, &B};
     /* MX: the nine matrices of each of i's columns; UV: the vectors of each pair of i's and j's columns */
     const int MX = ep_buffer(p, "mx", ncol * NMAT * 36, 0), UV = ep_buffer(p, "uv", ncol * ncol * NVEC * 6, 0);
-    for (int t = 0; t < 4; t++) {
-        emit_output_part(p, cx, sp, t);
-        ep_zero_output(p);
-    }
+    ep_zero_output(p); /* (the whole packed block: the four tensors) */
     ea_world_forward(p, &B, has_a, has_fext, -1, -1, -1);
 
     for (ep_bodies(p, 1); ep_next(p);) {
