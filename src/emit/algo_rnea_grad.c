@@ -57,14 +57,7 @@ static void add6(sym_graph *g, const sv a[6], const sv b[6], sv out[6])
 static void mat6_apply(sym_graph *g, const sv D[36], const sv m[6], sv out[6]) { sp_mat6_vec(g, D, m, out); }
 
 /* D^T m */
-static void mat6_apply_t(sym_graph *g, const sv D[36], const sv m[6], sv out[6])
-{
-    for (int c = 0; c < 6; c++) {
-        sv col[6];
-        for (int r = 0; r < 6; r++) col[r] = D[6 * r + c];
-        out[c] = sym_dot(g, col, m, 6);
-    }
-}
+static void mat6_apply_t(sym_graph *g, const sv D[36], const sv m[6], sv out[6]) { sp_mat6_tvec(g, D, m, out); }
 
 ea_world_bufs ea_world_buffers(ep_prog *p)
 {

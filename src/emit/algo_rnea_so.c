@@ -16,14 +16,7 @@ enum { V_U1, V_U2, V_U3, V_U4, V_U6, V_U7, V_U9, V_U10, V_U11, V_U13, V_U58, V_U
 
 static void mat_vec(sym_graph *g, const sv M[36], const sv x[6], sv out[6]) { sp_mat6_vec(g, M, x, out); }
 
-static void mat_tvec(sym_graph *g, const sv M[36], const sv x[6], sv out[6])
-{
-    for (int c = 0; c < 6; c++) {
-        sv col[6];
-        for (int r = 0; r < 6; r++) col[r] = M[6 * r + c];
-        out[c] = sym_dot(g, col, x, 6);
-    }
-}
+static void mat_tvec(sym_graph *g, const sv M[36], const sv x[6], sv out[6]) { sp_mat6_tvec(g, M, x, out); }
 
 /* A B, A^T B */
 static void mat_mul(sym_graph *g, const sv A[36], const sv B[36], int ta, sv out[36])

@@ -345,6 +345,17 @@ void sp_mat6_vec(sym_graph *g, const sv M[36], const sv x[6], sv out[6])
     memcpy(out, t, sizeof t);
 }
 
+void sp_mat6_tvec(sym_graph *g, const sv M[36], const sv x[6], sv out[6])
+{
+    sv t[6]; /* (out may be x) */
+    for (int c = 0; c < 6; c++) {
+        sv col[6];
+        for (int r = 0; r < 6; r++) col[r] = M[6 * r + c];
+        t[c] = sym_dot(g, col, x, 6);
+    }
+    memcpy(out, t, sizeof t);
+}
+
 static void blk_get(const sv M[36], int r0, int c0, sv out[9])
 {
     for (int r = 0; r < 3; r++)

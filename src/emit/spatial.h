@@ -71,6 +71,8 @@ void sp_sci_to_parent(sym_graph *g, const sxf *X, const sci *Y, sci *out);   /* 
 
 /* 6x6 (row-major) helpers */
 void sp_mat6_vec(sym_graph *g, const sv M[36], const sv x[6], sv out[6]);
+/* M^T x */
+void sp_mat6_tvec(sym_graph *g, const sv M[36], const sv x[6], sv out[6]);
 /* a symmetric 6x6 inertia-like matrix (force = M motion) from the child to the parent frame */
 void sp_mat6_to_parent(sym_graph *g, const sxf *X, const sv M[36], sv out[36]);
 
