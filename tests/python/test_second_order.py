@@ -251,3 +251,19 @@ def test_fdsva_so_coupled():
         assert rel(got[t], want[t]) <= GEN_RTOL, f"panda tensor {t}"
         err = rel(want[t], cd[t])
         assert err <= 1e-5, f"panda tensor {t}: {err:.2e} from central differences"
+
+
+def test_large_coupled_robot_is_refused_clearly():
+    """h1_2's coupled hands: idsva_so's tensors in the full coordinates (51^3 x 4 elements per state) exceed what the
+    coupled wrapper holds; registration says so and what to do, and nothing is cached"""
+    import grid_rbd
+    from robot_cases import CASES, robot_path
+    case = next(c for c in CASES if c.id == "h1_2")
+    with pytest.raises(grid_rbd.GridError, match="idsva_so is not generated for this robot's coupled mimic joints"):
+        grid_rbd.register_robot("so_h1_2", urdf_path=robot_path(case), dtype="float64", verbose=False,
+                                algorithm_list=["idsva_so"])
+    # with independent joints (ignore_mimic=True) nothing is coupled: the reference provider answers it here (the
+    # generated library would too, at the cost of its build)
+    h = grid_rbd.register_robot("so_h1_2_free", urdf_path=robot_path(case), dtype="float64", verbose=False,
+                                ignore_mimic=True, codegen=False)
+    assert h.idsva_so(np.zeros((1, h.nq)), np.zeros((1, h.nv)))[0].shape == (1, h.nv, h.nv, h.nv)
