@@ -31,6 +31,7 @@ def main():
     ap.add_argument("--robots-dir", default=None)
     ap.add_argument("--robots", default="iiwa,go2")
     ap.add_argument("--budget-s", type=float, default=400)
+    ap.add_argument("--dtypes", default="float64,float32")
     ap.add_argument("--device", default="cuda", help="cpu: the same run on the CPU library (a dry run of this script)")
     args = ap.parse_args()
     import torch
@@ -44,7 +45,7 @@ def main():
         path = urdf_path(args.robots_dir, file)
         ref = grid_rbd.register_robot(f"so_gpu_ref_{robot}", urdf_path=path, floating_base=floating, dtype="float64",
                                       codegen=False, device="cpu", verbose=False)
-        for dtype in ("float64", "float32"):
+        for dtype in args.dtypes.split(","):
             if time.time() > deadline:
                 lines.append(f"| {robot} | {dtype} | out of time |")
                 continue
