@@ -136,11 +136,13 @@ static int emit_and_build(const grid_model *m, int dtype, const char *hash, lib 
     o.dtype = dtype;
     o.model_hash = hash;
     o.schedule = emit_schedule;
-    /* every row, the opt-in ones (built only when named: the second-order derivatives) too */
+    /* every row, in float64 the opt-in ones (built only when named: the second-order derivatives) too; their
+       float32 code is the same program (tests/python/test_second_order.py runs it), and their build time counts */
     int every[GRID_ALGO_COUNT];
-    for (int a = 0; a < GRID_ALGO_COUNT; a++) every[a] = a;
     o.methods = every;
-    o.n_methods = GRID_ALGO_COUNT;
+    o.n_methods = 0;
+    for (int a = 0; a < GRID_ALGO_COUNT; a++)
+        if (dtype == GRID_FLOAT64 || !grid_sig_opt_in(a)) every[o.n_methods++] = a;
     char *src = NULL;
     size_t len = 0;
     grid_error err;
@@ -367,7 +369,8 @@ static void compare_all(const grid_model *m, const lib *L, const states *s, cons
 {
     double worst[GRID_ALGO_COUNT] = {0};
     for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
-        CHECK_MSG(L->fn[algo] != NULL, "%s: grid_%s missing", what, grid_algo_name(algo));
+        CHECK_MSG(L->fn[algo] != NULL || (s->dtype == GRID_FLOAT32 && grid_sig_opt_in(algo)), "%s: grid_%s missing",
+                  what, grid_algo_name(algo));
         if (!L->fn[algo]) continue;
         double e = 0.0;
         switch (algo) {
@@ -453,6 +456,7 @@ static void check_entry_points(const grid_model *m, const lib *L, const states *
     CHECK(L->fn[GRID_ALGO_FD_GRAD](c) == GRID_OK);
     /* two threads give bitwise the output of one; so does each state alone (B = 1) */
     for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
+        if (!L->fn[algo]) continue; /* (an opt-in row of a float32 library) */
         long long w = test_width_total(algo, &sz);
         c = test_call_init(&t, algo, s->q, s->v, s->a, NULL, o1, B, 0, 0);
         test_call_outputs(&t, algo, &sz, o1, B, (size_t)s->dtype);
@@ -505,7 +509,7 @@ static void check_nan(const grid_model *m, const lib *L, const states *s, const 
     const grid_sizes sz = grid_sizes_of(m->nq, m->nv, m->nb, m->nee, m->nframes);
     for (int algo = 0; algo < GRID_ALGO_COUNT; algo++) {
         long long w = test_width_total(algo, &sz);
-        if (w == 0) continue;
+        if (w == 0 || !L->fn[algo]) continue;
         void *o = alloc_real(dt, B * w);
         /* a frame on a moving body (a frame welded to the world has a zero Jacobian; a WORLD
            column of a root joint does not depend on q at all) */
@@ -604,7 +608,9 @@ static void check_robot(const char *file, int floating, long long B)
         const grid_robot_meta_t *mt = L.meta;
         CHECK(mt->abi_version == GRID_ABI_VERSION && mt->nq == m->nq && mt->nv == m->nv && mt->nb == m->nb);
         CHECK(mt->nframes == m->nframes && mt->nee == m->nee && mt->dtype == dtype && mt->target == GRID_TARGET_C);
-        CHECK(mt->n_methods == GRID_ALGO_COUNT && mt->methods);
+        int n_opt_in = 0;
+        for (int a = 0; a < GRID_ALGO_COUNT; a++) n_opt_in += grid_sig_opt_in(a);
+        CHECK(mt->n_methods == GRID_ALGO_COUNT - (dtype == GRID_FLOAT32 ? n_opt_in : 0) && mt->methods);
         if (emit_schedule == GRID_SCHEDULE_ROLLED) CHECK(mt->work_bytes > 0);
         /* unrolled, only the derivatives take workspace (the end-effector pose's scalar composites: poses and a
            Jacobian; the RNEA gradient and VJP when AUTO rolls them, and the FD composites calling them); every
