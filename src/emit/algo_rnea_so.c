@@ -7,8 +7,10 @@
    (children first), nine 6x6 matrices of Yc, Bc, F and the column (r0 .. r7, Bic: the reference's names,
    src/ref/second_order.c); for each column jq of i or an ancestor j, thirteen vectors of them and j's column; for
    each column kr of j or an ancestor k, the entries of the four tensors that (ip, jq, kr) determines, as dot
-   products with k's column. Loops: bodies (i), ancestors from self (j), ancestors from self (m = k): O(n d^2)
-   triples, each a few dozen dot products, as Pinocchio's. */
+   products with k's column. The reference's j == i and k == j cases are its own loops here, so that each step
+   knows them when it is written (a rolled step serves every body of its kind): i's own pairs and triples in i's
+   step, then strict ancestors k of i (j = i), then strict ancestors j of i with their own triples (k = j) and their
+   strict ancestors k: O(n d^2) triples, each a few dozen dot products, as Pinocchio's. */
 
 enum { NMAT = 9, NVEC = 12 };
 enum { M_R0, M_R1, M_R2, M_R3, M_R4, M_R5, M_R6, M_R7, M_BIC };
