@@ -16,10 +16,6 @@ enum { NMAT = 9, NVEC = 12 };
 enum { M_R0, M_R1, M_R2, M_R3, M_R4, M_R5, M_R6, M_R7, M_BIC };
 enum { V_U1, V_U2, V_U3, V_U4, V_U6, V_U7, V_U9, V_U10, V_U11, V_U13, V_U58, V_U812 };
 
-static void mat_vec(sym_graph *g, const sv M[36], const sv x[6], sv out[6]) { sp_mat6_vec(g, M, x, out); }
-
-static void mat_tvec(sym_graph *g, const sv M[36], const sv x[6], sv out[6]) { sp_mat6_tvec(g, M, x, out); }
-
 /* A B, A^T B */
 static void mat_mul(sym_graph *g, const sv A[36], const sv B[36], int ta, sv out[36])
 {
@@ -76,7 +72,7 @@ static void inertia_rate(sym_graph *g, const sv Y[36], const sv v[6], sv R[36])
         }
         sp_force_cross(g, v, col, a);
         sp_motion_cross(g, v, e, vxe);
-        mat_vec(g, Y, vxe, b);
+        sp_mat6_vec(g, Y, vxe, b);
         for (int r = 0; r < 6; r++) R[6 * r + c] = sym_sub(g, a[r], b[r]);
     }
 }
@@ -86,17 +82,17 @@ static void add6(sym_graph *g, const sv a[6], const sv b[6], sv out[6])
     for (int r = 0; r < 6; r++) out[r] = sym_add(g, a[r], b[r]);
 }
 
-/* the nine matrices of column (S, psid, psidd, phid) of a body with subtree sums Y (as 6x6), Bc and F */
+/* the nine matrices of column (S, psid, psidd, psid + phid) of a body with subtree sums Y (as 6x6), Bc and F */
 static void column_matrices(sym_graph *g, const sv Y[36], const sv Bc[36], const sv F[6], const sv S[6],
-                            const sv pd[6], const sv pdd[6], const sv ph[6], sv Mx[NMAT][36])
+                            const sv pd[6], const sv pdd[6], const sv pp[6], sv Mx[NMAT][36])
 {
     sv f[6], t[6], T1[36], T2[36], SA[36], Bpsid[36];
     inertia_rate(g, Y, S, Mx[M_R1]);
-    mat_vec(g, Y, S, f);
+    sp_mat6_vec(g, Y, S, f);
     force_cross_matrix(g, f, Mx[M_R0]);
     for (int e = 0; e < 36; e++) Mx[M_BIC][e] = sym_add(g, Mx[M_R1][e], Mx[M_R0][e]);
     inertia_rate(g, Y, pd, Bpsid);
-    mat_vec(g, Y, pd, f);
+    sp_mat6_vec(g, Y, pd, f);
     force_cross_matrix(g, f, T1);
     for (int e = 0; e < 36; e++) Bpsid[e] = sym_add(g, Bpsid[e], T1[e]);
     /* r2 = 2 r0 - Bic = r0 - r1 */
@@ -107,23 +103,21 @@ static void column_matrices(sym_graph *g, const sv Y[36], const sv Bc[36], const
     mat_mul(g, Bc, SA, 0, T2);
     for (int e = 0; e < 36; e++) Mx[M_R3][e] = sym_sub(g, sym_sub(g, Bpsid[e], T1[e]), T2[e]);
     /* r4 = cmf(Bc^T S) */
-    mat_tvec(g, Bc, S, f);
+    sp_mat6_tvec(g, Bc, S, f);
     force_cross_matrix(g, f, Mx[M_R4]);
     /* r5 = cmf(Bc psid + S x* F + Y psidd) */
-    mat_vec(g, Bc, pd, f);
+    sp_mat6_vec(g, Bc, pd, f);
     sp_force_cross(g, S, F, t);
     add6(g, f, t, f);
-    mat_vec(g, Y, pdd, t);
+    sp_mat6_vec(g, Y, pdd, t);
     add6(g, f, t, f);
     force_cross_matrix(g, f, Mx[M_R5]);
     /* r6 = r0 - SA^T Y */
     mat_mul(g, SA, Y, 1, T1);
     for (int e = 0; e < 36; e++) Mx[M_R6][e] = sym_sub(g, Mx[M_R0][e], T1[e]);
     /* r7 = cmf(Bc S + Y (psid + phid)) */
-    sv sum[6];
-    add6(g, pd, ph, sum);
-    mat_vec(g, Bc, S, f);
-    mat_vec(g, Y, sum, t);
+    sp_mat6_vec(g, Bc, S, f);
+    sp_mat6_vec(g, Y, pp, t);
     add6(g, f, t, f);
     force_cross_matrix(g, f, Mx[M_R7]);
 }
@@ -133,43 +127,38 @@ static void pair_vectors(sym_graph *g, sv Mx[NMAT][36], const sv S[6], const sv 
                          const sv pp[6], sv u[NVEC][6])
 {
     sv x[6], u5[6], u8[6], u12[6];
-    mat_tvec(g, Mx[M_R3], S, u[V_U1]);
-    mat_tvec(g, Mx[M_R1], S, u[V_U2]);
-    mat_vec(g, Mx[M_R3], pd, u[V_U3]);
-    mat_vec(g, Mx[M_R1], pdd, x);
+    sp_mat6_tvec(g, Mx[M_R3], S, u[V_U1]);
+    sp_mat6_tvec(g, Mx[M_R1], S, u[V_U2]);
+    sp_mat6_vec(g, Mx[M_R3], pd, u[V_U3]);
+    sp_mat6_vec(g, Mx[M_R1], pdd, x);
     add6(g, u[V_U3], x, u[V_U3]);
-    mat_vec(g, Mx[M_R5], S, x);
+    sp_mat6_vec(g, Mx[M_R5], S, x);
     add6(g, u[V_U3], x, u[V_U3]);
-    mat_vec(g, Mx[M_R6], S, u[V_U4]);
-    mat_vec(g, Mx[M_R2], pd, u5);
-    mat_vec(g, Mx[M_BIC], pd, u[V_U6]);
-    mat_vec(g, Mx[M_R7], S, x);
+    sp_mat6_vec(g, Mx[M_R6], S, u[V_U4]);
+    sp_mat6_vec(g, Mx[M_R2], pd, u5);
+    sp_mat6_vec(g, Mx[M_BIC], pd, u[V_U6]);
+    sp_mat6_vec(g, Mx[M_R7], S, x);
     add6(g, u[V_U6], x, u[V_U6]);
-    mat_vec(g, Mx[M_R3], S, u[V_U7]);
-    mat_vec(g, Mx[M_R1], pp, x);
+    sp_mat6_vec(g, Mx[M_R3], S, u[V_U7]);
+    sp_mat6_vec(g, Mx[M_R1], pp, x);
     add6(g, u[V_U7], x, u[V_U7]);
-    mat_vec(g, Mx[M_R4], S, u8);
-    mat_vec(g, Mx[M_R0], S, u[V_U9]);
-    mat_vec(g, Mx[M_BIC], S, u[V_U10]);
-    mat_tvec(g, Mx[M_BIC], S, u[V_U11]);
-    mat_tvec(g, Mx[M_BIC], pd, u12);
-    mat_vec(g, Mx[M_R1], S, u[V_U13]);
+    sp_mat6_vec(g, Mx[M_R4], S, u8);
+    sp_mat6_vec(g, Mx[M_R0], S, u[V_U9]);
+    sp_mat6_vec(g, Mx[M_BIC], S, u[V_U10]);
+    sp_mat6_tvec(g, Mx[M_BIC], S, u[V_U11]);
+    sp_mat6_tvec(g, Mx[M_BIC], pd, u12);
+    sp_mat6_vec(g, Mx[M_R1], S, u[V_U13]);
     add6(g, u5, u8, u[V_U58]);
     for (int r = 0; r < 6; r++) u[V_U812][r] = sym_sub(g, u8[r], u12[r]);
 }
 
-/* the columns of var's body: S, psid, psidd, psid + phid */
+/* the columns of var's body: S, psid, psidd, and psid + phid = dV + (dAv - dV) = dAv */
 static void columns_of(ep_prog *p, const ea_world_bufs *B, int var, int c, sv S[6], sv pd[6], sv pdd[6], sv pp[6])
 {
-    sym_graph *g = ep_graph(p);
-    sv dav[6];
     ea_world_col(p, B->J, var, c, S);
     ea_world_col(p, B->DV, var, c, pd);
     ea_world_col(p, B->DA, var, c, pdd);
-    ea_world_col(p, B->DAV, var, c, dav);
-    /* psid + phid = dV + (dAv - dV) = dAv */
-    for (int r = 0; r < 6; r++) pp[r] = dav[r];
-    (void)g;
+    ea_world_col(p, B->DAV, var, c, pp);
 }
 
 /* one element of tensor t (0..3) at coordinates (a, b, c), each a loop variable's column */
@@ -182,17 +171,18 @@ typedef struct {
     const emit_ctx *cx;
     const state_spec *sp;
     const ea_world_bufs *B;
+    int part; /* the output (tensor) viewed now, -1 before the first */
 } so_ctx;
 
-static void put(const so_ctx *s, int t, sv x, coord a, coord b, coord c)
+static void put(so_ctx *s, int t, sv x, coord a, coord b, coord c)
 {
-    emit_output_part(s->p, s->cx, s->sp, t);
+    if (t != s->part) emit_output_part(s->p, s->cx, s->sp, s->part = t);
     ep_out(s->p, x, ep_coord(a.var, EP_SELF, a.c), ep_coord(b.var, EP_SELF, b.c), ep_coord(c.var, EP_SELF, c.c));
 }
 
 /* the entries of the triples (I, J, column ck of kvar's body) for the pair vectors u of (I, J): ji = 1 when J's body
    is I's, kj = 1 when kvar's body is J's (the reference's j == i and k == j, known here per loop) */
-static void triples(const so_ctx *s, sv u[NVEC][6], coord I, coord J, int kvar, int ji, int kj)
+static void triples(so_ctx *s, sv u[NVEC][6], coord I, coord J, int kvar, int ji, int kj)
 {
     ep_prog *p = s->p;
     sym_graph *g = ep_graph(p);
@@ -245,7 +235,7 @@ static void triples(const so_ctx *s, sv u[NVEC][6], coord I, coord J, int kvar, 
 }
 
 /* the pair vectors of i's columns with jvar's (all of them into UV), and with kj the triples (i, jvar, jvar) */
-static void pairs(const so_ctx *s, int MX, int UV, int ncol, int jvar, int ji)
+static void pairs(so_ctx *s, int MX, int UV, int ncol, int jvar, int ji)
 {
     ep_prog *p = s->p;
     sym_graph *g = ep_graph(p);
@@ -266,7 +256,7 @@ static void pairs(const so_ctx *s, int MX, int UV, int ncol, int jvar, int ji)
 }
 
 /* the triples (i, jvar, kvar) with kvar's body a strict ancestor of jvar's, from the pair vectors in UV */
-static void triples_above(const so_ctx *s, int UV, int ncol, int jvar, int kvar, int ji)
+static void triples_above(so_ctx *s, int UV, int ncol, int jvar, int kvar, int ji)
 {
     ep_prog *p = s->p;
     const int ni = ep_nv(p, EP_I), nj = ep_nv(p, jvar);
@@ -285,7 +275,7 @@ EMIT_PROGRAM(ea_idsva_so_program)
     int ncol = 1; /* the most columns of one joint */
     for (int b = 0; b < cx->em->nb; b++) ncol = cx->em->b[b].nv > ncol ? cx->em->b[b].nv : ncol;
     const ea_world_bufs B = ea_world_buffers(p);
-    const so_ctx s = {p, cx, sp, &B};
+    so_ctx s = {p, cx, sp, &B, -1};
     /* MX: the nine matrices of each of i's columns; UV: the vectors of each pair of i's and j's columns */
     const int MX = ep_buffer(p, "mx", ncol * NMAT * 36, 0), UV = ep_buffer(p, "uv", ncol * ncol * NVEC * 6, 0);
     ep_zero_output(p); /* (the whole packed block: the four tensors) */
@@ -305,10 +295,9 @@ EMIT_PROGRAM(ea_idsva_so_program)
             for (int r = 0; r < 6; r++) Y[6 * r + c] = col[r];
         }
         for (int c = 0; c < ni; c++) {
-            sv S[6], pd[6], pdd[6], pp[6], ph[6], Mx[NMAT][36];
+            sv S[6], pd[6], pdd[6], pp[6], Mx[NMAT][36];
             columns_of(p, &B, EP_I, c, S, pd, pdd, pp);
-            for (int r = 0; r < 6; r++) ph[r] = sym_sub(g, pp[r], pd[r]);
-            column_matrices(g, Y, Dc, Fc, S, pd, pdd, ph, Mx);
+            column_matrices(g, Y, Dc, Fc, S, pd, pdd, pp, Mx);
             for (int k = 0; k < NMAT; k++)
                 for (int e = 0; e < 36; e++) ep_set(p, MX, EP_I, EP_SELF, (c * NMAT + k) * 36 + e, Mx[k][e]);
         }
