@@ -286,7 +286,7 @@ PyMODINIT_FUNC PyInit__core(void)
         {NULL, 0},
     };
     import_array();
-    if (grid_py_threads_init() < 0 || grid_py_outpool_init() < 0) return NULL;
+    if (grid_py_threads_init() < 0 || grid_py_outpool_init() < 0 || grid_py_tensors_init() < 0) return NULL;
     if (PyType_Ready(&GridPyModel_Type) < 0 || PyType_Ready(&GridPyRunner_Type) < 0 ||
         PyType_Ready(&GridPyLibrary_Type) < 0)
         return NULL;
@@ -295,6 +295,7 @@ PyMODINIT_FUNC PyInit__core(void)
     if (PyModule_AddFunctions(m, grid_py_library_functions) < 0) goto fail;
     if (PyModule_AddFunctions(m, grid_py_outpool_functions) < 0) goto fail;
     if (PyModule_AddFunctions(m, grid_py_xla_functions) < 0) goto fail;
+    if (PyModule_AddFunctions(m, grid_py_tensor_functions) < 0) goto fail;
     if (PyModule_AddIntConstant(m, "XLA_FFI", grid_py_xla_available) < 0) goto fail;
     if (grid_py_cuda_add(m) < 0) goto fail;
 

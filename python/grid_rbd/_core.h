@@ -66,6 +66,15 @@ PyObject *grid_py_meta_dict(const grid_robot_meta_t *m);
 int grid_py_runner_info(PyObject *o, const grid_dispatch **disp, const grid_method_info **rows, int *dtype,
                         int *num_threads, int *cpus);
 
+/* _runner.c: row algo of Runner o on a batch of raw pointers in its dtype, no GIL held during the call (batch 0 runs
+   nothing); 0, or -1 with an exception */
+int grid_py_runner_run(PyObject *o, int algo, const void *const *in, void *const *out, Py_ssize_t batch,
+                       const int *attr);
+
+/* _tensors.c: _core.tensor_call (the PyTorch front end's eager path on CPU tensors); 0 or -1 with an exception */
+int grid_py_tensors_init(void);
+extern PyMethodDef grid_py_tensor_functions[];
+
 /* _cuda.c: what a CudaLibrary (o) runs device-pointer calls on: its device dispatch and the function selecting the
    device its runtime launches on; valid while o lives (0, or -1 with TypeError) */
 int grid_py_cuda_library_info(PyObject *o, const grid_dispatch **disp, int (**use_device)(int));

@@ -1,4 +1,5 @@
 /* _core.Runner: the per-call path — checks array arguments against the method's signature row (numpy C API, buffer protocol otherwise), allocates the outputs and hands them to grid_dispatch_run without the GIL. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include "_core.h"
@@ -465,6 +466,48 @@ static int needs_temporary(const grid_method_info *row, const arg_buf *bin, cons
     return 0;
 }
 
+/* out given as one array for a row of several outputs: a writable C-contiguous array of the runner dtype, (batch, W)
+   or for one state (W,), W the outputs' widths summed, holding output k's (batch, shape_k) block after the blocks of
+   the outputs before it; views[k] (new references) are those blocks in their shapes. 0, or -1 with ValueError. */
+static int block_views(GridPyRunner *r, const grid_method_info *row, PyObject *block, Py_ssize_t batch, int one,
+                       PyObject *views[GRID_MAX_OUT])
+{
+    long long width = 0;
+    for (int k = 0; k < row->n_out; k++) width += row->out[k].width;
+    PyArrayObject *b = (PyArrayObject *)block;
+    const int ndim = one ? 1 : 2;
+    const npy_intp *d = PyArray_DIMS(b);
+    if (PyArray_TYPE(b) != r->type_num || !PyArray_ISCARRAY(b) || !PyArray_ISNOTSWAPPED(b) || PyArray_NDIM(b) != ndim ||
+        d[ndim - 1] != width || (!one && d[0] != batch)) {
+        char want[64], got[96];
+        const Py_ssize_t ws[2] = {batch, (Py_ssize_t)width};
+        format_dims(want, sizeof want, one ? ws + 1 : ws, ndim);
+        Py_ssize_t gs[GRID_MAX_RANK + 1];
+        const int gn = PyArray_NDIM(b) <= GRID_MAX_RANK + 1 ? PyArray_NDIM(b) : GRID_MAX_RANK + 1;
+        for (int i = 0; i < gn; i++) gs[i] = (Py_ssize_t)d[i];
+        format_dims(got, sizeof got, gs, gn);
+        PyErr_Format(PyExc_ValueError, "out must be a tuple of %d arrays, or one writable C-contiguous %s array of shape %s "
+                     "holding their blocks one after another; got a %s%s array of shape %s", row->n_out,
+                     r->dtype == GRID_FLOAT32 ? "float32" : "float64", want,
+                     PyArray_ISCARRAY(b) ? "" : "non-contiguous or read-only ", PyArray_DESCR(b)->typeobj->tp_name, got);
+        return -1;
+    }
+    char *data = PyArray_BYTES(b);
+    for (int k = 0; k < row->n_out; k++) {
+        Py_ssize_t shape[GRID_MAX_RANK + 1];
+        npy_intp dims[GRID_MAX_RANK + 1];
+        const int nd = output_shape(&row->out[k], batch, shape, one);
+        for (int i = 0; i < nd; i++) dims[i] = (npy_intp)shape[i];
+        views[k] = PyArray_NewFromDescr(&PyArray_Type, PyArray_DescrFromType(r->type_num), nd, dims, NULL, data,
+                                        NPY_ARRAY_CARRAY, NULL);
+        if (!views[k]) return -1;
+        Py_INCREF(block);
+        if (PyArray_SetBaseObject((PyArrayObject *)views[k], block) < 0) return -1;
+        data += (size_t)batch * (size_t)row->out[k].width * (size_t)r->dtype;
+    }
+    return 0;
+}
+
 /* the number of axes numpy sees in obj (-1 when it sees none: the shape check then reports it) */
 static int input_rank(PyObject *obj)
 {
@@ -479,14 +522,69 @@ static int input_rank(PyObject *obj)
     return nd;
 }
 
+/* Runs row algo on a batch of raw pointers without the GIL, on the runner's context (a fresh one while another
+   Python thread uses it); dest[k], where not NULL, receives a copy of out[k] after the call (an output computed into a
+   temporary). 0, or -1 with an exception. */
+static int runner_run(GridPyRunner *r, int algo, const void *const *in, void *const *out, void *const *dest,
+                      Py_ssize_t batch, const int *attr)
+{
+    const grid_dispatch *d = &r->disp;
+    const grid_method_info *row = &r->rows[algo];
+    grid_context *ctx = NULL, spare;   /* the context of this call: the runner's, or spare while that one is busy */
+    grid_ctx_mark_t mark = {0, 0};
+    if (grid_dispatch_needs_context(d, algo)) {
+        if (!r->ctx_busy) {
+            ctx = &r->ctx;
+            r->ctx_busy = 1;
+        } else {
+            grid_ctx_init(&spare, NULL);
+            ctx = &spare;
+        }
+        mark = grid_ctx_mark(ctx);
+    }
+    /* the threads this call runs on (noting a multi-threaded call for fork) */
+    const int threads = grid_dispatch_entry(d, algo) ? grid_py_threads_for_call(r->num_threads, r->cpus) : 1;
+    grid_call c = {(const void **)in, (void **)out, row->n_in, row->n_out, (long long)batch, {0}, threads, NULL, 0, NULL};
+    memcpy(c.attr, attr, sizeof c.attr);
+    grid_error derr;
+    grid_error_clear(&derr);
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = grid_dispatch_run(d, algo, &c, ctx, &derr);
+    for (int k = 0; status == GRID_OK && k < row->n_out; k++)
+        if (dest && dest[k]) memcpy(dest[k], out[k], (size_t)batch * (size_t)row->out[k].width * (size_t)r->dtype);
+    Py_END_ALLOW_THREADS
+    if (ctx == &spare) {
+        grid_ctx_free(&spare);
+    } else if (ctx) {
+        grid_ctx_release(ctx, mark);
+        r->ctx_busy = 0;
+    }
+    if (status == GRID_OK) return 0;
+    if (status == GRID_ERR_UNSUPPORTED && !grid_convention_identity(&d->conv)) {
+        /* a row the output convention has no conversion for: not available, never converted wrongly */
+        PyObject *mod = PyImport_ImportModule("grid_rbd._errors");
+        PyObject *cls = mod ? PyObject_GetAttrString(mod, "NotAvailableError") : NULL;
+        Py_XDECREF(mod);
+        if (cls) {
+            PyErr_SetString(cls, derr.message);
+            Py_DECREF(cls);
+        }
+    } else if (status == GRID_ERR_NOMEM) {
+        PyErr_NoMemory();
+    } else {
+        grid_py_raise(status, 0, 0, derr.message, NULL);
+    }
+    return -1;
+}
+
 /* Runner.call(algo, inputs, out, attrs) -> out: inputs and attrs in the order of the row */
 static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize_t nargs)
 {
     GridPyRunner *r = (GridPyRunner *)self_obj;
     arg_buf bin[GRID_MAX_IN], bout[GRID_MAX_OUT];
     PyObject *outs[GRID_MAX_OUT], *result = NULL, *tmp[GRID_MAX_OUT] = {NULL}; /* tmp: overlapping outputs */
-    grid_context *ctx = NULL, spare;   /* the context of this call: the runner's, or spare while that one is busy */
-    grid_ctx_mark_t mark = {0, 0};
+    PyObject *block = NULL, *views[GRID_MAX_OUT] = {NULL}; /* out as one array of the outputs' blocks, its views */
     int n_in = 0, n_out = 0; /* the buffers in use (only those are initialised and released) */
 
     if (nargs != 4) {
@@ -538,8 +636,11 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         for (int k = 0; k < row->n_out; k++) outs[k] = Py_None;
     } else if (PyTuple_Check(out) && PyTuple_GET_SIZE(out) == row->n_out) {
         for (int k = 0; k < row->n_out; k++) outs[k] = PyTuple_GET_ITEM(out, k);
+    } else if (PyArray_Check(out)) {
+        block = out; /* one block holding every output: split into views once the batch is known */
     } else {
-        return PyErr_Format(PyExc_TypeError, "out must be None or a tuple of %d arrays for %s", row->n_out, row->name);
+        return PyErr_Format(PyExc_TypeError, "out must be None, a tuple of %d arrays or one array of their blocks for %s",
+                            row->n_out, row->name);
     }
 
     /* inputs: views of (B, per-state shape) arrays in the handle dtype, or of per-state arrays when the first input
@@ -558,6 +659,9 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         }
     }
 
+    if (block && block_views(r, row, block, batch, one, views) < 0) goto fail;
+    for (int k = 0; block && k < row->n_out; k++) outs[k] = views[k];
+
     /* outputs */
     for (; n_out < row->n_out; n_out++) {
         const int k = n_out;
@@ -574,23 +678,11 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         }
     }
 
-    /* run the batch without the GIL */
+    /* run the batch without the GIL (outputs sharing memory with an input or an earlier output computed into
+       temporaries, copied after) */
     if (batch > 0) {
-        const grid_dispatch *d = &r->disp;
-        const int convert = !grid_convention_identity(&d->conv);
-        if (grid_dispatch_needs_context(d, (int)algo)) {
-            /* concurrent calls from other Python threads (the GIL is released below) get a fresh context */
-            if (!r->ctx_busy) {
-                ctx = &r->ctx;
-                r->ctx_busy = 1;
-            } else {
-                grid_ctx_init(&spare, NULL);
-                ctx = &spare;
-            }
-            mark = grid_ctx_mark(ctx);
-        }
         const void *in_ptr[GRID_MAX_IN];
-        void *out_ptr[GRID_MAX_OUT];
+        void *out_ptr[GRID_MAX_OUT], *dest[GRID_MAX_OUT] = {NULL};
         for (int k = 0; k < row->n_in; k++) in_ptr[k] = bin[k].data;
         for (int k = 0; k < row->n_out; k++) {
             out_ptr[k] = bout[k].data;
@@ -601,38 +693,9 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
             for (int i = 0; i < ndim; i++) dims[i] = (npy_intp)shape[i];
             if (!(tmp[k] = grid_py_outpool_new(ndim, dims, r->type_num))) goto fail;
             out_ptr[k] = PyArray_DATA((PyArrayObject *)tmp[k]);
+            dest[k] = bout[k].data;
         }
-        /* the threads this call runs on (noting a multi-threaded call for fork) */
-        const int threads = grid_dispatch_entry(d, (int)algo) ? grid_py_threads_for_call(r->num_threads, r->cpus) : 1;
-        grid_call c = {in_ptr, out_ptr, row->n_in, row->n_out, (long long)batch, {0}, threads, NULL, 0, NULL};
-        memcpy(c.attr, attr, sizeof c.attr);
-        grid_error derr;
-        grid_error_clear(&derr);
-        int status;
-        Py_BEGIN_ALLOW_THREADS
-        status = grid_dispatch_run(d, (int)algo, &c, ctx, &derr);
-        for (int k = 0; status == GRID_OK && k < row->n_out; k++)
-            if (tmp[k]) memcpy(bout[k].data, out_ptr[k], (size_t)batch * (size_t)row->out[k].width * (size_t)r->dtype);
-        Py_END_ALLOW_THREADS
-        if (status == GRID_ERR_UNSUPPORTED && convert) {
-            /* a row the output convention has no conversion for: not available, never converted wrongly */
-            PyObject *mod = PyImport_ImportModule("grid_rbd._errors");
-            PyObject *cls = mod ? PyObject_GetAttrString(mod, "NotAvailableError") : NULL;
-            Py_XDECREF(mod);
-            if (cls) {
-                PyErr_SetString(cls, derr.message);
-                Py_DECREF(cls);
-            }
-            goto fail;
-        }
-        if (status == GRID_ERR_NOMEM) {
-            PyErr_NoMemory();
-            goto fail;
-        }
-        if (status != GRID_OK) {
-            grid_py_raise(status, 0, 0, derr.message, NULL);
-            goto fail;
-        }
+        if (runner_run(r, (int)algo, in_ptr, out_ptr, dest, batch, attr) < 0) goto fail;
     }
 
     if (row->n_out == 1) {
@@ -646,15 +709,10 @@ static PyObject *runner_call(PyObject *self_obj, PyObject *const *args, Py_ssize
         }
     }
 fail:
-    if (ctx == &spare) {
-        grid_ctx_free(&spare);
-    } else if (ctx) {
-        grid_ctx_release(ctx, mark);
-        r->ctx_busy = 0;
-    }
     for (int k = 0; k < n_in; k++) arg_release(&bin[k]);
     for (int k = 0; k < n_out; k++) arg_release(&bout[k]);
     for (int k = 0; k < GRID_MAX_OUT; k++) Py_XDECREF(tmp[k]);
+    for (int k = 0; k < GRID_MAX_OUT; k++) Py_XDECREF(views[k]);
     return result;
 }
 
@@ -664,9 +722,10 @@ static PyMethodDef runner_methods[] = {
      "Runs one batched method: row algo of the signature table (_core.signatures()). inputs is a tuple in\n"
      "the row's order, arrays of (B, per-state shape) in the runner dtype (others are converted), None for\n"
      "an absent optional input; attrs a tuple of the row's integer attributes; out None (allocated) or a\n"
-     "C-contiguous array of the output shape (a tuple of them for a row with several outputs), or a numpy array\n"
-     "of a matrix output's flat (B, width) block (its view in the output's shape is returned). An out sharing\n"
-     "memory with an input is computed into a temporary, then copied."},
+     "C-contiguous array of the output shape (a tuple of them for a row with several outputs, or one (B, W) numpy\n"
+     "array holding their blocks one after another, W their widths summed: their views are returned), or a numpy\n"
+     "array of a matrix output's flat (B, width) block (its view in the output's shape is returned). An out\n"
+     "sharing memory with an input is computed into a temporary, then copied."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -790,6 +849,13 @@ PyTypeObject GridPyRunner_Type = {
     .tp_getset = runner_getset,
     .tp_new = runner_new,
 };
+
+int grid_py_runner_run(PyObject *o, int algo, const void *const *in, void *const *out, Py_ssize_t batch,
+                       const int *attr)
+{
+    assert(PyObject_TypeCheck(o, &GridPyRunner_Type) && algo >= 0 && algo < GRID_ALGO_COUNT);
+    return batch > 0 ? runner_run((GridPyRunner *)o, algo, in, out, NULL, batch, attr) : 0;
+}
 
 int grid_py_runner_info(PyObject *o, const grid_dispatch **disp, const grid_method_info **rows, int *dtype,
                         int *num_threads, int *cpus)

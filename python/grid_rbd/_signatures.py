@@ -69,11 +69,12 @@ def leading_dims(c, py_name, inputs, dtype, dtype_name):
         if x.dtype != dtype:
             raise ValueError(f"{py_name}: {name} has dtype {dtype_name(x.dtype)}; this robot takes "
                              f"{dtype_name(dtype)} (cast it, or register the robot with dtype='{dtype_name(x.dtype)}')")
-        r = len(shape)
-        if x.ndim < r or tuple(x.shape[x.ndim - r:]) != shape:
+        s = tuple(x.shape)  # (a plain tuple: comparing torch.Size slices costs microseconds)
+        k = len(s) - len(shape)
+        if k < 0 or s[k:] != shape:
             raise ValueError(f"{py_name}: {name} must be (..., {', '.join(map(str, shape))}) "
-                             f"({describe(shape, desc, dims)}); got {tuple(x.shape)}")
-        xl = tuple(x.shape[:x.ndim - r])
+                             f"({describe(shape, desc, dims)}); got {s}")
+        xl = s[:k]
         if lead is None:
             lead = xl
         elif xl != lead:

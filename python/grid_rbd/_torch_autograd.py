@@ -201,29 +201,56 @@ class Differentiable(torch.autograd.Function):
     def backward(ctx, grad):
         R = _signatures.ROWS[ctx.row_id]
         front, xs = FRONTS[ctx.key], ctx.saved_tensors
-        if not torch.is_grad_enabled():
-            # no graph over the backward (create_graph=False): the inputs as plain tensors, the row's fast path
-            xs = tuple(x if x is None else x.detach() for x in xs)
-        names = [a["name"] for a in R["inputs"]]
-        diff = _signatures.differentiable_inputs(R)
-        for i, name in enumerate(names):
-            if ctx.needs_input_grad[3 + i] and name not in diff:
+        diff, V, picks = _VJP_PLANS[ctx.row_id]
+        need = ctx.needs_input_grad
+        for i, name in enumerate(a["name"] for a in R["inputs"]):
+            if need[3 + i] and name not in diff:
                 raise DifferentiationError(_signatures.not_differentiable_in_message(R, name))
-        by_name = dict(zip(names, xs))
-        by_name["cotangent"] = grad
-        V = _signatures.ROWS[R["vjp"]]
-        # a VJP row has no VJP row: under create_graph it runs as ForwardOnly, so a second derivative raises
-        ct = front.call(V, [by_name.get(a["name"]) for a in V["inputs"]], ctx.attrs)
+        vjp_inputs = [grad if k is None else xs[k] if k >= 0 else None for k in picks]
+        if torch.is_grad_enabled():
+            # a VJP row has no VJP row: under create_graph it runs as ForwardOnly, so a second derivative raises
+            ct = front.call(V, vjp_inputs, ctx.attrs)
+        else:  # no graph over the backward (create_graph=False): the row on the tensors directly
+            ct = front.run(V["id"], vjp_inputs, ctx.attrs)
         nv = front.nv
-        grads = [None] * len(names)
+        grads = [None] * len(R["inputs"])
         for k, name in enumerate(diff):
-            if not ctx.needs_input_grad[3 + k]:
+            if not need[3 + k]:
                 continue
-            g = ct[..., k * nv:(k + 1) * nv]
+            g = ct[..., k * nv:(k + 1) * nv] if len(diff) > 1 else ct
             if name == "q" and front.q_map is not None:
-                g = front.q_map.pullback(by_name["q"], g)
+                g = front.q_map.pullback(xs[0], g)
             grads[k] = g
         return (None, None, None, *grads)
+
+
+def _vjp_plan(R):
+    """what a backward of row R reads: the inputs it is differentiable in, its VJP row and, per input of that row, the
+    position of R's input it takes (None: the cotangent, -1: absent)"""
+    names = [a["name"] for a in R["inputs"]]
+    V = _signatures.ROWS[R["vjp"]]
+    picks = tuple(None if a["name"] == "cotangent" else names.index(a["name"]) if a["name"] in names else -1
+                  for a in V["inputs"])
+    assert names[0] == "q"
+    return tuple(_signatures.differentiable_inputs(R)), V, picks
+
+
+# (a constant table: torch.compile traces the backward, and a dict read there is a guarded constant)
+_VJP_PLANS = {R["id"]: _vjp_plan(R) for R in _signatures.ROWS if R["vjp"] >= 0}
+
+
+class EagerDifferentiable(torch.autograd.Function):
+    """Differentiable's rule where no torch.func transform, forward-mode level or torch.compile is present, as an
+    old-style Function: torch binds a setup_context Function's arguments to its signature on every call (measured
+    6 us of a 10 us forward)"""
+
+    @staticmethod
+    def forward(ctx, key, row_id, attrs, *inputs):
+        ctx.key, ctx.row_id, ctx.attrs = key, row_id, attrs
+        ctx.save_for_backward(*inputs)
+        return FRONTS[key].run(row_id, inputs, attrs)
+
+    backward = Differentiable.backward
 
 
 # the forward-mode rules, in subclasses: torch.compile cannot trace a Function with a custom jvp, and the front end

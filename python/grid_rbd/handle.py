@@ -514,6 +514,11 @@ class FrameworkHandle:
         self._rows = [concrete(r, sizes) for r in ROWS]  # by row id, with this robot's shapes
         self._missing = missing_rows(handle)
 
+    def _eager(self, rid, args):
+        """row rid (no attributes) on its positional inputs args without the argument parsing, or NotImplemented
+        where the front end has no such path or the inputs need call()'s (a subclass may define one)"""
+        return NotImplemented
+
     @property
     def numpy_handle(self):
         """the numpy RobotHandle this one shares its library with"""
@@ -561,6 +566,16 @@ def _framework_method(row, doc_suffix):
         def method(self, *args, **kwargs):
             inputs, attrs, out = parse(self._np, args, kwargs)
             return fan_out(lambda ins, o: self.call(row, ins, attrs, o), row, inputs, out, self._xp, self._table_like)
+    elif not row["attrs"]:
+        rid = row["id"]
+
+        def method(self, *args, **kwargs):
+            if not kwargs:  # inputs alone, positionally: the front end's eager path first (_eager)
+                res = self._eager(rid, args)
+                if res is not NotImplemented:
+                    return res
+            inputs, attrs, out = parse(self._np, args, kwargs)
+            return self.call(row, inputs, attrs, out)
     else:
         def method(self, *args, **kwargs):
             inputs, attrs, out = parse(self._np, args, kwargs)  # frame names converted by the numpy handle

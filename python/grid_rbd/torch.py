@@ -2,14 +2,17 @@
 (torch.compile traces it), running the numpy handle's compiled library on the tensors' memory (no libtorch link),
 differentiated through the analytic VJP and gradient rows (_torch_autograd)."""
 
+import math
+
 import numpy as np
 import torch
 import torch.autograd.forward_ad as _forward_ad
 
 from . import _signatures
+from ._core import tensor_call
 from ._errors import DifferentiationError, NotAvailableError
-from ._torch_autograd import (FRONTS, Differentiable, DifferentiableJvp, ForwardOnly, ForwardOnlyJvp, QMap, _is_wrapped,
-                              q_is_tangent)
+from ._torch_autograd import (FRONTS, Differentiable, DifferentiableJvp, EagerDifferentiable, ForwardOnly,
+                              ForwardOnlyJvp, QMap, _is_wrapped, q_is_tangent)
 from .handle import REFERENCE_FRAMES, FrameworkHandle, not_built_error
 
 __all__ = ["register_robot", "TorchRobotHandle", "GraphCallable", "REFERENCE_FRAMES", "DifferentiationError", "op",
@@ -22,7 +25,7 @@ def _arg(x):
     if x is None:
         return None
     x = x.detach()
-    return x.numpy() if x.is_cpu else x.contiguous()
+    return x.resolve_neg().numpy() if x.is_cpu else x.contiguous()
 
 
 def _wrapped(x):
@@ -103,6 +106,10 @@ class TorchRobotHandle(FrameworkHandle):
         self._cuda = handle.device == "cuda"
         self._cuda_lib = handle.cuda_library
         self._devices = ("cpu", "cuda") if self._cuda else ("cpu",)
+        # what _core.tensor_call takes plain CPU tensors of this handle to be (a CPU robot's eager path), and inside an
+        # autograd.Function, where tensors asking for a gradient are read too
+        self._plain = None if self._cuda else (torch.Tensor, self._dtype, torch.from_numpy, False)
+        self._plain_in_function = None if self._cuda else (torch.Tensor, self._dtype, torch.from_numpy, True)
         # what the derivatives need (_torch_autograd): q's tangent map, None where it is the identity
         self.q_map = None if q_is_tangent(handle._model) else QMap(handle._model, handle.output_convention)
         FRONTS[self._key] = self
@@ -181,13 +188,25 @@ class TorchRobotHandle(FrameworkHandle):
         return outs[0] if len(outs) == 1 else outs
 
     def run(self, rid, inputs, attrs):
-        """row rid on tensors: the op while torch.compile traces, else its kernel directly (the dispatcher's cost
-        saved in eager mode)"""
+        """row rid on tensors inside an autograd.Function (no graph recorded): the op while torch.compile traces,
+        else the library on plain CPU tensors directly, else its kernel (the dispatcher's cost saved in eager mode)"""
         if torch.compiler.is_compiling():
             return _OPS[rid](self._key, *inputs, list(attrs))
+        if self._plain_in_function is not None and rid not in self._missing:
+            res = tensor_call(self._np._runner, rid, tuple(inputs), tuple(attrs), self._plain_in_function)
+            if res is not NotImplemented:
+                return res
         return self.kernel(rid, inputs, attrs)
 
     # ---- one call of a method ----
+    def _eager(self, rid, args):
+        """FrameworkHandle._eager: plain CPU tensors of a CPU robot in eager mode (no tangent can be present, no
+        gradient asked: _core.tensor_call checks each tensor) straight to the library"""
+        if self._plain is None or _forward_ad._current_level >= 0 or torch.compiler.is_compiling() or \
+                rid in self._missing:
+            return NotImplemented
+        return tensor_call(self._np._runner, rid, args, (), self._plain)
+
     def _check(self, R, inputs):
         """the tensors of a call's inputs (DLPack arrays taken without a copy, other array-likes converted), checked:
         tensors of the handle's devices and dtype, the row's per-state shapes, one batch axis or none (as the numpy
@@ -195,8 +214,9 @@ class TorchRobotHandle(FrameworkHandle):
         xs = tuple(x if x is None or isinstance(x, torch.Tensor) else
                    torch.from_dlpack(x) if hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray) else
                    torch.as_tensor(x, dtype=self._dtype) for x in inputs)
+        cuda = self._cuda
         for (name, *_), x in zip(self._rows[R["id"]]["inputs"], xs):
-            if x is not None and x.device.type not in self._devices:
+            if x is not None and not (x.is_cpu or cuda and x.is_cuda):
                 hint = "" if self._cuda else " (register it with device='cuda' for CUDA tensors)"
                 raise NotAvailableError(f"{R['py_name']}: {name} is on {x.device}; this robot takes "
                                         f"{' and '.join(self._devices).upper()} tensors{hint}")
@@ -207,14 +227,43 @@ class TorchRobotHandle(FrameworkHandle):
                              f"{lead} (reshape them into one)")
         return xs
 
+    def _block_views(self, R, q, block):
+        """out= as one tensor for a row of several outputs (the numpy handle's rule): contiguous, of the handle's
+        dtype, (B, W) or for one state (W,), W the outputs' widths summed, holding their blocks one after another;
+        the outputs' views of it"""
+        c = self._rows[R["id"]]
+        q = torch.as_tensor(q) if not isinstance(q, torch.Tensor) else q
+        lead = tuple(q.shape[:q.dim() - len(c["inputs"][0][1])])
+        n = 1
+        for d in lead:
+            n *= d
+        sizes = [n * math.prod(shape) for _, shape in c["outputs"]]
+        want = lead + (sum(sizes) // max(n, 1),)
+        if block.dtype != self._dtype or tuple(block.shape) != want or not block.is_contiguous():
+            raise ValueError(f"{R['py_name']}: out must be a tuple of {len(sizes)} tensors, or one contiguous "
+                             f"{str(self._dtype)[6:]} tensor of shape {want} holding their blocks one after another; "
+                             f"got {str(block.dtype)[6:]} of shape {tuple(block.shape)}")
+        flat, views, at = block.view(-1), [], 0
+        for size, (_, shape) in zip(sizes, c["outputs"]):
+            views.append(flat[at:at + size].view(lead + tuple(shape)))
+            at += size
+        return tuple(views)
+
     def call(self, R, inputs, attrs, out=None):
         """row R on inputs (in its order, None for an absent optional one) with attribute values attrs: through an
         autograd.Function when a gradient may flow, the row's own otherwise"""
         rid = R["id"]
         if rid in self._missing:
             raise not_built_error(R["py_name"])
+        if isinstance(out, torch.Tensor) and len(R["outputs"]) > 1:
+            out = self._block_views(R, inputs[0], out)
         if _forward_ad._current_level < 0 and not torch.compiler.is_compiling():
             # eager, no gradient or tangent, CPU tensors of the dtype: the library on their memory, nothing in between
+            if self._plain is not None:
+                res = tensor_call(self._np._runner, rid, inputs if type(inputs) is tuple else tuple(inputs),
+                                  attrs if type(attrs) is tuple else tuple(attrs), self._plain, out)
+                if res is not NotImplemented:
+                    return res
             dt, cuda, arrays = self._dtype, self._cuda, []
             q = inputs[0]
             if out is None and cuda and type(q) is torch.Tensor and q.is_cuda and not any(
@@ -224,7 +273,7 @@ class TorchRobotHandle(FrameworkHandle):
                 if x is None:
                     arrays.append(None)
                 elif type(x) is torch.Tensor and x.dtype is dt and not x.requires_grad and \
-                        (x.is_cpu or (cuda and x.is_cuda)) and not _is_wrapped(x):
+                        (x.is_cpu or (cuda and x.is_cuda)) and not _is_wrapped(x) and not x.is_neg():
                     arrays.append(x.numpy() if x.is_cpu else x)
                 else:
                     break
@@ -240,7 +289,8 @@ class TorchRobotHandle(FrameworkHandle):
         # a gradient may flow, or torch.func wraps the tensors (vmap, grad; never while torch.compile traces): through
         # an autograd.Function, whose backward and vmap rules handle both
         compiling, enabled = torch.compiler.is_compiling(), torch.is_grad_enabled()
-        grad = any(x is not None and (x.requires_grad and enabled or not compiling and _wrapped(x)) for x in xs)
+        wrapped = not compiling and any(x is not None and _wrapped(x) for x in xs)
+        grad = wrapped or enabled and any(x is not None and x.requires_grad for x in xs)
         if out is not None:
             if grad:
                 raise DifferentiationError(f"{R['py_name']}: out= is not differentiable; call it without out= to "
@@ -254,6 +304,8 @@ class TorchRobotHandle(FrameworkHandle):
         if grad:
             if compiling:  # (the Functions without a forward-mode rule: torch.compile traces no custom jvp)
                 fn = Differentiable if R["vjp"] >= 0 else ForwardOnly
+            elif not wrapped and R["vjp"] >= 0:  # plain autograd: no torch.func transform, no tangent
+                fn = EagerDifferentiable
             else:
                 fn = DifferentiableJvp if R["vjp"] >= 0 else ForwardOnlyJvp
             return fn.apply(self._key, rid, attrs, *xs)

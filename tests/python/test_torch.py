@@ -110,6 +110,43 @@ def test_single_states_out_and_arrays(pair):
     same(t.crba(wide), h.crba(q), h.dtype)
 
 
+def test_the_eager_path_takes_plain_tensors_only(pair):
+    """_core.tensor_call reads plain CPU tensors (a view at an offset too) through their data pointers and declines
+    anything else (a strided view, a negative-bit view, another dtype or shape, a tensor asking for a gradient), which
+    the checked path then reads with the same values or refuses"""
+    h, t = pair
+    if t._plain is None:
+        pytest.skip("a CUDA robot's CPU tensors take the host round trip")
+    R = _signatures.row("rnea")
+    q, qd, *_ = row_inputs(h, R, B + 1)
+    ref = h.inverse_dynamics(q[1:], qd[1:])
+    tq, tqd = torch.from_numpy(q)[1:], torch.from_numpy(qd)[1:]
+    kind, run = t._plain, lambda *xs: gt.tensor_call(h._runner, R["id"], xs, (), kind)
+    same(run(tq, tqd), ref, h.dtype)  # (an offset view is plain)
+    same(run(tq[0], tqd[0]), ref[0], h.dtype)  # one state
+    assert run(tq[:0], tqd[:0]).shape == (0, h.nv)
+    neg = torch.complex(torch.zeros_like(tqd), -tqd).conj().imag  # qd, read through a negative bit
+    strided = torch.from_numpy(np.concatenate([qd, qd], axis=1))[1:, :h.nv]
+    other = tqd.to(torch.float32 if t.dtype == torch.float64 else torch.float64)
+    assert neg.is_neg() and not strided.is_contiguous()
+    for x in (neg, strided, other, tqd[:, :-1], tqd[:-1], tqd.clone().requires_grad_(), tqd.tolist()):
+        assert run(tq, x) is NotImplemented
+    assert run(tq, None) is NotImplemented  # (qd is required)
+    # out= tensors: written in place; one sharing memory with an input, or asking for a gradient, is declined
+    out = torch.empty(B, h.nv, dtype=t.dtype)
+    assert gt.tensor_call(h._runner, R["id"], (tq, tqd), (), kind, out) is out
+    same(out, ref, h.dtype)
+    for o in (tqd, out.clone().requires_grad_(), out[:, :-1], (out,)):
+        assert gt.tensor_call(h._runner, R["id"], (tq, tqd), (), kind, o) is NotImplemented
+    alias = tqd.clone()
+    assert t.inverse_dynamics(tq, alias, out=alias) is alias
+    same(alias, ref, h.dtype)
+    same(t.inverse_dynamics(tq, neg), ref, h.dtype)
+    same(t.inverse_dynamics(tq, strided), ref, h.dtype)
+    with pytest.raises(ValueError, match="dtype"):
+        t.inverse_dynamics(tq, other)
+
+
 def test_bad_arguments_raise_clear_errors(pair):
     h, t = pair
     q = torch.from_numpy(row_inputs(h, _signatures.row("crba"), B)[0])
