@@ -20,6 +20,8 @@
 #                                    # and bench/gpu_frameworks.py ($OUT/gpu_frameworks.md)
 #   bench/gpu_session.sh peers       # THERE: bench/gpu_frameworks.py and bench/gpu_peers.py (adam, pytorch_kinematics
 #                                    # from .gpu-deps/wheels) only
+#   bench/gpu_session.sh second_order  # THERE: bench/gpu_second_order.py (SO_ROBOTS, SO_ROUND_TRIP) and
+#                                    # compute-sanitizer on bench/gpu_sanitize_so.py
 #   bench/gpu_session.sh grad        # THERE: the first-order derivatives: their GPU tests on five robots, the bench
 #                                    # of rnea / rnea_grad / fd / fd_grad ($GRAD_ALGOS: e.g. with rnea_vjp,fd_vjp),
 #                                    # cold builds, compute-sanitizer
@@ -159,6 +161,18 @@ if [ "${1:-run}" = features ]; then   # only the GPU tests whose ids match $GPU_
         ts "compute-sanitizer: bench/gpu_sanitize_derivs.py"
         sanitize bench/gpu_sanitize_derivs.py 8
     fi
+    ts "done"
+    exit 0
+fi
+
+if [ "${1:-run}" = second_order ]; then   # issue 29: the second-order rows on CUDA, checked and timed, the host round
+    # trip into a pinned block (SO_ROBOTS, SO_ROUND_TRIP pick others), then compute-sanitizer on iiwa's
+    ts "gpu_second_order.py --robots ${SO_ROBOTS:-iiwa,go2} --round-trip ${SO_ROUND_TRIP:-go2}"
+    timeout $(( $(left) - ${GPU_SANITIZE_SECONDS:-90} )) python3 bench/gpu_second_order.py --out "$OUT" \
+        --robots-dir "$DEPS/robots" --robots "${SO_ROBOTS:-iiwa,go2}" --round-trip "${SO_ROUND_TRIP:-go2}" \
+        --jobs "$JOBS" --budget-s $(( $(left) - ${GPU_SANITIZE_SECONDS:-90} - 20 )) 2>&1 | tee "$OUT/gpu_second_order.log" | tail -30
+    ts "compute-sanitizer: bench/gpu_sanitize_so.py"
+    sanitize bench/gpu_sanitize_so.py 8
     ts "done"
     exit 0
 fi

@@ -1,5 +1,6 @@
 """grid-rbd second-order derivatives: a Newton step on the KUKA iiwa's inverse dynamics, with the exact Hessian of a
-torque cost from idsva_so, checked against the gradient's finite difference."""
+torque cost from idsva_so, checked against the gradient's finite difference; the end effector's position to second
+order with the pose Hessian."""
 
 from pathlib import Path
 
@@ -14,7 +15,8 @@ def main():
     # second-order methods are built only when named (their code and outputs grow with nv^3)
     robot = grid_rbd.register_robot("iiwa14_so", urdf_path=URDF, dtype="float64",
                                     algorithm_list=["inverse_dynamics", "inverse_dynamics_gradient", "minv",
-                                                    "idsva_so", "fdsva_so"])
+                                                    "idsva_so", "fdsva_so", "end_effector_pose",
+                                                    "end_effector_pose_gradient", "end_effector_pose_hessian"])
     rng = np.random.default_rng(3)
     B = 32
     q = rng.uniform(-1.0, 1.0, (B, robot.nq))
@@ -59,6 +61,17 @@ def main():
     print(f"dMinv/dq {dMinv_dq.shape} against -M^-1 dM/dq M^-1: relative error {err:.1e}")
     assert err < 1e-10
 
+    # the end-effector pose to second order: p(q + d) = p(q) + J d + 1/2 d^T H d + O(|d|^3), with
+    # end_effector_pose_hessian[:, r, j, k] = d/dq_k of end_effector_pose_gradient[:, r, j] (a fixed base: q + d moves
+    # along the tangent)
+    d = rng.normal(size=(B, robot.nv)) * 1e-2
+    p0, p1 = robot.end_effector_pose(q)[:, :3], robot.end_effector_pose(q + d)[:, :3]
+    Jp, Hp = robot.end_effector_pose_gradient(q)[:, :3], robot.end_effector_pose_hessian(q)[:, :3]
+    first = p0 + np.einsum("brj,bj->br", Jp, d)
+    second = first + 0.5 * np.einsum("brjk,bj,bk->br", Hp, d, d)
+    e1, e2 = np.abs(p1 - first).max(), np.abs(p1 - second).max()
+    print(f"pose Hessian {Hp.shape}: a step of 1e-2 rad predicted to {e1:.1e} m to first order, {e2:.1e} m to second")
+    assert e2 < e1 / 20
 
 if __name__ == "__main__":
     main()

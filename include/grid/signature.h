@@ -92,6 +92,8 @@ typedef struct {
     int quantity;             /* what output 0 is (grid_quantity; GRID_QTY_DERIVED for derivatives and VJPs), or for a
                                  row of several outputs GRID_QTYS(what output 0 is, output 1, ...) */
     int rate_of;              /* GRID_QTY_JACOBIAN_RATE: the row whose output 0 this row's output is the rate of */
+    int second_order;         /* 1: second derivatives (O(nv^3) or O(nee nv^2) outputs), built only when named
+                                 (grid_sig_opt_in) */
 } grid_signature_row;
 
 /* the table: GRID_ALGO_COUNT rows, row i has id i */
@@ -99,9 +101,8 @@ int grid_sig_count(void);
 const grid_signature_row *grid_sig_row(int id);       /* NULL when out of range */
 int grid_sig_find(const char *name);                  /* the id of the row named name, -1 if none */
 
-/* 1 when row id is built only when named (a library's default method set leaves it out): a row with an output of
-   three tangent dimensions, nv^3 elements per state (the second-order derivatives), whose code and outputs few calls
-   need */
+/* 1 when row id is built only when named (a library's default method set leaves it out): the second-order derivatives
+   (the row's second_order), whose code and outputs (nv^3 or nee nv^2 elements per state) few calls need */
 int grid_sig_opt_in(int id);
 
 /* evaluating shapes for one model */

@@ -186,7 +186,7 @@ GRID_ROW(IDSVA_SO, idsva_so, OWN,
           4, {IN_Q, IN_QD, IN_QDD_OPT, IN_FEXT_OPT}, 4,
           {OUT_NV3("d2tau_dq2", "second derivative of tau in q"), OUT_NV3("d2tau_dqd2", "second derivative of tau in qd"),
            OUT_NV3("d2tau_dqdqd", "mixed derivative of tau in q and qd"), OUT_NV3("dM_dq", "mass matrix derivative")},
-          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED, NO_RATE})
+          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED, NO_RATE, .second_order = 1})
 GRID_ROW(FDSVA_SO, fdsva_so, OWN,
          {"fdsva_so", "fdsva_so", "forward_dynamics_second_order",
           "[d2qdd/dq dq, d2qdd/dqd dqd, d2qdd/dq dqd, d2qdd/du dq = dMinv/dq] of forward dynamics at (q, qd, u, f_ext), "
@@ -195,4 +195,11 @@ GRID_ROW(FDSVA_SO, fdsva_so, OWN,
           {OUT_NV3("d2qdd_dq2", "second derivative of qdd in q"), OUT_NV3("d2qdd_dqd2", "second derivative of qdd in qd"),
            OUT_NV3("d2qdd_dqdqd", "mixed derivative of qdd in q and qd"),
            OUT_NV3("dMinv_dq", "mixed derivative of qdd in u and q (dMinv/dq)")},
-          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED, NO_RATE})
+          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED, NO_RATE, .second_order = 1})
+GRID_ROW(EE_POSE_HESSIAN, ee_pose_hessian, OWN,
+         {"ee_pose_hessian", "end_effector_pose_hessian", "ee_pose_hessian",
+          "d2[x y z roll pitch yaw]/dq dq per end effector, [r][j][k] = d/dq_k of end_effector_pose_gradient's [r][j] "
+          "(local tangent; rpy rows infinite at pitch = +-pi/2)",
+          1, {IN_Q}, 1, {ARG("d2pose", "pose Hessian", GRID_REQUIRED, DIM(NEE, 6), DIM(NV, 1), DIM(NV, 1))},
+          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED, NO_RATE, .second_order = 1})
+

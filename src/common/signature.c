@@ -22,23 +22,22 @@
 #define OUT_NVx2NV(name, desc) ARG(name, desc, GRID_REQUIRED, DIM(NV, 1), DIM(NV, 2))
 #define OUT_NV3(name, desc) ARG(name, desc, GRID_REQUIRED, DIM(NV, 1), DIM(NV, 1), DIM(NV, 1))
 
+/* (a row states second_order only where it is 1: the field's zero by default) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const grid_signature_row rows[GRID_ALGO_COUNT] = {
 #define GRID_ROW(ID, id, ref, ...) [GRID_ALGO_##ID] = __VA_ARGS__,
 #include "grid/signature_rows.h"
 #undef GRID_ROW
 };
+#pragma GCC diagnostic pop
 
 int grid_sig_count(void) { return GRID_ALGO_COUNT; }
 
 int grid_sig_opt_in(int id)
 {
     const grid_signature_row *r = grid_sig_row(id);
-    for (int k = 0; r && k < r->n_out; k++) {
-        int tangent = 0;
-        for (int d = 0; d < r->out[k].rank; d++) tangent += r->out[k].dim[d].sym == GRID_SYM_NV;
-        if (tangent >= 3) return 1;
-    }
-    return 0;
+    return r && r->second_order;
 }
 
 const grid_signature_row *grid_sig_row(int id)

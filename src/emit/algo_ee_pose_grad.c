@@ -1,4 +1,5 @@
-/* The end-effector pose gradient and VJP as per-state functions over two others: the poses and each end effector's frame Jacobian. */
+/* The end-effector pose gradient, VJP and Hessian as per-state functions over two others: the poses and each end effector's frame Jacobian. */
+#include <assert.h>
 #include <stdio.h>
 #include "../common/incbin.h"
 #include "emit_ctx.h"
@@ -14,19 +15,34 @@ int emit_ee_pose_grad_function(const emit_ctx *cx, const state_spec *sp, const c
     ew_writer *w = cx->w;
     const em_model *em = cx->em;
     const int nv = em->nv_user, nq = em->nq_user, nee = em->nee;
-    const int vjp = sp->reads_g;
-    const long own = (long)nq + 6L * nee + 6L * nv;
-    stats->statements = 20;
-    stats->flops = 12L * nee * nv;
+    const int vjp = sp->reads_g, hess = sp->m->row == GRID_ALGO_EE_POSE_HESSIAN;
+    /* the Hessian relates the joints' world columns (which joint moves which), that a mimic group's user column sums:
+       on a coupled model it would need the full coordinates' Jacobian */
+    if (hess && em->nmimic > 0) return EMIT_UNSUPPORTED;
+    const long own = (long)nq + 6L * nee + 6L * nv + (hess ? 6L * nv : 0);
+    stats->statements = hess ? 60 : 20;
+    stats->flops = hess ? 90L * nee * nv * nv : 12L * nee * nv;
     stats->transcendental = 4L * nee;
     stats->work = in->inner_work + own;
-    ew_printf(w, "/* %s: %sd[xyz, rpy]/dq of the %d end effectors (their LOCAL_WORLD_ALIGNED Jacobians; rpy rows infinite "
+    ew_printf(w, "/* %s: %s of the %d end effectors (their LOCAL_WORLD_ALIGNED Jacobians; rpy rows infinite "
                  "at pitch = +-pi/2) */\n",
-              sp->fn, vjp ? "g^T " : "", nee);
+              sp->fn, hess ? "d2[xyz, rpy]/dq dq" : vjp ? "g^T d[xyz, rpy]/dq" : "d[xyz, rpy]/dq", nee);
     ew_printf(w, "#ifndef GRID_EEG_FRAMES_\n#define GRID_EEG_FRAMES_\n%s int grid_eeg_frames_[%d] = {", cx->t->table,
               nee > 0 ? nee : 1);
     for (int e = 0; e < nee; e++) ew_printf(w, "%s%d", e ? ", " : "", em->ee[e]);
     ew_printf(w, "%s};\n#endif\n", nee ? "" : "0");
+    if (hess) {
+        /* the last coordinate of each column's joint: joint k moves column j's (its body an ancestor of j's, or j's
+           own) exactly when k <= grid_eeg_vend_[j], for columns on one chain (the ancestors of an end effector), the
+           coordinates being numbered parents first */
+        ew_printf(w, "#ifndef GRID_EEG_VEND_\n#define GRID_EEG_VEND_\n%s int grid_eeg_vend_[%d] = {", cx->t->table,
+                  nv > 0 ? nv : 1);
+        for (int b = 0, n = 0; b < em->nb; b++) {
+            assert(em->b[b].parent < b && (em->b[b].nv == 0 || em->b[b].iv == n));
+            for (int k = 0; k < em->b[b].nv; k++) ew_printf(w, "%s%d", n++ ? ", " : "", em->b[b].iv + em->b[b].nv - 1);
+        }
+        ew_printf(w, "%s};\n#endif\n", nv ? "" : "0");
+    }
     /* the macros of the body, the callees' calls in the calling convention */
     emit_tpl tp;
     emit_tpl_begin(&tp, w);
@@ -39,6 +55,7 @@ int emit_ee_pose_grad_function(const emit_ctx *cx, const state_spec *sp, const c
     emit_tpl_define(&tp, "GRID_EEG_NEE_", "%d", nee);
     emit_tpl_define(&tp, "GRID_EEG_WORK_", "%ld", in->inner_work);
     emit_tpl_define(&tp, "GRID_EEG_VJP_", "%d", vjp);
+    emit_tpl_define(&tp, "GRID_EEG_HESS_", "%d", hess);
     emit_tpl_define(&tp, "GRID_EL_(p, k)", "%s", el);
     emit_tpl_define(&tp, "GRID_SIN_", "%s", cx->re->fn_sin);
     emit_tpl_define(&tp, "GRID_COS_", "%s", cx->re->fn_cos);

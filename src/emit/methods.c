@@ -207,6 +207,10 @@ static const emit_method methods[GRID_ALGO_COUNT] = {
                                         {GRID_ALGO_IDSVA_SO, Q | V | A | F}, {GRID_ALGO_MINV, Q}},
                             .n_callees = 4, .composite = emit_template_composite, .template = grid_fdsva_so_h_start,
                             .template_work = {0, 1, 4, 3, 4, 6}, .template_flops = {0, 0, 0, 4, 10, 0}},
+    /* the poses and each end effector's frame Jacobian, as the gradient; its arrays and the world columns in ws */
+    [GRID_ALGO_EE_POSE_HESSIAN] = {.row = GRID_ALGO_EE_POSE_HESSIAN, .shares = -1, .variants = {Q},
+                                   .callees = {{GRID_ALGO_EE_POSE, Q}, {GRID_ALGO_FRAME_JACOBIAN, Q}}, .n_callees = 2,
+                                   .composite = emit_ee_pose_grad_function},
 };
 
 const emit_method *emit_method_of(int row)

@@ -370,3 +370,10 @@ void grid_ref_ee_pose_second_derivatives(const grid_model *m, const double *q, d
         }
     }
 }
+
+void ref_row_ee_pose_hessian(const grid_model *m, const double *const *in, double *const *out, const int *attr,
+                             double *work)
+{
+    (void)attr;
+    grid_ref_ee_pose_second_derivatives(m, in[0], out[0], work);
+}

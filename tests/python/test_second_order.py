@@ -267,3 +267,100 @@ def test_large_coupled_robot_is_refused_clearly():
     h = grid_rbd.register_robot("so_h1_2_free", urdf_path=robot_path(case), dtype="float64", verbose=False,
                                 ignore_mimic=True, codegen=False)
     assert h.idsva_so(np.zeros((1, h.nq)), np.zeros((1, h.nv)))[0].shape == (1, h.nv, h.nv, h.nv)
+
+
+# ---- the end-effector pose Hessian (handle.end_effector_pose_hessian): a composite of the poses and Jacobians ----
+
+def tangent_steps(ref, path, q, k, h):
+    """q moved by +-h along local tangent coordinate k (a floating base's by pin.integrate's retraction, the
+    handle's own chart)"""
+    import pinocchio as pin
+    e = np.zeros(ref.nv)
+    e[k] = h
+    if not ref.floating_base:
+        return q + e, q - e
+    model = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+    return (np.stack([pin.integrate(model, x, e) for x in q]), np.stack([pin.integrate(model, x, -e) for x in q]))
+
+
+@pytest.mark.parametrize("cid", ["iiwa", "go2_ff", "joints_ff"])
+def test_ee_pose_hessian(cid):
+    """generated (float64, and float32 on iiwa) against the reference on random and extreme states, and the
+    reference against central differences of end_effector_pose_gradient along the local tangent (every joint type:
+    joints_ff's against the reference, whose C tests difference it)"""
+    import grid_rbd
+    from robot_cases import CASES, make_states, robot_path
+    case = next(c for c in CASES if c.id == cid)
+    path = robot_path(case)
+    kw = dict(urdf_path=path, floating_base=case.floating_base, verbose=False)
+    ref = grid_rbd.register_robot(f"eeh_ref_{cid}", codegen=False, dtype="float64", **kw)
+    gen = grid_rbd.register_robot(f"eeh_gen_{cid}", dtype="float64", algorithm_list=["ee_pose_hessian"], **kw)
+    gen32 = grid_rbd.register_robot(f"eeh_gen32_{cid}", dtype="float32", algorithm_list=["ee_pose_hessian"],
+                                    **kw) if cid == "iiwa" else None
+    for kind in ("random", "zero", "high_velocity"):
+        q = make_states(ref, kind, 5, seed=11)["q"]
+        want = ref.end_effector_pose_hessian(q)
+        assert want.shape == (5, 6 * ref.num_ees, ref.nv, ref.nv)
+        assert rel(gen.end_effector_pose_hessian(q), want) <= GEN_RTOL, f"{cid} [{kind}]"
+        if gen32 is not None:
+            got32 = gen32.end_effector_pose_hessian(q.astype(np.float32))
+            assert got32.dtype == np.float32 and rel(got32, want) <= F32_RTOL, f"{cid} float32 [{kind}]"
+    if cid == "joints_ff":
+        return
+    q = make_states(ref, "random", 3, seed=12)["q"]
+    want, h = ref.end_effector_pose_hessian(q), 1e-6
+    for k in range(ref.nv):
+        qp, qm = tangent_steps(ref, path, q, k, h)
+        cd = (ref.end_effector_pose_gradient(qp) - ref.end_effector_pose_gradient(qm)) / (2 * h)
+        assert rel(want[..., k], cd) <= 1e-6, f"{cid} column {k} from central differences"
+
+
+def test_ee_pose_hessian_coupled():
+    """panda's coupled finger: the reference in the user's coordinates (G^T H G per pose row) against central
+    differences of the gradient; the generated composite, which relates the joints' own columns, refuses the coupled
+    model clearly at registration"""
+    import grid_rbd
+    from robot_cases import CASES, make_states, robot_path
+    case = next(c for c in CASES if c.id == "panda")
+    path = robot_path(case)
+    ref = grid_rbd.register_robot("eeh_panda_ref", urdf_path=path, dtype="float64", codegen=False, verbose=False)
+    q, h = make_states(ref, "random", 2, seed=13)["q"], 1e-6
+    want = ref.end_effector_pose_hessian(q)
+    for k in range(ref.nv):
+        qp, qm = tangent_steps(ref, path, q, k, h)
+        cd = (ref.end_effector_pose_gradient(qp) - ref.end_effector_pose_gradient(qm)) / (2 * h)
+        assert rel(want[..., k], cd) <= 1e-6, f"panda column {k} from central differences"
+    with pytest.raises(grid_rbd.GridError, match="end_effector_pose_hessian is not generated for this robot's coupled"):
+        grid_rbd.register_robot("eeh_panda", urdf_path=path, dtype="float64", verbose=False,
+                                algorithm_list=["ee_pose_hessian"])
+
+
+def test_out_as_one_block():
+    """out= as one (B, 4 nv^3) array (pinned_empty's, the specification's host round trip) or tensor: the four tensors
+    are views of its blocks, one after another, equal to a fresh call; one state takes (4 nv^3,); a wrong width or a
+    non-contiguous block is refused naming the shape"""
+    import torch
+    from grid_rbd.torch import TorchRobotHandle
+    from robot_cases import make_states
+    h = handle("iiwa")
+    s = make_states(h, "random", 5, seed=14)
+    q, v = s["q"], s["qd"]
+    want = h.idsva_so(q, v)
+    W = 4 * h.nv ** 3
+    out = h.pinned_empty((5, W))
+    got = h.idsva_so(q, v, out=out)
+    n3 = 5 * h.nv ** 3
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert np.array_equal(g, w) and np.shares_memory(g, out)
+        assert np.array_equal(out.reshape(-1)[k * n3:(k + 1) * n3], w.reshape(-1))
+    assert np.array_equal(h.idsva_so(q[0], v[0], out=np.empty(W))[3], want[3][0])
+    for bad in (np.empty((5, W - 1)), np.empty((5, 2 * W))[:, :W], np.empty((6, W))):
+        with pytest.raises(ValueError, match=rf"one writable C-contiguous float64 array of shape \(5, {W}\)"):
+            h.idsva_so(q, v, out=bad)
+    t = TorchRobotHandle(h)
+    block = torch.zeros(5, W, dtype=torch.float64)
+    got = t.idsva_so(torch.from_numpy(q), torch.from_numpy(v), out=block)
+    for g, w in zip(got, want):
+        assert np.array_equal(g.numpy(), w) and g.untyped_storage().data_ptr() == block.untyped_storage().data_ptr()
+    with pytest.raises(ValueError, match=rf"one contiguous float64 tensor of shape \(5, {W}\)"):
+        t.idsva_so(torch.from_numpy(q), torch.from_numpy(v), out=torch.zeros(5, W + 1, dtype=torch.float64))

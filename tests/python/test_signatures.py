@@ -155,11 +155,12 @@ def test_the_library_exports_the_tables_rows_for_this_robot(handles):
         assert have["attrs"] == tuple((n, lo, hi) for n, lo, hi, _ in want["attrs"])
         # unrolled per-state code takes no workspace; rolled code (under auto, the floating iiwa's RNEA gradient and
         # second-order derivatives), the FD composites (their M^-1 and dtau, and their callees' workspace) and the
-        # scalar composites of the end-effector pose (the poses and a Jacobian), the operational-space inertia (J,
+        # scalar composites of the end-effector pose and its Hessian (the poses and a Jacobian), the operational-space inertia (J,
         # M^-1) and the second-order FD (its callees' tensors) take one; the targets chosen per call keep theirs in
         # local arrays (their callees here unrolled)
         rolled = f"/* {r['name']}, rolled schedule" in source
-        composite = r["name"] in ("ee_pose_grad", "ee_pose_vjp", "fd_grad", "fd_vjp", "osc_inertia", "fdsva_so")
+        composite = r["name"] in ("ee_pose_grad", "ee_pose_vjp", "fd_grad", "fd_vjp", "osc_inertia", "fdsva_so",
+                                  "ee_pose_hessian")
         assert (have["work_bytes"] > 0) == (rolled or composite) and have["gpu_map"] == 0, r["name"]
     assert "/* rnea, rolled schedule" not in source and "/* rnea_grad, rolled schedule" in source
 
