@@ -140,20 +140,21 @@ def _lin_transpose(ct, *args, handle, row, present, attrs, n_primal):
     return [None] * n_primal + [c if ad.is_undefined_primal(t) else None for c, t in zip(cts, tangents)]
 
 
-def _lin_batch(args, dims, **params):
-    """vmap: every operand's mapped axis to the front, merged into the batch axis"""
+def _batch_merged(prim, args, dims, **params):
+    """vmap of a linearised primitive: every operand's mapped axis to the front, merged into the batch axis"""
     size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
     flat = []
     for a, d in zip(args, dims):
         a = jnp.broadcast_to(a, (size,) + a.shape) if d is None else jnp.moveaxis(a, d, 0)
         flat.append(a.reshape((-1,) + a.shape[2:]))
-    out = _lin_p.bind(*flat, **params)
+    out = prim.bind(*flat, **params)
     return out.reshape((size, -1) + out.shape[1:]), 0
 
 
 def _lin_jvp(primals, tangents, **params):
-    raise DifferentiationError("grid_rbd: second derivatives are not available from the JAX front end (the analytic "
-                               "first derivatives are differentiated once; idsva_so / fdsva_so come later)")
+    raise DifferentiationError("grid_rbd: forward over forward (jacfwd(jacfwd(...))) is not available from the JAX "
+                               "front end: take second derivatives forward over reverse (jax.hessian, "
+                               "jacfwd(grad(...))), through the second-order rows")
 
 
 _lin_p.def_impl(_lin_impl)
@@ -161,7 +162,7 @@ _lin_p.def_abstract_eval(_lin_abstract)
 mlir.register_lowering(_lin_p, mlir.lower_fun(_lin_impl, multiple_results=False))
 ad.primitive_transposes[_lin_p] = _lin_transpose
 ad.primitive_jvps[_lin_p] = _lin_jvp
-batching.primitive_batchers[_lin_p] = _lin_batch
+batching.primitive_batchers[_lin_p] = functools.partial(_batch_merged, _lin_p)
 
 
 # ---- the differentiable call of one row ----
@@ -217,11 +218,99 @@ def _forward_only(handle, row_id, present, attrs):
     return f
 
 
+# ---- a VJP row differentiated once more: tangent = VJP(primals, dlambda) + lambda_i H[i, a, b] dx_b ----
+
+_so_p = Primitive("grid_rbd_second_order_linearized")
+
+
+def _so_impl(*args, handle, row, present, attrs, n_primal, terms):
+    """the tangent of VJP row `row` at its primals for the cotangent's tangent dlam and the covered inputs' local
+    tangents dx (B, m nv); terms: (dlam present, dx present)"""
+    primals, (dlam, dx) = _split_primals(args, n_primal)
+    V = _signatures.ROWS[row]
+    so = _signatures.row(_signatures.SECOND_ORDER[V["name"]])
+    names = _present_names(V, present)
+    by_name = dict(zip(names, primals))
+    res = jnp.zeros((primals[0].shape[0], dx.shape[1]), primals[0].dtype)
+    if terms[0]:  # linear in the cotangent: the VJP row at its tangent
+        res = res + call(handle, V, [dlam if n == "cotangent" else p for n, p in zip(names, primals)], present, attrs)[0]
+    if terms[1]:
+        sin, spresent = [], 0
+        for i, a in enumerate(so["inputs"]):
+            if a["name"] in by_name:
+                sin.append(by_name[a["name"]])
+                spresent |= 1 << i
+        H = _signatures.hessian_blocks(jnp, so["name"], call(handle, so, sin, spresent, ()))
+        res = res + jnp.einsum("bi,biak,bk->ba", by_name["cotangent"], H, dx)
+    return res
+
+
+def _so_abstract(*args, handle, row, present, attrs, n_primal, terms):
+    (_, shape), = handle._rows[row]["outputs"]
+    return jax.core.ShapedArray((args[0].shape[0],) + shape, args[0].dtype)
+
+
+def _so_refuse(*args, **params):
+    raise DifferentiationError("grid_rbd: a third derivative, or reverse mode over reverse mode (jacrev(grad(...))): "
+                               "second derivatives are taken forward over reverse (jax.hessian, jacfwd(grad(...)))")
+
+
+_so_p.def_impl(_so_impl)
+_so_p.def_abstract_eval(_so_abstract)
+mlir.register_lowering(_so_p, mlir.lower_fun(_so_impl, multiple_results=False))
+ad.primitive_transposes[_so_p] = _so_refuse
+ad.primitive_jvps[_so_p] = _so_refuse
+batching.primitive_batchers[_so_p] = functools.partial(_batch_merged, _so_p)
+
+
+@functools.lru_cache(maxsize=None)
+def _second_order_vjp(handle, row_id, present, attrs):
+    """a VJP row differentiated once more (forward over reverse: jax.hessian, jacfwd(grad)): its tangent is _so_p, the
+    VJP row at the cotangent's tangent plus lambda_i H[i, a, b] dx_b, H the second-order row's blocks (hessian_blocks)
+    at the same point, dx the tangents of the inputs it covers (q's in its local tangent)"""
+    V = _signatures.ROWS[row_id]
+    so = _signatures.row(_signatures.SECOND_ORDER[V["name"]])
+    names = _present_names(V, present)
+    diff = _signatures.vjp_inputs(V)
+    model, conv = handle._np._model, handle._np.output_convention
+    tangent_of_q = jax.jit(lambda x, t: q_tangent(model, conv, x, t))
+
+    @jax.custom_jvp
+    def f(*xs):
+        return handle._flat_call(V, list(xs), present, attrs)
+
+    def f_jvp(primals, tangents):
+        out = f(*primals)
+        by_name = dict(zip(names, zip(primals, tangents)))
+        for name, t in zip(names, tangents):
+            if name not in diff and name != "cotangent" and not isinstance(t, SymbolicZero):
+                raise DifferentiationError(_signatures.not_differentiable_in_message(V, name))
+        lam, dlam = by_name["cotangent"]
+        nv, B = handle._np.nv, lam.shape[0]
+        dx = []
+        for name in diff:
+            x, t = by_name[name]
+            dx.append(None if isinstance(t, SymbolicZero) else tangent_of_q(x, t) if name == "q" else t)
+        terms = (not isinstance(dlam, SymbolicZero), any(d is not None for d in dx))
+        if terms[1] and so["id"] in handle._missing:
+            raise DifferentiationError(_signatures.second_order_missing_message(V, so["name"], "JAX"))
+        dlam = jnp.zeros_like(lam) if not terms[0] else dlam
+        dx = jnp.concatenate([jnp.zeros((B, nv), lam.dtype) if d is None else d for d in dx], axis=1)
+        tout = _so_p.bind(*primals, dlam, dx, handle=handle, row=row_id, present=present, attrs=attrs,
+                          n_primal=len(primals), terms=terms)
+        return out, [tout]
+
+    f.defjvp(f_jvp, symbolic_zeros=True)
+    return f
+
+
 def call(handle, row, args, present, attrs):
-    """a row's FFI call on flat operands -> list of outputs: analytic derivatives where the row has them, a clear
-    DifferentiationError when differentiated otherwise"""
-    f = (_cached if row["vjp"] >= 0 else _forward_only)(handle, row["id"], present, tuple(attrs))
-    return f(*args)
+    """a row's FFI call on flat operands -> list of outputs: analytic derivatives where the row has them (first order,
+    and a VJP row's once more through its second-order row), a clear DifferentiationError when differentiated
+    otherwise"""
+    kind = _cached if row["vjp"] >= 0 else _second_order_vjp if row["name"] in _signatures.SECOND_ORDER else \
+        _forward_only
+    return kind(handle, row["id"], present, tuple(attrs))(*args)
 
 
 def differentiable(handle, row, present, attrs):

@@ -96,8 +96,9 @@ def not_differentiable_message(row, front_end):
     """the DifferentiationError message of differentiating row, which has no analytic derivative in front_end ("JAX",
     "PyTorch"): a derivative row (or minv, forward dynamics' block in u) is a second derivative"""
     if row["name"].endswith(("_grad", "_vjp")) or row["name"] == "minv":
-        return (f"grid_rbd: differentiating a second derivative: the {front_end} front end differentiates "
-                f"{', '.join(r['py_name'] for r in ROWS if r['vjp'] >= 0)} once (second-order rows come later)")
+        return (f"grid_rbd: differentiating a second derivative this way: the {front_end} front end differentiates "
+                f"{', '.join(r['py_name'] for r in ROWS if r['vjp'] >= 0)} once in reverse mode, then once more in "
+                f"forward mode (jax.hessian, torch.func.hessian: forward over reverse, through the second-order rows)")
     return (f"grid_rbd: differentiating {row['py_name']}, which has no analytic derivative in the {front_end} "
             f"front end (differentiable: {DIFFERENTIABLE})")
 
@@ -110,4 +111,37 @@ def not_differentiable_in_message(row, name):
     """the DifferentiationError message of a tangent or cotangent of input name, which row has no derivative in"""
     return (f"{row['py_name']} is differentiable in {', '.join(differentiable_inputs(row))} only, not in {name} (an "
             f"analytic derivative in {name} is not provided)")
+
+
+# ---- second derivatives through the front ends: a VJP row differentiated once more ----
+
+# the second-order row of each VJP row's method (its first-order rows' derivatives): built when named, like them
+SECOND_ORDER = {"rnea_vjp": "idsva_so", "fd_vjp": "fdsva_so", "ee_pose_vjp": "ee_pose_hessian"}
+
+
+def vjp_inputs(vjp_row):
+    """the inputs a VJP row's output covers, in its column blocks of nv (q, qd[, u])"""
+    (_, m), = [d for d in vjp_row["outputs"][0]["dims"] if d[0] == "nv"]
+    return [a["name"] for a in vjp_row["inputs"] if a["name"] != "cotangent"][:m]
+
+
+def hessian_blocks(xp, so_name, outs):
+    """(B, n, m nv, m nv) H[:, i, a, b] = d/dx_b of column a of the gradient of output i over x = (q, qd[, u]) (local
+    tangent), from second-order row so_name's outputs; xp the array namespace (jax.numpy, torch)"""
+    if so_name == "ee_pose_hessian":
+        return outs[0] if isinstance(outs, (tuple, list)) else outs
+    T0, T1, T2, T3 = outs  # d2/dq dq, d2/dqd dqd, d2/dq dqd ([i][j][k]: column q_j along qd_k), du dq / dM dq
+    t2 = xp.swapaxes(T2, -1, -2)
+    if so_name == "idsva_so":
+        blocks = [[T0, T2], [t2, T1]]
+    else:  # fdsva_so: T3[i][j][k] = d2 qdd_i / du_j dq_k (column u_j along q_k); nothing second order in u alone
+        Z = xp.zeros_like(T0)
+        blocks = [[T0, T2, xp.swapaxes(T3, -1, -2)], [t2, T1, Z], [T3, Z, Z]]
+    return xp.concatenate([xp.concatenate(r, -1) for r in blocks], -2)
+
+
+def second_order_missing_message(vjp_row, so_name, front_end):
+    return (f"grid_rbd: differentiating {vjp_row['py_name']} (a second derivative in {front_end}) takes the "
+            f"second-order row {so_name}: register the robot with '{so_name}' in algorithm_list (built only when "
+            f"named)")
 

@@ -296,7 +296,49 @@ class DifferentiableJvp(Differentiable):
         return out
 
 
+class SecondOrderVjp(ForwardOnly):
+    """a VJP row with a second-order row (_signatures.SECOND_ORDER), differentiated once more in forward mode (forward
+    over reverse: torch.func.hessian, jacfwd(jacrev)): the tangent is the VJP row at the cotangent's tangent plus
+    lambda_i H[i, a, b] dx_b (hessian_blocks at the same point; q's tangent mapped to its local tangent). Its backward
+    (reverse over reverse) raises, as ForwardOnly's."""
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        key, row_id, attrs, *xs = inputs
+        ctx.key, ctx.row_id, ctx.attrs = key, row_id, attrs
+        ctx.save_for_forward(*xs)
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        V = _signatures.ROWS[ctx.row_id]
+        so = _signatures.row(_signatures.SECOND_ORDER[V["name"]])
+        front, xs = FRONTS[ctx.key], ctx.saved_tensors
+        names = [a["name"] for a in V["inputs"]]
+        diff = _signatures.vjp_inputs(V)
+        by_name, tan = dict(zip(names, xs)), dict(zip(names, tangents[3:]))
+        for name, t in tan.items():
+            if t is not None and name not in diff and name != "cotangent" and (_is_wrapped(t) or bool(t.any())):
+                raise DifferentiationError(_signatures.not_differentiable_in_message(V, name))
+        lam = by_name["cotangent"]
+        res = None
+        if tan.get("cotangent") is not None:  # linear in the cotangent: the VJP row at its tangent
+            res = front.call(V, [tan["cotangent"] if n == "cotangent" else by_name[n] for n in names], ctx.attrs)
+        dx = [tan.get(name) for name in diff]
+        if any(d is not None for d in dx):
+            if so["id"] in front._missing:
+                raise DifferentiationError(_signatures.second_order_missing_message(V, so["name"], "PyTorch"))
+            nv = front.nv
+            dx = [lam.new_zeros(lam.shape[:-1] + (nv,)) if d is None else
+                  front.q_map.tangent(by_name["q"], d) if name == "q" and front.q_map is not None else d
+                  for name, d in zip(diff, dx)]
+            H = _signatures.hessian_blocks(torch, so["name"], front.call(so, [by_name.get(a["name"])
+                                                                              for a in so["inputs"]], ()))
+            term = torch.einsum("...i,...iak,...k->...a", lam, H, torch.cat(dx, dim=-1))
+            res = term if res is None else res + term
+        return res if res is not None else torch.zeros_like(FRONTS[ctx.key].call(V, list(xs), ctx.attrs))
+
+
 # Function.apply binds its arguments to forward's signature on every call (torch's _bind_default_args); computed once
 # here, inspect.signature returns it at once (about 20 us a call saved)
-for _fn in (ForwardOnly, Differentiable, ForwardOnlyJvp, DifferentiableJvp):
+for _fn in (ForwardOnly, Differentiable, ForwardOnlyJvp, DifferentiableJvp, SecondOrderVjp):
     _fn.forward.__signature__ = inspect.signature(_fn.forward)

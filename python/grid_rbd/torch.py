@@ -12,7 +12,7 @@ from . import _signatures
 from ._core import tensor_call
 from ._errors import DifferentiationError, NotAvailableError
 from ._torch_autograd import (FRONTS, Differentiable, DifferentiableJvp, EagerDifferentiable, ForwardOnly,
-                              ForwardOnlyJvp, QMap, _is_wrapped, q_is_tangent)
+                              ForwardOnlyJvp, QMap, SecondOrderVjp, _is_wrapped, q_is_tangent)
 from .handle import REFERENCE_FRAMES, FrameworkHandle, not_built_error
 
 __all__ = ["register_robot", "TorchRobotHandle", "GraphCallable", "REFERENCE_FRAMES", "DifferentiationError", "op",
@@ -307,7 +307,8 @@ class TorchRobotHandle(FrameworkHandle):
             elif not wrapped and R["vjp"] >= 0:  # plain autograd: no torch.func transform, no tangent
                 fn = EagerDifferentiable
             else:
-                fn = DifferentiableJvp if R["vjp"] >= 0 else ForwardOnlyJvp
+                fn = DifferentiableJvp if R["vjp"] >= 0 else \
+                    SecondOrderVjp if R["name"] in _signatures.SECOND_ORDER else ForwardOnlyJvp
             return fn.apply(self._key, rid, attrs, *xs)
         return self.run(rid, xs, attrs)
 

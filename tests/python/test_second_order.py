@@ -364,3 +364,73 @@ def test_out_as_one_block():
         assert np.array_equal(g.numpy(), w) and g.untyped_storage().data_ptr() == block.untyped_storage().data_ptr()
     with pytest.raises(ValueError, match=rf"one contiguous float64 tensor of shape \(5, {W}\)"):
         t.idsva_so(torch.from_numpy(q), torch.from_numpy(v), out=torch.zeros(5, W + 1, dtype=torch.float64))
+
+
+# ---- second derivatives through the front ends: jax.hessian, torch.func.hessian ----
+
+FRONT_ROWS = ["rnea", "rnea_grad", "rnea_vjp", "fd", "fd_grad", "fd_vjp", "minv", "ee_pose", "ee_pose_grad",
+              "ee_pose_vjp", "idsva_so", "fdsva_so", "ee_pose_hessian"]
+
+
+@pytest.mark.parametrize("cid", ["iiwa", "go2_ff"])
+def test_framework_hessians(cid):
+    """jax.hessian and torch.func.hessian (forward over reverse) of scalar functions of inverse_dynamics,
+    forward_dynamics and end_effector_pose, in q (a non-unit quaternion on go2: the ambient q), qd and u, against
+    central differences of the frameworks' own first-order gradients; without the second-order row a clear
+    DifferentiationError names it, and a third derivative raises"""
+    import grid_rbd
+    import jax
+    import jax.numpy as jnp
+    import torch
+    from grid_rbd._errors import DifferentiationError
+    from grid_rbd.jax import JaxRobotHandle
+    from grid_rbd.torch import TorchRobotHandle
+    from robot_cases import CASES, robot_path
+    jax.config.update("jax_enable_x64", True)
+    case = next(c for c in CASES if c.id == cid)
+    h = grid_rbd.register_robot(f"fh_{cid}", urdf_path=robot_path(case), floating_base=case.floating_base,
+                                dtype="float64", verbose=False, algorithm_list=FRONT_ROWS)
+    j, t = JaxRobotHandle(h), TorchRobotHandle(h)
+    rng = np.random.default_rng(15)
+    q = rng.uniform(-1, 1, h.nq)
+    if h.floating_base:
+        q[3:7] *= 0.8 / np.linalg.norm(q[3:7])
+    qd, u, w = (rng.uniform(-1, 1, h.nv) for _ in range(3))
+    x0 = (q, qd, u)
+    fns = {"jax": {"rnea": lambda q, qd, u: jnp.sin(j.inverse_dynamics(q, qd)) @ w,
+                   "fd": lambda q, qd, u: jnp.sin(j.forward_dynamics(q, qd, u)) @ w,
+                   "ee_pose": lambda q, qd, u: jnp.sum(jnp.sin(j.end_effector_pose(q)))},
+           "torch": {"rnea": lambda q, qd, u: torch.sin(t.inverse_dynamics(q, qd)) @ torch.from_numpy(w),
+                     "fd": lambda q, qd, u: torch.sin(t.forward_dynamics(q, qd, u)) @ torch.from_numpy(w),
+                     "ee_pose": lambda q, qd, u: torch.sum(torch.sin(t.end_effector_pose(q)))}}
+    for fw, table in fns.items():
+        for name, fn in table.items():
+            if fw == "jax":
+                H = jax.hessian(fn, argnums=(0, 1, 2))(*x0)
+                grad = lambda *x: [np.asarray(g) for g in jax.grad(fn, argnums=(0, 1, 2))(*x)]  # noqa: E731
+            else:
+                H = torch.func.hessian(fn, argnums=(0, 1, 2))(*map(torch.from_numpy, x0))
+                grad = lambda *x: [g.numpy() for g in  # noqa: E731
+                                   torch.func.grad(fn, argnums=(0, 1, 2))(*map(torch.from_numpy, x))]
+            for b, xb in enumerate(x0):  # column block b of every row block a, by central differences along x_b
+                cd = [np.zeros((len(xa), len(xb))) for xa in x0]
+                for k in range(len(xb)):
+                    xp, xm = [x.copy() for x in x0], [x.copy() for x in x0]
+                    xp[b][k] += 1e-6
+                    xm[b][k] -= 1e-6
+                    for a, (gp, gm) in enumerate(zip(grad(*xp), grad(*xm))):
+                        cd[a][:, k] = (gp - gm) / 2e-6
+                for a in range(3):
+                    got = np.asarray(H[a][b])
+                    assert rel(got, cd[a]) <= 1e-6, f"{fw} {cid} {name} block ({a}, {b}): {rel(got, cd[a]):.2e}"
+    # a third derivative raises; so does a second one without the second-order row in the library
+    with pytest.raises(DifferentiationError):
+        jax.jacfwd(jax.hessian(fns["jax"]["rnea"]))(*x0)
+    plain = grid_rbd.register_robot(f"fh_plain_{cid}", urdf_path=robot_path(case), floating_base=case.floating_base,
+                                    dtype="float64", verbose=False, algorithm_list=FRONT_ROWS[:-3])
+    jp, tp = JaxRobotHandle(plain), TorchRobotHandle(plain)
+    with pytest.raises(DifferentiationError, match="'idsva_so' in algorithm_list"):
+        jax.hessian(lambda q: jnp.sum(jp.inverse_dynamics(q, qd)))(q)
+    with pytest.raises(DifferentiationError, match="'fdsva_so' in algorithm_list"):
+        torch.func.hessian(lambda q: torch.sum(tp.forward_dynamics(q, torch.from_numpy(qd), torch.from_numpy(u))))(
+            torch.from_numpy(q))
