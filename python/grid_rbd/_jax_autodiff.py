@@ -114,7 +114,8 @@ def _lin_impl(*args, handle, row, present, attrs, n_primal):
     return out
 
 
-def _lin_abstract(*args, handle, row, present, attrs, n_primal):
+def _row_output(*args, handle, row, **params):
+    """the abstract value of a linearised primitive: row's one output for the batch of the first operand"""
     (_, shape), = handle._rows[row]["outputs"]
     return jax.core.ShapedArray((args[0].shape[0],) + shape, args[0].dtype)
 
@@ -157,28 +158,41 @@ def _lin_jvp(primals, tangents, **params):
                                "jacfwd(grad(...))), through the second-order rows")
 
 
-_lin_p.def_impl(_lin_impl)
-_lin_p.def_abstract_eval(_lin_abstract)
-mlir.register_lowering(_lin_p, mlir.lower_fun(_lin_impl, multiple_results=False))
-ad.primitive_transposes[_lin_p] = _lin_transpose
-ad.primitive_jvps[_lin_p] = _lin_jvp
-batching.primitive_batchers[_lin_p] = functools.partial(_batch_merged, _lin_p)
+def _define(prim, impl, transpose, jvp):
+    """a linearised primitive's rules: impl (also its lowering), its transpose and jvp, vmap by _batch_merged"""
+    prim.def_impl(impl)
+    prim.def_abstract_eval(_row_output)
+    mlir.register_lowering(prim, mlir.lower_fun(impl, multiple_results=False))
+    ad.primitive_transposes[prim] = transpose
+    ad.primitive_jvps[prim] = jvp
+    batching.primitive_batchers[prim] = functools.partial(_batch_merged, prim)
+
+
+_define(_lin_p, _lin_impl, _lin_transpose, _lin_jvp)
 
 
 # ---- the differentiable call of one row ----
+
+def _row_function(handle, R, present, attrs):
+    """row R's FFI call on flat operands as a jax.custom_jvp (the caller defines its jvp)"""
+    return jax.custom_jvp(lambda *xs: handle._flat_call(R, list(xs), present, attrs))
+
+
+@functools.lru_cache(maxsize=None)
+def _tangent_of_q(handle):
+    """q_tangent of the handle's model as one compiled computation (eager calls would dispatch its per-joint
+    operations one by one)"""
+    model, conv = handle._np._model, handle._np.output_convention
+    return jax.jit(lambda x, t: q_tangent(model, conv, x, t))
+
 
 @functools.lru_cache(maxsize=None)
 def _cached(handle, row_id, present, attrs):
     R = _signatures.ROWS[row_id]
     names = _present_names(R, present)
     diff = _signatures.differentiable_inputs(R)
-    model, conv = handle._np._model, handle._np.output_convention
-    # one compiled computation (eager calls would dispatch its per-joint operations one by one)
-    tangent_of_q = jax.jit(lambda x, t: q_tangent(model, conv, x, t))
-
-    @jax.custom_jvp
-    def f(*xs):
-        return handle._flat_call(R, list(xs), present, attrs)
+    tangent_of_q = _tangent_of_q(handle)
+    f = _row_function(handle, R, present, attrs)
 
     def f_jvp(primals, tangents):
         out = f(*primals)
@@ -206,10 +220,7 @@ def _cached(handle, row_id, present, attrs):
 @functools.lru_cache(maxsize=None)
 def _forward_only(handle, row_id, present, attrs):
     R = _signatures.ROWS[row_id]
-
-    @jax.custom_jvp
-    def f(*xs):
-        return handle._flat_call(R, list(xs), present, attrs)
+    f = _row_function(handle, R, present, attrs)
 
     def f_jvp(primals, tangents):
         raise DifferentiationError(_signatures.not_differentiable_message(R, "JAX"))
@@ -245,22 +256,12 @@ def _so_impl(*args, handle, row, present, attrs, n_primal, terms):
     return res
 
 
-def _so_abstract(*args, handle, row, present, attrs, n_primal, terms):
-    (_, shape), = handle._rows[row]["outputs"]
-    return jax.core.ShapedArray((args[0].shape[0],) + shape, args[0].dtype)
-
-
 def _so_refuse(*args, **params):
     raise DifferentiationError("grid_rbd: a third derivative, or reverse mode over reverse mode (jacrev(grad(...))): "
                                "second derivatives are taken forward over reverse (jax.hessian, jacfwd(grad(...)))")
 
 
-_so_p.def_impl(_so_impl)
-_so_p.def_abstract_eval(_so_abstract)
-mlir.register_lowering(_so_p, mlir.lower_fun(_so_impl, multiple_results=False))
-ad.primitive_transposes[_so_p] = _so_refuse
-ad.primitive_jvps[_so_p] = _so_refuse
-batching.primitive_batchers[_so_p] = functools.partial(_batch_merged, _so_p)
+_define(_so_p, _so_impl, _so_refuse, _so_refuse)
 
 
 @functools.lru_cache(maxsize=None)
@@ -272,12 +273,8 @@ def _second_order_vjp(handle, row_id, present, attrs):
     so = _signatures.row(_signatures.SECOND_ORDER[V["name"]])
     names = _present_names(V, present)
     diff = _signatures.vjp_inputs(V)
-    model, conv = handle._np._model, handle._np.output_convention
-    tangent_of_q = jax.jit(lambda x, t: q_tangent(model, conv, x, t))
-
-    @jax.custom_jvp
-    def f(*xs):
-        return handle._flat_call(V, list(xs), present, attrs)
+    tangent_of_q = _tangent_of_q(handle)
+    f = _row_function(handle, V, present, attrs)
 
     def f_jvp(primals, tangents):
         out = f(*primals)
