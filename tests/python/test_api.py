@@ -146,7 +146,16 @@ def test_several_outputs_are_a_tuple(iiwa):
     c1, J1 = iiwa.com(s["q"][2])
     assert c1.shape == (3,) and J1.shape == (3, 7)
     np.testing.assert_array_equal(J1, J[2])
-    with pytest.raises(TypeError, match="out must be None or a tuple of 2 arrays for com"):
+    with pytest.raises(TypeError, match="out must be None, a tuple of 2 arrays or one array of their blocks for com"):
+        iiwa.com(s["q"], out=[outs[0], outs[1]])
+    # one array holding both outputs' blocks one after another: (4, 3 + 21), the results its views
+    block = np.empty((4, 24), dtype=np.float32)
+    bc, bJ = iiwa.com(s["q"], out=block)
+    assert np.shares_memory(bc, block) and np.shares_memory(bJ, block)
+    np.testing.assert_array_equal(bc, c)
+    np.testing.assert_array_equal(bJ, J)
+    np.testing.assert_array_equal(block.reshape(-1)[:12], c.reshape(-1))
+    with pytest.raises(ValueError, match=r"out must be a tuple of 2 arrays, or one .* shape \(4, 24\)"):
         iiwa.com(s["q"], out=outs[1])
     with pytest.raises(ValueError, match=r"out\[1\] \(J\).*shape \(4, 3, 7\)"):
         iiwa.com(s["q"], out=(outs[0], np.empty((4, 3, 6), dtype=np.float32)))
