@@ -339,6 +339,31 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defin
     assert "0 mismatches" in r.stdout
 
 
+def test_pose_hessian_kernels_match_the_c_target_in_emulation(tmp_path):
+    """end_effector_pose_hessian (opt-in: the default fixtures leave it out) with the pose gradient and VJP it shares
+    its composite with, on the robot with every joint type on a floating base: kernels and host round trip equal the
+    C target at B = 1, 7, 33 (float64, 1e-10)"""
+    _need_nvcc()
+    gxx = _emulation_cxx()
+    if not gxx:
+        pytest.skip("no C++ compiler")
+    algos = ["ee_pose_hessian", "ee_pose_grad", "ee_pose_vjp"]
+    kw = dict(urdf_string=JOINTS_URDF, floating_base=True, dtype="float64", verbose=False, algorithm_list=algos)
+    entry = Path(grid_rbd.precompile("joints_ff_eeh_cuda", device="cuda", cuda_arch="sm_90", cache_dir=tmp_path, **kw))
+    cpu = grid_rbd.register_robot("joints_ff_eeh_emu_cpu", device="cpu", cache_dir=tmp_path, **kw)
+    src = tmp_path / "emulated.cpp"
+    src.write_text(_emulated_source((entry / "robot.cu").read_text()))
+    exe = tmp_path / "emulated"
+    p = subprocess.run([gxx, "-std=c++20", "-O0", "-w", f"-I{HERE}", f"-I{RUNTIME}", f"-I{REPO / 'include'}",
+                        str(src), "-o", str(exe), "-ldl", "-lpthread"], capture_output=True, text=True)
+    if p.returncode and "barrier" in p.stderr:
+        pytest.skip(f"{gxx} has no C++20 <barrier>")
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = subprocess.run([str(exe), cpu.library_path, "1", "7", "33"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and " 0 mismatches" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "9 checks" in r.stdout  # (three rows at three batch sizes)
+
+
 @pytest.mark.parametrize("which,defines", [
     ("synthetic_ff", []),                                                     # one chunk
     ("synthetic_ff", ["-DGRID_CUDA_CHUNK_BYTES=4096", "-DGRID_CUDA_PACK_INPUTS=1",
