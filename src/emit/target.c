@@ -192,31 +192,54 @@ static long long at_least_1(long long n) { return n > 0 ? n : 1; }
 /* GRID_STREAM_PAD_ (lane_store.h) at emit time */
 static long long stream_pad(long long n) { return (n + 3) / 4 * 4 + 8; }
 
+/* the tile's outputs: padded for the streamed stores, which read whole blocks of four past an output's last element
+   (GRID_STREAM_PAD_), and 4 more for a row of several outputs scattered one by one (the last may start mid-block) */
+static long long tile_out(long long nout) { return stream_pad(at_least_1(nout)) + 4; }
+
 /* the tile's arrays in order: to (padded), then the inputs tq, tv, ta, tf, tg the row feeds */
 long long emit_lane_tile(const grid_method_info *row, const int *param_in)
 {
     long long nout = 0; /* every output's elements (a row of several: its packed block) */
     for (int k = 0; k < row->n_out; k++) nout += row->out[k].width;
-    long long n = stream_pad(at_least_1(nout));
+    long long n = tile_out(nout);
     for (int p = 0; p < EP_COUNT; p++)
         if (param_in[p] >= 0) n += at_least_1(row->in[param_in[p]].width);
     return n > EMIT_TILE_STACK_MAX ? n : 0;
 }
 
-/* a tile function: GRID_LANES states from b (the last state repeated past n) gathered into
-   lane vectors, one call of the lane function, the valid lanes scattered back */
+/* the valid lanes of a tile (to, from element off) scattered into rows of nout elements at o (an expression of b) */
+static void write_scatter(ew_writer *w, long long off, long long nout, const char *o)
+{
+    ew_printf(w, "    if (b + GRID_LANES <= n && stream) {\n"
+                 "        grid_stream_scatter_(to + %lld, %lld, %s + b * %lld);\n"
+                 "    } else if (b + GRID_LANES <= n) {\n"
+                 "        grid_real *rows[GRID_LANES];\n"
+                 "        for (int l = 0; l < GRID_LANES; l++) rows[l] = %s + (b + l) * %lld;\n"
+                 "        grid_scatter_(to + %lld, %lld, rows);\n"
+                 "    } else {\n"
+                 "        for (int l = 0; b + l < n; l++)\n"
+                 "            for (int k = 0; k < %lld; k++) %s[(b + l) * %lld + k] = to[%lld + k][l];\n"
+                 "    }\n",
+              off, nout, o, nout, o, nout, off, nout, nout, o, nout, off);
+}
+
+/* a tile function: GRID_LANES states from b (the last state repeated past n) gathered into lane vectors, one call of
+   the lane function, the valid lanes scattered back: into o, or for a row of several outputs (e->split) each
+   output's block of the tile into its own array os[k] */
 static void write_tile(ew_writer *w, const emit_target *t, const emit_entry *e, const emit_variant *vr)
 {
     const char *r = t->restrict_kw;
     const long long nout = e->row->out[0].width;
+    char outp[48];
+    snprintf(outp, sizeof outp, e->split ? "grid_real *const *os" : "grid_real *%s o", r);
     ew_printf(w, "%s void grid_tile_%s_%s(const grid_real *%s q, const grid_real *%s v, const grid_real *%s a, "
-                 "const grid_real *%s f, const grid_real *%s g, grid_real *%s o, const long long b, const long long n, "
+                 "const grid_real *%s f, const grid_real *%s g, %s, const long long b, const long long n, "
                  "const int stream, grid_vec *%s ws)\n{\n",
-              t->state_fn, e->row->name, vr->fn, r, r, r, r, r, r, r);
+              t->state_fn, e->row->name, vr->fn, r, r, r, r, r, outp, r);
     assert(vr->reads[EP_Q]);
     if (e->tile > 0) {
         /* too large for a thread's stack (nv^2 at nv = 700 is 15.7 MB): in the workspace, past the function's own */
-        long long at = e->tile_at + stream_pad(at_least_1(nout));
+        long long at = e->tile_at + tile_out(nout);
         ew_printf(w, "    /* the tile: %lld lane vectors of the workspace */\n"
                      "    grid_vec *%s const to = ws + %lld;\n", e->tile, r, e->tile_at);
         for (int p = 0; p < EP_COUNT; p++) {
@@ -226,8 +249,8 @@ static void write_tile(ew_writer *w, const emit_target *t, const emit_entry *e, 
         }
         assert(at == e->tile_at + e->tile);
     } else {
-        /* padded for the streamed stores, which read whole blocks of four past the last element */
-        ew_printf(w, "    grid_vec to[GRID_STREAM_PAD_(%lld)];\n", at_least_1(nout));
+        /* padded for the streamed stores, which read whole blocks of four past an output's last element */
+        ew_printf(w, "    grid_vec to[GRID_STREAM_PAD_(%lld) + 4];\n", at_least_1(nout));
         for (int p = 0; p < EP_COUNT; p++)
             if (vr->reads[p]) ew_printf(w, "    grid_vec t%s[%lld];\n", emit_param_name(p), at_least_1(emit_param_width(e, p)));
     }
@@ -266,18 +289,23 @@ static void write_tile(ew_writer *w, const emit_target *t, const emit_entry *e, 
     ew_puts(w, "        }\n    }\n    ");
     emit_state_call(w, t, 1, fn, arg, NULL);
     ew_puts(w, ";\n");
-    ew_printf(w, "    if (b + GRID_LANES <= n && stream) {\n"
-                 "        for (int k = %lld; k < GRID_STREAM_PAD_(%lld); k++) to[k] = grid_splat_(0);\n"
-                 "        grid_stream_scatter_(to, %lld, o + b * %lld);\n"
-                 "    } else if (b + GRID_LANES <= n) {\n"
-                 "        grid_real *rows[GRID_LANES];\n"
-                 "        for (int l = 0; l < GRID_LANES; l++) rows[l] = o + (b + l) * %lld;\n"
-                 "        grid_scatter_(to, %lld, rows);\n"
-                 "    } else {\n"
-                 "        for (int l = 0; b + l < n; l++)\n"
-                 "            for (int k = 0; k < %lld; k++) o[(b + l) * %lld + k] = to[k][l];\n"
-                 "    }\n}\n\n",
-              nout, at_least_1(nout), nout, nout, nout, nout, nout, nout);
+    /* (the padding the streamed stores read: defined values) */
+    ew_printf(w, "    if (stream)\n        for (int k = %lld; k < GRID_STREAM_PAD_(%lld) + 4; k++) to[k] = grid_splat_(0);\n",
+              nout, at_least_1(nout));
+    if (!e->split) {
+        write_scatter(w, 0, nout, "o");
+    } else {
+        long long off = 0;
+        for (int k = 0; k < e->split->n_out; k++) {
+            char o[16];
+            snprintf(o, sizeof o, "os[%d]", k);
+            ew_printf(w, "    /* %s */\n", e->split->out[k].name);
+            write_scatter(w, off, e->split->out[k].width, o);
+            off += e->split->out[k].width;
+        }
+        assert(off == nout);
+    }
+    ew_puts(w, "}\n\n");
 }
 
 /* ---- a row of several outputs: its packed entry on slices of the batch, each slice's block split ---- */
@@ -336,10 +364,15 @@ static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
             for (int j = 0; j < k; j++) dup |= strcmp(emit_variant_at(e, j)->fn, vr->fn) == 0;
             if (!dup) write_tile(w, t, e, vr);
         }
-    ew_printf(w, "%s int grid_%s(const grid_call *c)\n{\n", e->split ? "static" : t->export_fn, e->row->name);
-    emit_write_checks(w, e->row);
+    /* a row of several outputs: on lane tiles, its entry scatters each output's block of the tile into its own array;
+       per state, the entry of its packed row, whose block write_split_c splits */
+    const int direct = e->split && e->vector;
+    ew_printf(w, "%s int grid_%s(const grid_call *c)\n{\n", e->split && !direct ? "static" : t->export_fn,
+              direct ? e->split->name : e->row->name);
+    emit_write_checks(w, direct ? e->split : e->row);
     /* every pointer goes to the tile function, which reads what it needs */
     emit_write_pointers(w, e);
+    if (direct) ew_puts(w, "    grid_real *const *const os = (grid_real *const *)c->out;\n    (void)o;\n");
     if (e->vector) {
         ew_printf(w, "    const long long n = c->batch, tiles = (n + GRID_LANES - 1) / GRID_LANES;\n"
                      "    const int nt = grid_threads_(%s, tiles, (%lldLL + GRID_LANES - 1) / GRID_LANES);\n"
@@ -383,9 +416,10 @@ static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
             else ew_printf(w, "%s} else {\n#ifdef _OPENMP\n#pragma omp parallel for schedule(static) num_threads(nt)\n#endif\n", ind);
             if (e->vector) {
                 const char *in2 = team ? "    " : "";
-                ew_printf(w, "%s%s    for (long long i = 0; i < tiles; i++) grid_tile_%s_%s(q, v, a, f, g, o, i * GRID_LANES, n, stream, %s);\n"
+                ew_printf(w, "%s%s    for (long long i = 0; i < tiles; i++) grid_tile_%s_%s(q, v, a, f, g, %s, i * GRID_LANES, n, stream, %s);\n"
                              "%s%s    if (stream) grid_stream_fence_();\n",
-                          ind, in2, e->row->name, vr->fn, e->work > 0 ? "wsb + (size_t)grid_thread_() * W" : "0", ind, in2);
+                          ind, in2, e->row->name, vr->fn, direct ? "os" : "o",
+                          e->work > 0 ? "wsb + (size_t)grid_thread_() * W" : "0", ind, in2);
                 if (team) ew_printf(w, "%s    }\n", ind);
             } else {
                 ew_printf(w, "%s    for (long long b = 0; b < n; b++) ", ind);
@@ -398,7 +432,7 @@ static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
     }
     if (nvar > 1) ew_puts(w, "    }\n");
     ew_puts(w, "    return 0;\n}\n\n");
-    if (e->split) write_split_c(w, t, e);
+    if (e->split && !direct) write_split_c(w, t, e);
 }
 
 void emit_batch_helpers(ew_writer *w, const emit_target *t)
