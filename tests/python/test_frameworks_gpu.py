@@ -58,6 +58,8 @@ def test_every_row_on_device_arrays_equals_the_host_round_trip(case_id):
     h, j, t = cuda_handles(case_id)
     gpu = jax.devices("gpu")[0]
     for row in _signatures.ROWS:
+        if row["opt_in"]:  # (left out of a default library; bench/gpu_sanitize_so.py compares theirs on device arrays)
+            continue
         args = row_inputs(h, row, B)
         want = as_tuple(getattr(h, row["py_name"])(*args))                  # numpy: the host round trip
         arr = [isinstance(a, np.ndarray) for a in args]  # (a per-call target's names and offsets stay as they are)
