@@ -18,7 +18,7 @@ h = grid_rbd.register_robot("so_gpu_iiwa_float32", urdf_path=urdf_path(os.enviro
 for n in (1, 7):
     q, qd, u = random_states(h, n, seed=n)
     for m in METHODS:
-        args = (q, qd, u) if m != "ee_pose_hessian" else (q,)
+        args = tuple(x for x, _ in zip((q, qd, u), grid_rbd._signatures.row(m)["inputs"]))  # (as many as it takes)
         host = getattr(h, m)(*args)
         dev = getattr(h, m)(*(torch.from_numpy(np.ascontiguousarray(x)).cuda() for x in args))
         torch.cuda.synchronize()

@@ -83,7 +83,8 @@ def main():
             log(robot, dtype, "built in", f"{build_s:.1f} s")
             q, qd, u = random_states(h, 64, seed=3)
             for m in METHODS:
-                args3 = (q, qd, u) if m != "ee_pose_hessian" else (q,)
+                # (q, qd, then u: qdd of idsva_so, u of fdsva_so; as many as the row takes)
+                args3 = tuple(x for x, _ in zip((q, qd, u), grid_rbd._signatures.row(m)["inputs"]))
                 tup = lambda r: r if isinstance(r, tuple) else (r,)  # noqa: E731
                 got = tup(getattr(h, m)(*args3))
                 want = tup(getattr(ref, m)(*(x.astype(np.float64) for x in args3)))
@@ -103,9 +104,8 @@ def main():
                     outs = tuple(torch.empty((B,) + o.shape[1:], dtype=tq.dtype, device=args.device) for o in got)
                     if args.device == "cpu":
                         tq, tv, tu, outs = qs, vs, us, tuple(o.numpy() for o in outs)
-                    fn0 = getattr(h, m)
                     outs = outs if len(outs) > 1 else outs[0]
-                    fn = fn0 if m != "ee_pose_hessian" else (lambda x, *_, out: fn0(x, out=out))
+                    fn = (lambda method, k: lambda *x, out: method(*x[:k], out=out))(getattr(h, m), len(args3))
                     fn(tq, tv, tu, out=outs)
                     sync()
                     t = []

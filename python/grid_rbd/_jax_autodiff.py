@@ -90,6 +90,16 @@ def _by_name(R, present, primals):
     return dict(zip(_present_names(R, present), primals))
 
 
+def _present_args(R, by_name):
+    """row R's inputs found in by_name, in its order, and their present bits (the flat call's operands)"""
+    args, present = [], 0
+    for i, a in enumerate(R["inputs"]):
+        if a["name"] in by_name:
+            args.append(by_name[a["name"]])
+            present |= 1 << i
+    return args, present
+
+
 def _split_primals(args, n_primal):
     return args[:n_primal], args[n_primal:]
 
@@ -131,12 +141,7 @@ def _lin_transpose(ct, *args, handle, row, present, attrs, n_primal):
     vjp = _signatures.ROWS[R["vjp"]]
     by_name = _by_name(R, present, primals)
     by_name["cotangent"] = ct
-    vin, vpresent = [], 0
-    for i, a in enumerate(vjp["inputs"]):
-        if a["name"] in by_name:
-            vin.append(by_name[a["name"]])
-            vpresent |= 1 << i
-    out, = call(handle, vjp, vin, vpresent, attrs)
+    out, = call(handle, vjp, *_present_args(vjp, by_name), attrs)
     cts = [out[:, i * nv:(i + 1) * nv] for i in range(len(tangents))]
     return [None] * n_primal + [c if ad.is_undefined_primal(t) else None for c, t in zip(cts, tangents)]
 
@@ -246,12 +251,7 @@ def _so_impl(*args, handle, row, present, attrs, n_primal, terms):
     if terms[0]:  # linear in the cotangent: the VJP row at its tangent
         res = res + call(handle, V, [dlam if n == "cotangent" else p for n, p in zip(names, primals)], present, attrs)[0]
     if terms[1]:
-        sin, spresent = [], 0
-        for i, a in enumerate(so["inputs"]):
-            if a["name"] in by_name:
-                sin.append(by_name[a["name"]])
-                spresent |= 1 << i
-        H = _signatures.hessian_blocks(jnp, so["name"], call(handle, so, sin, spresent, ()))
+        H = _signatures.hessian_blocks(jnp, so["name"], call(handle, so, *_present_args(so, by_name), ()))
         res = res + jnp.einsum("bi,biak,bk->ba", by_name["cotangent"], H, dx)
     return res
 

@@ -84,12 +84,20 @@ def leading_dims(c, py_name, inputs, dtype, dtype_name):
 
 # ---- what the framework front ends differentiate (the rows' derivative and vjp links) ----
 
+def vjp_inputs(vjp_row):
+    """the inputs a VJP row's output covers, in its column blocks of nv (q, qd[, u])"""
+    (_, m), = [d for d in vjp_row["outputs"][0]["dims"] if d[0] == "nv"]
+    return [a["name"] for a in vjp_row["inputs"] if a["name"] != "cotangent"][:m]
+
+
 def differentiable_inputs(row):
-    """the inputs a row with a VJP row is differentiable in: the first m of its inputs, m = the VJP row's output
-    width / nv"""
-    vjp = ROWS[row["vjp"]]
-    (_, mul), = [d for d in vjp["outputs"][0]["dims"] if d[0] == "nv"]
-    return [a["name"] for a in row["inputs"][:mul]]
+    """the inputs a row with a VJP row is differentiable in: those its VJP row's output covers (vjp_inputs)"""
+    return vjp_inputs(ROWS[row["vjp"]])
+
+
+def default_row_names():
+    """the rows a library holds when no algorithm_list names them: every one but the opt-in (second-order) rows"""
+    return [r["name"] for r in ROWS if not r["opt_in"]]
 
 
 def not_differentiable_message(row, front_end):
@@ -117,12 +125,6 @@ def not_differentiable_in_message(row, name):
 
 # the second-order row of each VJP row's method (its first-order rows' derivatives): built when named, like them
 SECOND_ORDER = {"rnea_vjp": "idsva_so", "fd_vjp": "fdsva_so", "ee_pose_vjp": "ee_pose_hessian"}
-
-
-def vjp_inputs(vjp_row):
-    """the inputs a VJP row's output covers, in its column blocks of nv (q, qd[, u])"""
-    (_, m), = [d for d in vjp_row["outputs"][0]["dims"] if d[0] == "nv"]
-    return [a["name"] for a in vjp_row["inputs"] if a["name"] != "cotangent"][:m]
 
 
 def hessian_blocks(xp, so_name, outs):

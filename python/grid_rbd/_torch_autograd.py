@@ -335,7 +335,7 @@ class SecondOrderVjp(ForwardOnly):
                                                                               for a in so["inputs"]], ()))
             term = torch.einsum("...i,...iak,...k->...a", lam, H, torch.cat(dx, dim=-1))
             res = term if res is None else res + term
-        return res if res is not None else torch.zeros_like(FRONTS[ctx.key].call(V, list(xs), ctx.attrs))
+        return res if res is not None else lam.new_zeros(lam.shape[:-1] + (len(diff) * front.nv,))
 
 
 # Function.apply binds its arguments to forward's signature on every call (torch's _bind_default_args); computed once

@@ -514,10 +514,9 @@ class FrameworkHandle:
         self._rows = [concrete(r, sizes) for r in ROWS]  # by row id, with this robot's shapes
         self._missing = missing_rows(handle)
 
-    def _eager(self, rid, args):
-        """row rid (no attributes) on its positional inputs args without the argument parsing, or NotImplemented
-        where the front end has no such path or the inputs need call()'s (a subclass may define one)"""
-        return NotImplemented
+    # _eager(rid, args), where a subclass defines it: row rid (no attributes) on its positional inputs args without
+    # the argument parsing, or NotImplemented where the inputs need call()'s; install_methods binds it then only
+    _eager = None
 
     @property
     def numpy_handle(self):
@@ -553,20 +552,21 @@ class FrameworkHandle:
         doc_of(row) is what the front end adds to the row's docstring"""
         from ._signatures import ROWS
         for row in ROWS:
-            method = _framework_method(row, doc_of(row))
+            method = _framework_method(row, doc_of(row), cls._eager is not None)
             for name in (row["py_name"], *row["aliases"]):
                 setattr(cls, name, method)
 
 
-def _framework_method(row, doc_suffix):
-    """a FrameworkHandle method for a row (row_binder's arguments), calling self.call"""
+def _framework_method(row, doc_suffix, eager):
+    """a FrameworkHandle method for a row (row_binder's arguments), calling self.call (after self._eager where the
+    front end has one, eager)"""
     parse, signature, doc = row_binder(row)
 
     if target_index(row) is not None:
         def method(self, *args, **kwargs):
             inputs, attrs, out = parse(self._np, args, kwargs)
             return fan_out(lambda ins, o: self.call(row, ins, attrs, o), row, inputs, out, self._xp, self._table_like)
-    elif not row["attrs"]:
+    elif eager and not row["attrs"]:
         rid = row["id"]
 
         def method(self, *args, **kwargs):
@@ -597,12 +597,11 @@ def not_built_error(py_name):
 def missing_rows(handle):
     """ids of the rows handle's library lacks: those an algorithm_list left out, or without one the opt-in rows (the
     second-order methods, built only when named); empty on the reference"""
-    from ._signatures import ROWS
+    from ._signatures import ROWS, default_row_names
     built = handle._options.get("algorithm_list")
     if handle._library is None:
         return frozenset()
-    if built is None:
-        return frozenset(r["id"] for r in ROWS if r["opt_in"])
+    built = built if built is not None else default_row_names()
     return frozenset(r["id"] for r in ROWS if r["name"] not in built)
 
 

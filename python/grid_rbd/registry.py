@@ -95,7 +95,8 @@ def register_robot(name, urdf_path=None, urdf_string=None, floating_base=False, 
     enable_mujoco_kernels (True/False) is accepted: there are no separate MuJoCo kernels, so it changes nothing;
     False together with output_convention="mujoco" is a ValueError.
 
-    algorithm_list: None (the default: every method but the second-order ones, idsva_so, built only when named) or
+    algorithm_list: None (the default: every method but the second-order ones, idsva_so, fdsva_so and
+    end_effector_pose_hessian, built only when named) or
     the methods to build, by any of their names
     (["inverse_dynamics", "fd_grad"]); the library holds only those (a gradient or VJP brings the functions it
     calls, not their methods), which cuts the build time, and is cached apart from other sets. A method left out
@@ -336,7 +337,7 @@ def options_json(options):
     json.dumps(sort_keys=True, separators=(",", ":")), the target and the algorithm set included."""
     gen = {key: options[key] for key in _GENERATION_OPTIONS}
     gen["target"] = "cuda" if options.get("device") == "cuda" else "c"
-    gen["algorithms"] = list(options.get("algorithm_list") or [r["name"] for r in _signatures.ROWS if not r["opt_in"]])
+    gen["algorithms"] = list(options.get("algorithm_list") or _signatures.default_row_names())
     return json.dumps(gen, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 

@@ -28,14 +28,17 @@
     GRID_CALL_IDSVA_SO_S_(cq, cv, qdd, cf, T);
     GRID_CALL_MINV_(cq, Mi);
 #define GRID_T_(t, i, j, k) T[(t) * n3 + ((long)(i) * NV_ + (j)) * NV_ + (k)]
+/* DST (an expression of i_) = -(M^-1 r)_i_ for every i_ (the reference's minv_neg) */
+#define GRID_NEG_MINV_R_(DST)                                                                                          \
+    for (int i_ = 0; i_ < NV_; i_++) {                                                                                 \
+        grid_real s_ = 0;                                                                                              \
+        for (int l_ = 0; l_ < NV_; l_++) s_ += Mi[i_ * NV_ + l_] * r[l_];                                              \
+        DST = -s_;                                                                                                     \
+    }
     /* a_q, a_v = -M^-1 D in place, column by column */
     for (int c = 0; c < 2 * NV_; c++) {
         for (int i = 0; i < NV_; i++) r[i] = D[i * 2 * NV_ + c];
-        for (int i = 0; i < NV_; i++) {
-            grid_real s = 0;
-            for (int l = 0; l < NV_; l++) s += Mi[i * NV_ + l] * r[l];
-            D[i * 2 * NV_ + c] = -s;
-        }
+        GRID_NEG_MINV_R_(D[i_ * 2 * NV_ + c]);
     }
     for (int t = 0; t < 3; t++)
         for (int j = 0; j < NV_; j++)
@@ -49,11 +52,7 @@
                         for (int l = 0; l < NV_; l++) s += GRID_T_(3, i, l, j) * D[l * 2 * NV_ + NV_ + k];
                     r[i] = s;
                 }
-                for (int i = 0; i < NV_; i++) {
-                    grid_real s = 0;
-                    for (int l = 0; l < NV_; l++) s += Mi[i * NV_ + l] * r[l];
-                    GRID_EL_(out, t * n3 + ((long)i * NV_ + j) * NV_ + k) = -s;
-                }
+                GRID_NEG_MINV_R_(GRID_EL_(out, t * n3 + ((long)i_ * NV_ + j) * NV_ + k));
             }
     /* dMinv/dq_k: r = dM_k M^-1[:, j], then -M^-1 r */
     for (int k = 0; k < NV_; k++)
@@ -63,10 +62,7 @@
                 for (int l = 0; l < NV_; l++) s += GRID_T_(3, i, l, k) * Mi[l * NV_ + j];
                 r[i] = s;
             }
-            for (int i = 0; i < NV_; i++) {
-                grid_real s = 0;
-                for (int l = 0; l < NV_; l++) s += Mi[i * NV_ + l] * r[l];
-                GRID_EL_(out, 3 * n3 + ((long)i * NV_ + j) * NV_ + k) = -s;
-            }
+            GRID_NEG_MINV_R_(GRID_EL_(out, 3 * n3 + ((long)i_ * NV_ + j) * NV_ + k));
         }
+#undef GRID_NEG_MINV_R_
 #undef GRID_T_

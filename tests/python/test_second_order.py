@@ -177,22 +177,28 @@ def test_coupled_matches_central_differences():
 
 # ---- forward dynamics' second derivatives (handle.fdsva_so): a composite of FD, the RNEA derivatives and M^-1 ----
 
+def tangent_steps(ref, path, q, k, h):
+    """q moved by +-h along local tangent coordinate k (a floating base's by pin.integrate's retraction, the
+    handle's own chart)"""
+    import pinocchio as pin
+    e = np.zeros(ref.nv)
+    e[k] = h
+    if not ref.floating_base:
+        return q + e, q - e
+    model = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+    return (np.stack([pin.integrate(model, x, e) for x in q]), np.stack([pin.integrate(model, x, -e) for x in q]))
+
+
 def fd_central_differences(ref, path, q, v, u, h=1e-6):
     """the four fdsva_so tensors by central differences of the float64 first-order outputs: the FD gradient's blocks
     along q (local tangent: a floating base's q moved by pin.integrate's retraction, the handle's own) and qd, and
     M^-1 along q"""
-    import pinocchio as pin
     nv = ref.nv
-    model = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if ref.floating_base else None
     out = np.zeros((4, len(q), nv, nv, nv))
     for k in range(nv):
         e = np.zeros(nv)
         e[k] = h
-        if model is not None:
-            qp = np.stack([pin.integrate(model, x, e) for x in q])
-            qm = np.stack([pin.integrate(model, x, -e) for x in q])
-        else:
-            qp, qm = q + e, q - e
+        qp, qm = tangent_steps(ref, path, q, k, h)
         dq = (ref.forward_dynamics_gradient(qp, v, u) - ref.forward_dynamics_gradient(qm, v, u)) / (2 * h)
         dv = (ref.forward_dynamics_gradient(q, v + e, u) - ref.forward_dynamics_gradient(q, v - e, u)) / (2 * h)
         out[0][..., k] = dq[:, :, :nv]
@@ -270,18 +276,6 @@ def test_large_coupled_robot_is_refused_clearly():
 
 
 # ---- the end-effector pose Hessian (handle.end_effector_pose_hessian): a composite of the poses and Jacobians ----
-
-def tangent_steps(ref, path, q, k, h):
-    """q moved by +-h along local tangent coordinate k (a floating base's by pin.integrate's retraction, the
-    handle's own chart)"""
-    import pinocchio as pin
-    e = np.zeros(ref.nv)
-    e[k] = h
-    if not ref.floating_base:
-        return q + e, q - e
-    model = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
-    return (np.stack([pin.integrate(model, x, e) for x in q]), np.stack([pin.integrate(model, x, -e) for x in q]))
-
 
 @pytest.mark.parametrize("cid", ["iiwa", "go2_ff", "joints_ff"])
 def test_ee_pose_hessian(cid):
