@@ -5,16 +5,51 @@
 #define NO_IMPORT_ARRAY
 #include "_numpy.h"
 
-/* the tensor attributes and methods read per call (interned once) */
-static PyObject *s_dtype, *s_requires_grad, *s_is_cpu, *s_shape, *s_is_contiguous, *s_is_neg, *s_data_ptr;
+/* the tensor attributes and methods read per call */
+enum { A_DTYPE, A_IS_CPU, A_REQUIRES_GRAD, A_IS_CONTIGUOUS, A_IS_NEG, A_SHAPE, A_DATA_PTR, A_COUNT };
+static PyObject *attr_name[A_COUNT];
+/* their descriptors on the tensor type of the last call, and which are data descriptors (read through their getter;
+   the others are methods, called with the tensor): a plain tensor is of exactly that type, so attribute lookup would
+   find these, and reading them directly saves the lookup and the bound method (21 reads a call of three inputs) */
+static PyObject *desc_type, *desc[A_COUNT];
+static int desc_is_data[A_COUNT];
 
 int grid_py_tensors_init(void)
 {
-    PyObject **names[] = {&s_dtype, &s_requires_grad, &s_is_cpu, &s_shape, &s_is_contiguous, &s_is_neg, &s_data_ptr};
-    const char *text[] = {"dtype", "requires_grad", "is_cpu", "shape", "is_contiguous", "is_neg", "data_ptr"};
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-        if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(text[k]))) return -1;
+    const char *text[A_COUNT] = {"dtype", "is_cpu", "requires_grad", "is_contiguous", "is_neg", "shape", "data_ptr"};
+    for (int k = 0; k < A_COUNT; k++)
+        if (!attr_name[k] && !(attr_name[k] = PyUnicode_InternFromString(text[k]))) return -1;
     return 0;
+}
+
+/* the descriptors of type (looked up when it is not the last call's): 0, or -1 with an exception */
+static int descriptors_of(PyObject *type)
+{
+    if (type == desc_type) return 0;
+    PyObject *d[A_COUNT] = {NULL};
+    for (int k = 0; k < A_COUNT; k++)
+        if (!(d[k] = PyObject_GetAttr(type, attr_name[k])) ||
+            (Py_TYPE(d[k])->tp_descr_set ? !Py_TYPE(d[k])->tp_descr_get : !PyCallable_Check(d[k]))) {
+            if (d[k]) PyErr_Format(PyExc_TypeError, "tensor_call: %R.%U is neither an attribute nor a method", type,
+                                   attr_name[k]);
+            for (int j = 0; j <= k; j++) Py_XDECREF(d[j]);
+            return -1;
+        }
+    for (int k = 0; k < A_COUNT; k++) {
+        Py_XSETREF(desc[k], d[k]);
+        desc_is_data[k] = Py_TYPE(d[k])->tp_descr_set != NULL;
+    }
+    Py_INCREF(type);
+    Py_XSETREF(desc_type, type);
+    return 0;
+}
+
+/* attribute k of x (a method's result for a method), x of type desc_type: a new reference, or NULL with an exception */
+static PyObject *read_attr(PyObject *x, int k)
+{
+    assert((PyObject *)Py_TYPE(x) == desc_type);
+    return desc_is_data[k] ? Py_TYPE(desc[k])->tp_descr_get(desc[k], x, desc_type)
+                           : PyObject_Vectorcall(desc[k], &x, 1, NULL);
 }
 
 /* what a call's tensors must be: the exact tensor type and the runner's dtype object, and whether they may ask for a
@@ -24,11 +59,11 @@ typedef struct {
     int any_grad; /* tensors asking for a gradient are read too (inside an autograd.Function, no graph recorded) */
 } tensor_kind;
 
-/* attribute (or, call: method without arguments) name of x is the object want: 1, or 0 (an exception, e.g. a sparse
-   tensor's is_contiguous, cleared: the general path says what is wrong) */
-static int attr_is(PyObject *x, PyObject *name, PyObject *want, int call)
+/* attribute k of x is the object want: 1, or 0 (an exception, e.g. a sparse tensor's is_contiguous, cleared: the
+   general path says what is wrong) */
+static int attr_is(PyObject *x, int k, PyObject *want)
 {
-    PyObject *v = call ? PyObject_CallMethodNoArgs(x, name) : PyObject_GetAttr(x, name);
+    PyObject *v = read_attr(x, k);
     if (!v) {
         PyErr_Clear();
         return 0;
@@ -45,11 +80,11 @@ static int attr_is(PyObject *x, PyObject *name, PyObject *want, int call)
 static int plain_tensor(PyObject *x, const tensor_kind *tk, const grid_arg_info *ai, int *one_p, Py_ssize_t *batch,
                         void **data)
 {
-    if (Py_TYPE(x) != (PyTypeObject *)tk->type || !attr_is(x, s_dtype, tk->dtype, 0) ||
-        !attr_is(x, s_is_cpu, Py_True, 0) || (!tk->any_grad && !attr_is(x, s_requires_grad, Py_False, 0)) ||
-        !attr_is(x, s_is_contiguous, Py_True, 1) || !attr_is(x, s_is_neg, Py_False, 1))
+    if (Py_TYPE(x) != (PyTypeObject *)tk->type || !attr_is(x, A_DTYPE, tk->dtype) || !attr_is(x, A_IS_CPU, Py_True) ||
+        (!tk->any_grad && !attr_is(x, A_REQUIRES_GRAD, Py_False)) || !attr_is(x, A_IS_CONTIGUOUS, Py_True) ||
+        !attr_is(x, A_IS_NEG, Py_False))
         return 0;
-    PyObject *shape = PyObject_GetAttr(x, s_shape);
+    PyObject *shape = read_attr(x, A_SHAPE);
     if (!shape) {
         PyErr_Clear();
         return 0;
@@ -69,7 +104,7 @@ static int plain_tensor(PyObject *x, const tensor_kind *tk, const grid_arg_info 
     Py_DECREF(shape);
     PyErr_Clear(); /* (a dimension that is no int: not the same) */
     if (!same) return 0;
-    PyObject *p = PyObject_CallMethodNoArgs(x, s_data_ptr);
+    PyObject *p = read_attr(x, A_DATA_PTR);
     if (p) {
         *data = PyLong_AsVoidPtr(p);
         Py_DECREF(p);
@@ -89,11 +124,11 @@ static int overlaps(const void *a, size_t na, const void *b, size_t nb)
 }
 
 /* tensor_call(runner, algo, inputs, attrs, kind[, out]) -> the outputs (fresh tensors, a tuple for several; or out), or
-   NotImplemented when an input or out is not a plain tensor of its row's shape, out shares memory with an input or
-   another output, an attribute is out of its range or runner is not a Runner (a closed handle's): the caller's general
-   path then converts, or raises naming what was expected. kind: (tensor type, dtype, from_numpy, any_grad: input
-   tensors asking for a gradient are read too, inside an autograd.Function); out: None, a tensor, or a tuple of one per
-   output (never one asking for a gradient). */
+   NotImplemented when the library lacks the row, an input or out is not a plain tensor of its row's shape, out shares
+   memory with an input or another output, an attribute is out of its range or runner is not a Runner (a closed
+   handle's): the caller's general path then converts, or raises naming what was expected. kind: (tensor type, dtype,
+   from_numpy, any_grad: input tensors asking for a gradient are read too, inside an autograd.Function); out: None, a
+   tensor, or a tuple of one per output (never one asking for a gradient). */
 static PyObject *tensor_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
@@ -110,8 +145,11 @@ static PyObject *tensor_call(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (algo < 0 || algo >= GRID_ALGO_COUNT || !PyTuple_Check(inputs) || !PyTuple_Check(attrs) ||
         !PyTuple_Check(kind) || PyTuple_GET_SIZE(kind) != 4)
         return PyErr_Format(PyExc_TypeError, "tensor_call(runner, algo, inputs: tuple, attrs: tuple, kind: 4-tuple)");
+    if (descriptors_of(PyTuple_GET_ITEM(kind, 0)) < 0) return NULL;
     const tensor_kind tk = {PyTuple_GET_ITEM(kind, 0), PyTuple_GET_ITEM(kind, 1), PyTuple_GET_ITEM(kind, 2),
                             PyObject_IsTrue(PyTuple_GET_ITEM(kind, 3)) == 1};
+    /* (a row the library was built without: the general path names it) */
+    if (disp->has_provider && !grid_dispatch_entry(disp, algo)) Py_RETURN_NOTIMPLEMENTED;
     const grid_method_info *row = &rows[algo];
     const Py_ssize_t n_given = PyTuple_GET_SIZE(inputs);
     if (n_given > row->n_in || PyTuple_GET_SIZE(attrs) != row->n_attr) Py_RETURN_NOTIMPLEMENTED;

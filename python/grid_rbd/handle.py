@@ -514,9 +514,10 @@ class FrameworkHandle:
         self._rows = [concrete(r, sizes) for r in ROWS]  # by row id, with this robot's shapes
         self._missing = missing_rows(handle)
 
-    # _eager(rid, args), where a subclass defines it: row rid (no attributes) on its positional inputs args without
-    # the argument parsing, or NotImplemented where the inputs need call()'s; install_methods binds it then only
-    _eager = None
+    # _eager_method(rid, general), where a subclass defines it: the method of row rid (no attributes) that tries the
+    # front end's eager path on positional inputs alone (no argument parsing, no frame in between) and calls
+    # general(self, *args, **kwargs), the parsing method, for anything else
+    _eager_method = None
 
     @property
     def numpy_handle(self):
@@ -552,34 +553,26 @@ class FrameworkHandle:
         doc_of(row) is what the front end adds to the row's docstring"""
         from ._signatures import ROWS
         for row in ROWS:
-            method = _framework_method(row, doc_of(row), cls._eager is not None)
+            method = _framework_method(row, doc_of(row), cls._eager_method)
             for name in (row["py_name"], *row["aliases"]):
                 setattr(cls, name, method)
 
 
-def _framework_method(row, doc_suffix, eager):
-    """a FrameworkHandle method for a row (row_binder's arguments), calling self.call (after self._eager where the
-    front end has one, eager)"""
+def _framework_method(row, doc_suffix, eager_method):
+    """a FrameworkHandle method for a row (row_binder's arguments), calling self.call (wrapped by the front end's
+    eager_method for rows without attributes, where it has one)"""
     parse, signature, doc = row_binder(row)
 
     if target_index(row) is not None:
         def method(self, *args, **kwargs):
             inputs, attrs, out = parse(self._np, args, kwargs)
             return fan_out(lambda ins, o: self.call(row, ins, attrs, o), row, inputs, out, self._xp, self._table_like)
-    elif eager and not row["attrs"]:
-        rid = row["id"]
-
-        def method(self, *args, **kwargs):
-            if not kwargs:  # inputs alone, positionally: the front end's eager path first (_eager)
-                res = self._eager(rid, args)
-                if res is not NotImplemented:
-                    return res
-            inputs, attrs, out = parse(self._np, args, kwargs)
-            return self.call(row, inputs, attrs, out)
     else:
         def method(self, *args, **kwargs):
             inputs, attrs, out = parse(self._np, args, kwargs)  # frame names converted by the numpy handle
             return self.call(row, inputs, attrs, out)
+        if eager_method is not None and not row["attrs"]:
+            method = eager_method(row["id"], method)
 
     method.__signature__ = signature
     method.__name__ = method.__qualname__ = row["py_name"]

@@ -18,6 +18,8 @@ from .handle import REFERENCE_FRAMES, FrameworkHandle, not_built_error
 __all__ = ["register_robot", "TorchRobotHandle", "GraphCallable", "REFERENCE_FRAMES", "DifferentiationError", "op",
            "pinned_host_like", "copy_to_host"]
 
+_is_compiling = torch.compiler.is_compiling  # (the function itself: torch.compile folds calls of it while tracing)
+
 _TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64}
 
 def _arg(x):
@@ -190,22 +192,30 @@ class TorchRobotHandle(FrameworkHandle):
     def run(self, rid, inputs, attrs):
         """row rid on tensors inside an autograd.Function (no graph recorded): the op while torch.compile traces,
         else the library on plain CPU tensors directly, else its kernel (the dispatcher's cost saved in eager mode)"""
-        if torch.compiler.is_compiling():
+        if _is_compiling():
             return _OPS[rid](self._key, *inputs, list(attrs))
-        if self._plain_in_function is not None and rid not in self._missing:
+        if self._plain_in_function is not None:
             res = tensor_call(self._np._runner, rid, tuple(inputs), tuple(attrs), self._plain_in_function)
             if res is not NotImplemented:
                 return res
         return self.kernel(rid, inputs, attrs)
 
     # ---- one call of a method ----
-    def _eager(self, rid, args):
-        """FrameworkHandle._eager: plain CPU tensors of a CPU robot in eager mode (no tangent can be present, no
-        gradient asked: _core.tensor_call checks each tensor) straight to the library"""
-        if self._plain is None or _forward_ad._current_level >= 0 or torch.compiler.is_compiling() or \
-                rid in self._missing:
-            return NotImplemented
-        return tensor_call(self._np._runner, rid, args, (), self._plain)
+    @staticmethod
+    def _eager_method(rid, general):
+        """FrameworkHandle._eager_method: plain CPU tensors of a CPU robot in eager mode, inputs positional and out=
+        alone by keyword (no tangent can be present; _core.tensor_call checks each tensor, asks none for a gradient
+        and declines a row the library lacks) straight to the library, in this one frame; general(self, *args,
+        **kwargs) otherwise"""
+        def method(self, *args, out=None, **kwargs):
+            plain = self._plain
+            if plain is not None and not kwargs and _forward_ad._current_level < 0 and \
+                    not _is_compiling():
+                res = tensor_call(self._np._runner, rid, args, (), plain, out)
+                if res is not NotImplemented:
+                    return res
+            return general(self, *args, **kwargs) if out is None else general(self, *args, out=out, **kwargs)
+        return method
 
     def _check(self, R, inputs):
         """the tensors of a call's inputs (DLPack arrays taken without a copy, other array-likes converted), checked:
@@ -257,7 +267,7 @@ class TorchRobotHandle(FrameworkHandle):
             raise not_built_error(R["py_name"])
         if isinstance(out, torch.Tensor) and len(R["outputs"]) > 1:
             out = self._block_views(R, inputs[0], out)
-        if _forward_ad._current_level < 0 and not torch.compiler.is_compiling():
+        if _forward_ad._current_level < 0 and not _is_compiling():
             # eager, no gradient or tangent, CPU tensors of the dtype: the library on their memory, nothing in between
             if self._plain is not None:
                 res = tensor_call(self._np._runner, rid, inputs if type(inputs) is tuple else tuple(inputs),
@@ -288,7 +298,7 @@ class TorchRobotHandle(FrameworkHandle):
         attrs = tuple(attrs)
         # a gradient may flow, or torch.func wraps the tensors (vmap, grad; never while torch.compile traces): through
         # an autograd.Function, whose backward and vmap rules handle both
-        compiling, enabled = torch.compiler.is_compiling(), torch.is_grad_enabled()
+        compiling, enabled = _is_compiling(), torch.is_grad_enabled()
         wrapped = not compiling and any(x is not None and _wrapped(x) for x in xs)
         grad = wrapped or enabled and any(x is not None and x.requires_grad for x in xs)
         if out is not None:
