@@ -22,6 +22,9 @@
 #                                    # from .gpu-deps/wheels) only
 #   bench/gpu_session.sh second_order  # THERE: bench/gpu_second_order.py (SO_ROBOTS, SO_ROUND_TRIP) and
 #                                    # compute-sanitizer on bench/gpu_sanitize_so.py
+#   bench/gpu_session.sh ab          # THERE: compile-time knobs side by side (bench/gpu_ab_flags.py: AB_ROBOTS,
+#                                    # AB_METHODS ("all": every row), AB_VARIANTS, AB_BUILD_ONLY), then with
+#                                    # SO_ROBOTS bench/gpu_second_order.py float32
 #   bench/gpu_session.sh grad        # THERE: the first-order derivatives: their GPU tests on five robots, the bench
 #                                    # of rnea / rnea_grad / fd / fd_grad ($GRAD_ALGOS: e.g. with rnea_vjp,fd_vjp),
 #                                    # cold builds, compute-sanitizer
@@ -173,6 +176,45 @@ if [ "${1:-run}" = second_order ]; then   # issue 29: the second-order rows on C
         --jobs "$JOBS" --budget-s $(( $(left) - ${GPU_SANITIZE_SECONDS:-90} - 20 )) 2>&1 | tee "$OUT/gpu_second_order.log" | tail -30
     ts "compute-sanitizer: bench/gpu_sanitize_so.py"
     sanitize bench/gpu_sanitize_so.py 8
+    ts "done"
+    exit 0
+fi
+
+if [ "${1:-run}" = ab ]; then   # compile-time knobs side by side (bench/gpu_ab_flags.py: AB_ROBOTS, AB_METHODS, AB_VARIANTS
+    # as "NAME=FLAGS;NAME=FLAGS"); with SO_ROBOTS, then bench/gpu_second_order.py on them (float32, SO_ROUND_TRIP),
+    # whose libraries build in the background meanwhile
+    if [ -n "${SO_ROBOTS:-}" ]; then
+        python3 - "$DEPS/robots" > "$OUT/so_precompile.log" 2>&1 <<'EOF4' &
+import sys, threading
+sys.path.insert(0, "bench")
+import grid_rbd, gpu_second_order as S
+from gpu_bench import ROBOTS, urdf_path
+def build(robot):
+    file, floating = next((f, fb) for r, f, fb in ROBOTS if r == robot)
+    grid_rbd.register_robot(f"so_gpu_{robot}_float32", urdf_path=urdf_path(sys.argv[1], file), floating_base=floating,
+                            dtype="float32", device="cuda", algorithm_list=list(S.METHODS) + ["forward_dynamics"],
+                            verbose=False)
+    print("built", robot, flush=True)
+threads = [threading.Thread(target=build, args=(r,)) for r in __import__("os").environ["SO_ROBOTS"].split(",")]
+[t.start() for t in threads]; [t.join() for t in threads]
+EOF4
+        SO_BUILD=$!
+    fi
+    VARIANT_ARGS=()
+    IFS=';' read -ra VS <<< "${AB_VARIANTS-inline_big=-DGRID_CUDA_INLINE_BIG=1}"
+    for v in "${VS[@]}"; do VARIANT_ARGS+=(--variant "$v"); done
+    [ -n "${AB_BUILD_ONLY:-}" ] && VARIANT_ARGS+=(--build-only)
+    ts "gpu_ab_flags.py --robots ${AB_ROBOTS:-go2,g1_29dof} --methods ${AB_METHODS:-rnea_grad,fd_grad} ${VARIANT_ARGS[*]}"
+    timeout $(( $(left) - ${SO_SECONDS:-0} )) python3 bench/gpu_ab_flags.py --out "$OUT" --robots-dir "$DEPS/robots" \
+        --robots "${AB_ROBOTS:-go2,g1_29dof}" --methods "${AB_METHODS:-rnea_grad,fd_grad}" "${VARIANT_ARGS[@]}" \
+        --build-timeout-s "${AB_BUILD_SECONDS:-300}" --so-batches "${AB_SO_BATCHES:-256,1024}" 2>&1 | tee "$OUT/gpu_ab_flags.log" | tail -40
+    if [ -n "${SO_ROBOTS:-}" ]; then
+        ts "waiting for the second-order libraries"; wait "$SO_BUILD"; tail -3 "$OUT/so_precompile.log"
+        ts "gpu_second_order.py --robots $SO_ROBOTS --dtypes float32 --round-trip ${SO_ROUND_TRIP:-}"
+        timeout $(( $(left) - 5 )) python3 bench/gpu_second_order.py --out "$OUT" --robots-dir "$DEPS/robots" \
+            --robots "$SO_ROBOTS" --dtypes float32 --round-trip "${SO_ROUND_TRIP:-}" \
+            --budget-s $(( $(left) - 15 )) 2>&1 | tee "$OUT/gpu_second_order.log" | tail -20
+    fi
     ts "done"
     exit 0
 fi

@@ -542,21 +542,41 @@ static PyObject *fn_build_identity(PyObject *self, PyObject *args)
     return json_result(status, json, &err);
 }
 
-/* the generated source of a model, as a build would write it (no compile, no cache): for tools and tests that need
-   only the text (the CUDA emulation) */
+/* the generated source of a model, as a build would write it (no compile, no cache), of the default rows or the row
+   ids in methods: for tools and tests that need only the text (the CUDA emulation) */
 static PyObject *fn_emit_source(PyObject *self, PyObject *args, PyObject *kwds)
 {
     (void)self;
-    static char *kwlist[] = {"model", "dtype", "target", "schedule", NULL};
-    PyObject *model_arg;
+    static char *kwlist[] = {"model", "dtype", "target", "schedule", "methods", NULL};
+    PyObject *model_arg, *methods = Py_None;
     int dtype, target = GRID_TARGET_C, schedule = GRID_SCHEDULE_AUTO;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!i|ii:emit_source", kwlist, &GridPyModel_Type, &model_arg, &dtype,
-                                     &target, &schedule))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!i|iiO:emit_source", kwlist, &GridPyModel_Type, &model_arg, &dtype,
+                                     &target, &schedule, &methods))
         return NULL;
     grid_emit_options o = grid_emit_options_default();
     o.dtype = dtype;
     o.target = target;
     o.schedule = schedule;
+    /* methods: row ids to generate (None: the default set) */
+    int ids[GRID_ALGO_COUNT];
+    if (methods != Py_None) {
+        PyObject *seq = PySequence_Fast(methods, "emit_source: methods must be a sequence of row ids");
+        if (!seq) return NULL;
+        const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+        for (Py_ssize_t k = 0; k < n; k++) {
+            const long id = k < GRID_ALGO_COUNT ? PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, k)) : -1;
+            if (id < 0 || id >= GRID_ALGO_COUNT) {
+                Py_DECREF(seq);
+                if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "emit_source: methods must be at most %d row "
+                                                    "ids in [0, %d)", GRID_ALGO_COUNT, GRID_ALGO_COUNT);
+                return NULL;
+            }
+            ids[k] = (int)id;
+        }
+        Py_DECREF(seq);
+        o.methods = ids;
+        o.n_methods = (int)n;
+    }
     char *src = NULL;
     size_t len = 0;
     grid_error err;
@@ -610,8 +630,8 @@ PyMethodDef grid_py_library_functions[] = {
     {"build_identity_json", fn_build_identity, METH_VARARGS,
      "build_identity_json(target=0, cuda_arch=None) -> the toolchain identity JSON (build_inputs.json)."},
     {"emit_source", (PyCFunction)(void (*)(void))fn_emit_source, METH_VARARGS | METH_KEYWORDS,
-     "emit_source(model, dtype, target=0, schedule=0) -> the generated source text (C, or CUDA for target 1), every\n"
-     "method, nothing compiled or cached."},
+     "emit_source(model, dtype, target=0, schedule=0, methods=None) -> the generated source text (C, or CUDA for\n"
+     "target 1) of the default methods or the row ids in methods, nothing compiled or cached."},
     {"env_knobs", fn_env_knobs, METH_NOARGS,
      "env_knobs() -> ((name, kind, doc), ...): every environment variable the C library reads."},
     {NULL, NULL, 0, NULL},

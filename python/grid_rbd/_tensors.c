@@ -73,10 +73,10 @@ static int attr_is(PyObject *x, int k, PyObject *want)
     return is;
 }
 
-/* Is x a plain tensor (tk's exact type and dtype, on the CPU, no gradient asked (unless tk allows), contiguous, no negative bit, with
-   storage: a tensor wrapped by torch.func has none, so data_ptr() fails) of shape [batch,] + ai's shape? 1 with *data
-   set (and *batch when it was < 0; *one, a single state without the batch axis, when it was < 0: the first input
-   decides), else 0 (the general path then converts it or says what is wrong). */
+/* Is x a plain tensor (tk's exact type and dtype, on the CPU, no gradient asked (unless tk allows), contiguous, no
+   negative bit, with storage: a tensor wrapped by torch.func has none, so data_ptr() fails) of shape [batch,] + ai's
+   shape? 1 with *data set (and *batch when it was < 0; *one, a single state without the batch axis, when it was < 0:
+   the first input decides), else 0 (the general path then converts it or says what is wrong). */
 static int plain_tensor(PyObject *x, const tensor_kind *tk, const grid_arg_info *ai, int *one_p, Py_ssize_t *batch,
                         void **data)
 {

@@ -14,9 +14,6 @@ typedef struct {
 } ep_buf;
 
 /* what a rolled step's array is: a workspace buffer slot, an input, the output, the body table */
-/* a step of more nodes is its own function, not inlined: the compiler's time on one function grows faster than
-   its size (go2's second-order derivatives: 61 s against 144 s to compile) */
-enum { EP_INLINE_MAX_NODES = 4000 };
 enum { EP_MAX_VIEWS = 7 }; /* distinct views of the output (ep_out_view; a 3-bit part of the output arrays' keys) */
 enum { ACC_BUF, ACC_IN, ACC_OUT, ACC_TABLE, ACC_BUFK, ACC_BUF_AT, ACC_FRAME, ACC_BUF_COL };
 
@@ -446,7 +443,7 @@ static void step_end(ep_prog *p)
     ew_printf(p->steps,
               "%s void grid_r%s_%s_%d(const int i, const int j, const int c, const int k, %sconst int frame, const %s *%s q, const %s *%s v, "
               "const %s *%s a, const %s *%s fext, const %s *%s g, %s *%s out",
-              sym_node_count(g) > EP_INLINE_MAX_NODES && p->t->big_fn[0] ? p->t->big_fn : p->inner ? p->t->inner_fn : p->t->state_fn, p->lanes ? "v" : "", p->fn, p->nsteps, p->deep ? "const int m, const int cm, " : "", T, r, T, r, T, r, T, r, T,
+              sym_node_count(g) > p->t->big_nodes ? p->t->big_fn : p->inner ? p->t->inner_fn : p->t->state_fn, p->lanes ? "v" : "", p->fn, p->nsteps, p->deep ? "const int m, const int cm, " : "", T, r, T, r, T, r, T, r, T,
               r, T, r);
     if (!p->inner) ew_printf(p->steps, ", %s *%s ws", T, r);
     for (int b = 0; b < p->nbuf; b++)

@@ -458,13 +458,13 @@ void emit_batch_helpers(ew_writer *w, const emit_target *t)
 }
 
 static const emit_target targets[] = {
-    {GRID_TARGET_C, "c", "static inline", "static inline __attribute__((always_inline))", "static __attribute__((noinline))",
+    {GRID_TARGET_C, "c", "static inline", "static inline __attribute__((always_inline))", "static __attribute__((noinline))", 4000,
      "#ifdef _OPENMP\n#pragma omp simd\n#endif\n", "static inline __attribute__((unused))", "restrict", "static const",
      "static const __attribute__((unused))" /* a part may hold rolled functions that read only some tables */, "", "",
      "#include <math.h>\n#include <stddef.h>\n#ifdef _OPENMP\n#include <omp.h>\n#endif\n",
      "__attribute__((visibility(\"default\")))", 1, "", "", batch_c},
     {GRID_TARGET_CUDA, "cuda", "static __device__ __forceinline__", "static __device__ __forceinline__",
-     "" /* (CUDA keeps every step inlined: a call costs registers and local memory there) */, "",
+     "GRID_BIG_FN_" /* (cuda_host.h: its own function unless GRID_CUDA_INLINE_BIG) */, 10000, "",
      "static __device__ __forceinline__ __attribute__((unused))", "__restrict__", "static __constant__ const",
      "static __device__ const",
      ", const int st", " * st",

@@ -90,7 +90,12 @@ typedef struct emit_target {
     const char *name;          /* "c" / "cuda" */
     const char *state_fn;      /* qualifiers of per-state functions */
     const char *inner_fn;      /* qualifiers of a rolled step run inside a columns or ancestors loop (inlined) */
-    const char *big_fn;        /* ... of one too large to inline (EP_INLINE_MAX_NODES): its own function ("": inlined too) */
+    const char *big_fn;        /* ... of one of more than big_nodes expression nodes: its own function, not inlined */
+    long big_nodes;            /* (C: the compiler's time on one function grows faster than its size, go2's second
+                                  order 61 s against 144 s; CUDA: a call costs registers, so only the floating root's
+                                  second-order steps, 12171 and 49666 nodes, which each kernel that inlined them, one
+                                  per lane-group size and composite, made ptxas compile again: bench/RESULTS-gpu.md
+                                  run 34) */
     const char *simd_loop;     /* the line(s) before a rolled columns loop, whose iterations are independent */
     const char *helper_fn;     /* qualifiers of helpers a part may leave unused */
     const char *restrict_kw;   /* restrict qualifier of pointer parameters */

@@ -31,6 +31,16 @@
 #define GRID_CUDA_OUT_STREAM 1 /* 1: a chunked output's stores are streaming (__stcs, evict-first): g1 CRBA float32 at 1M
    states 4.56 -> 3.83 ms on an H200, the rest within 2% (bench/gpu_run7); 0: plain stores */
 #endif
+#ifndef GRID_CUDA_INLINE_BIG
+#define GRID_CUDA_INLINE_BIG 0 /* 1: a rolled step too large to inline on the C target (EP_INLINE_MAX_NODES) is inlined
+   here too; 0: its own __noinline__ function, compiled once for every kernel that runs it (the lane-group sizes'
+   and a composite's): go2's idsva_so float32 for sm_90 compiles in 52 s instead of 100 (bench/RESULTS-gpu.md) */
+#endif
+#if GRID_CUDA_INLINE_BIG
+#define GRID_BIG_FN_ static __device__ __forceinline__
+#else
+#define GRID_BIG_FN_ static __device__ __noinline__
+#endif
 #ifndef GRID_CUDA_PACK_INPUTS
 #define GRID_CUDA_PACK_INPUTS 0 /* host round trip: 1 gathers the inputs in pinned memory for one copy;
    0 (measured faster on an H200: iiwa RNEA B=1024 36.8 -> 32.8 us) copies each input array directly */
@@ -41,6 +51,11 @@
 #endif
 #ifndef GRID_CUDA_CHUNK_BYTES
 #define GRID_CUDA_CHUNK_BYTES (64LL << 20) /* host round trip: input (or output) bytes per chunk */
+#endif
+#ifndef GRID_CUDA_CHUNK_MIN_STATES
+#define GRID_CUDA_CHUNK_MIN_STATES 256 /* host round trip: states per chunk at least (a wide output's 64 MiB holds
+   few: g1's idsva_so 97 states, whose launches are latency-bound, 11 of them 42 ms against 9 ms for one of 1024);
+   a call of several chunks copies each chunk's outputs out on a second stream while the next one computes */
 #endif
 #ifndef GRID_CUDA_GROUP
 #define GRID_CUDA_GROUP 8 /* rolled functions with a wide output: lanes that share one state (a power of two up to
@@ -154,6 +169,7 @@ typedef struct {
     long long zero_copy_max;   /* GRID_CUDA_ZERO_COPY_MAX */
     long long work_max;        /* GRID_CUDA_WORK_MAX */
     int pack_inputs;           /* GRID_CUDA_PACK_INPUTS */
+    long long chunk_min_states; /* GRID_CUDA_CHUNK_MIN_STATES */
 } grid_cuda_knobs;
 
 /* what one round trip (or a reservation) needs */
@@ -167,7 +183,10 @@ typedef struct {
     int n_in, n_out;
     int zero_copy;               /* 1: no copies, the call goes through mapped pinned memory */
     int pack;                    /* 1: a chunk's inputs are gathered into pinned staging for one copy */
-    size_t din_bytes, dout_bytes, dws_bytes;  /* device buffers: a chunk's inputs, its outputs, the workspace */
+    int out_halves;              /* 2: several chunks, outputs in two halves of dout (one copied out while the next
+                                    chunk computes into the other); 1: one chunk */
+    size_t din_bytes, dout_bytes, dws_bytes;  /* device buffers: a chunk's inputs, its outputs (out_halves of
+                                                 them), the workspace */
     size_t hin_bytes;            /* pinned staging, two halves (pack) */
     size_t hz_bytes;             /* mapped pinned memory (zero copy) */
 } grid_cuda_plan;
@@ -178,8 +197,9 @@ GRID_CUDA_HIDDEN long long grid_cuda_in_flight(long long n);
    one warp; n when work_b is 0) */
 GRID_CUDA_HIDDEN long long grid_cuda_slice_states(long long n, size_t work_b, long long work_max);
 /* states per chunk of n moving in_b bytes in and out_b bytes out per state: chunk_bytes on the wider side,
-   at least 32, at most n */
-GRID_CUDA_HIDDEN long long grid_cuda_chunk_states(long long n, size_t in_b, size_t out_b, long long chunk_bytes);
+   at least min_states and 32, at most n */
+GRID_CUDA_HIDDEN long long grid_cuda_chunk_states(long long n, size_t in_b, size_t out_b, long long chunk_bytes,
+                                                  long long min_states);
 /* the plan of a round trip of n states of io under knobs k */
 GRID_CUDA_HIDDEN void grid_cuda_plan_call(const grid_io_ *io, long long n, const grid_cuda_knobs *k, grid_cuda_plan *p);
 /* byte offsets of input j / output j in a block of k states laid out in the row's order (each k rows; absent

@@ -16,10 +16,11 @@ long long grid_cuda_slice_states(long long n, size_t work_b, long long work_max)
     return s < n ? s : n;
 }
 
-long long grid_cuda_chunk_states(long long n, size_t in_b, size_t out_b, long long chunk_bytes)
+long long grid_cuda_chunk_states(long long n, size_t in_b, size_t out_b, long long chunk_bytes, long long min_states)
 {
     const size_t widest = in_b > out_b ? in_b : out_b;
     long long chunk = chunk_bytes / (long long)(widest ? widest : 1);
+    if (chunk < min_states) chunk = min_states;
     if (chunk < 32) chunk = 32;
     return chunk < n ? chunk : n;
 }
@@ -62,14 +63,16 @@ void grid_cuda_plan_call(const grid_io_ *io, long long n, const grid_cuda_knobs 
     p->zero_copy = k->zero_copy_max > 0 && (double)n * (double)(p->in_b + p->out_b) <= (double)k->zero_copy_max;
     if (p->zero_copy) {
         p->chunk = n;
+        p->out_halves = 1;
         p->hz_bytes = (size_t)n * (p->in_b + p->out_b);
         p->dws_bytes = work_bytes(n, p->work_b, k->work_max, &p->slice);
         return;
     }
-    p->chunk = grid_cuda_chunk_states(n, p->in_b, p->out_b, k->chunk_bytes);
+    p->chunk = grid_cuda_chunk_states(n, p->in_b, p->out_b, k->chunk_bytes, k->chunk_min_states);
     p->pack = k->pack_inputs != 0;
+    p->out_halves = p->chunk < n ? 2 : 1;
     p->din_bytes = (size_t)p->chunk * p->in_b;
-    p->dout_bytes = (size_t)p->chunk * p->out_b;
+    p->dout_bytes = (size_t)p->out_halves * (size_t)p->chunk * p->out_b;
     if (p->pack) p->hin_bytes = 2 * (size_t)p->chunk * p->in_b;
     p->dws_bytes = work_bytes(p->chunk, p->work_b, k->work_max, &p->slice);
 }
@@ -96,8 +99,11 @@ int grid_cuda_plan_reserve(const grid_robot_meta_t *m, long long max_batch, cons
     p->out_b = (size_t)(out_w * es);
     p->work_b = work;
     p->din_bytes = (size_t)max_batch * p->in_b;
-    p->dout_bytes = (size_t)max_batch * p->out_b;
-    p->chunk = grid_cuda_chunk_states(max_batch, p->in_b, p->out_b, k->chunk_bytes);
+    p->chunk = grid_cuda_chunk_states(max_batch, p->in_b, p->out_b, k->chunk_bytes, k->chunk_min_states);
+    p->out_halves = p->chunk < max_batch ? 2 : 1;
+    /* (a batch of several chunks takes two of them, which may be more than the batch) */
+    const long long out_states = p->out_halves * p->chunk > max_batch ? p->out_halves * p->chunk : max_batch;
+    p->dout_bytes = (size_t)out_states * p->out_b;
     p->dws_bytes = work_bytes(p->chunk, work, k->work_max, &p->slice);
     p->pack = k->pack_inputs != 0;
     if (p->pack) p->hin_bytes = 2 * (size_t)p->chunk * p->in_b;

@@ -33,14 +33,17 @@ extern "C" __attribute__((visibility("default"))) int grid_cuda_last_error(char 
 
 /* the knobs this runtime was compiled with, for the plan */
 static const grid_cuda_knobs grid_knobs_ = {(long long)GRID_CUDA_CHUNK_BYTES, (long long)GRID_CUDA_ZERO_COPY_MAX,
-                                            (long long)GRID_CUDA_WORK_MAX, GRID_CUDA_PACK_INPUTS};
+                                            (long long)GRID_CUDA_WORK_MAX, GRID_CUDA_PACK_INPUTS,
+                                            (long long)GRID_CUDA_CHUNK_MIN_STATES};
 
 typedef struct {
     pthread_mutex_t lock;
     int ready;              /* stream and events exist */
     int device;             /* the device they belong to */
     cudaStream_t stream;    /* non-blocking: never waits on the legacy default stream */
+    cudaStream_t out_stream; /* a call of several chunks: the outputs' copies out, beside the next chunk's kernel */
     cudaEvent_t staged[2];  /* recorded after the copy that read each half of the pinned staging */
+    cudaEvent_t computed[2], drained[2]; /* after the kernel that wrote each half of dout, the copy that read it */
     char *din, *dout;       /* device buffers: a chunk's inputs (in the row's order) and outputs */
     size_t din_bytes, dout_bytes;
     char *dws;              /* device workspace of rolled functions: a launch's states in flight x work bytes */
@@ -51,7 +54,8 @@ typedef struct {
     size_t hz_bytes;
 } grid_cuda_ctx_;
 
-static grid_cuda_ctx_ grid_ctx_ = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, {0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+static grid_cuda_ctx_ grid_ctx_ = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, {0, 0}, {0, 0}, {0, 0}, 0, 0, 0, 0, 0, 0,
+                                    0, 0, 0, 0, 0};
 
 /* the context's stream and events, created on the current device at first use (lock held) */
 static int grid_ctx_ready_(void)
@@ -64,9 +68,16 @@ static int grid_ctx_ready_(void)
     if ((e = cudaGetDevice(&grid_ctx_.device)) != cudaSuccess) return grid_cuda_fail_(e, "cudaGetDevice");
     if ((e = cudaStreamCreateWithFlags(&grid_ctx_.stream, cudaStreamNonBlocking)) != cudaSuccess)
         return grid_cuda_fail_(e, "cudaStreamCreateWithFlags");
-    for (int h = 0; h < 2; h++)
-        if ((e = cudaEventCreateWithFlags(&grid_ctx_.staged[h], cudaEventDisableTiming)) != cudaSuccess) {
-            for (int j = 0; j < h; j++) cudaEventDestroy(grid_ctx_.staged[j]);
+    if ((e = cudaStreamCreateWithFlags(&grid_ctx_.out_stream, cudaStreamNonBlocking)) != cudaSuccess) {
+        cudaStreamDestroy(grid_ctx_.stream);
+        return grid_cuda_fail_(e, "cudaStreamCreateWithFlags");
+    }
+    cudaEvent_t *ev[6] = {&grid_ctx_.staged[0], &grid_ctx_.staged[1], &grid_ctx_.computed[0], &grid_ctx_.computed[1],
+                          &grid_ctx_.drained[0], &grid_ctx_.drained[1]};
+    for (int h = 0; h < 6; h++)
+        if ((e = cudaEventCreateWithFlags(ev[h], cudaEventDisableTiming)) != cudaSuccess) {
+            for (int j = 0; j < h; j++) cudaEventDestroy(*ev[j]);
+            cudaStreamDestroy(grid_ctx_.out_stream);
             cudaStreamDestroy(grid_ctx_.stream);
             return grid_cuda_fail_(e, "cudaEventCreateWithFlags");
         }
@@ -294,7 +305,10 @@ static int grid_zero_copy_(const grid_call *c, const grid_io_ *io, const grid_cu
 
 /* One host round trip on the context's stream: per chunk, the inputs are copied in (gathered in pinned
    memory, one copy, when GRID_CUDA_PACK_INPUTS), the kernel runs and the outputs are copied straight
-   into c->out; the stream is drained before the lock is released. Non-zero on any failure. */
+   into c->out; the streams are drained before the lock is released. A call of several chunks alternates
+   between two halves of the device outputs and copies each chunk's out on out_stream, so that copy runs
+   beside the next chunk's kernel (which waits for the copy of the half it overwrites). Non-zero on any
+   failure. */
 extern "C" GRID_CUDA_HIDDEN int grid_cuda_round_trip_(const grid_call *c, const grid_io_ *io)
 {
     grid_cuda_plan p;
@@ -319,8 +333,10 @@ extern "C" GRID_CUDA_HIDDEN int grid_cuda_round_trip_(const grid_call *c, const 
         const long long k = n - off < chunk ? n - off : chunk;
         /* this chunk's inputs on the device, in the row's order, each k rows; then its outputs */
         char *d[GRID_MAX_IN], *od[GRID_MAX_OUT];
+        const int half = p.out_halves == 2 ? (int)(i & 1) : 0;
+        char *const dout = grid_ctx_.dout + (size_t)half * (size_t)chunk * p.out_b;
         for (int j = 0; j < io->n_in; j++) d[j] = grid_ctx_.din + grid_cuda_in_offset(&p, j, k);
-        for (int j = 0; j < io->n_out; j++) od[j] = grid_ctx_.dout + grid_cuda_out_offset(&p, j, k);
+        for (int j = 0; j < io->n_out; j++) od[j] = dout + grid_cuda_out_offset(&p, j, k);
         if (pack) {
             const int h = (int)(i & 1);
             char *hs = grid_ctx_.hin + (size_t)h * (grid_ctx_.hin_bytes / 2);
@@ -349,15 +365,33 @@ extern "C" GRID_CUDA_HIDDEN int grid_cuda_round_trip_(const grid_call *c, const 
                     rc = grid_cuda_fail_(e, "cudaMemcpyAsync of an input");
             if (rc) break;
         }
+        /* (the copy out of the chunk two before, from this half, must be done) */
+        if (p.out_halves == 2 && i >= 2 && (e = cudaStreamWaitEvent(s, grid_ctx_.drained[half], 0)) != cudaSuccess) {
+            rc = grid_cuda_fail_(e, "cudaStreamWaitEvent");
+            break;
+        }
         if ((rc = grid_launch_(c, io, &p, d, od, k))) break;
+        cudaStream_t so = s;
+        if (p.out_halves == 2) {
+            so = grid_ctx_.out_stream;
+            if ((e = cudaEventRecord(grid_ctx_.computed[half], s)) != cudaSuccess ||
+                (e = cudaStreamWaitEvent(so, grid_ctx_.computed[half], 0)) != cudaSuccess) {
+                rc = grid_cuda_fail_(e, "cudaEventRecord / cudaStreamWaitEvent");
+                break;
+            }
+        }
         for (int j = 0; j < io->n_out && !rc; j++)
             if (p.orow[j] && (e = cudaMemcpyAsync((char *)c->out[j] + (size_t)off * p.orow[j], od[j],
-                                                  (size_t)k * p.orow[j], cudaMemcpyDeviceToHost, s)) != cudaSuccess)
+                                                  (size_t)k * p.orow[j], cudaMemcpyDeviceToHost, so)) != cudaSuccess)
                 rc = grid_cuda_fail_(e, "cudaMemcpyAsync of the outputs");
+        if (!rc && p.out_halves == 2 && (e = cudaEventRecord(grid_ctx_.drained[half], so)) != cudaSuccess)
+            rc = grid_cuda_fail_(e, "cudaEventRecord");
     }
-    /* always drain the stream: the next call reuses the buffers */
+    /* always drain the streams: the next call reuses the buffers */
     if (grid_ctx_.ready && (e = cudaStreamSynchronize(s)) != cudaSuccess && !rc)
         rc = grid_cuda_fail_(e, "cudaStreamSynchronize after the kernel and copies");
+    if (grid_ctx_.ready && (e = cudaStreamSynchronize(grid_ctx_.out_stream)) != cudaSuccess && !rc)
+        rc = grid_cuda_fail_(e, "cudaStreamSynchronize after the copies out");
     pthread_mutex_unlock(&grid_ctx_.lock);
     return rc;
 }

@@ -18,7 +18,7 @@ static int fake_launch(const grid_call *c)
 }
 
 static const grid_cuda_knobs defaults = {GRID_CUDA_CHUNK_BYTES, GRID_CUDA_ZERO_COPY_MAX, GRID_CUDA_WORK_MAX,
-                                         GRID_CUDA_PACK_INPUTS};
+                                         GRID_CUDA_PACK_INPUTS, GRID_CUDA_CHUNK_MIN_STATES};
 
 /* RNEA-like row of a 7-dof arm in float64: q, qd, qdd (absent), f_ext (absent) -> tau */
 static grid_io_ rnea_io(long long work)
@@ -43,10 +43,14 @@ static void test_chunks_and_slices(void)
     CHECK(grid_cuda_in_flight(0) == 0 && grid_cuda_in_flight(1) == 32 && grid_cuda_in_flight(32) == 32 &&
           grid_cuda_in_flight(33) == 64);
     /* the wider side sets the chunk; at least 32, at most n */
-    CHECK(grid_cuda_chunk_states(1000000, 100, 400, 4000) == 32);
-    CHECK(grid_cuda_chunk_states(1000000, 100, 40, 400000) == 4000);
-    CHECK(grid_cuda_chunk_states(10, 100, 40, 400000) == 10);
-    CHECK(grid_cuda_chunk_states(5, 0, 0, 64) == 5);
+    CHECK(grid_cuda_chunk_states(1000000, 100, 400, 4000, 0) == 32);
+    CHECK(grid_cuda_chunk_states(1000000, 100, 40, 400000, 0) == 4000);
+    CHECK(grid_cuda_chunk_states(10, 100, 40, 400000, 0) == 10);
+    CHECK(grid_cuda_chunk_states(5, 0, 0, 64, 0) == 5);
+    /* at least min_states (a wide output's chunk_bytes would hold too few states for its kernel), at most n */
+    CHECK(grid_cuda_chunk_states(1000000, 100, 400, 4000, 256) == 256);
+    CHECK(grid_cuda_chunk_states(100, 100, 400, 4000, 256) == 100);
+    CHECK(grid_cuda_chunk_states(1000000, 100, 40, 400000, 256) == 4000);
     /* slices: whole warps within the workspace budget, at least one warp; no workspace: one launch */
     CHECK(grid_cuda_slice_states(1000, 0, 1024) == 1000);
     CHECK(grid_cuda_slice_states(100000, 1000, 1000 * 100) == 96);
@@ -67,7 +71,7 @@ static void test_round_trip_plan(void)
     grid_cuda_plan_call(&io, 1000, &defaults, &p);
     CHECK(p.n == 1000 && p.chunk == 1000 && p.slice == 1000 && !p.zero_copy && p.pack == GRID_CUDA_PACK_INPUTS);
     CHECK(p.row[0] == 56 && p.row[1] == 56 && p.row[2] == 0 && p.row[3] == 0 && p.in_b == 112 && p.out_b == 56);
-    CHECK(p.din_bytes == 112000 && p.dout_bytes == 56000 && p.dws_bytes == 0);
+    CHECK(p.din_bytes == 112000 && p.dout_bytes == 56000 && p.dws_bytes == 0 && p.out_halves == 1);
     /* the chunk's arrays one after the other, absent ones taking no room */
     CHECK(grid_cuda_in_offset(&p, 0, 10) == 0 && grid_cuda_in_offset(&p, 1, 10) == 560 &&
           grid_cuda_in_offset(&p, 2, 10) == 1120 && grid_cuda_in_offset(&p, 3, 10) == 1120 &&
@@ -75,12 +79,20 @@ static void test_round_trip_plan(void)
     CHECK(grid_cuda_out_offset(&p, 0, 10) == 0 && grid_cuda_out_offset(&p, 1, 10) == 560);
 
     /* small chunks, packed inputs: two halves of pinned staging of one chunk each */
-    grid_cuda_knobs k = {4096, 0, GRID_CUDA_WORK_MAX, 1};
+    grid_cuda_knobs k = {4096, 0, GRID_CUDA_WORK_MAX, 1, 0};
     grid_cuda_plan_call(&io, 1000, &k, &p);
     CHECK(p.chunk == 36 && p.pack && p.hin_bytes == 2 * 36 * 112 && p.din_bytes == 36 * 112);
+    /* several chunks: the outputs in two halves (one copied out while the next chunk computes into the other) */
+    CHECK(p.out_halves == 2 && p.dout_bytes == 2 * 36 * 56);
+    /* the defaults' floor of states per chunk */
+    k.chunk_min_states = GRID_CUDA_CHUNK_MIN_STATES;
+    grid_cuda_plan_call(&io, 1000, &k, &p);
+    CHECK(GRID_CUDA_CHUNK_MIN_STATES == 256 && p.chunk == 256 && p.out_halves == 2 && p.dout_bytes == 2 * 256 * 56);
+    grid_cuda_plan_call(&io, 200, &k, &p);
+    CHECK(p.chunk == 200 && p.out_halves == 1 && p.dout_bytes == 200 * 56);
 
     /* zero copy: the whole call in mapped memory, inputs then outputs */
-    k = (grid_cuda_knobs){GRID_CUDA_CHUNK_BYTES, 168 * 10, GRID_CUDA_WORK_MAX, 1};
+    k = (grid_cuda_knobs){GRID_CUDA_CHUNK_BYTES, 168 * 10, GRID_CUDA_WORK_MAX, 1, 0};
     grid_cuda_plan_call(&io, 10, &k, &p);
     CHECK(p.zero_copy && p.hz_bytes == 1680 && p.din_bytes == 0 && p.hin_bytes == 0 && p.chunk == 10);
     grid_cuda_plan_call(&io, 11, &k, &p);
@@ -88,7 +100,7 @@ static void test_round_trip_plan(void)
 
     /* a rolled function: workspace for the states in flight of one slice */
     io = rnea_io(4000);
-    k = (grid_cuda_knobs){GRID_CUDA_CHUNK_BYTES, 0, 4000 * 64, 0};
+    k = (grid_cuda_knobs){GRID_CUDA_CHUNK_BYTES, 0, 4000 * 64, 0, 0};
     grid_cuda_plan_call(&io, 1000, &k, &p);
     CHECK(p.work_b == 4000 && p.slice == 64 && p.dws_bytes == 64 * 4000);
     grid_cuda_plan_call(&io, 5, &k, &p);
@@ -117,7 +129,7 @@ static void test_reserve_plan(void)
     m.dtype = 4;
     m.n_methods = 2;
     m.methods = rows;
-    grid_cuda_knobs k = {GRID_CUDA_CHUNK_BYTES, 0, GRID_CUDA_WORK_MAX, 1};
+    grid_cuda_knobs k = {GRID_CUDA_CHUNK_BYTES, 0, GRID_CUDA_WORK_MAX, 1, 0};
     grid_cuda_plan p;
     CHECK(grid_cuda_plan_reserve(&m, 1000, &k, &p) == 0);
     /* the widest inputs (14) and outputs (49) of any row, and the largest workspace */
@@ -125,6 +137,10 @@ static void test_reserve_plan(void)
     CHECK(p.chunk == 1000 && p.hin_bytes == 2 * 1000 * 14 * 4 && p.dws_bytes == 1024 * 800 && p.hz_bytes == 0);
     k.zero_copy_max = 12345;
     CHECK(grid_cuda_plan_reserve(&m, 0, &k, &p) == 0 && p.din_bytes == 0 && p.hz_bytes == 12345);
+    /* a batch of several chunks: room for two of them, even where that is more than the batch */
+    k.chunk_bytes = 49 * 4 * 600;
+    CHECK(grid_cuda_plan_reserve(&m, 1000, &k, &p) == 0 && p.chunk == 600 && p.out_halves == 2);
+    CHECK(p.dout_bytes == 1200 * 49 * 4);
     /* sizes past size_t are refused, not wrapped */
     CHECK(grid_cuda_plan_reserve(&m, 1LL << 62, &k, &p) == -1);
 }

@@ -191,6 +191,23 @@ def test_only_rolled_functions_are_group_templates(iiwa64_cuda, iiwa64_rolled_cu
     assert "    GRID_FDG_FD_(qdd);\n" in rolled and "#define GRID_FDG_K0_ gl\n" in rolled
 
 
+def test_only_the_largest_steps_are_their_own_functions():
+    """a rolled step of more expression nodes than its target's limit is its own function, not inlined: on the C
+    target past 4000 nodes (the floating root's RNEA-gradient step too), on CUDA, where a call costs registers, only
+    past 10000 (the floating root's second-order steps, which every kernel that inlined them made ptxas compile
+    again: bench/RESULTS-gpu.md run 34), through cuda_host.h's GRID_BIG_FN_ (GRID_CUDA_INLINE_BIG=1 inlines them)"""
+    model = _core.Model(SYNTHETIC_URDF.encode(), "<synthetic>", floating_base=True)
+    ids = [_signatures.row(m)["id"] for m in ("idsva_so", "rnea_grad")]
+    big = {}
+    for target, qual in ((0, r"static __attribute__\(\(noinline\)\)"), (1, "GRID_BIG_FN_")):
+        src = _core.emit_source(model, _core.FLOAT32, target, _core.SCHEDULE_ROLLED, methods=ids)
+        big[target] = {re.sub(r"^grid_rv?_", "", f) for f in re.findall(qual + r" void (grid_rv?_\w+)\(", src)}
+    assert big[1] and all(f.startswith("idsva_so_") for f in big[1]), big
+    assert big[1] < big[0] and any(f.startswith("rnea_grad_") for f in big[0] - big[1]), big
+    host = (RUNTIME / "cuda_host.h").read_text()
+    assert "#define GRID_BIG_FN_ static __device__ __noinline__" in host and "GRID_CUDA_INLINE_BIG 0" in host
+
+
 def test_rolled_cuda_compiles_and_states_its_workspace(iiwa64_rolled_cuda):
     """a forced-rolled robot compiles with nvcc: its rows state the per-state workspace, the model tables are in global
     memory (__device__, not the 64 KB constant bank), and the kernels take a workspace"""
@@ -254,15 +271,16 @@ def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
 
 @pytest.mark.parametrize("which,defines", [
     ("iiwa", []),                                                            # the default plan, one chunk
-    ("synthetic_ff", ["-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_SMEM_MAX_WIDE=0",
-                      "-DGRID_CUDA_CHUNK_BYTES=4096",                       # nothing staged; many chunks; the FD
-                      "-DGRID_CUDA_INTERLEAVE=0"]),                         # composites' arrays per lane
+    ("synthetic_ff", ["-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_SMEM_MAX_WIDE=0",  # nothing staged; many chunks
+                      "-DGRID_CUDA_CHUNK_BYTES=4096", "-DGRID_CUDA_CHUNK_MIN_STATES=1",  # (outputs in two halves);
+                      "-DGRID_CUDA_INTERLEAVE=0"]),                         # the FD composites' arrays per lane
     ("synthetic_ff", ["-DGRID_CUDA_OUT_STAGE_MAX=4096", "-DGRID_CUDA_SMEM_MAX=1000000", "-DGRID_CUDA_PACK_INPUTS=1",
                       "-DGRID_CUDA_ZERO_COPY_MAX=30000",     # everything staged; packed inputs; zero-copy up to B=46;
                       "-DGRID_CUDA_FILL_BLOCKS=0"]),         # blocks of 128 threads however small the batch
     ("iiwa_rolled", []),                                                     # rolled: per-state workspace
-    ("synthetic_ff_rolled", ["-DGRID_CUDA_WORK_MAX=1", "-DGRID_CUDA_CHUNK_BYTES=4096", "-DGRID_CUDA_PACK_INPUTS=1",
-                             "-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_SMEM_MAX_WIDE=0"]),  # launches in slices of a warp
+    ("synthetic_ff_rolled", ["-DGRID_CUDA_WORK_MAX=1", "-DGRID_CUDA_CHUNK_BYTES=4096", "-DGRID_CUDA_CHUNK_MIN_STATES=1",
+                             "-DGRID_CUDA_PACK_INPUTS=1", "-DGRID_CUDA_SMEM_MAX=0",
+                             "-DGRID_CUDA_SMEM_MAX_WIDE=0"]),  # launches in slices of a warp
     ("joints_ff", []),                                                       # planar and spherical joints; the
                                                                              # RNEA gradient in split pieces
     ("joints_ff", ["-DGRID_CUDA_SPLIT_MAX_ROLLED=7"]),                       # split at B = 1, 7; rolled after
@@ -366,9 +384,10 @@ def test_pose_hessian_kernels_match_the_c_target_in_emulation(tmp_path):
 
 @pytest.mark.parametrize("which,defines", [
     ("synthetic_ff", []),                                                     # one chunk
-    ("synthetic_ff", ["-DGRID_CUDA_CHUNK_BYTES=4096", "-DGRID_CUDA_PACK_INPUTS=1",
+    ("synthetic_ff", ["-DGRID_CUDA_CHUNK_BYTES=4096", "-DGRID_CUDA_CHUNK_MIN_STATES=1", "-DGRID_CUDA_PACK_INPUTS=1",
                       "-DGRID_CUDA_ZERO_COPY_MAX=30000"]),       # many chunks, packed, zero-copy up to B=46
-    ("synthetic_ff_rolled", ["-DGRID_CUDA_WORK_MAX=1", "-DGRID_CUDA_CHUNK_BYTES=4096"]),  # workspace in slices
+    ("synthetic_ff_rolled", ["-DGRID_CUDA_WORK_MAX=1", "-DGRID_CUDA_CHUNK_BYTES=4096",
+                             "-DGRID_CUDA_CHUNK_MIN_STATES=1"]),  # workspace in slices
 ], ids=["synthetic_ff", "synthetic_ff-chunked-packed-zero-copy", "synthetic_ff-rolled-sliced"])
 def test_mujoco_convention_on_the_device_in_emulation(tmp_path, request, which, defines):
     """output_convention="mujoco" on CUDA: the runtime's device passes (grid_cuda_convention_call) on device arrays and
