@@ -38,7 +38,9 @@ def main():
     ap.add_argument("--device", default="cuda", help="cpu: the same run on the CPU library (a dry run of this script)")
     ap.add_argument("--round-trip", default="", help="robot whose idsva_so host round trip is timed at B = 1024")
     ap.add_argument("--jobs", type=int, default=1, help="libraries built at once before the checks (threads)")
+    ap.add_argument("--methods", default=",".join(METHODS), help="a subset of " + ",".join(METHODS))
     args = ap.parse_args()
+    methods = args.methods.split(",")
     import torch
     deadline = time.time() + args.budget_s
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
@@ -51,7 +53,7 @@ def main():
         t0 = time.perf_counter()
         h = grid_rbd.register_robot(f"so_gpu_{robot}_{dtype}", urdf_path=urdf_path(args.robots_dir, file),
                                     floating_base=floating, dtype=dtype, device=args.device,
-                                    algorithm_list=list(METHODS) + ["forward_dynamics"], verbose=False)
+                                    algorithm_list=methods + ["forward_dynamics"], verbose=False)
         return h, time.perf_counter() - t0
 
     builds = {}
@@ -82,7 +84,7 @@ def main():
             build_s = builds.get((robot, dtype), build_s)  # (the parallel build's own time, where it ran)
             log(robot, dtype, "built in", f"{build_s:.1f} s")
             q, qd, u = random_states(h, 64, seed=3)
-            for m in METHODS:
+            for m in methods:
                 # (q, qd, then u: qdd of idsva_so, u of fdsva_so; as many as the row takes)
                 args3 = tuple(x for x, _ in zip((q, qd, u), grid_rbd._signatures.row(m)["inputs"]))
                 tup = lambda r: r if isinstance(r, tuple) else (r,)  # noqa: E731

@@ -183,6 +183,13 @@ fi
 if [ "${1:-run}" = ab ]; then   # compile-time knobs side by side (bench/gpu_ab_flags.py: AB_ROBOTS, AB_METHODS, AB_VARIANTS
     # as "NAME=FLAGS;NAME=FLAGS"); with SO_ROBOTS, then bench/gpu_second_order.py on them (float32, SO_ROUND_TRIP),
     # whose libraries build in the background meanwhile
+    if [ -n "${SO_ROBOTS:-}" ] && [ -n "${SO_AFTER:-}" ]; then   # (SO_AFTER: their builds after the A/B's, alone)
+        ts "gpu_ab_flags.py first (SO_AFTER)"
+        timeout $(( $(left) - ${SO_SECONDS:-0} )) python3 bench/gpu_ab_flags.py --out "$OUT" --robots-dir "$DEPS/robots" \
+            --robots "${AB_ROBOTS:-g1_29dof}" --methods "${AB_METHODS:-all}" --build-only \
+            --build-timeout-s "${AB_BUILD_SECONDS:-300}" 2>&1 | tee "$OUT/gpu_ab_flags.log" | tail -10
+        AB_DONE=1
+    fi
     if [ -n "${SO_ROBOTS:-}" ]; then
         python3 - "$DEPS/robots" > "$OUT/so_precompile.log" 2>&1 <<'EOF4' &
 import sys, threading
@@ -191,8 +198,9 @@ import grid_rbd, gpu_second_order as S
 from gpu_bench import ROBOTS, urdf_path
 def build(robot):
     file, floating = next((f, fb) for r, f, fb in ROBOTS if r == robot)
+    methods = __import__("os").environ.get("SO_METHODS", ",".join(S.METHODS)).split(",")
     grid_rbd.register_robot(f"so_gpu_{robot}_float32", urdf_path=urdf_path(sys.argv[1], file), floating_base=floating,
-                            dtype="float32", device="cuda", algorithm_list=list(S.METHODS) + ["forward_dynamics"],
+                            dtype="float32", device="cuda", algorithm_list=methods + ["forward_dynamics"],
                             verbose=False)
     print("built", robot, flush=True)
 threads = [threading.Thread(target=build, args=(r,)) for r in __import__("os").environ["SO_ROBOTS"].split(",")]
@@ -200,6 +208,7 @@ threads = [threading.Thread(target=build, args=(r,)) for r in __import__("os").e
 EOF4
         SO_BUILD=$!
     fi
+    [ -n "${AB_DONE:-}" ] || {
     VARIANT_ARGS=()
     IFS=';' read -ra VS <<< "${AB_VARIANTS-inline_big=-DGRID_CUDA_INLINE_BIG=1}"
     for v in "${VS[@]}"; do VARIANT_ARGS+=(--variant "$v"); done
@@ -208,11 +217,13 @@ EOF4
     timeout $(( $(left) - ${SO_SECONDS:-0} )) python3 bench/gpu_ab_flags.py --out "$OUT" --robots-dir "$DEPS/robots" \
         --robots "${AB_ROBOTS:-go2,g1_29dof}" --methods "${AB_METHODS:-rnea_grad,fd_grad}" "${VARIANT_ARGS[@]}" \
         --build-timeout-s "${AB_BUILD_SECONDS:-300}" --so-batches "${AB_SO_BATCHES:-256,1024}" 2>&1 | tee "$OUT/gpu_ab_flags.log" | tail -40
+    }
     if [ -n "${SO_ROBOTS:-}" ]; then
         ts "waiting for the second-order libraries"; wait "$SO_BUILD"; tail -3 "$OUT/so_precompile.log"
         ts "gpu_second_order.py --robots $SO_ROBOTS --dtypes float32 --round-trip ${SO_ROUND_TRIP:-}"
         timeout $(( $(left) - 5 )) python3 bench/gpu_second_order.py --out "$OUT" --robots-dir "$DEPS/robots" \
             --robots "$SO_ROBOTS" --dtypes float32 --round-trip "${SO_ROUND_TRIP:-}" \
+            --methods "${SO_METHODS:-idsva_so,fdsva_so,ee_pose_hessian}" \
             --budget-s $(( $(left) - 15 )) 2>&1 | tee "$OUT/gpu_second_order.log" | tail -20
     fi
     ts "done"
