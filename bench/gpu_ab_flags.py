@@ -23,14 +23,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 import grid_rbd  # noqa: E402
 from grid_rbd import _signatures  # noqa: E402
-from gpu_bench import ROBOTS, log, median, random_states, urdf_path  # noqa: E402
+from gpu_bench import EXTRA_ROBOTS, ROBOTS, log, median, random_states, urdf_path  # noqa: E402
 
 DEFAULT_TUNING = "-O3"  # src/driver/toolchain.c's cuda_tuning_default: a variant's flags are these plus its own
 
 
 def handle(robots_dir, robot, dtype, methods, flags, precompile=False):
     """the robot's CUDA library of these methods under nvcc tuning flags (None: the defaults)"""
-    file, floating = next((f, fb) for r, f, fb in ROBOTS if r == robot)
+    file, floating = next((f, fb) for r, f, fb in ROBOTS + EXTRA_ROBOTS if r == robot)
     if flags is None:
         os.environ.pop("GRID_RBD_NVCC_FLAGS", None)
     else:
@@ -112,7 +112,7 @@ def main():
                 continue
             h = handle(args.robots_dir, robot, args.dtype, methods, flags)
             if ref is None:
-                file, floating = next((f, fb) for r, f, fb in ROBOTS if r == robot)
+                file, floating = next((f, fb) for r, f, fb in ROBOTS + EXTRA_ROBOTS if r == robot)
                 ref = grid_rbd.register_robot(f"ab_ref_{robot}", urdf_path=urdf_path(args.robots_dir, file),
                                               floating_base=floating, dtype="float64", codegen=False, device="cpu",
                                               verbose=False)

@@ -33,7 +33,7 @@ import grid_rbd  # noqa: E402
 from grid_rbd import _core, _signatures  # noqa: E402
 
 ROBOTS = [("iiwa", "iiwa.urdf", False), ("go2", "go2.urdf", True), ("g1_29dof", "g1_29dof.urdf", True)]
-EXTRA_ROBOTS = [("hyq", "hyq.urdf", False)]  # timed only when named (bench/gpu_wide.py --robots)
+EXTRA_ROBOTS = [("hyq", "hyq.urdf", False), ("h1_2", "h1_2.urdf", True)]  # timed only when named (gpu_wide.py --robots)
 ALGOS = ["rnea", "fd", "minv", "crba", "aba", "rnea_grad", "fd_grad", "rnea_vjp", "fd_vjp"]
 # issue 27's methods (--algos picks them): their inputs and outputs from the signature table (generic_*)
 EXTRA_ALGOS = ["energy", "kinetic_energy_regressor", "potential_energy_regressor", "coriolis_matrix",

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "python"))
 sys.path.insert(0, str(REPO / "bench"))
 import grid_rbd  # noqa: E402
-from gpu_bench import ROBOTS, log, median, random_states, urdf_path  # noqa: E402
+from gpu_bench import EXTRA_ROBOTS, ROBOTS, log, median, random_states, urdf_path  # noqa: E402
 
 # the spec system (RTX 5090, float32), idsva_so whole batch in us; fdsva_so per problem at B = 256 in us
 SPEC_IDSVA = {"iiwa": {256: 39.7, 1024: 105.0}, "go2": {256: 476.0, 1024: 1167.0}, "g1_29dof": {256: 1518.0, 1024: 5214.0}}
@@ -49,7 +49,7 @@ def main():
              "B=256 us | B=1024 us | spec system B=256 | spec B=1024 | ratio B=1024 |", "|---" * 11 + "|"]
     trips = []
     def build(robot, dtype):
-        file, floating = next((f, fb) for r, f, fb in ROBOTS if r == robot)
+        file, floating = next((f, fb) for r, f, fb in ROBOTS + EXTRA_ROBOTS if r == robot)
         t0 = time.perf_counter()
         h = grid_rbd.register_robot(f"so_gpu_{robot}_{dtype}", urdf_path=urdf_path(args.robots_dir, file),
                                     floating_base=floating, dtype=dtype, device=args.device,
@@ -68,7 +68,7 @@ def main():
                 except Exception as e:
                     log(*key, "build failed:", f"{type(e).__name__}: {str(e)[:300]}")
     for robot in args.robots.split(","):
-        file, floating = next((f, fb) for r, f, fb in ROBOTS if r == robot)
+        file, floating = next((f, fb) for r, f, fb in ROBOTS + EXTRA_ROBOTS if r == robot)
         path = urdf_path(args.robots_dir, file)
         ref = grid_rbd.register_robot(f"so_gpu_ref_{robot}", urdf_path=path, floating_base=floating, dtype="float64",
                                       codegen=False, device="cpu", verbose=False)

@@ -195,9 +195,9 @@ if [ "${1:-run}" = ab ]; then   # compile-time knobs side by side (bench/gpu_ab_
 import sys, threading
 sys.path.insert(0, "bench")
 import grid_rbd, gpu_second_order as S
-from gpu_bench import ROBOTS, urdf_path
+from gpu_bench import EXTRA_ROBOTS, ROBOTS, urdf_path
 def build(robot):
-    file, floating = next((f, fb) for r, f, fb in ROBOTS if r == robot)
+    file, floating = next((f, fb) for r, f, fb in ROBOTS + EXTRA_ROBOTS if r == robot)
     methods = __import__("os").environ.get("SO_METHODS", ",".join(S.METHODS)).split(",")
     grid_rbd.register_robot(f"so_gpu_{robot}_float32", urdf_path=urdf_path(sys.argv[1], file), floating_base=floating,
                             dtype="float32", device="cuda", algorithm_list=methods + ["forward_dynamics"],

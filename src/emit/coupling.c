@@ -281,6 +281,13 @@ static int projection(const em_model *em, const grid_sig_arg *o, int *blocks, in
     return *tcol && *blocks > 0 && *cols != *tcol * em->nv ? -1 : 0;
 }
 
+/* is o an (nv, nv, nv) tensor (a second-order output)? */
+static int is_nv3(const grid_sig_arg *o)
+{
+    return o->rank == 3 && o->dim[0].sym == GRID_SYM_NV && o->dim[1].sym == GRID_SYM_NV &&
+           o->dim[2].sym == GRID_SYM_NV && o->dim[0].mul == 1 && o->dim[1].mul == 1 && o->dim[2].mul == 1;
+}
+
 int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats)
 {
     const em_model *em = cx->em;
@@ -384,21 +391,30 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
         const grid_signature_row *r = grid_sig_row(sp->m->row);
         const grid_sizes fs = grid_sizes_of(em->nq, em->nv, em->nb, em->nee, em->nframes),
                          us = grid_sizes_of(em->nq_user, em->nv_user, em->nb, em->nee, em->nframes);
-        long full = 0;
-        for (int k = 0; k < r->n_out; k++) full += (long)grid_sig_shape(&r->out[k], &fs, NULL);
-        if (full > EMIT_COUPLED_MAX_OUT) return EMIT_UNSUPPORTED; /* (the full output is a local array) */
-        ew_printf(w, "    %s of[%ld];\n", T, full > 0 ? full : 1);
+        long full = 0, scratch = 0;
+        for (int k = 0; k < r->n_out; k++) {
+            full += (long)grid_sig_shape(&r->out[k], &fs, NULL);
+            if (is_nv3(&r->out[k])) scratch = (long)nvf * nv * nv;
+        }
+        /* second-order tensors (4 nv^3 elements in the full coordinates: 4.2 MB a state of h1_2's) and their
+           projection's scratch live in the workspace, past the inner function's; other outputs in a local array */
+        if (!scratch && full > EMIT_COUPLED_MAX_OUT) return EMIT_UNSUPPORTED;
+        if (scratch) {
+            ew_printf(w, "    %s *const of = ws + %ld, *const t3 = of + %ld;\n", T, stats->work, full);
+            stats->work += full + scratch;
+        } else {
+            ew_printf(w, "    %s of[%ld];\n", T, full > 0 ? full : 1);
+        }
         write_inner_call(&x, &inner[0], "of");
         long src = 0, dst = 0;
         for (int k = 0; k < r->n_out; k++) {
             int blocks, rows, cols, trow, tcol;
             char at[48];
             const grid_sig_arg *o = &r->out[k];
-            if (o->rank == 3 && o->dim[0].sym == GRID_SYM_NV && o->dim[1].sym == GRID_SYM_NV &&
-                o->dim[2].sym == GRID_SYM_NV && o->dim[0].mul == 1 && o->dim[1].mul == 1 && o->dim[2].mul == 1) {
+            if (is_nv3(o)) {
                 /* (nv, nv, nv): each row's nv x nv block projected into t3, then the rows (t3 as nv_full x nv^2) */
                 const long n2f = (long)nvf * nvf, n2u = (long)nv * nv;
-                ew_printf(w, "    {\n    %s t3[%ld];\n", T, nvf * n2u > 0 ? nvf * n2u : 1);
+                ew_puts(w, "    {\n");
                 for (int b = 0; b < nvf; b++) {
                     snprintf(at, sizeof at, "(of + %ld)", src + b * n2f);
                     write_project(&x, at, "t3", b * n2u, nvf, nvf, 1, 1);

@@ -259,20 +259,23 @@ def test_fdsva_so_coupled():
         assert err <= 1e-5, f"panda tensor {t}: {err:.2e} from central differences"
 
 
-def test_large_coupled_robot_is_refused_clearly():
-    """h1_2's coupled hands: idsva_so's tensors in the full coordinates (51^3 x 4 elements per state) exceed what the
-    coupled wrapper holds; registration says so and what to do, and nothing is cached"""
+def test_large_coupled_robot():
+    """h1_2's coupled hands (12 mimic joints; 51 coordinates in the full tree, 39 the user's): idsva_so generated, its
+    full-coordinate tensors (4 x 51^3 elements a state) and their projection in the workspace, equals the reference
+    in the user's coordinates on random and fast states"""
     import grid_rbd
-    from robot_cases import CASES, robot_path
+    from robot_cases import CASES, make_states, robot_path
     case = next(c for c in CASES if c.id == "h1_2")
-    with pytest.raises(grid_rbd.GridError, match="idsva_so is not generated for this robot's coupled mimic joints"):
-        grid_rbd.register_robot("so_h1_2", urdf_path=robot_path(case), dtype="float64", verbose=False,
-                                algorithm_list=["idsva_so"])
-    # with independent joints (ignore_mimic=True) nothing is coupled: the reference provider answers it here (the
-    # generated library would too, at the cost of its build)
-    h = grid_rbd.register_robot("so_h1_2_free", urdf_path=robot_path(case), dtype="float64", verbose=False,
-                                ignore_mimic=True, codegen=False)
-    assert h.idsva_so(np.zeros((1, h.nq)), np.zeros((1, h.nv)))[0].shape == (1, h.nv, h.nv, h.nv)
+    kw = dict(urdf_path=robot_path(case), dtype="float64", verbose=False)
+    ref = grid_rbd.register_robot("so_h1_2_ref", codegen=False, **kw)
+    gen = grid_rbd.register_robot("so_h1_2", algorithm_list=["idsva_so"], **kw)
+    assert len(gen.mimic_joints) == 12 and gen.nv == 39
+    for kind in ("random", "high_velocity"):
+        s = make_states(ref, kind, 2, seed=5)
+        want = ref.idsva_so(s["q"], s["qd"], s["qdd"])
+        got = gen.idsva_so(s["q"], s["qd"], s["qdd"])
+        for t in range(4):
+            assert rel(got[t], want[t]) <= GEN_RTOL, f"h1_2 [{kind}] tensor {t}"
 
 
 # ---- the end-effector pose Hessian (handle.end_effector_pose_hessian): a composite of the poses and Jacobians ----
