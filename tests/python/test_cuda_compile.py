@@ -357,6 +357,33 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defin
     assert "0 mismatches" in r.stdout
 
 
+def test_coupled_second_order_kernels_match_the_c_target_in_emulation(tmp_path):
+    """idsva_so and fdsva_so on coupled mimic joints (a floating base: the giant root steps as their own functions, the
+    full-coordinate tensors and their projection in the workspace): kernels and host round trip equal the C target at
+    B = 1, 7, 33 (float64, 1e-10); the CUDA text from emit_source, no nvcc"""
+    gxx = _emulation_cxx()
+    if not gxx:
+        pytest.skip("no C++ compiler")
+    algos = ["idsva_so", "fdsva_so"]
+    model = _core.Model(mimic_urdf().encode(), "<mimic>", floating_base=True)
+    cu = _core.emit_source(model, _core.FLOAT64, 1, _core.SCHEDULE_AUTO,
+                           methods=[_signatures.row(a)["id"] for a in algos])
+    assert "GRID_BIG_FN_ void" in cu and "*const of = ws + " in cu
+    cpu = grid_rbd.register_robot("mimic_ff_so_emu_cpu", urdf_string=mimic_urdf(), floating_base=True, dtype="float64",
+                                  device="cpu", cache_dir=tmp_path, verbose=False, algorithm_list=algos)
+    src = tmp_path / "emulated.cpp"
+    src.write_text(_emulated_source(cu))
+    exe = tmp_path / "emulated"
+    p = subprocess.run([gxx, "-std=c++20", "-O0", "-w", f"-I{HERE}", f"-I{RUNTIME}", f"-I{REPO / 'include'}",
+                        str(src), "-o", str(exe), "-ldl", "-lpthread"], capture_output=True, text=True)
+    if p.returncode and "barrier" in p.stderr:
+        pytest.skip(f"{gxx} has no C++20 <barrier>")
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = subprocess.run([str(exe), cpu.library_path, "1", "7", "33"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and " 0 mismatches" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "18 checks" in r.stdout  # (two rows, each with its optional inputs absent and given, three batch sizes)
+
+
 def test_pose_hessian_kernels_match_the_c_target_in_emulation(tmp_path):
     """end_effector_pose_hessian (opt-in: the default fixtures leave it out) with the pose gradient and VJP it shares
     its composite with, on the robot with every joint type on a floating base: kernels and host round trip equal the
