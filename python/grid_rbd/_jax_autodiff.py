@@ -191,6 +191,17 @@ def _tangent_of_q(handle):
     return jax.jit(lambda x, t: q_tangent(model, conv, x, t))
 
 
+def _local_tangents(R, names, primals, tangents, diff, tangent_of_q, also=()):
+    """the tangents of row R's inputs in diff along their local tangent (q's through tangent_of_q; None for a symbolic
+    zero), after refusing a nonzero tangent of an input in neither diff nor also"""
+    for name, t in zip(names, tangents):
+        if name not in diff and name not in also and not isinstance(t, SymbolicZero):
+            raise DifferentiationError(_signatures.not_differentiable_in_message(R, name))
+    by_name = dict(zip(names, zip(primals, tangents)))
+    return [None if isinstance(t, SymbolicZero) else tangent_of_q(x, t) if name == "q" else t
+            for name, (x, t) in ((name, by_name[name]) for name in diff)]
+
+
 @functools.lru_cache(maxsize=None)
 def _cached(handle, row_id, present, attrs):
     R = _signatures.ROWS[row_id]
@@ -201,19 +212,9 @@ def _cached(handle, row_id, present, attrs):
 
     def f_jvp(primals, tangents):
         out = f(*primals)
-        for name, t in zip(names, tangents):
-            if name not in diff and not isinstance(t, SymbolicZero):
-                raise DifferentiationError(_signatures.not_differentiable_in_message(R, name))
-        by_name = dict(zip(names, zip(primals, tangents)))
-        lin = []
-        for name in diff:
-            x, t = by_name[name]
-            if isinstance(t, SymbolicZero):
-                lin.append(jnp.zeros((x.shape[0], handle._np.nv), x.dtype))
-            elif name == "q":
-                lin.append(tangent_of_q(x, t))
-            else:
-                lin.append(t)
+        x0 = primals[0]
+        lin = [jnp.zeros((x0.shape[0], handle._np.nv), x0.dtype) if d is None else d
+               for d in _local_tangents(R, names, primals, tangents, diff, tangent_of_q)]
         tout = _lin_p.bind(*primals, *lin, handle=handle, row=row_id, present=present, attrs=attrs,
                            n_primal=len(primals))
         return out, [tout]
@@ -278,16 +279,9 @@ def _second_order_vjp(handle, row_id, present, attrs):
 
     def f_jvp(primals, tangents):
         out = f(*primals)
-        by_name = dict(zip(names, zip(primals, tangents)))
-        for name, t in zip(names, tangents):
-            if name not in diff and name != "cotangent" and not isinstance(t, SymbolicZero):
-                raise DifferentiationError(_signatures.not_differentiable_in_message(V, name))
-        lam, dlam = by_name["cotangent"]
+        dx = _local_tangents(V, names, primals, tangents, diff, tangent_of_q, also=("cotangent",))
+        lam, dlam = dict(zip(names, zip(primals, tangents)))["cotangent"]
         nv, B = handle._np.nv, lam.shape[0]
-        dx = []
-        for name in diff:
-            x, t = by_name[name]
-            dx.append(None if isinstance(t, SymbolicZero) else tangent_of_q(x, t) if name == "q" else t)
         terms = (not isinstance(dlam, SymbolicZero), any(d is not None for d in dx))
         if terms[1] and so["id"] in handle._missing:
             raise DifferentiationError(_signatures.second_order_missing_message(V, so["name"], "JAX"))

@@ -269,6 +269,23 @@ def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
     return src + (HERE / harness).read_text()
 
 
+def _emulation_program(tmp_path, cu_text, defines=(), harness="cuda_emu_harness.cpp", link=()):
+    """the emulated program of a robot.cu text (_emulated_source with harness), compiled with -D defines and linked
+    with link (objects and libraries after the source): its path; skips without a C++20 compiler"""
+    gxx = _emulation_cxx()
+    if not gxx:
+        pytest.skip("no C++ compiler")
+    src, exe = tmp_path / "emulated.cpp", tmp_path / "emulated"
+    src.write_text(_emulated_source(cu_text, harness))
+    p = subprocess.run([gxx, "-std=c++20", "-O0", "-w", f"-I{HERE}", f"-I{RUNTIME}", f"-I{REPO / 'include'}", *defines,
+                        str(src), *link, "-o", str(exe), "-ldl", "-lpthread"],
+                       capture_output=True, text=True)
+    if p.returncode and "barrier" in p.stderr:
+        pytest.skip(f"{gxx} has no C++20 <barrier>")
+    assert p.returncode == 0, p.stderr[-3000:]
+    return exe
+
+
 @pytest.mark.parametrize("which,defines", [
     ("iiwa", []),                                                            # the default plan, one chunk
     ("synthetic_ff", ["-DGRID_CUDA_SMEM_MAX=0", "-DGRID_CUDA_SMEM_MAX_WIDE=0",  # nothing staged; many chunks
@@ -311,9 +328,6 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defin
     """grid_cuda_<algo> (tiles, plan, tails, variants, rolled workspace and slices) and grid_host_<algo> (chunks,
     packing) run on the CPU, one std::thread per CUDA thread, and must equal the C target of the same robot (float64,
     1e-10; the unrolled C library also for the rolled CUDA ones) at B = 1, 7, 33, 300 (rolled: 70)"""
-    gxx = _emulation_cxx()
-    if not gxx:
-        pytest.skip("no C++ compiler")
     fixture = {"iiwa": "iiwa64_cuda", "synthetic_ff": "synthetic_ff64_cuda", "iiwa_rolled": "iiwa64_rolled_cuda",
                "synthetic_ff_rolled": "synthetic_ff64_rolled_cuda", "joints_ff": "joints_ff64_cuda",
                "joints_ff_rolled": "joints_ff64_rolled_cuda", "mimic_ff": "mimic_ff64_cuda",
@@ -334,14 +348,7 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defin
         assert "grid_cuda_scratch_(" in (entry / "robot.cu").read_text()
     cpu = grid_rbd.register_robot(f"{which}_emu_cpu", dtype="float64", device="cpu", cache_dir=None,
                                   verbose=False, **kw)
-    src = tmp_path / "emulated.cpp"
-    src.write_text(_emulated_source((entry / "robot.cu").read_text()))
-    exe = tmp_path / "emulated"
-    p = subprocess.run([gxx, "-std=c++20", "-O0", "-w", f"-I{HERE}", f"-I{RUNTIME}", f"-I{REPO / 'include'}", *defines,
-                        str(src), "-o", str(exe), "-ldl", "-lpthread"], capture_output=True, text=True)
-    if p.returncode and "barrier" in p.stderr:
-        pytest.skip(f"{gxx} has no C++20 <barrier>")
-    assert p.returncode == 0, p.stderr[-3000:]
+    exe = _emulation_program(tmp_path, (entry / "robot.cu").read_text(), defines)
     # the gradients run in the configurations without knobs (and the rolled / joint-type / mimic ones), with one
     # thread per state, with the split form or the staged FD gradient for small batches only, and with the staged FD
     # gradient in slices; the other knob variants exercise the runtime's staging, chunks and slices on the other rows
@@ -361,9 +368,6 @@ def test_coupled_second_order_kernels_match_the_c_target_in_emulation(tmp_path):
     """idsva_so and fdsva_so on coupled mimic joints (a floating base: the giant root steps as their own functions, the
     full-coordinate tensors and their projection in the workspace): kernels and host round trip equal the C target at
     B = 1, 7, 33 (float64, 1e-10); the CUDA text from emit_source, no nvcc"""
-    gxx = _emulation_cxx()
-    if not gxx:
-        pytest.skip("no C++ compiler")
     algos = ["idsva_so", "fdsva_so"]
     model = _core.Model(mimic_urdf().encode(), "<mimic>", floating_base=True)
     cu = _core.emit_source(model, _core.FLOAT64, 1, _core.SCHEDULE_AUTO,
@@ -371,14 +375,7 @@ def test_coupled_second_order_kernels_match_the_c_target_in_emulation(tmp_path):
     assert "GRID_BIG_FN_ void" in cu and "*const of = ws + " in cu
     cpu = grid_rbd.register_robot("mimic_ff_so_emu_cpu", urdf_string=mimic_urdf(), floating_base=True, dtype="float64",
                                   device="cpu", cache_dir=tmp_path, verbose=False, algorithm_list=algos)
-    src = tmp_path / "emulated.cpp"
-    src.write_text(_emulated_source(cu))
-    exe = tmp_path / "emulated"
-    p = subprocess.run([gxx, "-std=c++20", "-O0", "-w", f"-I{HERE}", f"-I{RUNTIME}", f"-I{REPO / 'include'}",
-                        str(src), "-o", str(exe), "-ldl", "-lpthread"], capture_output=True, text=True)
-    if p.returncode and "barrier" in p.stderr:
-        pytest.skip(f"{gxx} has no C++20 <barrier>")
-    assert p.returncode == 0, p.stderr[-3000:]
+    exe = _emulation_program(tmp_path, cu)
     r = subprocess.run([str(exe), cpu.library_path, "1", "7", "33"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and " 0 mismatches" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
     assert "18 checks" in r.stdout  # (two rows, each with its optional inputs absent and given, three batch sizes)
@@ -389,21 +386,11 @@ def test_pose_hessian_kernels_match_the_c_target_in_emulation(tmp_path):
     its composite with, on the robot with every joint type on a floating base: kernels and host round trip equal the
     C target at B = 1, 7, 33 (float64, 1e-10)"""
     _need_nvcc()
-    gxx = _emulation_cxx()
-    if not gxx:
-        pytest.skip("no C++ compiler")
     algos = ["ee_pose_hessian", "ee_pose_grad", "ee_pose_vjp"]
     kw = dict(urdf_string=JOINTS_URDF, floating_base=True, dtype="float64", verbose=False, algorithm_list=algos)
     entry = Path(grid_rbd.precompile("joints_ff_eeh_cuda", device="cuda", cuda_arch="sm_90", cache_dir=tmp_path, **kw))
     cpu = grid_rbd.register_robot("joints_ff_eeh_emu_cpu", device="cpu", cache_dir=tmp_path, **kw)
-    src = tmp_path / "emulated.cpp"
-    src.write_text(_emulated_source((entry / "robot.cu").read_text()))
-    exe = tmp_path / "emulated"
-    p = subprocess.run([gxx, "-std=c++20", "-O0", "-w", f"-I{HERE}", f"-I{RUNTIME}", f"-I{REPO / 'include'}",
-                        str(src), "-o", str(exe), "-ldl", "-lpthread"], capture_output=True, text=True)
-    if p.returncode and "barrier" in p.stderr:
-        pytest.skip(f"{gxx} has no C++20 <barrier>")
-    assert p.returncode == 0, p.stderr[-3000:]
+    exe = _emulation_program(tmp_path, (entry / "robot.cu").read_text())
     r = subprocess.run([str(exe), cpu.library_path, "1", "7", "33"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and " 0 mismatches" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
     assert "9 checks" in r.stdout  # (three rows at three batch sizes)
@@ -420,9 +407,6 @@ def test_mujoco_convention_on_the_device_in_emulation(tmp_path, request, which, 
     """output_convention="mujoco" on CUDA: the runtime's device passes (grid_cuda_convention_call) on device arrays and
     in the host round trip's chunk buffers equal the CPU passes (convention.c) around the C target, every row and
     variant, B = 1, 7, 33, 300 (float64, 1e-10), and leave the caller's inputs untouched"""
-    gxx = _emulation_cxx()
-    if not gxx:
-        pytest.skip("no C++ compiler")
     entry = request.getfixturevalue({"synthetic_ff": "synthetic_ff64_cuda",
                                      "synthetic_ff_rolled": "synthetic_ff64_rolled_cuda"}[which])
     urdf = tmp_path / "synthetic.urdf"
@@ -432,15 +416,8 @@ def test_mujoco_convention_on_the_device_in_emulation(tmp_path, request, which, 
     lib = REPO / "build" / "libgrid.a"
     if subprocess.run(["make", "-s", "build/libgrid.a"], cwd=REPO, capture_output=True).returncode or not lib.is_file():
         pytest.skip("build/libgrid.a could not be made")
-    src = tmp_path / "emulated.cpp"
-    src.write_text(_emulated_source((entry / "robot.cu").read_text(), "cuda_emu_convention.cpp"))
-    exe = tmp_path / "emulated"
-    p = subprocess.run([gxx, "-std=c++20", "-O0", "-w", f"-I{HERE}", f"-I{RUNTIME}", f"-I{REPO / 'include'}", *defines,
-                        str(src), str(lib), "-o", str(exe), "-lexpat", "-lm", "-ldl", "-lpthread"],
-                       capture_output=True, text=True)
-    if p.returncode and "barrier" in p.stderr:
-        pytest.skip(f"{gxx} has no C++20 <barrier>")
-    assert p.returncode == 0, p.stderr[-3000:]
+    exe = _emulation_program(tmp_path, (entry / "robot.cu").read_text(), defines, "cuda_emu_convention.cpp",
+                             (str(lib), "-lexpat", "-lm"))
     r = subprocess.run([str(exe), cpu.library_path, str(urdf), "1", "7", "33", "300"], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
