@@ -556,8 +556,26 @@ static int assign_parts(const int *sel, const sym_stats *fstats, const int *sche
     return nparts;
 }
 
+/* A float32 library's rows computed in float64 (emit_method.wide_real) live in a part of their own: a float64 library
+   of those rows alone (its own prologue and tables, one part), without metadata, whose entry points are renamed
+   grid_f64_<row> (grid_cuda_f64_, grid_host_f64_) by macros at its top; the float32 parts' entries of those rows
+   widen the inputs, call them and round the outputs (emit_target.widened) */
+typedef struct {
+    int f64_part;                       /* 1: emitting that part */
+    size_t work_bytes[GRID_ALGO_COUNT]; /* out: each of its rows' workspace bytes per state (scalar rows only) */
+} wide_part;
+
+static int emit_library(const grid_model *m, const grid_emit_options *opts, wide_part *inner, char **source,
+                        size_t *len, grid_emit_stats *stats, grid_error *err);
+
 int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, char **source, size_t *len,
                            grid_emit_stats *stats, grid_error *err)
+{
+    return emit_library(m, opts, NULL, source, len, stats, err);
+}
+
+static int emit_library(const grid_model *m, const grid_emit_options *opts, wide_part *inner, char **source,
+                        size_t *len, grid_emit_stats *stats, grid_error *err)
 {
     grid_emit_options o = opts ? *opts : grid_emit_options_default();
     if (source) *source = NULL;
@@ -585,10 +603,34 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
     }
     const char *hash = o.model_hash ? o.model_hash : "";
     if (!valid_hash(hash)) return grid_error_set(err, GRID_ERR_ARG, 0, 0, "model_hash must be at most 128 hex digits");
+    /* the rows computed in float64 (wide), emitted first as the float64 part; gen: the rows this emission writes */
+    int wide[GRID_ALGO_COUNT] = {0}, wide_ids[GRID_ALGO_COUNT], n_wide = 0, gen[GRID_ALGO_COUNT];
+    for (int a = 0; a < GRID_ALGO_COUNT; a++) {
+        if (sel[a] && re->is_float && !inner && emit_method_of(a)->wide_real) {
+            wide[a] = 1;
+            wide_ids[n_wide++] = a;
+        }
+        gen[a] = sel[a] && !wide[a];
+    }
+    char *src64 = NULL;
+    size_t len64 = 0;
+    grid_emit_stats st64;
+    wide_part part64 = {1, {0}};
+    if (n_wide) {
+        grid_emit_options o64 = o;
+        o64.dtype = GRID_FLOAT64;
+        o64.methods = wide_ids;
+        o64.n_methods = n_wide;
+        const int r64 = emit_library(m, &o64, &part64, &src64, &len64, &st64, err);
+        if (r64 != GRID_OK) return r64;
+    }
 
     em_model em;
     int rc = em_model_init(&em, m, err);
-    if (rc != GRID_OK) return rc;
+    if (rc != GRID_OK) {
+        free(src64);
+        return rc;
+    }
     ew_writer w, fw[MAX_FNS];
     ew_init(&w);
     for (int f = 0; f < n_fns; f++) ew_init(&fw[f]);
@@ -600,7 +642,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
     /* per-state functions the selected rows call, each into its own buffer */
     int need[MAX_FNS] = {0};
     for (int a = 0; a < GRID_ALGO_COUNT; a++)
-        for (int s = 0; s < NSLOT && sel[a]; s++)
+        for (int s = 0; s < NSLOT && gen[a]; s++)
             if (layouts[a].slot[s] >= 0) need[layouts[a].slot[s]] = 1;
     for (int f = 0; f < n_fns; f++)
         for (int c = 0; c < MAX_CALLS && need[f]; c++)
@@ -681,7 +723,12 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
     }
     cx.w = &w;
     int part[GRID_ALGO_COUNT];
-    const int nparts = assign_parts(sel, fstats, sched, part);
+    int nparts = assign_parts(gen, fstats, sched, part);
+    if (inner) { /* the float64 part is one part of the library: no guards of its own */
+        for (int a = 0; a < GRID_ALGO_COUNT; a++)
+            if (part[a] >= 0) part[a] = 0;
+        nparts = 1;
+    }
 
     /* the concrete rows of this robot: shapes, attribute ranges, workspace bytes per thread; and the widest
        optional input (the zeros an absent one reads) */
@@ -693,24 +740,40 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
         long work = 0;
         for (int s = 0; s < NSLOT; s++)
             if (layouts[a].slot[s] >= 0 && fstats[layouts[a].slot[s]].work > work) work = fstats[layouts[a].slot[s]].work;
-        row_lanes[a] = rc == GRID_OK && vec[layouts[a].slot[0]];
+        row_lanes[a] = rc == GRID_OK && !wide[a] && vec[layouts[a].slot[0]];
         if (row_lanes[a]) { /* a large tile lives in the workspace (fill_entry, the same sum) */
             grid_method_info r0;
             grid_sig_concrete(a, &sizes, 0, &r0);
             work += (long)emit_lane_tile(&r0, layouts[a].param_in);
         }
-        grid_sig_concrete(a, &sizes, (size_t)work * (size_t)o.dtype, &rows[a]);
-        for (int k = 0; sel[a] && k < rows[a].n_in; k++)
+        grid_sig_concrete(a, &sizes, wide[a] ? part64.work_bytes[a] : (size_t)work * (size_t)o.dtype, &rows[a]);
+        for (int k = 0; gen[a] && k < rows[a].n_in; k++)
             if (rows[a].in[k].optional && rows[a].in[k].width > nz) nz = rows[a].in[k].width;
+        if (inner && sel[a]) {
+            assert(!row_lanes[a]); /* a widened entry passes its thread's workspace on: scalar rows only */
+            inner->work_bytes[a] = rows[a].work_bytes;
+        }
     }
 
     /* prologue, shared by every part: banner, includes, ABI structs, the real type, helpers */
     if (rc == GRID_OK) {
-        if (nparts > 1)
+        if (n_wide)
+            ew_printf(&w, "/* grid-rbd parts: %d (compile as %d objects with -DGRID_PART=1..%d and link them: part %d is "
+                          "float64) */\n#ifndef GRID_PART\n#error \"this library computes rows in float64 in a part of "
+                          "its own: compile it as %d objects with -DGRID_PART=1..%d\"\n#endif\n#if GRID_PART < %d\n",
+                      nparts + 1, nparts + 1, nparts + 1, nparts + 1, nparts + 1, nparts + 1, nparts + 1);
+        else if (nparts > 1)
             ew_printf(&w, "/* grid-rbd parts: %d (compile once, or as %d objects with -DGRID_PART=1..%d and link them) */\n",
                       nparts, nparts, nparts);
         else
             ew_puts(&w, "/* grid-rbd parts: 1 */\n");
+        for (int a = 0; a < GRID_ALGO_COUNT && inner; a++)
+            if (sel[a])
+                ew_printf(&w, "/* the float64 part's entry points, beside the float32 library's */\n"
+                              "#define grid_%s grid_f64_%s\n#define grid_cuda_%s grid_cuda_f64_%s\n"
+                              "#define grid_host_%s grid_host_f64_%s\n",
+                          grid_algo_name(a), grid_algo_name(a), grid_algo_name(a), grid_algo_name(a),
+                          grid_algo_name(a), grid_algo_name(a));
         write_banner(&cx, &o, sel);
         ew_puts(&w, t->includes);
         ew_puts(&w, "\n");
@@ -733,7 +796,9 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
                 if (row_uses(a, f, sched)) fn_in_part[f] = 1;
         }
         if (nparts > 1) ew_printf(&w, "#if !defined(GRID_PART) || GRID_PART == %d\n\n", p + 1);
-        if (p == 0) write_meta(&cx, &o, rows, sel, row_lanes, hash);
+        if (p == 0 && !inner) write_meta(&cx, &o, rows, sel, row_lanes, hash);
+        for (int a = 0; a < GRID_ALGO_COUNT && p == 0; a++)
+            if (wide[a]) t->widened(&w, t, &rows[a]);
         if (zeros)
             /* once per translation unit, whichever parts it holds */
             ew_printf(&w, "#ifndef GRID_ZEROS_\n#define GRID_ZEROS_\n"
@@ -748,10 +813,22 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
             if (part[a] == p) write_entry(&cx, a, rows, fstats, vec, rolled, ilv, sched);
         if (nparts > 1) ew_printf(&w, "#endif /* GRID_PART %d */\n\n", p + 1);
     }
+    if (rc == GRID_OK && n_wide) {
+        ew_printf(&w, "#else /* GRID_PART %d: the rows computed in float64 */\n", nparts + 1);
+        ew_putn(&w, src64, len64);
+        ew_printf(&w, "#endif /* GRID_PART %d */\n", nparts + 1);
+    }
     if (stats && rc == GRID_OK) {
-        stats->parts = nparts;
+        stats->parts = nparts + (n_wide > 0);
         for (int a = 0; a < GRID_ALGO_COUNT; a++) {
-            if (!sel[a]) continue;
+            if (wide[a]) {
+                stats->statements[a] = st64.statements[a];
+                stats->rolled[a] = st64.rolled[a];
+                stats->work[a] = st64.work[a];
+                stats->flops[a] = st64.flops[a];
+                stats->transcendental[a] = st64.transcendental[a];
+            }
+            if (!gen[a]) continue;
             const sym_stats *ms = &fstats[layouts[a].slot[layouts[a].main]];
             stats->statements[a] = algo_statements(a, fstats);
             stats->rolled[a] = rolled[layouts[a].slot[0]];
@@ -761,6 +838,7 @@ int grid_emit_source_stats(const grid_model *m, const grid_emit_options *opts, c
         }
     }
     em_model_free(&em);
+    free(src64);
     for (int f = 0; f < n_fns; f++) ew_free(&fw[f]);
     if (rc != GRID_OK) {
         ew_free(&w);

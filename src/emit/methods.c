@@ -201,12 +201,14 @@ static const emit_method methods[GRID_ALGO_COUNT] = {
     [GRID_ALGO_IDSVA_SO] = {.row = GRID_ALGO_IDSVA_SO, .shares = -1, .variants = {Q | V | A | F}, .lanes = 1,
                             .budget = BUDGET_GRADIENT, .program = ea_idsva_so_program},
     /* qdd = fd, the first- and second-order RNEA derivatives at qdd, M^-1; q, qd, u, f_ext, qdd, D, T, M^-1 and a
-       column in its workspace; 4 nv^4 + 4 nv^3 flops */
+       column in its workspace; 4 nv^4 + 4 nv^3 flops; in float64 in a float32 library (its ingredients' float32
+       errors, amplified by the products with M^-1, put g1's entries 50 % off: bench/RESULTS.md) */
     [GRID_ALGO_FDSVA_SO] = {.row = GRID_ALGO_FDSVA_SO, .shares = -1, .variants = {Q | V | A | F},
                             .callees = {{GRID_ALGO_FD, Q | V | A | F}, {GRID_ALGO_RNEA_GRAD, Q | V | A | F},
                                         {GRID_ALGO_IDSVA_SO, Q | V | A | F}, {GRID_ALGO_MINV, Q}},
                             .n_callees = 4, .composite = emit_template_composite, .template = grid_fdsva_so_h_start,
-                            .template_work = {0, 1, 4, 3, 4, 6}, .template_flops = {0, 0, 0, 4, 10, 0}},
+                            .template_work = {0, 1, 4, 3, 4, 6}, .template_flops = {0, 0, 0, 4, 10, 0},
+                            .wide_real = 1},
     /* the poses and each end effector's frame Jacobian, as the gradient; its arrays and the world columns in ws */
     [GRID_ALGO_EE_POSE_HESSIAN] = {.row = GRID_ALGO_EE_POSE_HESSIAN, .shares = -1, .variants = {Q},
                                    .callees = {{GRID_ALGO_EE_POSE, Q}, {GRID_ALGO_FRAME_JACOBIAN, Q}}, .n_callees = 2,

@@ -82,6 +82,9 @@ typedef struct emit_method {
     long template_work[6], template_flops[6];
     int composite_groups; /* 1: its rolled scalar form is a template on a state's lanes, or interleaved over a warp */
     int staged_cuda;      /* 1: its CUDA entry launches its callees' kernels one after another (docs/cuda.md) */
+    int wide_real;        /* 1: a float32 library computes it in float64 (a part of its own, float64 code; the entry
+                             widens the inputs and rounds the outputs): its float32 chain misses the accuracy target
+                             (docs/emitter.md, "Rows computed in float64") */
 } emit_method;
 
 /* a program of the table (program.h): one description of both schedules for the per-state function sp of cx */

@@ -354,6 +354,63 @@ static void write_split_c(ew_writer *w, const emit_target *t, const emit_entry *
     ew_puts(w, "        }\n    }\n    free(pk);\n    return rc;\n}\n\n");
 }
 
+/* ---- a row computed in float64 in a float32 library (emit_method.wide_real) ---- */
+
+long long emit_widened_reals(const grid_method_info *r)
+{
+    long long per = 0;
+    for (int j = 0; j < r->n_in; j++) per += r->in[j].width;
+    for (int j = 0; j < r->n_out; j++) per += r->out[j].width;
+    return per;
+}
+
+void emit_write_widened_loop(ew_writer *w, const grid_method_info *r, const char *prefix, const char *stream)
+{
+    ew_printf(w, "    const void *in[%d];\n    void *out[%d];\n    grid_call pc = *c;\n    pc.in = in;\n    pc.out = out;\n"
+                 "    int rc = 0;\n    for (long long at = 0; at < n && !rc; at += S) {\n"
+                 "        const long long k = n - at < S ? n - at : S;\n",
+              r->n_in, r->n_out);
+    long long off = 0;
+    for (int j = 0; j < r->n_in; j++, off += r->in[j - 1].width)
+        ew_printf(w, "        in[%d] = c->in[%d] ? grid_widen_((const grid_real *)c->in[%d] + at * %lldLL, x + K * %lldLL, "
+                     "k * %lldLL%s) : 0; /* %s */\n",
+                  j, j, j, r->in[j].width, off, r->in[j].width, stream, r->in[j].name);
+    const long long out_at = off;
+    for (int j = 0; j < r->n_out; j++, off += r->out[j - 1].width)
+        ew_printf(w, "        out[%d] = x + K * %lldLL; /* %s */\n", j, off, r->out[j].name);
+    ew_printf(w, "        pc.batch = k;\n        rc = grid_%sf64_%s(&pc);\n", prefix, r->name);
+    off = out_at;
+    for (int j = 0; j < r->n_out; j++, off += r->out[j - 1].width)
+        ew_printf(w, "        if (!rc) grid_narrow_(x + K * %lldLL, (grid_real *)c->out[%d] + at * %lldLL, k * %lldLL%s);\n",
+                  off, j, r->out[j].width, r->out[j].width, stream);
+    assert(off == emit_widened_reals(r));
+    ew_puts(w, "    }\n");
+}
+
+/* the C target's: slices of at least 64 states, or of 32 MiB of float64 scratch, on the heap */
+static void widened_c(ew_writer *w, const emit_target *t, const grid_method_info *r)
+{
+    const long long per = emit_widened_reals(r), S = (32LL << 20) / (8 * (per > 0 ? per : 1)) > 64 ?
+                                                        (32LL << 20) / (8 * (per > 0 ? per : 1)) : 64;
+    ew_puts(w, "#ifndef GRID_WIDEN_\n#define GRID_WIDEN_\n#include <stdlib.h>\n"
+               "/* a float32 slice as float64 (a widened entry's inputs), and back (its outputs) */\n"
+               "static const void *grid_widen_(const grid_real *s, double *d, const long long n)\n{\n"
+               "    for (long long i = 0; i < n; i++) d[i] = s[i];\n    return d;\n}\n\n"
+               "static void grid_narrow_(const double *s, grid_real *d, const long long n)\n{\n"
+               "    for (long long i = 0; i < n; i++) d[i] = (grid_real)s[i];\n}\n#endif\n\n");
+    ew_printf(w, "int grid_f64_%s(const grid_call *c); /* the library's float64 part */\n\n"
+                 "/* %s: computed in float64 by the library's float64 part, %lld states at a time */\n"
+                 "%s int grid_%s(const grid_call *c)\n{\n",
+              r->name, r->name, S, t->export_fn, r->name);
+    emit_write_checks(w, r);
+    ew_printf(w, "    const long long n = c->batch, S = %lldLL, K = n < S ? n : S;\n"
+                 "    double *const x = (double *)malloc((size_t)K * %lldu * sizeof(double) + 1);\n"
+                 "    if (!x) return 6; /* GRID_ERR_NOMEM */\n",
+              S, per);
+    emit_write_widened_loop(w, r, "", "");
+    ew_puts(w, "    free(x);\n    return rc;\n}\n\n");
+}
+
 static void batch_c(ew_writer *w, const emit_target *t, const emit_entry *e)
 {
     const int nvar = emit_variant_count(e);
@@ -462,7 +519,7 @@ static const emit_target targets[] = {
      "#ifdef _OPENMP\n#pragma omp simd\n#endif\n", "static inline __attribute__((unused))", "restrict", "static const",
      "static const __attribute__((unused))" /* a part may hold rolled functions that read only some tables */, "", "",
      "#include <math.h>\n#include <stddef.h>\n#ifdef _OPENMP\n#include <omp.h>\n#endif\n",
-     "__attribute__((visibility(\"default\")))", 1, "", "", batch_c},
+     "__attribute__((visibility(\"default\")))", 1, "", "", batch_c, widened_c},
     {GRID_TARGET_CUDA, "cuda", "static __device__ __forceinline__", "static __device__ __forceinline__",
      "GRID_BIG_FN_" /* (cuda_host.h: its own function unless GRID_CUDA_INLINE_BIG) */, 10000, "",
      "static __device__ __forceinline__ __attribute__((unused))", "__restrict__", "static __constant__ const",
@@ -471,7 +528,7 @@ static const emit_target targets[] = {
      "#include <math.h>\n#include <stddef.h>\n#include <cuda_runtime.h>\n"
      "#include \"cuda_host.h\" /* the knobs and the host runtime's interface (src/runtime; -I at build time) */\n",
      "extern \"C\" __attribute__((visibility(\"default\")))", 0, "template <int GRID_G_ = 1> ",
-     ", const int gl = 0, const unsigned gm = 0xffffffffu", emit_cuda_batch},
+     ", const int gl = 0, const unsigned gm = 0xffffffffu", emit_cuda_batch, emit_cuda_widened},
 };
 
 const emit_target *emit_target_get(int target)

@@ -69,6 +69,11 @@ int emit_param_optional(const emit_entry *e, int p);
    when the tile is too large for the stack (EMIT_TILE_STACK_MAX), else 0: it then lives in the workspace */
 #define EMIT_TILE_STACK_MAX 4096
 long long emit_lane_tile(const grid_method_info *row, const int *param_in);
+/* a widened entry (emit_target.widened): the float64 reals of one state's inputs and outputs, and its slice loop
+   (both targets): c's inputs widened into x (K states per array), grid_<prefix>f64_<row> called on the slice, the
+   outputs rounded back; stream is the helpers' extra argument ("" on the C target, ", s" on CUDA) */
+long long emit_widened_reals(const grid_method_info *r);
+void emit_write_widened_loop(ew_writer *w, const grid_method_info *r, const char *prefix, const char *stream);
 /* the local pointer name of parameter p in the wrappers: "q", "v", "a", "f", "g" */
 const char *emit_param_name(int p);
 /* the variant slots in use (2^n_opt) and the function of slot k (slot 0 for an empty slot) */
@@ -112,6 +117,10 @@ typedef struct emit_target {
     const char *group_params;  /* their trailing parameters: the lane within the group and the warp's live lanes */
     /* the batch entry point of one method (and any kernels it launches) */
     void (*batch)(ew_writer *w, const struct emit_target *t, const emit_entry *e);
+    /* the entry of a row a float32 library computes in float64 (emit_method.wide_real): slices of its batch widened
+       into scratch, grid_f64_<row> (grid_cuda_f64_<row>) of the library's float64 part called on them, the outputs
+       rounded back; r->work_bytes is that function's workspace per state */
+    void (*widened)(ew_writer *w, const struct emit_target *t, const grid_method_info *r);
 } emit_target;
 
 const emit_target *emit_target_get(int target);   /* NULL when unknown */

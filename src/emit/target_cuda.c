@@ -585,6 +585,66 @@ static void write_split_cuda(ew_writer *w, const emit_target *t, const emit_entr
               r->name);
 }
 
+/* the host entries of row r: grid_host_<row> (host pointers: the round trip on the library's stream, through
+   grid_cuda_<row>, whose per-state workspace is work reals of real_size bytes) and the ABI's grid_<row> */
+static void write_host_entries(ew_writer *w, const emit_target *t, const grid_method_info *r, long long work,
+                               const char *real_size)
+{
+    ew_printf(w, "/* %s on host arrays: copied in, launched and copied out on the library's stream, synchronised */\n",
+              r->name);
+    ew_printf(w, "%s int grid_host_%s(const grid_call *c)\n{\n", t->export_fn, r->name);
+    emit_write_checks(w, r);
+    ew_printf(w, "    const grid_io_ io = {grid_cuda_%s, %d, %d, {", r->name, r->n_in, r->n_out);
+    for (int k = 0; k < r->n_in; k++) {
+        if (r->in[k].optional) ew_printf(w, "%sc->in[%d] ? %lldLL : 0LL", k ? ", " : "", k, r->in[k].width);
+        else ew_printf(w, "%s%lldLL", k ? ", " : "", r->in[k].width);
+    }
+    ew_puts(w, "}, {");
+    for (int k = 0; k < r->n_out; k++) ew_printf(w, "%s%lldLL", k ? ", " : "", r->out[k].width);
+    ew_printf(w, "}, (int)sizeof(grid_real), %lldLL * (long long)%s};\n"
+                 "    return grid_cuda_round_trip_(c, &io);\n}\n\n", work, real_size);
+    /* the ABI's host entry point (include/grid/abi.h) */
+    ew_printf(w, "%s int grid_%s(const grid_call *c)\n{\n    return grid_host_%s(c);\n}\n\n", t->export_fn, r->name, r->name);
+}
+
+void emit_cuda_widened(ew_writer *w, const emit_target *t, const grid_method_info *r)
+{
+    const long long per = emit_widened_reals(r);
+    ew_puts(w, "#ifndef GRID_WIDEN_\n#define GRID_WIDEN_\n"
+               "/* a float32 slice as float64 (a widened entry's inputs), and back (its outputs), on the stream */\n"
+               "static __global__ void grid_widen_k_(const grid_real *__restrict__ s, double *__restrict__ d, const long long n)\n{\n"
+               "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)\n"
+               "        d[i] = s[i];\n}\n\n"
+               "static __global__ void grid_narrow_k_(const double *__restrict__ s, grid_real *__restrict__ d, const long long n)\n{\n"
+               "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)\n"
+               "        d[i] = (grid_real)s[i];\n}\n\n"
+               "static const void *grid_widen_(const grid_real *s, double *d, const long long n, const cudaStream_t st)\n{\n"
+               "    const long long b = (n + 255) / 256;\n"
+               "    if (n > 0) grid_widen_k_<<<(unsigned)(b < 4096 ? b : 4096), 256, 0, st>>>(s, d, n);\n    return d;\n}\n\n"
+               "static void grid_narrow_(const double *s, grid_real *d, const long long n, const cudaStream_t st)\n{\n"
+               "    const long long b = (n + 255) / 256;\n"
+               "    if (n > 0) grid_narrow_k_<<<(unsigned)(b < 4096 ? b : 4096), 256, 0, st>>>(s, d, n);\n}\n#endif\n\n");
+    ew_printf(w, "extern \"C\" int grid_cuda_f64_%s(const grid_call *c); /* the library's float64 part */\n\n"
+                 "/* %s on device arrays: computed in float64 by the library's float64 part, slices of float64 scratch "
+                 "from the stream's pool */\n%s int grid_cuda_%s(const grid_call *c)\n{\n",
+              r->name, r->name, t->export_fn, r->name);
+    emit_write_checks(w, r);
+    ew_printf(w, "    const cudaStream_t s = (cudaStream_t)c->stream;\n"
+                 "    const long long n = c->batch, S = grid_cuda_slice_states(n, %lldu * sizeof(double), GRID_CUDA_STAGED_BYTES),\n"
+                 "                    K = n < S ? n : S;\n"
+                 "    void *xv = 0;\n"
+                 "    const int rs = grid_cuda_scratch_((size_t)K * %lldu * sizeof(double), c->stream, &xv);\n"
+                 "    if (rs) return rs;\n"
+                 "    double *const x = (double *)xv;\n",
+              per, per);
+    emit_write_widened_loop(w, r, "cuda_", ", s");
+    ew_printf(w, "    const cudaError_t e = cudaGetLastError();\n"
+                 "    const int rd = grid_cuda_scratch_done_(xv, c->stream);\n"
+                 "    return rc ? rc : e != cudaSuccess ? grid_cuda_fail_(e, \"widening or rounding the slices of grid_cuda_%s\") : rd;\n}\n\n",
+              r->name);
+    write_host_entries(w, t, r, (long long)(r->work_bytes / sizeof(double)), "sizeof(double)");
+}
+
 void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e)
 {
     const grid_method_info *r = e->row;
@@ -637,20 +697,5 @@ void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e)
         r = e->split;
     }
 
-    /* host pointers: the round trip on the library's stream */
-    ew_printf(w, "/* %s on host arrays: copied in, launched and copied out on the library's stream, synchronised */\n",
-              r->name);
-    ew_printf(w, "%s int grid_host_%s(const grid_call *c)\n{\n", t->export_fn, r->name);
-    emit_write_checks(w, r);
-    ew_printf(w, "    const grid_io_ io = {grid_cuda_%s, %d, %d, {", r->name, r->n_in, r->n_out);
-    for (int k = 0; k < r->n_in; k++) {
-        if (r->in[k].optional) ew_printf(w, "%sc->in[%d] ? %lldLL : 0LL", k ? ", " : "", k, r->in[k].width);
-        else ew_printf(w, "%s%lldLL", k ? ", " : "", r->in[k].width);
-    }
-    ew_puts(w, "}, {");
-    for (int k = 0; k < r->n_out; k++) ew_printf(w, "%s%lldLL", k ? ", " : "", r->out[k].width);
-    ew_printf(w, "}, (int)sizeof(grid_real), %lldLL * (long long)sizeof(grid_real)};\n"
-                 "    return grid_cuda_round_trip_(c, &io);\n}\n\n", e->work);
-    /* the ABI's host entry point (include/grid/abi.h) */
-    ew_printf(w, "%s int grid_%s(const grid_call *c)\n{\n    return grid_host_%s(c);\n}\n\n", t->export_fn, r->name, r->name);
+    write_host_entries(w, t, r, e->work, "sizeof(grid_real)");
 }

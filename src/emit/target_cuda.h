@@ -8,6 +8,8 @@
    per state, inputs staged through shared memory per warp), grid_cuda_<name> (device pointers,
    call->stream) and grid_host_<name> / grid_<name> (host pointers: copy in, launch, copy out) */
 void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e);
+/* the CUDA target's entries of a row computed in float64 (emit_target.widened) */
+void emit_cuda_widened(ew_writer *w, const emit_target *t, const grid_method_info *r);
 
 /* written once, after the real type and before the parts: the tile macros and staging helpers (the knobs and
    the runtime's declarations come from cuda_host.h, which the CUDA includes name) */

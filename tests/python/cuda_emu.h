@@ -28,7 +28,7 @@
 struct emu_dim {
     unsigned x, y, z;
 };
-inline thread_local emu_dim threadIdx, blockIdx, blockDim;
+inline thread_local emu_dim threadIdx, blockIdx, blockDim, gridDim;
 inline thread_local unsigned char *emu_smem_ptr;
 // the fibers of the warp being run: lane contexts, and the scheduler's context a lane yields to
 struct emu_lane {
@@ -58,8 +58,8 @@ struct cudaDeviceProp {
     int major, minor, multiProcessorCount, l2CacheSize, regsPerMultiprocessor;
     size_t sharedMemPerMultiprocessor, sharedMemPerBlockOptin, totalGlobalMem;
 };
-static size_t emu_alloc_limit = (size_t)1 << 40;  // cudaMalloc beyond this fails (out of memory)
-static cudaError_t emu_last = 0;
+inline size_t emu_alloc_limit = (size_t)1 << 40;  // cudaMalloc beyond this fails (out of memory)
+inline cudaError_t emu_last = 0;
 inline cudaError_t cudaMalloc(void **p, size_t n)
 {
     if (n > emu_alloc_limit) {
@@ -70,7 +70,7 @@ inline cudaError_t cudaMalloc(void **p, size_t n)
     return 0;
 }
 inline cudaError_t cudaFree(void *p) { free(p); return 0; }
-static int emu_async_live = 0;  // stream-ordered allocations not yet freed (the harness checks it returns to 0)
+inline int emu_async_live = 0;  // stream-ordered allocations not yet freed (the harness checks it returns to 0)
 inline cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t)
 {
     cudaError_t e = cudaMalloc(p, n);
@@ -85,7 +85,7 @@ enum cudaMemLocationType { cudaMemLocationTypeDevice = 1 };
 enum cudaMemPoolAttr { cudaMemPoolAttrReleaseThreshold = 4 };
 struct cudaMemLocation { cudaMemLocationType type; int id; };
 struct cudaMemPoolProps { cudaMemAllocationType allocType; cudaMemAllocationHandleType handleTypes; cudaMemLocation location; };
-static int emu_pools = 0;  // pools created (one per device at most)
+inline int emu_pools = 0;  // pools created (one per device at most)
 inline cudaError_t cudaMemPoolCreate(cudaMemPool_t *p, const cudaMemPoolProps *props)
 {
     if (props->location.type != cudaMemLocationTypeDevice || props->allocType != cudaMemAllocationTypePinned) return 1;
@@ -147,7 +147,7 @@ inline const char *cudaGetErrorName(cudaError_t e) { return e ? "cudaErrorMemory
 // A warp runs in rounds: each live lane runs until its next __syncwarp or its end, so a round is one phase of the
 // warp barrier (a finished lane drops out of it, as arrive_and_drop). Lane stacks (8 MiB each, committed as touched,
 // like a thread's) are kept per calling thread and reused.
-static long long emu_smem_max = 0;
+inline long long emu_smem_max = 0;
 inline thread_local void (*emu_body)(void *);
 inline thread_local void *emu_body_arg;
 inline void emu_lane_main()
@@ -197,6 +197,7 @@ void emu_launch(K kernel, unsigned blocks, unsigned threads, long long smem, cud
                     threadIdx = {w0 + l, 0, 0};
                     blockIdx = {b, 0, 0};
                     blockDim = {threads, 1, 1};
+                    gridDim = {blocks, 1, 1};
                     emu_cur = &lanes[l];
                     swapcontext(&emu_sched_ctx, &lanes[l].ctx);
                     live += !lanes[l].done;

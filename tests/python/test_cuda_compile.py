@@ -258,28 +258,40 @@ def _emulation_cxx():
 
 def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
     """robot.cu and the host runtime it links (src/runtime/cuda_runtime.cu) rewritten for cuda_emu.h, with the harness
-    appended; compiled with -I src/runtime -I include (cuda_host.h, conv_state.h, grid/abi.h, grid/convention.h)"""
-    src = cu_text + "\n" + (RUNTIME / "cuda_runtime.cu").read_text()
+    appended (harness None: robot.cu alone, a further part of it); compiled with -I src/runtime -I include
+    (cuda_host.h, conv_state.h, grid/abi.h, grid/convention.h)"""
+    src = cu_text + ("\n" + (RUNTIME / "cuda_runtime.cu").read_text() if harness else "")
     src = src.replace("#include <cuda_runtime.h>\n", '#include "cuda_emu.h"\n')
     src = src.replace("extern __shared__ __align__(16) unsigned char grid_smem_[];",
                       "unsigned char *grid_smem_ = emu_smem_ptr;")
     src = re.sub(r"(\w+)<<<([^,]+), ([^,]+), ([^,]+), ([^>]+)>>>\(([^;]*)\);",
                  lambda m: f"emu_launch({m[1]}, {m[2]}, {m[3]}, {m[4]}, {m[5]}{', ' if m[6] else ''}{m[6]});", src)
     assert "<<<" not in src and "__shared__" not in src
-    return src + (HERE / harness).read_text()
+    return src + ((HERE / harness).read_text() if harness else "")
 
 
 def _emulation_program(tmp_path, cu_text, defines=(), harness="cuda_emu_harness.cpp", link=()):
     """the emulated program of a robot.cu text (_emulated_source with harness), compiled with -D defines and linked
-    with link (objects and libraries after the source): its path; skips without a C++20 compiler"""
+    with link (objects and libraries after the source): its path; skips without a C++20 compiler. A text of several
+    parts that must be compiled apart (a float64 part: "grid-rbd parts: N (compile as"): part 1 with the runtime and
+    the harness, each further part alone, linked"""
     gxx = _emulation_cxx()
     if not gxx:
         pytest.skip("no C++ compiler")
     src, exe = tmp_path / "emulated.cpp", tmp_path / "emulated"
     src.write_text(_emulated_source(cu_text, harness))
-    p = subprocess.run([gxx, "-std=c++20", "-O0", "-w", f"-I{HERE}", f"-I{RUNTIME}", f"-I{REPO / 'include'}", *defines,
-                        str(src), *link, "-o", str(exe), "-ldl", "-lpthread"],
-                       capture_output=True, text=True)
+    flags = ["-std=c++20", "-O0", "-w", f"-I{HERE}", f"-I{RUNTIME}", f"-I{REPO / 'include'}", *defines]
+    m = re.match(r"/\* grid-rbd parts: (\d+) \(compile as", cu_text)
+    parts = []
+    for k in range(2, int(m[1]) + 1 if m else 0):
+        part_src, obj = tmp_path / f"emulated_part{k}.cpp", tmp_path / f"emulated_part{k}.o"
+        part_src.write_text(_emulated_source(cu_text, None))
+        p = subprocess.run([gxx, *flags, f"-DGRID_PART={k}", "-c", str(part_src), "-o", str(obj)],
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr[-3000:]
+        parts.append(str(obj))
+    p = subprocess.run([gxx, *flags, *(["-DGRID_PART=1"] if m else []), str(src), *parts, *link, "-o", str(exe),
+                        "-ldl", "-lpthread"], capture_output=True, text=True)
     if p.returncode and "barrier" in p.stderr:
         pytest.skip(f"{gxx} has no C++20 <barrier>")
     assert p.returncode == 0, p.stderr[-3000:]
@@ -379,6 +391,27 @@ def test_coupled_second_order_kernels_match_the_c_target_in_emulation(tmp_path):
     r = subprocess.run([str(exe), cpu.library_path, "1", "7", "33"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and " 0 mismatches" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
     assert "18 checks" in r.stdout  # (two rows, each with its optional inputs absent and given, three batch sizes)
+
+
+def test_rows_computed_in_float64_match_the_c_target_in_emulation(tmp_path):
+    """a float32 library computes fdsva_so in float64 (emit_method.wide_real): its CUDA text is two parts, the float64
+    one with its entry points renamed, the float32 one widening the inputs and rounding the outputs around them in
+    slices on the stream (of 32 states here: B = 33 takes two); emulated, its kernels and host round trip equal the C
+    target's float32 library (widened the same way) at B = 1, 7, 33, beside a float32 row (rnea) in the same library"""
+    algos = ["fdsva_so", "rnea"]
+    model = _core.Model(SYNTHETIC_URDF.encode(), "<synthetic>", floating_base=True)
+    cu = _core.emit_source(model, _core.FLOAT32, 1, _core.SCHEDULE_AUTO,
+                           methods=[_signatures.row(a)["id"] for a in algos])
+    assert cu.startswith("/* grid-rbd parts: 2 (compile as 2 objects") and "#error" in cu.split("#if GRID_PART < 2")[0]
+    assert "#define grid_cuda_fdsva_so grid_cuda_f64_fdsva_so" in cu and "typedef double grid_real;" in cu
+    assert "#define grid_cuda_rnea " not in cu  # (a float32 row stays in the float32 part)
+    cpu = grid_rbd.register_robot("synthetic_ff32_wide_emu_cpu", urdf_string=SYNTHETIC_URDF, floating_base=True,
+                                  dtype="float32", device="cpu", cache_dir=tmp_path, verbose=False,
+                                  algorithm_list=algos)
+    exe = _emulation_program(tmp_path, cu, ["-DGRID_CUDA_STAGED_BYTES=1"])
+    r = subprocess.run([str(exe), cpu.library_path, "1", "7", "33"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and " 0 mismatches" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "18 checks" in r.stdout  # (fdsva_so's two variants, rnea's four, three batch sizes)
 
 
 def test_pose_hessian_kernels_match_the_c_target_in_emulation(tmp_path):

@@ -239,6 +239,34 @@ def test_fdsva_so(cid):
     assert rel(got[1], -np.einsum("bil,bljk->bijk", Mi, T2)) <= GEN_RTOL
 
 
+@pytest.mark.parametrize("cid", ["joints_ff", "panda"])
+def test_fdsva_so_float32_is_computed_in_float64(cid):
+    """a float32 library computes fdsva_so in float64 and rounds the outputs (emit_method.wide_real: its float32
+    chain put go2's and g1's largest entries up to 50 % off, bench/RESULTS.md): every entry within float32 rounding
+    of the float64 reference on random, fast and non-unit-quaternion states, with and without f_ext, floating and
+    coupled"""
+    import grid_rbd
+    from robot_cases import CASES, make_states, robot_path
+    case = next(c for c in CASES if c.id == cid)
+    path = robot_path(case)
+    ref = grid_rbd.register_robot(f"fso_ref_{cid}", urdf_path=path, floating_base=case.floating_base, codegen=False,
+                                  verbose=False, dtype="float64")
+    gen = grid_rbd.register_robot(f"fso_gen32_{cid}", urdf_path=path, floating_base=case.floating_base, verbose=False,
+                                  dtype="float32", algorithm_list=["fdsva_so"])
+    assert gen.dtype == np.float32
+    for kind in ("random", "high_velocity", "high_acceleration", "nonunit_quaternion"):
+        s = make_states(ref, kind, 5, seed=9)
+        args = [np.asarray(s[k], np.float32) for k in ("q", "qd", "u", "f_ext")]
+        for n_in in (3, 4):
+            got = gen.fdsva_so(*args[:n_in])
+            want = ref.fdsva_so(*[a.astype(np.float64) for a in args[:n_in]])
+            for t in range(4):
+                assert got[t].dtype == np.float32
+                # per entry: a float64 value rounded once (2^-24 relative), up to the reference's own rounding
+                err = np.abs(got[t] - want[t]) / np.maximum(np.abs(want[t]), 1e-3 * np.abs(want[t]).max())
+                assert err.max() <= 1e-6, f"{cid} [{kind}, {n_in} inputs] tensor {t}: {err.max():.2e}"
+
+
 def test_fdsva_so_coupled():
     """panda's coupled finger: generated against the reference (the coupled rows' algebra in the user's coordinates:
     FD solves the coupled system, so the full model's tensors do not project), both against central differences"""
