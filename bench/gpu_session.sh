@@ -171,7 +171,7 @@ fi
 if [ "${1:-run}" = second_order ]; then   # issue 29: the second-order rows on CUDA, checked and timed, the host round
     # trip into a pinned block (SO_ROBOTS, SO_ROUND_TRIP, SO_DTYPES, SO_METHODS pick others), then compute-sanitizer on
     # iiwa's
-    ts "gpu_second_order.py --robots ${SO_ROBOTS:-iiwa,go2} --round-trip ${SO_ROUND_TRIP:-go2}"
+    ts "gpu_second_order.py --robots ${SO_ROBOTS:-iiwa,go2} --round-trip ${SO_ROUND_TRIP-go2}"
     timeout $(( $(left) - ${GPU_SANITIZE_SECONDS:-90} )) python3 bench/gpu_second_order.py --out "$OUT" \
         --robots-dir "$DEPS/robots" --robots "${SO_ROBOTS:-iiwa,go2}" --round-trip "${SO_ROUND_TRIP-go2}" \
         --dtypes "${SO_DTYPES:-float32,float64}" --methods "${SO_METHODS:-idsva_so,fdsva_so,ee_pose_hessian}" \

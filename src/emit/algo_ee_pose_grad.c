@@ -14,11 +14,12 @@ int emit_ee_pose_grad_function(const emit_ctx *cx, const state_spec *sp, const c
     (void)vector; /* (scalar only: no lane form) */
     ew_writer *w = cx->w;
     const em_model *em = cx->em;
-    const int nv = em->nv_user, nq = em->nq_user, nee = em->nee;
     const int vjp = sp->reads_g, hess = sp->m->row == GRID_ALGO_EE_POSE_HESSIAN;
     /* the Hessian relates the joints' world columns (which joint moves which), that a mimic group's user column sums:
-       on a coupled model it would need the full coordinates' Jacobian */
-    if (hess && em->nmimic > 0) return EMIT_UNSUPPORTED;
+       on a coupled model it runs on the full coordinates and is projected, G^T H G per pose row (the coupling is
+       affine: no second-order term) */
+    if (hess && emit_coupled(cx)) return emit_coupled_composite(cx, sp, in, stats, emit_ee_pose_grad_function);
+    const int nv = cx->inner ? em->nv : em->nv_user, nq = cx->inner ? em->nq : em->nq_user, nee = em->nee;
     const long own = (long)nq + 6L * nee + 6L * nv + (hess ? 6L * nv : 0);
     stats->statements = hess ? 60 : 20;
     stats->flops = hess ? 90L * nee * nv * nv : 12L * nee * nv;

@@ -288,29 +288,86 @@ static int is_nv3(const grid_sig_arg *o)
            o->dim[2].sym == GRID_SYM_NV && o->dim[0].mul == 1 && o->dim[1].mul == 1 && o->dim[2].mul == 1;
 }
 
+/* the sum of a written function's stats into a wrapper's (its workspace: the largest) */
+static void add_stats(sym_stats *to, const sym_stats *s)
+{
+    to->statements += s->statements;
+    to->flops += s->flops;
+    to->transcendental += s->transcendental;
+    to->loads += s->loads;
+    to->stores += s->stores;
+    if (s->work > to->work) to->work = s->work;
+}
+
+/* full-coordinate function sp (named by the caller) of a wrapper, once per translation unit */
+static int write_inner_function(const emit_ctx *ix, const state_spec *sp, int rolled, int vector, sym_stats *stats)
+{
+    sym_stats s = {0};
+    const char *v = vector ? "v" : "s";
+    ew_printf(ix->w, "#ifndef GRID_INNER_%s_%s\n#define GRID_INNER_%s_%s\n", v, sp->fn, v, sp->fn);
+    if (emit_state_function(ix, sp, rolled, vector, &s) != 0) return -1;
+    ew_puts(ix->w, "#endif\n\n");
+    add_stats(stats, &s);
+    return 0;
+}
+
+static int write_wrapper(const emit_ctx *cx, const state_spec *sp, const state_spec *inner, int n, int vector,
+                         sym_stats *stats);
+
 int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats)
 {
-    const em_model *em = cx->em;
     state_spec inner[2];
     char names[2][64];
-    const int n = inner_specs(em, sp, rolled, inner, names);
-    /* the inner functions, once per translation unit */
+    const int n = inner_specs(cx->em, sp, rolled, inner, names);
     emit_ctx ix = *cx;
     ix.inner = 1;
     memset(stats, 0, sizeof *stats);
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < n; k++)
+        if (write_inner_function(&ix, &inner[k], rolled, vector, stats) != 0) return -1;
+    return write_wrapper(cx, sp, inner, n, vector, stats);
+}
+
+int emit_coupled_composite(const emit_ctx *cx, const state_spec *sp, const composite_inners *in, sym_stats *stats,
+                           int (*composite)(const emit_ctx *, const state_spec *, const composite_inners *, int,
+                                            sym_stats *))
+{
+    const emit_method *m = sp->m;
+    emit_ctx ix = *cx;
+    ix.inner = 1;
+    memset(stats, 0, sizeof *stats);
+    /* its callees on the full coordinates, rolled (named as a rolled wrapper's inner functions, shared with them) */
+    char names[EMIT_MAX_CALLS][64], name[64];
+    composite_inners full_in = *in;
+    full_in.inner_work = 0;
+    full_in.group = full_in.interleave = 0;
+    for (int c = 0; c < m->n_callees; c++) {
+        state_spec g = *emit_function_for(m->callees[c].row, m->callees[c].reads);
+        snprintf(names[c], sizeof names[c], "%s_m_r", g.fn);
+        g.fn = full_in.fn[c] = names[c];
         sym_stats s = {0};
-        ew_printf(cx->w, "#ifndef GRID_INNER_%s_%s\n#define GRID_INNER_%s_%s\n", vector ? "v" : "s", inner[k].fn,
-                  vector ? "v" : "s", inner[k].fn);
-        if (emit_state_function(&ix, &inner[k], rolled, vector, &s) != 0) return -1;
-        ew_puts(cx->w, "#endif\n\n");
+        if (write_inner_function(&ix, &g, 1, 0, &s) != 0) return -1;
         stats->statements += s.statements;
-        stats->flops += s.flops;
-        stats->transcendental += s.transcendental;
-        stats->loads += s.loads;
-        stats->stores += s.stores;
-        if (s.work > stats->work) stats->work = s.work;
+        if (s.work > full_in.inner_work) full_in.inner_work = s.work;
     }
+    /* the composite itself on the full coordinates, then the wrapper that projects its outputs */
+    state_spec full = *sp;
+    snprintf(name, sizeof name, "%s_m", sp->fn);
+    full.fn = name;
+    sym_stats s = {0};
+    if (composite(&ix, &full, &full_in, 0, &s) != 0) return -1;
+    stats->flops += s.flops;
+    stats->transcendental += s.transcendental;
+    stats->statements += s.statements;
+    stats->work = s.work;
+    return write_wrapper(cx, sp, &full, 1, 0, stats);
+}
+
+/* the wrapper: the user's coordinates expanded, the inner functions called, their outputs projected (or M^-1, FD
+   and ABA solved) */
+static int write_wrapper(const emit_ctx *cx, const state_spec *sp, const state_spec *inner, int n, int vector,
+                         sym_stats *stats)
+{
+    const em_model *em = cx->em;
     wr x = {cx, vector, ""};
     /* M^-1, FD and ABA without the coupled recursion (em->group_minv, em->group_aba): the dense solve of G^T M G */
     const int inverse = sp->m->coupling == COUPLE_INVERSE;
@@ -397,9 +454,9 @@ int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, 
             if (is_nv3(&r->out[k])) scratch = (long)nvf * nv * nv;
         }
         /* second-order tensors (4 nv^3 elements in the full coordinates: 4.2 MB a state of h1_2's) and their
-           projection's scratch live in the workspace, past the inner function's; other outputs in a local array */
-        if (!scratch && full > EMIT_COUPLED_MAX_OUT) return EMIT_UNSUPPORTED;
-        if (scratch) {
+           projection's scratch, and any output past EMIT_COUPLED_MAX_OUT elements, live in the workspace past the
+           inner function's; other outputs in a local array */
+        if (scratch || full > EMIT_COUPLED_MAX_OUT) {
             ew_printf(w, "    %s *const of = ws + %ld, *const t3 = of + %ld;\n", T, stats->work, full);
             stats->work += full + scratch;
         } else {

@@ -377,10 +377,11 @@ def test_kernels_match_the_c_target_in_emulation(tmp_path, request, which, defin
 
 
 def test_coupled_second_order_kernels_match_the_c_target_in_emulation(tmp_path):
-    """idsva_so and fdsva_so on coupled mimic joints (a floating base: the giant root steps as their own functions, the
-    full-coordinate tensors and their projection in the workspace): kernels and host round trip equal the C target at
-    B = 1, 7, 33 (float64, 1e-10); the CUDA text from emit_source, no nvcc"""
-    algos = ["idsva_so", "fdsva_so"]
+    """idsva_so, fdsva_so and the pose Hessian on coupled mimic joints (a floating base: the giant root steps as their
+    own functions, the full-coordinate tensors and their projection in the workspace; the Hessian's composite on the
+    full coordinates): kernels and host round trip equal the C target at B = 1, 7, 33 (float64, 1e-10); the CUDA
+    text from emit_source, no nvcc"""
+    algos = ["idsva_so", "fdsva_so", "ee_pose_hessian"]
     model = _core.Model(mimic_urdf().encode(), "<mimic>", floating_base=True)
     cu = _core.emit_source(model, _core.FLOAT64, 1, _core.SCHEDULE_AUTO,
                            methods=[_signatures.row(a)["id"] for a in algos])
@@ -390,7 +391,9 @@ def test_coupled_second_order_kernels_match_the_c_target_in_emulation(tmp_path):
     exe = _emulation_program(tmp_path, cu)
     r = subprocess.run([str(exe), cpu.library_path, "1", "7", "33"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and " 0 mismatches" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
-    assert "18 checks" in r.stdout  # (two rows, each with its optional inputs absent and given, three batch sizes)
+    assert "21 checks" in r.stdout  # (idsva_so, fdsva_so with their optional inputs absent and given, the Hessian;
+    # three batch sizes)
+    assert "grid_s_ee_pose_hessian_m(" in cu
 
 
 def test_rows_computed_in_float64_match_the_c_target_in_emulation(tmp_path):

@@ -340,24 +340,34 @@ def test_ee_pose_hessian(cid):
         assert rel(want[..., k], cd) <= 1e-6, f"{cid} column {k} from central differences"
 
 
-def test_ee_pose_hessian_coupled():
-    """panda's coupled finger: the reference in the user's coordinates (G^T H G per pose row) against central
-    differences of the gradient; the generated composite, which relates the joints' own columns, refuses the coupled
-    model clearly at registration"""
+@pytest.mark.parametrize("cid", ["panda", "h1_2_ff"])
+def test_ee_pose_hessian_coupled(cid):
+    """coupled mimic joints (panda's finger; h1_2's hands, 12 of them, on a floating base): the reference in the user's
+    coordinates (G^T H G per pose row) against central differences of the gradient; the generated composite, run on
+    the full coordinates and projected (coupling.c, emit_coupled_composite), against the reference in float64 and
+    float32, on random, fast and non-unit-quaternion states"""
     import grid_rbd
     from robot_cases import CASES, make_states, robot_path
-    case = next(c for c in CASES if c.id == "panda")
+    case = next(c for c in CASES if c.id == cid)
     path = robot_path(case)
-    ref = grid_rbd.register_robot("eeh_panda_ref", urdf_path=path, dtype="float64", codegen=False, verbose=False)
+    kw = dict(urdf_path=path, floating_base=case.floating_base, verbose=False)
+    ref = grid_rbd.register_robot(f"eeh_{cid}_ref", dtype="float64", codegen=False, **kw)
+    assert len(ref.mimic_joints) > 0
     q, h = make_states(ref, "random", 2, seed=13)["q"], 1e-6
     want = ref.end_effector_pose_hessian(q)
-    for k in range(ref.nv):
+    for k in range(ref.nv if cid == "panda" else 0):  # (h1_2: its 39 columns' differences cost more than they add)
         qp, qm = tangent_steps(ref, path, q, k, h)
         cd = (ref.end_effector_pose_gradient(qp) - ref.end_effector_pose_gradient(qm)) / (2 * h)
         assert rel(want[..., k], cd) <= 1e-6, f"panda column {k} from central differences"
-    with pytest.raises(grid_rbd.GridError, match="end_effector_pose_hessian is not generated for this robot's coupled"):
-        grid_rbd.register_robot("eeh_panda", urdf_path=path, dtype="float64", verbose=False,
-                                algorithm_list=["ee_pose_hessian"])
+    gen = grid_rbd.register_robot(f"eeh_{cid}", dtype="float64", algorithm_list=["ee_pose_hessian"], **kw)
+    gen32 = grid_rbd.register_robot(f"eeh32_{cid}", dtype="float32", algorithm_list=["ee_pose_hessian"], **kw)
+    for kind in ("random", "high_velocity", "nonunit_quaternion"):
+        q = make_states(ref, kind, 3, seed=14)["q"]
+        want = ref.end_effector_pose_hessian(q)
+        got = gen.end_effector_pose_hessian(q)
+        assert got.shape == want.shape == (3, want.shape[1], ref.nv, ref.nv) and rel(got, want) <= GEN_RTOL, kind
+        got32 = gen32.end_effector_pose_hessian(q.astype(np.float32))
+        assert rel(got32, ref.end_effector_pose_hessian(q.astype(np.float32).astype(np.float64))) <= F32_RTOL, kind
 
 
 def test_out_as_one_block():
