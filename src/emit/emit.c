@@ -498,7 +498,7 @@ static long algo_statements(int a, const sym_stats *fstats)
 
 /* assign each selected row to a part: groups that share functions stay together,
    heaviest group first onto the lightest part; deterministic */
-static int assign_parts(const int *sel, const sym_stats *fstats, const int *sched, int part[GRID_ALGO_COUNT])
+static int assign_parts(const int *sel, const sym_stats *fstats, const int *sched, int apart, int part[GRID_ALGO_COUNT])
 {
     int group[GRID_ALGO_COUNT], ngroups = 0;
     long weight[GRID_ALGO_COUNT] = {0}, total = 0;
@@ -506,8 +506,9 @@ static int assign_parts(const int *sel, const sym_stats *fstats, const int *sche
         part[a] = -1;
         group[a] = -1;
         if (!sel[a]) continue;
-        /* a row sharing functions with several groups joins them into one (a composite calls rows' functions) */
-        for (int b = 0; b < a; b++) {
+        /* a row sharing functions with several groups joins them into one (a composite calls rows' functions),
+           unless the target lets each part hold its own copies (apart) */
+        for (int b = 0; b < a && !apart; b++) {
             if (group[b] < 0 || !share_function(a, b, sched)) continue;
             if (group[a] < 0) {
                 group[a] = group[b];
@@ -522,9 +523,17 @@ static int assign_parts(const int *sel, const sym_stats *fstats, const int *sche
         }
         if (group[a] < 0) group[a] = ngroups++;
     }
-    /* a function shared by two algorithms counts once */
+    /* a function shared by two algorithms counts once; apart, once per group that uses it (its own copy), the
+       callees' included */
     long fcount[MAX_FNS] = {0};
-    for (int a = 0; a < GRID_ALGO_COUNT; a++) {
+    for (int g = 0; g < ngroups && apart; g++)
+        for (int f = 0; f < n_fns; f++) {
+            int used = 0;
+            for (int a = 0; a < GRID_ALGO_COUNT && !used; a++) used = group[a] == g && row_uses(a, f, sched);
+            weight[g] += used ? fstats[f].statements : 0;
+            total += used ? fstats[f].statements : 0;
+        }
+    for (int a = 0; a < GRID_ALGO_COUNT && !apart; a++) {
         if (group[a] < 0) continue;
         for (int s = 0; s < NSLOT; s++) {
             int f = layouts[a].slot[s];
@@ -723,7 +732,7 @@ static int emit_library(const grid_model *m, const grid_emit_options *opts, wide
     }
     cx.w = &w;
     int part[GRID_ALGO_COUNT];
-    int nparts = assign_parts(gen, fstats, sched, part);
+    int nparts = assign_parts(gen, fstats, sched, t->parts_apart, part);
     if (inner) { /* the float64 part is one part of the library: no guards of its own */
         for (int a = 0; a < GRID_ALGO_COUNT; a++)
             if (part[a] >= 0) part[a] = 0;
@@ -807,8 +816,13 @@ static int emit_library(const grid_model *m, const grid_emit_options *opts, wide
         int frame_tables = 0;
         for (int f = 0; f < n_fns; f++) frame_tables |= fn_in_part[f] && (specs[f].m->prelude & PRELUDE_FRAME_TABLES);
         if (frame_tables) emit_frame_tables(&cx);
+        /* (each function once per translation unit: apart, rows of several parts may share it) */
         for (int f = 0; f < n_fns; f++)
-            if (fn_in_part[f]) ew_putn(&w, fw[f].buf, fw[f].len);
+            if (fn_in_part[f]) {
+                if (t->parts_apart) ew_printf(&w, "#ifndef GRID_FN_%s\n#define GRID_FN_%s\n", specs[f].fn, specs[f].fn);
+                ew_putn(&w, fw[f].buf, fw[f].len);
+                if (t->parts_apart) ew_puts(&w, "#endif\n\n");
+            }
         for (int a = 0; a < GRID_ALGO_COUNT; a++)
             if (part[a] == p) write_entry(&cx, a, rows, fstats, vec, rolled, ilv, sched);
         if (nparts > 1) ew_printf(&w, "#endif /* GRID_PART %d */\n\n", p + 1);

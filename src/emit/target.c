@@ -519,7 +519,7 @@ static const emit_target targets[] = {
      "#ifdef _OPENMP\n#pragma omp simd\n#endif\n", "static inline __attribute__((unused))", "restrict", "static const",
      "static const __attribute__((unused))" /* a part may hold rolled functions that read only some tables */, "", "",
      "#include <math.h>\n#include <stddef.h>\n#ifdef _OPENMP\n#include <omp.h>\n#endif\n",
-     "__attribute__((visibility(\"default\")))", 1, "", "", batch_c, widened_c},
+     "__attribute__((visibility(\"default\")))", 1, "", "", batch_c, widened_c, 0},
     {GRID_TARGET_CUDA, "cuda", "static __device__ __forceinline__", "static __device__ __forceinline__",
      "GRID_BIG_FN_" /* (cuda_host.h: its own function unless GRID_CUDA_INLINE_BIG) */, 10000, "",
      "static __device__ __forceinline__ __attribute__((unused))", "__restrict__", "static __constant__ const",
@@ -528,7 +528,7 @@ static const emit_target targets[] = {
      "#include <math.h>\n#include <stddef.h>\n#include <cuda_runtime.h>\n"
      "#include \"cuda_host.h\" /* the knobs and the host runtime's interface (src/runtime; -I at build time) */\n",
      "extern \"C\" __attribute__((visibility(\"default\")))", 0, "template <int GRID_G_ = 1> ",
-     ", const int gl = 0, const unsigned gm = 0xffffffffu", emit_cuda_batch, emit_cuda_widened},
+     ", const int gl = 0, const unsigned gm = 0xffffffffu", emit_cuda_batch, emit_cuda_widened, 1},
 };
 
 const emit_target *emit_target_get(int target)

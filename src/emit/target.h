@@ -121,6 +121,10 @@ typedef struct emit_target {
        into scratch, grid_f64_<row> (grid_cuda_f64_<row>) of the library's float64 part called on them, the outputs
        rounded back; r->work_bytes is that function's workspace per state */
     void (*widened)(ew_writer *w, const struct emit_target *t, const grid_method_info *r);
+    /* 1: rows that share per-state functions may take different parts, each part with its own copies (CUDA: every
+       kernel inlines its functions, so sharing saves ptxas no time, while one part of g1's fifteen rows that share
+       them took 169 s of its 214-s build: bench/RESULTS-gpu.md run 35); 0: they share a part (C: compiled once) */
+    int parts_apart;
 } emit_target;
 
 const emit_target *emit_target_get(int target);   /* NULL when unknown */
