@@ -273,8 +273,8 @@ def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
 def _emulation_program(tmp_path, cu_text, defines=(), harness="cuda_emu_harness.cpp", link=()):
     """the emulated program of a robot.cu text (_emulated_source with harness), compiled with -D defines and linked
     with link (objects and libraries after the source): its path; skips without a C++20 compiler. A text of several
-    parts that must be compiled apart (a float64 part: "grid-rbd parts: N (compile as"): part 1 with the runtime and
-    the harness, each further part alone, linked"""
+    parts that must be compiled apart (a float64 part: "grid-rbd parts: N (compile as ... part 1 is float64"): part 2,
+    of the library's real type, with the runtime and the harness, each other part alone, linked"""
     gxx = _emulation_cxx()
     if not gxx:
         pytest.skip("no C++ compiler")
@@ -283,14 +283,14 @@ def _emulation_program(tmp_path, cu_text, defines=(), harness="cuda_emu_harness.
     flags = ["-std=c++20", "-O0", "-w", f"-I{HERE}", f"-I{RUNTIME}", f"-I{REPO / 'include'}", *defines]
     m = re.match(r"/\* grid-rbd parts: (\d+) \(compile as", cu_text)
     parts = []
-    for k in range(2, int(m[1]) + 1 if m else 0):
+    for k in [k for k in range(1, int(m[1]) + 1 if m else 0) if k != 2]:
         part_src, obj = tmp_path / f"emulated_part{k}.cpp", tmp_path / f"emulated_part{k}.o"
         part_src.write_text(_emulated_source(cu_text, None))
         p = subprocess.run([gxx, *flags, f"-DGRID_PART={k}", "-c", str(part_src), "-o", str(obj)],
                            capture_output=True, text=True)
         assert p.returncode == 0, p.stderr[-3000:]
         parts.append(str(obj))
-    p = subprocess.run([gxx, *flags, *(["-DGRID_PART=1"] if m else []), str(src), *parts, *link, "-o", str(exe),
+    p = subprocess.run([gxx, *flags, *(["-DGRID_PART=2"] if m else []), str(src), *parts, *link, "-o", str(exe),
                         "-ldl", "-lpthread"], capture_output=True, text=True)
     if p.returncode and "barrier" in p.stderr:
         pytest.skip(f"{gxx} has no C++20 <barrier>")
@@ -405,7 +405,7 @@ def test_rows_computed_in_float64_match_the_c_target_in_emulation(tmp_path):
     model = _core.Model(SYNTHETIC_URDF.encode(), "<synthetic>", floating_base=True)
     cu = _core.emit_source(model, _core.FLOAT32, 1, _core.SCHEDULE_AUTO,
                            methods=[_signatures.row(a)["id"] for a in algos])
-    assert cu.startswith("/* grid-rbd parts: 2 (compile as 2 objects") and "#error" in cu.split("#if GRID_PART < 2")[0]
+    assert cu.startswith("/* grid-rbd parts: 2 (compile as 2 objects") and "#error" in cu.split("#if GRID_PART == 1")[0]
     assert "#define grid_cuda_fdsva_so grid_cuda_f64_fdsva_so" in cu and "typedef double grid_real;" in cu
     assert "#define grid_cuda_rnea " not in cu  # (a float32 row stays in the float32 part)
     cpu = grid_rbd.register_robot("synthetic_ff32_wide_emu_cpu", urdf_string=SYNTHETIC_URDF, floating_base=True,
