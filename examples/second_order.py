@@ -1,6 +1,6 @@
 """grid-rbd second-order derivatives: a Newton step on the KUKA iiwa's inverse dynamics, with the exact Hessian of a
-torque cost from idsva_so, checked against the gradient's finite difference; the end effector's position to second
-order with the pose Hessian."""
+torque cost from idsva_so, checked against the gradient's finite difference; forward dynamics' second derivatives in
+float64 and float32; the end effector's position to second order with the pose Hessian."""
 
 from pathlib import Path
 
@@ -60,6 +60,15 @@ def main():
     err = np.abs(dMinv_dq - want).max() / np.abs(want).max()
     print(f"dMinv/dq {dMinv_dq.shape} against -M^-1 dM/dq M^-1: relative error {err:.1e}")
     assert err < 1e-10
+
+    # in a float32 library fdsva_so is computed in float64 and rounded once (its float32 chain amplified errors
+    # through M^-1): every entry within float32 rounding of the float64 result
+    robot32 = grid_rbd.register_robot("iiwa14_so32", urdf_path=URDF, dtype="float32", algorithm_list=["fdsva_so"])
+    x32 = [np.asarray(x, np.float32) for x in (q, qd, tau)]
+    got32, want64 = robot32.fdsva_so(*x32), robot.fdsva_so(*[x.astype(np.float64) for x in x32])
+    err = max(float(np.abs(a - b).max() / np.abs(b).max()) for a, b in zip(got32, want64))
+    print(f"float32 fdsva_so against float64: relative error {err:.1e}")
+    assert got32[0].dtype == np.float32 and err < 1e-6
 
     # the end-effector pose to second order: p(q + d) = p(q) + J d + 1/2 d^T H d + O(|d|^3), with
     # end_effector_pose_hessian[:, r, j, k] = d/dq_k of end_effector_pose_gradient[:, r, j] (a fixed base: q + d moves
