@@ -721,13 +721,7 @@ static int emit_library(const grid_model *m, const grid_emit_options *opts, wide
             frc = emit_state_function(&cx, &specs[f], rolled[f], vec[f], &fstats[f]);
             cx.called = 0;
         }
-        if (frc == EMIT_UNSUPPORTED)
-            rc = grid_error_set(err, GRID_ERR_UNSUPPORTED, 0, 0,
-                                "%s is not generated for this robot's coupled mimic joints yet (its outputs in the "
-                                "full coordinates exceed %d elements per state, or it has no coupled form): leave it "
-                                "out of algorithm_list, or register with ignore_mimic=True",
-                                grid_sig_row(specs[f].m->row)->py_name, EMIT_COUPLED_MAX_OUT);
-        else if (frc != 0 || fw[f].oom)
+        if (frc != 0 || fw[f].oom)
             rc = grid_error_set(err, GRID_ERR_NOMEM, 0, 0, "out of memory emitting %s", specs[f].fn);
     }
     cx.w = &w;

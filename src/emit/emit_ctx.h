@@ -109,10 +109,9 @@ long emit_coupled_size(const emit_ctx *cx, const state_spec *sp);
 /* the full-coordinate functions a wrapper calls (names, unrolled sizes): their count, -1 without a program;
    wrappers share them by name (grid_s_crba_m serves CRBA, M^-1, FD and ABA) */
 int emit_coupled_inners(const emit_ctx *cx, const state_spec *sp, char names[2][64], long sizes[2]);
-/* 0, -1 (out of memory, a shape it cannot project), or EMIT_UNSUPPORTED (a row without a coupled form); the
-   full-coordinate outputs of more than EMIT_COUPLED_MAX_OUT elements per state (and second-order tensors) live in
-   the workspace, smaller ones in a local array of the wrapper */
-enum { EMIT_UNSUPPORTED = -2, EMIT_COUPLED_MAX_OUT = 1 << 16 };
+/* 0 or -1 (out of memory, a shape it cannot project); the full-coordinate outputs of more than EMIT_COUPLED_MAX_OUT
+   elements per state (and second-order tensors) live in the workspace, smaller ones in a local array of the wrapper */
+enum { EMIT_COUPLED_MAX_OUT = 1 << 16 };
 int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats);
 struct composite_inners;
 /* a composite that must see the full coordinates (the pose Hessian relates the joints' own columns): its callees'

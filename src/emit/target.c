@@ -370,20 +370,24 @@ void emit_write_widened_loop(ew_writer *w, const grid_method_info *r, const char
                  "    int rc = 0;\n    for (long long at = 0; at < n && !rc; at += S) {\n"
                  "        const long long k = n - at < S ? n - at : S;\n",
               r->n_in, r->n_out);
-    long long off = 0;
-    for (int j = 0; j < r->n_in; j++, off += r->in[j - 1].width)
+    /* x: each input's K states, then each output's */
+    long long off = 0, out_at[GRID_MAX_OUT];
+    for (int j = 0; j < r->n_in; j++) {
         ew_printf(w, "        in[%d] = c->in[%d] ? grid_widen_((const grid_real *)c->in[%d] + at * %lldLL, x + K * %lldLL, "
                      "k * %lldLL%s) : 0; /* %s */\n",
                   j, j, j, r->in[j].width, off, r->in[j].width, stream, r->in[j].name);
-    const long long out_at = off;
-    for (int j = 0; j < r->n_out; j++, off += r->out[j - 1].width)
+        off += r->in[j].width;
+    }
+    for (int j = 0; j < r->n_out; j++) {
+        out_at[j] = off;
         ew_printf(w, "        out[%d] = x + K * %lldLL; /* %s */\n", j, off, r->out[j].name);
-    ew_printf(w, "        pc.batch = k;\n        rc = grid_%sf64_%s(&pc);\n", prefix, r->name);
-    off = out_at;
-    for (int j = 0; j < r->n_out; j++, off += r->out[j - 1].width)
-        ew_printf(w, "        if (!rc) grid_narrow_(x + K * %lldLL, (grid_real *)c->out[%d] + at * %lldLL, k * %lldLL%s);\n",
-                  off, j, r->out[j].width, r->out[j].width, stream);
+        off += r->out[j].width;
+    }
     assert(off == emit_widened_reals(r));
+    ew_printf(w, "        pc.batch = k;\n        rc = grid_%sf64_%s(&pc);\n", prefix, r->name);
+    for (int j = 0; j < r->n_out; j++)
+        ew_printf(w, "        if (!rc) grid_narrow_(x + K * %lldLL, (grid_real *)c->out[%d] + at * %lldLL, k * %lldLL%s);\n",
+                  out_at[j], j, r->out[j].width, r->out[j].width, stream);
     ew_puts(w, "    }\n");
 }
 
