@@ -239,7 +239,7 @@ def test_fdsva_so(cid):
     assert rel(got[1], -np.einsum("bil,bljk->bijk", Mi, T2)) <= GEN_RTOL
 
 
-@pytest.mark.parametrize("cid", ["joints_ff", "panda"])
+@pytest.mark.parametrize("cid", ["synthetic_ff", "panda"])
 def test_fdsva_so_float32_is_computed_in_float64(cid):
     """a float32 library computes fdsva_so in float64 and rounds the outputs (emit_method.wide_real: its float32
     chain put go2's and g1's largest entries up to 50 % off, bench/RESULTS.md): every entry within float32 rounding
