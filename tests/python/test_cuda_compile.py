@@ -270,18 +270,19 @@ def _emulated_source(cu_text, harness="cuda_emu_harness.cpp"):
     return src + ((HERE / harness).read_text() if harness else "")
 
 
-def _emulation_program(tmp_path, cu_text, defines=(), harness="cuda_emu_harness.cpp", link=()):
+def _emulation_program(tmp_path, cu_text, defines=(), harness="cuda_emu_harness.cpp", link=(), apart=False):
     """the emulated program of a robot.cu text (_emulated_source with harness), compiled with -D defines and linked
     with link (objects and libraries after the source): its path; skips without a C++20 compiler. A text of several
     parts that must be compiled apart (a float64 part: "grid-rbd parts: N (compile as ... part 1 is float64"): part 2,
-    of the library's real type, with the runtime and the harness, each other part alone, linked"""
+    of the library's real type, with the runtime and the harness, each other part alone, linked; apart: any text of
+    several parts so, as the build driver compiles it"""
     gxx = _emulation_cxx()
     if not gxx:
         pytest.skip("no C++ compiler")
     src, exe = tmp_path / "emulated.cpp", tmp_path / "emulated"
     src.write_text(_emulated_source(cu_text, harness))
     flags = ["-std=c++20", "-O0", "-w", f"-I{HERE}", f"-I{RUNTIME}", f"-I{REPO / 'include'}", *defines]
-    m = re.match(r"/\* grid-rbd parts: (\d+) \(compile as", cu_text)
+    m = re.match(r"/\* grid-rbd parts: (\d+) \(compile " + ("(?:once, or )?as" if apart else "as"), cu_text)
     parts = []
     for k in [k for k in range(1, int(m[1]) + 1 if m else 0) if k != 2]:
         part_src, obj = tmp_path / f"emulated_part{k}.cpp", tmp_path / f"emulated_part{k}.o"
@@ -394,6 +395,21 @@ def test_coupled_second_order_kernels_match_the_c_target_in_emulation(tmp_path):
     assert "21 checks" in r.stdout  # (idsva_so, fdsva_so with their optional inputs absent and given, the Hessian;
     # three batch sizes)
     assert "grid_s_ee_pose_hessian_m(" in cu
+
+
+def test_parts_compiled_apart_match_the_c_target_in_emulation(tmp_path, synthetic_ff64_cuda):
+    """the CUDA text compiled part by part, as the build driver does: rows that share per-state functions sit in
+    different parts with their own copies (emit_target.parts_apart; the FD gradient's staged kernels apart from FD,
+    M^-1 and the RNEA gradient), and every row and variant, gradients included, equals the C target at B = 1, 7, 33"""
+    cu = (synthetic_ff64_cuda / "robot.cu").read_text()
+    parts = int(re.match(r"/\* grid-rbd parts: (\d+)", cu)[1])
+    assert parts > 2 and cu.count("#ifndef GRID_FN_") > parts
+    cpu = grid_rbd.register_robot("synthetic_ff_emu_cpu", urdf_string=SYNTHETIC_URDF, floating_base=True,
+                                  dtype="float64", device="cpu", verbose=False)
+    exe = _emulation_program(tmp_path, cu, apart=True)
+    assert len(list(tmp_path.glob("emulated_part*.o"))) == parts - 1
+    r = subprocess.run([str(exe), cpu.library_path, "1", "7", "33"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and " 0 mismatches" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
 
 
 def test_rows_computed_in_float64_match_the_c_target_in_emulation(tmp_path):
