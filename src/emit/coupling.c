@@ -10,12 +10,17 @@
 
 int emit_coupled(const emit_ctx *cx) { return cx->em->nmimic > 0 && !cx->inner; }
 
+/* the name of function fn's full-coordinate form (rolled: "_r", so a composite's rolled copy of a wrapper can share a
+   translation unit with the library's unrolled wrapper), by which wrappers and coupled composites share it */
+static void inner_name(char *name, size_t cap, const char *fn, int rolled)
+{
+    snprintf(name, cap, "%s_m%s", fn, rolled ? "_r" : "");
+}
+
 /* the inner (full-coordinate) functions a wrapper of kind k calls: the same kind, or for M^-1, FD and ABA the
-   mass matrix and the bias. Wrappers share these by name, so a rolled one's carry "_r": a composite's rolled copy
-   of a wrapper can share a translation unit with the library's unrolled wrapper. */
+   mass matrix and the bias (named by inner_name) */
 static int inner_specs(const em_model *em, const state_spec *sp, int rolled, state_spec inner[2], char names[2][64])
 {
-    const char *sfx = rolled ? "_r" : "";
     const emit_method *m = sp->m;
     const state_spec *f[2] = {sp, NULL};
     int n = 1;
@@ -32,7 +37,7 @@ static int inner_specs(const em_model *em, const state_spec *sp, int rolled, sta
     }
     for (int k = 0; k < n; k++) {
         assert(f[k]);
-        snprintf(names[k], sizeof names[k], "%s_m%s", f[k]->fn, sfx);
+        inner_name(names[k], sizeof names[k], f[k]->fn, rolled);
         inner[k] = *f[k];
         inner[k].fn = names[k];
         inner[k].lanes_ok = sp->lanes_ok;
@@ -335,14 +340,14 @@ int emit_coupled_composite(const emit_ctx *cx, const state_spec *sp, const compo
     emit_ctx ix = *cx;
     ix.inner = 1;
     memset(stats, 0, sizeof *stats);
-    /* its callees on the full coordinates, rolled (named as a rolled wrapper's inner functions, shared with them) */
+    /* its callees on the full coordinates, rolled (inner_name: shared with rolled wrappers' inner functions) */
     char names[EMIT_MAX_CALLS][64], name[64];
     composite_inners full_in = *in;
     full_in.inner_work = 0;
     full_in.group = full_in.interleave = 0;
     for (int c = 0; c < m->n_callees; c++) {
         state_spec g = *emit_function_for(m->callees[c].row, m->callees[c].reads);
-        snprintf(names[c], sizeof names[c], "%s_m_r", g.fn);
+        inner_name(names[c], sizeof names[c], g.fn, 1);
         g.fn = full_in.fn[c] = names[c];
         sym_stats s = {0};
         if (write_inner_function(&ix, &g, 1, 0, &s) != 0) return -1;

@@ -523,16 +523,15 @@ static int assign_parts(const int *sel, const sym_stats *fstats, const int *sche
         }
         if (group[a] < 0) group[a] = ngroups++;
     }
-    /* a function shared by two algorithms counts once; apart, once per group that uses it (its own copy), the
-       callees' included */
+    /* a function shared by two algorithms counts once; apart (a group per row), once per row that uses it (its own
+       copy), the callees' included */
     long fcount[MAX_FNS] = {0};
-    for (int g = 0; g < ngroups && apart; g++)
-        for (int f = 0; f < n_fns; f++) {
-            int used = 0;
-            for (int a = 0; a < GRID_ALGO_COUNT && !used; a++) used = group[a] == g && row_uses(a, f, sched);
-            weight[g] += used ? fstats[f].statements : 0;
-            total += used ? fstats[f].statements : 0;
-        }
+    for (int a = 0; a < GRID_ALGO_COUNT && apart; a++)
+        for (int f = 0; f < n_fns && group[a] >= 0; f++)
+            if (row_uses(a, f, sched)) {
+                weight[group[a]] += fstats[f].statements;
+                total += fstats[f].statements;
+            }
     for (int a = 0; a < GRID_ALGO_COUNT && !apart; a++) {
         if (group[a] < 0) continue;
         for (int s = 0; s < NSLOT; s++) {
@@ -570,7 +569,6 @@ static int assign_parts(const int *sel, const sym_stats *fstats, const int *sche
    grid_f64_<row> (grid_cuda_f64_, grid_host_f64_) by macros at its top; the float32 parts' entries of those rows
    widen the inputs, call them and round the outputs (emit_target.widened) */
 typedef struct {
-    int f64_part;                       /* 1: emitting that part */
     size_t work_bytes[GRID_ALGO_COUNT]; /* out: each of its rows' workspace bytes per state (scalar rows only) */
 } wide_part;
 
@@ -624,7 +622,7 @@ static int emit_library(const grid_model *m, const grid_emit_options *opts, wide
     char *src64 = NULL;
     size_t len64 = 0;
     grid_emit_stats st64;
-    wide_part part64 = {1, {0}};
+    wide_part part64 = {{0}};
     if (n_wide) {
         grid_emit_options o64 = o;
         o64.dtype = GRID_FLOAT64;
@@ -770,8 +768,7 @@ static int emit_library(const grid_model *m, const grid_emit_options *opts, wide
                       nparts + 1, nparts + 1, nparts + 1, nparts + 1, nparts + 1);
             ew_putn(&w, src64, len64);
             ew_puts(&w, "#else /* GRID_PART 2.. */\n");
-        }
-        else if (nparts > 1)
+        } else if (nparts > 1)
             ew_printf(&w, "/* grid-rbd parts: %d (compile once, or as %d objects with -DGRID_PART=1..%d and link them) */\n",
                       nparts, nparts, nparts);
         else

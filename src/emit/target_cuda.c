@@ -586,9 +586,8 @@ static void write_split_cuda(ew_writer *w, const emit_target *t, const emit_entr
 }
 
 /* the host entries of row r: grid_host_<row> (host pointers: the round trip on the library's stream, through
-   grid_cuda_<row>, whose per-state workspace is work reals of real_size bytes) and the ABI's grid_<row> */
-static void write_host_entries(ew_writer *w, const emit_target *t, const grid_method_info *r, long long work,
-                               const char *real_size)
+   grid_cuda_<row>, whose per-state workspace is the row's work_bytes) and the ABI's grid_<row> */
+static void write_host_entries(ew_writer *w, const emit_target *t, const grid_method_info *r)
 {
     ew_printf(w, "/* %s on host arrays: copied in, launched and copied out on the library's stream, synchronised */\n",
               r->name);
@@ -601,8 +600,8 @@ static void write_host_entries(ew_writer *w, const emit_target *t, const grid_me
     }
     ew_puts(w, "}, {");
     for (int k = 0; k < r->n_out; k++) ew_printf(w, "%s%lldLL", k ? ", " : "", r->out[k].width);
-    ew_printf(w, "}, (int)sizeof(grid_real), %lldLL * (long long)%s};\n"
-                 "    return grid_cuda_round_trip_(c, &io);\n}\n\n", work, real_size);
+    ew_printf(w, "}, (int)sizeof(grid_real), %zuLL};\n"
+                 "    return grid_cuda_round_trip_(c, &io);\n}\n\n", r->work_bytes);
     /* the ABI's host entry point (include/grid/abi.h) */
     ew_printf(w, "%s int grid_%s(const grid_call *c)\n{\n    return grid_host_%s(c);\n}\n\n", t->export_fn, r->name, r->name);
 }
@@ -642,7 +641,7 @@ void emit_cuda_widened(ew_writer *w, const emit_target *t, const grid_method_inf
                  "    const int rd = grid_cuda_scratch_done_(xv, c->stream);\n"
                  "    return rc ? rc : e != cudaSuccess ? grid_cuda_fail_(e, \"widening or rounding the slices of grid_cuda_%s\") : rd;\n}\n\n",
               r->name);
-    write_host_entries(w, t, r, (long long)(r->work_bytes / sizeof(double)), "sizeof(double)");
+    write_host_entries(w, t, r);
 }
 
 void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e)
@@ -697,5 +696,5 @@ void emit_cuda_batch(ew_writer *w, const emit_target *t, const emit_entry *e)
         r = e->split;
     }
 
-    write_host_entries(w, t, r, e->work, "sizeof(grid_real)");
+    write_host_entries(w, t, r);
 }

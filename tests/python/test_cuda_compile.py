@@ -222,7 +222,7 @@ def test_rolled_cuda_compiles_and_states_its_workspace(iiwa64_rolled_cuda):
     for algo in DEFAULT_METHODS:
         getattr(dll, "grid_cuda_" + algo)
     # every row's round trip asks the runtime for its workspace (bytes per state)
-    work = dict(re.findall(r"grid_io_ io = \{grid_cuda_(\w+), .*?, (\d+)LL \* \(long long\)sizeof\(grid_real\)\};", cu))
+    work = dict(re.findall(r"grid_io_ io = \{grid_cuda_(\w+), .*?, \(int\)sizeof\(grid_real\), (\d+)LL\};", cu))
     assert sorted(work) == sorted(DEFAULT_METHODS) and all(int(w) > 0 for w in work.values()), work
 
 
