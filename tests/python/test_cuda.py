@@ -331,6 +331,15 @@ def _torch():
     return torch
 
 
+def _slot_diff(got, want):
+    """where two batches differ: how many slots and elements, the first and last slot, the largest difference"""
+    bad = ~((got == want) | (np.isnan(got) & np.isnan(want)))
+    slots = np.flatnonzero(bad.reshape(len(got), -1).any(axis=1))
+    big = np.nanmax(np.abs(got - want)) / max(np.nanmax(np.abs(want)), 1e-300)
+    return (f"{len(slots)} of {len(got)} slots ({int(bad.sum())} elements) differ, slots {slots[:1]}..{slots[-1:]}, "
+            f"largest difference {big:.2e} of the largest entry")
+
+
 @pytest.mark.parametrize("dtype", ("float32", "float64"))
 @pytest.mark.parametrize("case", [c for c in CASES if c.id in TORCH_CASES], ids=lambda c: c.id)
 def test_torch_device_arrays_equal_numpy(case, dtype):
@@ -351,11 +360,13 @@ def test_torch_device_arrays_equal_numpy(case, dtype):
             got = call(h, ts, tout)
         side.synchronize()
         assert got is tout
-        assert np.array_equal(got.cpu().numpy(), want), f"{case.id} {name}: torch path differs from numpy path"
+        assert np.array_equal(got.cpu().numpy(), want), \
+            f"{case.id} {name}: torch path differs from numpy path: {_slot_diff(got.cpu().numpy(), want)}"
         fresh = call(h, ts, None)  # out=None: torch.empty on q's device
         torch.cuda.synchronize()
         assert fresh.is_cuda and fresh.dtype == ts["q"].dtype and tuple(fresh.shape) == want.shape
-        assert np.array_equal(fresh.cpu().numpy(), want), f"{case.id} {name}: allocated output differs"
+        assert np.array_equal(fresh.cpu().numpy(), want), \
+            f"{case.id} {name}: allocated output differs: {_slot_diff(fresh.cpu().numpy(), want)}"
 
 
 MUJOCO_CASES = ("go2_ff", "g1_29dof_ff", "synthetic_ff")
