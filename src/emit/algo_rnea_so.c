@@ -238,19 +238,23 @@ static void triples(so_ctx *s, sv u[NVEC][6], coord I, coord J, int kvar, int ji
 static void pairs(so_ctx *s, int MX, int UV, int ncol, int jvar, int ji)
 {
     ep_prog *p = s->p;
-    sym_graph *g = ep_graph(p);
     const int ni = ep_nv(p, EP_I), nj = ep_nv(p, jvar);
     for (int ci = 0; ci < ni; ci++) {
-        sv Mx[NMAT][36];
-        for (int k = 0; k < NMAT; k++)
-            for (int e = 0; e < 36; e++) Mx[k][e] = ep_get(p, MX, EP_I, EP_SELF, (ci * NMAT + k) * 36 + e);
         for (int cj = 0; cj < nj; cj++) {
+            /* (the graph and values per pair: those of the step before a break are not this step's) */
+            sym_graph *g = ep_graph(p);
+            sv Mx[NMAT][36];
+            for (int k = 0; k < NMAT; k++)
+                for (int e = 0; e < 36; e++) Mx[k][e] = ep_get(p, MX, EP_I, EP_SELF, (ci * NMAT + k) * 36 + e);
             sv S[6], pd[6], pdd[6], pp[6], u[NVEC][6];
             columns_of(p, s->B, jvar, cj, S, pd, pdd, pp);
             pair_vectors(g, Mx, S, pd, pdd, pp, u);
             for (int k = 0; k < NVEC; k++)
                 for (int r = 0; r < 6; r++) ep_set(p, UV, EP_I, EP_SELF, ((ci * ncol + cj) * NVEC + k) * 6 + r, u[k][r]);
             triples(s, u, (coord){EP_I, ci}, (coord){jvar, cj}, jvar, ji, 1);
+            /* a pair and its triples per function: a joint of d columns has d^2 of them (a free flyer's 36 took
+               gcc's register allocator 25 s as one function) */
+            ep_break(p);
         }
     }
 }

@@ -59,6 +59,8 @@ struct ep_prog {
     ew_writer skel;           /* rolled: the per-state body */
     int nsteps, fail;
     int inner;                /* rolled: the current step runs inside a columns or ancestors loop */
+    int apart;                /* rolled: the steps on either side of an ep_break left to write (each a function
+                                 of its own, never inlined into the loop nest) */
     int nslots;               /* rolled: slots of an EP_PER_CHAIN buffer (grid_slot_), 0 until one is declared */
     unsigned char used[EP_MAX_BUFFERS];  /* rolled: the buffers an inner step addresses (its parameters) */
     char outT[48];            /* rolled: "" or the offset (C text) of the coordinate part of the transposed output
@@ -443,7 +445,7 @@ static void step_end(ep_prog *p)
     ew_printf(p->steps,
               "%s void grid_r%s_%s_%d(const int i, const int j, const int c, const int k, %sconst int frame, const %s *%s q, const %s *%s v, "
               "const %s *%s a, const %s *%s fext, const %s *%s g, %s *%s out",
-              sym_node_count(g) > p->t->big_nodes ? p->t->big_fn : p->inner ? p->t->inner_fn : p->t->state_fn, p->lanes ? "v" : "", p->fn, p->nsteps, p->deep ? "const int m, const int cm, " : "", T, r, T, r, T, r, T, r, T,
+              sym_node_count(g) > p->t->big_nodes || p->apart ? p->t->big_fn : p->inner ? p->t->inner_fn : p->t->state_fn, p->lanes ? "v" : "", p->fn, p->nsteps, p->deep ? "const int m, const int cm, " : "", T, r, T, r, T, r, T, r, T,
               r, T, r);
     if (!p->inner) ew_printf(p->steps, ", %s *%s ws", T, r);
     for (int b = 0; b < p->nbuf; b++)
@@ -471,6 +473,7 @@ static void step_end(ep_prog *p)
     if (p->outT[0]) ew_printf(&p->skel, ", out + %s%s", p->outT, p->st->elem_scale);
     ew_printf(&p->skel, "%s);\n", p->t->stride_param[0] ? ", st" : "");
     p->nsteps++;
+    if (p->apart > 0) p->apart--;
     for (int a = 0; a < p->nacc; a++) {
         free(p->acc[a].cache);
         free(p->acc[a].set);
@@ -504,6 +507,14 @@ void ep_chain(ep_prog *p, const char *start)
     ep_bodies(p, 1);
     p->kin_loop = 0;
     snprintf(p->chain_start, sizeof p->chain_start, "%s", start);
+}
+
+void ep_break(ep_prog *p)
+{
+    if (!p->rolled || !p->sg) return;
+    if (p->depth == 1 && p->kin_loop) (void)ep_X(p, EP_I);
+    p->apart = 2;
+    step_end(p);
 }
 
 void ep_raw(ep_prog *p, const char *text)

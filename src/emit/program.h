@@ -82,6 +82,9 @@ enum {
 void ep_columns(ep_prog *p, int range);
 /* rolled only: a loop of i over the chain from the body `start` (C text, e.g. a table lookup) to the root */
 void ep_chain(ep_prog *p, const char *start);
+/* rolled: end the step here and go on in a new one at the same place of the loop nest (its buffer values stored,
+   then loaded again), so that a long step is written as several functions of bounded size; unrolled: nothing */
+void ep_break(ep_prog *p);
 /* rolled only: C text into the loop nest between steps (a branch on an attribute, its closing brace) */
 void ep_raw(ep_prog *p, const char *text);
 int ep_next(ep_prog *p);
