@@ -155,15 +155,25 @@ METHODS = {
 
 def _packed(method, args, out):
     """a method of several outputs as one (B, sum of widths) array: each output flattened per state, side by side;
-    with out given, the method writes a tuple of poisoned arrays (the out= tuple path) then copied into out"""
+    with out given, the method writes a tuple of poisoned arrays (the out= tuple path: numpy arrays, or tensors on
+    out's device when out is a torch tensor) then copied into out"""
+    n = len(args[0])
     if out is None:
         res = method(*args)
     else:
-        shapes = [r.shape for r in method(*(a[:1] for a in args))]
-        outs = tuple(np.full((len(args[0]),) + sh[1:], np.nan, dtype=out.dtype) for sh in shapes)
+        shapes = [tuple(r.shape) for r in method(*(a[:1] for a in args))]
+        if isinstance(out, np.ndarray):
+            outs = tuple(np.full((n,) + sh[1:], np.nan, dtype=out.dtype) for sh in shapes)
+        else:
+            outs = tuple(out.new_full((n,) + sh[1:], float("nan")) for sh in shapes)
         res = method(*args, out=outs)
         assert all(r is o for r, o in zip(res, outs))
-    flat = np.concatenate([r.reshape(len(args[0]), -1) for r in res], axis=1)
+    flats = [r.reshape(n, -1) for r in res]
+    if isinstance(flats[0], np.ndarray):
+        flat = np.concatenate(flats, axis=1)
+    else:
+        import torch
+        flat = torch.cat(flats, dim=1)
     if out is None:
         return flat
     out[...] = flat
