@@ -5,6 +5,7 @@
 #        bench/pinocchio_bench.cpp; bench/pinocchio_float32.cpp is the other source)
 # env:   PY   the venv python (default .venv/bin/python of this repo)
 #        CXX  the C++ compiler (default g++)
+#        OPT  the optimisation flag (default -O3, the anchors'; the tests' oracle builds with -O1)
 # The wheel ships Pinocchio's headers and .so files but not the headers of two build-time
 # dependencies (Eigen, urdfdom_headers); their cmeel wheels are installed into the venv
 # when missing. Flags follow the anchors: -O3, no -march=native.
@@ -44,7 +45,7 @@ defs=(
 )
 
 set -x
-"$cxx" -std=c++17 -O3 -DNDEBUG -w "${defs[@]}" \
+"$cxx" -std=c++17 "${OPT:--O3}" -DNDEBUG -w "${defs[@]}" \
     -I"$inc" -I"$inc/eigen3" -I"$inc/urdfdom_headers" -I"$inc/urdfdom" \
     "$src" -o "$out" \
     -L"$lib" -Wl,-rpath,"$lib" \

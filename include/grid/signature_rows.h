@@ -203,3 +203,12 @@ GRID_ROW(EE_POSE_HESSIAN, ee_pose_hessian, OWN,
           1, {IN_Q}, 1, {ARG("d2pose", "pose Hessian", GRID_REQUIRED, DIM(NEE, 6), DIM(NV, 1), DIM(NV, 1))},
           0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED, NO_RATE, .second_order = 1})
 
+/* the transpose of the map the gradients' q columns use (docs/python.md "What the gradients mean"): a cotangent of the
+   local tangent onto the nq-wide q, quaternions through their normalisation (the front ends' backward of q) */
+GRID_ROW(Q_PULLBACK, q_pullback, OWN,
+         {"q_pullback", "q_pullback", "",
+          "the cotangent of q (nq wide) of a cotangent of the local tangent (nv wide): the transpose of dq -> the "
+          "tangent the gradients' q columns use, quaternions through their normalisation",
+          2, {IN_Q, ARG("cotangent", "tangent width", GRID_REQUIRED, DIM(NV, 1))}, 1,
+          {ARG("q_cotangent", "cotangent of q", GRID_REQUIRED, DIM(NQ, 1))},
+          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED, NO_RATE})

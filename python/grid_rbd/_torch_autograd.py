@@ -219,7 +219,7 @@ class Differentiable(torch.autograd.Function):
                 continue
             g = ct[..., k * nv:(k + 1) * nv] if len(diff) > 1 else ct
             if name == "q" and front.q_map is not None:
-                g = front.q_map.pullback(xs[0], g)
+                g = front.pull_q(xs[0], g)
             grads[k] = g
         return (None, None, None, *grads)
 

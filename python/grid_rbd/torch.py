@@ -13,7 +13,7 @@ from ._core import tensor_call
 from ._errors import DifferentiationError, NotAvailableError
 from ._torch_autograd import (FRONTS, Differentiable, DifferentiableJvp, EagerDifferentiable, ForwardOnly,
                               ForwardOnlyJvp, QMap, SecondOrderVjp, _is_wrapped, q_is_tangent)
-from .handle import REFERENCE_FRAMES, FrameworkHandle, not_built_error
+from .handle import REFERENCE_FRAMES, FrameworkHandle, missing_rows, not_built_error
 
 __all__ = ["register_robot", "TorchRobotHandle", "GraphCallable", "REFERENCE_FRAMES", "DifferentiationError", "op",
            "pinned_host_like", "copy_to_host"]
@@ -114,6 +114,11 @@ class TorchRobotHandle(FrameworkHandle):
         self._plain_in_function = None if self._cuda else (torch.Tensor, self._dtype, torch.from_numpy, True)
         # what the derivatives need (_torch_autograd): q's tangent map, None where it is the identity
         self.q_map = None if q_is_tangent(handle._model) else QMap(handle._model, handle.output_convention)
+        # its transpose as the library's q_pullback row (one call, one launch on CUDA) where the library has it: the
+        # Pinocchio convention (MuJoCo's refuses it), a library built with it
+        qp = _signatures.row("q_pullback")["id"]
+        self._q_row = qp if self.q_map is not None and handle.output_convention == "pinocchio" and \
+            qp not in missing_rows(handle) and handle._library is not None else None
         FRONTS[self._key] = self
 
     _xp = torch  # the array namespace of fan_out (targets chosen per call)
@@ -188,6 +193,15 @@ class TorchRobotHandle(FrameworkHandle):
         lead = tuple(q.shape[:q.ndim - len(c["inputs"][0][1])])
         outs = tuple(q.new_empty(lead + shape) for _, shape in c["outputs"])
         return outs[0] if len(outs) == 1 else outs
+
+    def pull_q(self, q, ct):
+        """q's cotangent (nq wide) of ct, a cotangent of the local tangent, inside a backward: the library's q_pullback
+        row on plain tensors (no graph, no transform, no forward-mode level: nothing differentiates it), else QMap's
+        torch operations (differentiable: torch.func.hessian and create_graph go through them)"""
+        if self._q_row is not None and not torch.is_grad_enabled() and _forward_ad._current_level < 0 and \
+                (_is_compiling() or not (_is_wrapped(ct) or _is_wrapped(q))):  # (torch.compile cannot trace _is_wrapped)
+            return self.run(self._q_row, (q, ct.contiguous()), ())
+        return self.q_map.pullback(q, ct)
 
     def run(self, rid, inputs, attrs):
         """row rid on tensors inside an autograd.Function (no graph recorded): the op while torch.compile traces,

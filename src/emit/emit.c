@@ -298,7 +298,7 @@ enum { SCHED_ROLLED = 1, SCHED_LANES = 2, SCHED_STAGED = 4 };
 static int group_template(const emit_ctx *cx, int f, const int *rolled, const int *vec)
 {
     return cx->t->group_fn[0] && rolled[f] && !vec[f] && !emit_coupled(cx) &&
-           (calls[f][0] < 0 || specs[f].m->composite_groups);
+           (!specs[f].m->composite || specs[f].m->composite_groups);
 }
 
 /* row a's entry: its concrete row, parameter mapping, and the per-state function of each variant slot */
@@ -670,8 +670,9 @@ static int emit_library(const grid_model *m, const grid_emit_options *opts, wide
         any_vec |= vec[f];
         cx.w = &fw[f];
         int frc;
-        if (calls[f][0] >= 0) {
-            /* a composite: its callees come first in the table, so their workspace is known */
+        if (specs[f].m->composite) {
+            /* a composite (a template may call none): its callees come first in the table, so their workspace is
+               known */
             for (int c = 0; c < MAX_CALLS; c++) assert(calls[f][c] < f);
             char copy[MAX_CALLS][48];
             const char *name[MAX_CALLS];

@@ -104,6 +104,7 @@ static long jacobian_dot_size(const em_model *em) { return 5 * jacobian_size(em)
 GRID_INCBIN(grid_osc_inertia_h, "src/emit/osc_inertia.h");
 GRID_INCBIN(grid_ee_pose_runtime_h, "src/emit/ee_pose_runtime.h");
 GRID_INCBIN(grid_fdsva_so_h, "src/emit/fdsva_so.h");
+GRID_INCBIN(grid_q_pullback_h, "src/emit/q_pullback.h");
 
 /* The table. Order matters twice: a composite's callees come before it (their workspace is known when it is
    written), and the library's functions appear in this order. */
@@ -213,6 +214,10 @@ static const emit_method methods[GRID_ALGO_COUNT] = {
     [GRID_ALGO_EE_POSE_HESSIAN] = {.row = GRID_ALGO_EE_POSE_HESSIAN, .shares = -1, .variants = {Q},
                                    .callees = {{GRID_ALGO_EE_POSE, Q}, {GRID_ALGO_FRAME_JACOBIAN, Q}}, .n_callees = 2,
                                    .composite = emit_ee_pose_grad_function},
+    /* joint by joint in the user's coordinates (GRID_QMAP_BODY_, template.c); no workspace, at most 40 flops a joint */
+    [GRID_ALGO_Q_PULLBACK] = {.row = GRID_ALGO_Q_PULLBACK, .shares = -1, .variants = {Q | G},
+                              .composite = emit_template_composite, .template = grid_q_pullback_h_start,
+                              .template_work = {0}, .template_flops = {0, 0, 0, 0, 0, 40}},
 };
 
 const emit_method *emit_method_of(int row)

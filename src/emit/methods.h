@@ -74,6 +74,8 @@ typedef struct emit_method {
          GRID_FLOAT32_             1 when grid_real is float
          GRID_SQRT_, GRID_SIN_, GRID_COS_   the real type's square root, sine, cosine
          GRID_EL_(p, k)            element k of a state array of the convention (q, a, g, out: the target's stride)
+         GRID_QMAP_BODY_           the user's joints with coordinates of their own as calls GRID_QMAP_RUN_(iq, iv, n),
+                                   GRID_QMAP_FREE_ / _SPHERICAL_ / _PLANAR_(iq, iv), macros the body defines
          GRID_CALL_<ROW>_(q, o)    callee <ROW> (its row's name, upper case) on q into o, arrays of stride 1 in ws,
                                    with the function's own frame and rf
          GRID_CALL_<ROW>_AT_(q, o, f, rf)   the same at frame f and reference frame rf

@@ -1211,6 +1211,13 @@ static void test_batch(void)
                 }
                 break;
             }
+            case GRID_ALGO_Q_PULLBACK: { /* its row function on q and the tangent's cotangent g */
+                const double *in1[GRID_MAX_IN] = {qb, g + b * nv};
+                double *out1[GRID_MAX_OUT] = {one};
+                const int at[GRID_REF_ATTRS] = {[GRID_REF_RULE] = GRID_FLOAT64};
+                ref_row_fn(algo)(m, in1, out1, at, w);
+                break;
+            }
             case GRID_ALGO_EE_POSE_RUNTIME_VJP: { /* g^T of the target's pose gradient */
                 const double *in1[GRID_MAX_IN] = {qb, tg + 4 * b};
                 double *out1[GRID_MAX_OUT] = {jac};

@@ -80,6 +80,11 @@ def test_alias_robots_have_the_shapes_that_alias():
         assert {"ee_pose_vjp", "rnea", "fd"} <= names, robot
 
 
+# rows MuJoCo's convention refuses on robots it converts (no conversion yet): a clear NotAvailableError, never a wrong
+# answer
+MUJOCO_REFUSED = {"q_pullback"}
+
+
 @pytest.mark.parametrize("B", [5, 3000])
 @pytest.mark.parametrize("conv", ["pinocchio", "mujoco"])
 @pytest.mark.parametrize("provider", ["generated", "reference"])
@@ -89,11 +94,16 @@ def test_out_aliasing_an_input_on_every_row(alias_handles, which, provider, conv
     h = alias_handles[which, provider, conv]
     rng = np.random.default_rng(B)
     sizes = _signatures.sizes_of(h._model)
+    converts = any(t in ("free", "spherical") for t in h._model.joint_types)  # (else MuJoCo's basis is Pinocchio's)
     checked = 0
     for r, shape, ks in aliasable(sizes):
         c = _signatures.concrete(r, sizes)
         args = [rng.uniform(-1, 1, (B,) + a[1]) for a in c["inputs"]]
         method = getattr(h, r["py_name"])
+        if conv == "mujoco" and r["name"] in MUJOCO_REFUSED and converts:
+            with pytest.raises(grid_rbd.NotAvailableError, match="output_convention='mujoco'"):
+                method(*args)
+            continue
         expected = method(*[a.copy() for a in args])
         for k in ks:
             inputs = [a.copy() for a in args]
