@@ -206,6 +206,8 @@ class Differentiable(torch.autograd.Function):
         for i, name in enumerate(a["name"] for a in R["inputs"]):
             if need[3 + i] and name not in diff:
                 raise DifferentiationError(_signatures.not_differentiable_in_message(R, name))
+        # (a sum's cotangent arrives expanded, stride 0: made contiguous, the row takes the library's direct path)
+        grad = grad.contiguous()
         vjp_inputs = [grad if k is None else xs[k] if k >= 0 else None for k in picks]
         if torch.is_grad_enabled():
             # a VJP row has no VJP row: under create_graph it runs as ForwardOnly, so a second derivative raises
