@@ -5,27 +5,16 @@ backward ran before the row), float32, median of per-call wall clocks, same run.
     taskset -c 1 .venv/bin/python bench/torch_backward.py [--robots iiwa,go2,g1_29dof] [--batches 1,1024]
 """
 import argparse
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
 import grid_rbd
+from gpu_frameworks import median_wall  # (bench/: the same median of per-call wall clocks)
 
 ROBOTS = {"iiwa": False, "go2": True, "g1_29dof": True}
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "robots"
-
-
-def median_us(f, reps):
-    for _ in range(max(10, reps // 10)):
-        f()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts)) * 1e6
 
 
 def main():
@@ -45,13 +34,13 @@ def main():
             q = torch.from_numpy(rng.standard_normal((B, t.nq)).astype(np.float32)).requires_grad_()
             qd = torch.from_numpy(rng.standard_normal((B, t.nv)).astype(np.float32)).requires_grad_()
             g = torch.ones(B, t.nv)
-            fwd = median_us(lambda: t.inverse_dynamics(q, qd), a.reps)
+            fwd = median_wall(lambda: t.inverse_dynamics(q, qd), a.reps)
             both = lambda: torch.autograd.grad(t.inverse_dynamics(q, qd), (q, qd), g)
             row_id = t._q_row
-            with_row = median_us(both, a.reps)
+            with_row = median_wall(both, a.reps)
             # the same backward with QMap's operations (the path without the row)
             t._q_row = None
-            with_ops = median_us(both, a.reps)
+            with_ops = median_wall(both, a.reps)
             t._q_row = row_id
             # both give the same gradient (float32: within 1e-5 of its largest entry)
             got_row = both()

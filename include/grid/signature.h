@@ -94,6 +94,9 @@ typedef struct {
     int rate_of;              /* GRID_QTY_JACOBIAN_RATE: the row whose output 0 this row's output is the rate of */
     int second_order;         /* 1: second derivatives (O(nv^3) or O(nee nv^2) outputs), built only when named
                                  (grid_sig_opt_in) */
+    int user_coordinates;     /* 1: on a robot with coupled mimic joints it reads and writes the user's coordinates
+                                 itself (no full-coordinate form to expand and project: the reference's coupled path
+                                 calls its row function as it is) */
 } grid_signature_row;
 
 /* the table: GRID_ALGO_COUNT rows, row i has id i */

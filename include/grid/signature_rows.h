@@ -211,4 +211,4 @@ GRID_ROW(Q_PULLBACK, q_pullback, OWN,
           "tangent the gradients' q columns use, quaternions through their normalisation",
           2, {IN_Q, ARG("cotangent", "tangent width", GRID_REQUIRED, DIM(NV, 1))}, 1,
           {ARG("q_cotangent", "cotangent of q", GRID_REQUIRED, DIM(NQ, 1))},
-          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED, NO_RATE})
+          0, {{0}}, GRID_GPU_THREAD, NO_LINKS, GRID_QTY_DERIVED, NO_RATE, .user_coordinates = 1})

@@ -114,11 +114,11 @@ class TorchRobotHandle(FrameworkHandle):
         self._plain_in_function = None if self._cuda else (torch.Tensor, self._dtype, torch.from_numpy, True)
         # what the derivatives need (_torch_autograd): q's tangent map, None where it is the identity
         self.q_map = None if q_is_tangent(handle._model) else QMap(handle._model, handle.output_convention)
-        # its transpose as the library's q_pullback row (one call, one launch on CUDA) where the library has it: the
-        # Pinocchio convention (MuJoCo's refuses it), a library built with it
+        # its transpose as the q_pullback row (one call, one launch on CUDA) where the handle has it: the Pinocchio
+        # convention (MuJoCo's refuses it), a library built with it (the reference has every row)
         qp = _signatures.row("q_pullback")["id"]
         self._q_row = qp if self.q_map is not None and handle.output_convention == "pinocchio" and \
-            qp not in missing_rows(handle) and handle._library is not None else None
+            qp not in missing_rows(handle) else None
         FRONTS[self._key] = self
 
     _xp = torch  # the array namespace of fan_out (targets chosen per call)

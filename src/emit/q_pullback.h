@@ -12,12 +12,15 @@
  */
 #define GRID_QMAP_RUN_(iq, iv, n) \
     for (int k_ = 0; k_ < (n); k_++) GRID_EL_(out, (iq) + k_) = GRID_EL_(g, (iv) + k_);
-#define GRID_QMAP_QUAT_(iq, iv)                                                                                   \
+/* u = quat / |quat| (ux, uy, uz, uw) and in_ = 1 / |quat| of the quaternion at q[iq..iq+3] */
+#define GRID_QMAP_UNIT_(iq)                                                                                       \
+    const grid_real x_ = GRID_EL_(q, (iq)), y_ = GRID_EL_(q, (iq) + 1), z_ = GRID_EL_(q, (iq) + 2),               \
+                    w_ = GRID_EL_(q, (iq) + 3);                                                                   \
+    const grid_real in_ = 1 / GRID_SQRT_(x_ * x_ + y_ * y_ + z_ * z_ + w_ * w_);                                  \
+    const grid_real ux = x_ * in_, uy = y_ * in_, uz = z_ * in_, uw = w_ * in_;
+/* the quaternion's block at out[iq..iq+3] of the angular cotangent at g[iv..iv+2], after GRID_QMAP_UNIT_(iq) */
+#define GRID_QMAP_QUAT_BLOCK_(iq, iv)                                                                             \
     {                                                                                                             \
-        const grid_real x_ = GRID_EL_(q, (iq)), y_ = GRID_EL_(q, (iq) + 1), z_ = GRID_EL_(q, (iq) + 2),           \
-                        w_ = GRID_EL_(q, (iq) + 3);                                                               \
-        const grid_real n_ = GRID_SQRT_(x_ * x_ + y_ * y_ + z_ * z_ + w_ * w_), in_ = 1 / n_;                     \
-        const grid_real ux = x_ * in_, uy = y_ * in_, uz = z_ * in_, uw = w_ * in_;                               \
         const grid_real cx = GRID_EL_(g, (iv)), cy = GRID_EL_(g, (iv) + 1), cz = GRID_EL_(g, (iv) + 2);           \
         const grid_real gx = 2 * (uw * cx + uy * cz - uz * cy), gy = 2 * (uw * cy + uz * cx - ux * cz),           \
                         gz = 2 * (uw * cz + ux * cy - uy * cx), gw = -2 * (ux * cx + uy * cy + uz * cz);          \
@@ -29,18 +32,19 @@
     }
 #define GRID_QMAP_FREE_(iq, iv)                                                                                   \
     {                                                                                                             \
-        const grid_real x_ = GRID_EL_(q, (iq) + 3), y_ = GRID_EL_(q, (iq) + 4), z_ = GRID_EL_(q, (iq) + 5),       \
-                        w_ = GRID_EL_(q, (iq) + 6);                                                               \
-        const grid_real in_ = 1 / GRID_SQRT_(x_ * x_ + y_ * y_ + z_ * z_ + w_ * w_);                              \
-        const grid_real vx = x_ * in_, vy = y_ * in_, vz = z_ * in_, vw = w_ * in_;                               \
-        const grid_real cx = GRID_EL_(g, (iv)), cy = GRID_EL_(g, (iv) + 1), cz = GRID_EL_(g, (iv) + 2);           \
-        const grid_real tx = 2 * (vy * cz - vz * cy), ty = 2 * (vz * cx - vx * cz), tz = 2 * (vx * cy - vy * cx); \
-        GRID_EL_(out, (iq)) = cx + vw * tx + (vy * tz - vz * ty);                                                 \
-        GRID_EL_(out, (iq) + 1) = cy + vw * ty + (vz * tx - vx * tz);                                             \
-        GRID_EL_(out, (iq) + 2) = cz + vw * tz + (vx * ty - vy * tx);                                             \
-    }                                                                                                             \
-    GRID_QMAP_QUAT_((iq) + 3, (iv) + 3)
-#define GRID_QMAP_SPHERICAL_(iq, iv) GRID_QMAP_QUAT_(iq, iv)
+        GRID_QMAP_UNIT_((iq) + 3)                                                                                 \
+        const grid_real lx = GRID_EL_(g, (iv)), ly = GRID_EL_(g, (iv) + 1), lz = GRID_EL_(g, (iv) + 2);           \
+        const grid_real tx = 2 * (uy * lz - uz * ly), ty = 2 * (uz * lx - ux * lz), tz = 2 * (ux * ly - uy * lx); \
+        GRID_EL_(out, (iq)) = lx + uw * tx + (uy * tz - uz * ty);                                                 \
+        GRID_EL_(out, (iq) + 1) = ly + uw * ty + (uz * tx - ux * tz);                                             \
+        GRID_EL_(out, (iq) + 2) = lz + uw * tz + (ux * ty - uy * tx);                                             \
+        GRID_QMAP_QUAT_BLOCK_((iq) + 3, (iv) + 3)                                                                 \
+    }
+#define GRID_QMAP_SPHERICAL_(iq, iv)                                                                              \
+    {                                                                                                             \
+        GRID_QMAP_UNIT_(iq)                                                                                       \
+        GRID_QMAP_QUAT_BLOCK_(iq, iv)                                                                             \
+    }
 #define GRID_QMAP_PLANAR_(iq, iv)                                                                                 \
     {                                                                                                             \
         const grid_real c_ = GRID_COS_(GRID_EL_(q, (iq) + 2)), s_ = GRID_SIN_(GRID_EL_(q, (iq) + 2));             \
@@ -52,7 +56,8 @@
     (void)q; (void)g; (void)out; (void)ws; (void)frame; (void)rf; /* (q: read at quaternion and planar joints only) */
     GRID_QMAP_BODY_
 #undef GRID_QMAP_RUN_
-#undef GRID_QMAP_QUAT_
+#undef GRID_QMAP_UNIT_
+#undef GRID_QMAP_QUAT_BLOCK_
 #undef GRID_QMAP_FREE_
 #undef GRID_QMAP_SPHERICAL_
 #undef GRID_QMAP_PLANAR_

@@ -103,11 +103,14 @@ int emit_template_composite(const emit_ctx *cx, const state_spec *sp, const comp
     snprintf(method + len, sizeof method - (size_t)len, "_");
     emit_tpl_define(&tp, method, "1");
     emit_tpl_define(&tp, "GRID_EL_(p, k)", "%s", el);
-    /* the user's joints with coordinates of their own, in q order, as calls of the body's per-type macros (a run of
-       one-coordinate joints as one GRID_QMAP_RUN_): GRID_QMAP_<TYPE>_(iq, iv) */
-    record(&tp, "GRID_QMAP_BODY_");
-    ew_puts(w, "#define GRID_QMAP_BODY_");
-    for (int b = 0, run_q = -1, run_v = -1, run_n = 0; b <= cx->em->nb; b++) {
+    /* for a body that reads it, the user's joints with coordinates of their own, in q order, as calls of the body's
+       per-type macros (a run of one-coordinate joints as one GRID_QMAP_RUN_): GRID_QMAP_<TYPE>_(iq, iv) */
+    const int qmap = strstr(body, "GRID_QMAP_BODY_") != NULL;
+    if (qmap) {
+        record(&tp, "GRID_QMAP_BODY_");
+        ew_puts(w, "#define GRID_QMAP_BODY_");
+    }
+    for (int b = 0, run_q = -1, run_v = -1, run_n = 0; qmap && b <= cx->em->nb; b++) {
         const em_body *jb = b < cx->em->nb ? &cx->em->b[b] : NULL;
         const int one = jb && !jb->mimic && jb->nq == 1 && jb->nv == 1;
         if (run_n > 0 && !(one && jb->uq == run_q + run_n && jb->uv == run_v + run_n)) {
@@ -124,7 +127,7 @@ int emit_template_composite(const emit_ctx *cx, const state_spec *sp, const comp
         assert(jb->type == GRID_JOINT_FREE || jb->type == GRID_JOINT_SPHERICAL || jb->type == GRID_JOINT_PLANAR);
         ew_printf(w, " GRID_QMAP_%s_(%d, %d)", kind, jb->uq, jb->uv);
     }
-    ew_puts(w, "\n");
+    if (qmap) ew_puts(w, "\n");
     /* each callee on q_ into o_ (arrays of stride 1), with the function's own frame and reference frame, and
        (GRID_CALL_<ROW>_AT_) with the frame f_ and reference frame rf_ given */
     const char *arg[EP_NARGS] = {"q_", "0", "0", "0", "0", "o_"};

@@ -177,8 +177,7 @@ static void coupled_state(const grid_model *m, int algo, const grid_method_info 
 static void run_state(const grid_model *m, int algo, const grid_method_info *full, const double *const *in,
                       double *const *out, const int *attr, coupled_scratch *cs, double *work)
 {
-    /* (q_pullback reads the user's joints itself: no full coordinates) */
-    if (m->nmimic > 0 && algo != GRID_ALGO_Q_PULLBACK) coupled_state(m, algo, full, in, out, attr, cs);
+    if (m->nmimic > 0 && !grid_sig_row(algo)->user_coordinates) coupled_state(m, algo, full, in, out, attr, cs);
     else ref_fns[algo](m, in, out, attr, work);
 }
 
