@@ -26,7 +26,7 @@ demo: venv
 # the bounded fuzz run then run side by side (each mostly one core; -O keeps each one's output together), then pytest
 test: venv
 	@$(MAKE) --no-print-directory -j$(NPROC) c-programs
-	@$(MAKE) --no-print-directory -j3 -O test-c test-asan fuzz
+	@$(MAKE) --no-print-directory -j3 -O test-c test-asan fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 	@$(MAKE) --no-print-directory test-python
 
 # ---- environment: system packages, virtual environment, editable install ----
@@ -96,6 +96,8 @@ test-asan: $(addprefix build/tests-asan/,$(CTESTS))
 
 # bounded libFuzzer run over the URDF parser, seeded with the test URDFs
 FUZZ_SECONDS ?= 60
+# make test's share (it runs beside the two C suites on CI's two cores, inside CI's 15 minutes)
+TEST_FUZZ_SECONDS ?= 30
 # the fuzzer links only what parsing a URDF reaches: the parser, the model and the shared helpers
 FUZZ_SRC := $(sort $(wildcard src/urdf/*.c src/model/*.c src/common/*.c))
 build/fuzz_urdf: tests/fuzz/fuzz_urdf.c $(FUZZ_SRC)
