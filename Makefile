@@ -12,6 +12,10 @@ OBJ := $(patsubst src/%.c,build/obj/%.o,$(SRC))
 ASAN_OBJ := $(patsubst src/%.c,build/asan/%.o,$(SRC))
 CTESTS := $(patsubst tests/c/%.c,%,$(sort $(wildcard tests/c/test_*.c)))
 NPROC := $(shell nproc 2>/dev/null || echo 2)
+# gcc's sanitizers by default: a libgrid built by another compiler emits the same programs with operands interned
+# in another order (argument evaluation order), and the AddressSanitizer pass of test_emit loads the libraries the plain
+# pass compiled (GRID_TEST_EMIT_CACHE) only when their sources are byte-identical
+ASAN_CC ?= $(CC)
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 .PHONY: all demo test c-programs test-c test-asan fuzz test-python bench bench-large venv clean gridc example-c
@@ -22,11 +26,14 @@ all: build/libgrid.a build/gridc
 demo: venv
 	$(VPY) examples/demo.py
 
-# the C libraries, test programs and fuzzer compile in parallel first; the C suites, the AddressSanitizer suites and
-# the bounded fuzz run then run side by side (each mostly one core; -O keeps each one's output together), then pytest
+# the C libraries, test programs and fuzzer compile in parallel first; then the C suites (test_emit compiles its robot
+# libraries into $(EMIT_CACHE), two cores for a large one's parts), the AddressSanitizer suites (test_emit's libraries
+# from that cache) beside the bounded fuzz run (-O keeps each one's output together), then pytest
 test: venv
 	@$(MAKE) --no-print-directory -j$(NPROC) c-programs
-	@$(MAKE) --no-print-directory -j3 -O test-c test-asan fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
+	@rm -rf $(EMIT_CACHE)
+	@$(MAKE) --no-print-directory test-c
+	@$(MAKE) --no-print-directory -j2 -O test-asan fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 	@$(MAKE) --no-print-directory test-python
 
 # ---- environment: system packages, virtual environment, editable install ----
@@ -47,7 +54,7 @@ build/obj/%.o: src/%.c $(wildcard include/grid/*.h) $(wildcard src/*/*.h)
 
 build/asan/%.o: src/%.c $(wildcard include/grid/*.h) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
-	clang $(CFLAGS_COMMON) $(ASAN_FLAGS) -c $< -o $@
+	$(ASAN_CC) $(CFLAGS_COMMON) $(ASAN_FLAGS) -c $< -o $@
 
 # the CUDA host runtime's sources are embedded (.incbin) in cuda_sources.o
 RUNTIME_EMBEDDED := $(wildcard src/runtime/*.cu) src/runtime/cuda_plan.c src/runtime/conv_state.h include/grid/convention.h
@@ -71,7 +78,7 @@ build/tests/%: tests/c/%.c $(wildcard tests/c/*.h) build/libgrid.a
 
 build/tests-asan/%: tests/c/%.c $(wildcard tests/c/*.h) build/libgrid-asan.a
 	@mkdir -p build/tests-asan
-	clang $(CFLAGS_COMMON) $(ASAN_FLAGS) -Itests/c $< build/libgrid-asan.a $(LIBS) -o $@
+	$(ASAN_CC) $(CFLAGS_COMMON) $(ASAN_FLAGS) -Itests/c $< build/libgrid-asan.a $(LIBS) -o $@
 
 # the tile stores' streamed path needs AVX (the test skips itself on a CPU without it)
 build/tests/test_lane_store build/tests-asan/test_lane_store: CFLAGS_COMMON += -mavx
@@ -79,8 +86,12 @@ build/tests/test_lane_store build/tests-asan/test_lane_store: src/emit/lane_stor
 
 c-programs: $(addprefix build/tests/,$(CTESTS)) $(addprefix build/tests-asan/,$(CTESTS)) build/fuzz_urdf build/gridc build/examples/dispatch
 
+# test_emit's compiled robot libraries, keyed by source and compile command (shared by the plain and sanitizer passes)
+EMIT_CACHE := build/test-emit-cache
+
 test-c: $(addprefix build/tests/,$(CTESTS)) build/examples/dispatch
-	@set -e; for t in $(addprefix build/tests/,$(CTESTS)); do echo "== $$t"; $$t; done
+	@mkdir -p $(EMIT_CACHE)
+	@set -e; for t in $(addprefix build/tests/,$(CTESTS)); do echo "== $$t"; GRID_TEST_EMIT_CACHE=$(EMIT_CACHE) $$t; done
 	@echo "== build/examples/dispatch"; build/examples/dispatch examples/robots/iiwa.urdf build/example-cache
 
 # examples/dispatch.c: grid-rbd from C (a URDF to a cached library, calls through grid_dispatch_run)
@@ -92,7 +103,9 @@ example-c: build/examples/dispatch
 	build/examples/dispatch examples/robots/iiwa.urdf
 
 test-asan: $(addprefix build/tests-asan/,$(CTESTS))
-	@set -e; for t in $^; do echo "== $$t (asan+ubsan)"; ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 $$t; done
+	@mkdir -p $(EMIT_CACHE)
+	@set -e; for t in $^; do echo "== $$t (asan+ubsan)"; GRID_TEST_EMIT_CACHE=$(EMIT_CACHE) ASAN_OPTIONS=detect_leaks=1 \
+	    UBSAN_OPTIONS=halt_on_error=1 $$t; done
 
 # bounded libFuzzer run over the URDF parser, seeded with the test URDFs
 FUZZ_SECONDS ?= 60

@@ -319,7 +319,7 @@ static int split_functions(const emit_ctx *cx, const state_spec *sp, const sym_g
 {
     const int cols = split_columns(cx, sp);
     const long width = cx->em->nv * (long)cols;
-    int *piece = cols > 0 ? malloc((size_t)cols * sizeof *piece) : NULL;
+    int *piece = cols > 0 ? calloc((size_t)cols, sizeof *piece) : NULL; /* (calloc: gcc -O1 cannot see that PIECE_ALL reads none) */
     unsigned char *keep = cols > 0 ? malloc((size_t)width) : NULL;
     int rc = -1;
     if (cols > 0 && (!piece || !keep)) goto done;

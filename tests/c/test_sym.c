@@ -118,7 +118,7 @@ static void test_subsets_match_plain(void)
     CHECK(whole > 30 && sym_subset_ops(g, &(sym_subset){"out", none}) == 0);
     int fewer = 0;
     for (int p = 0; p < PIECES && dl; p++) {
-        char name[16];
+        char name[24];
         snprintf(name, sizeof name, "piece%d", p);
         fn_t piece = (fn_t)dlsym(dl, name);
         double b[WIDTH];
