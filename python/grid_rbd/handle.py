@@ -622,6 +622,19 @@ def target_index(row):
     return names.index(_TARGET_INPUT) if _TARGET_INPUT in names else None
 
 
+def _namespace_of(q, dtype):
+    """(xp, table_like) for fan_out on the numpy handle: the array library of q (numpy, or for device arrays
+    handed to a CUDA handle torch or CuPy, whose arrays stay on their device) and the target table as its array"""
+    mod = type(q).__module__.split(".")[0]
+    if mod == "torch":
+        import torch
+        return torch, lambda t, x: torch.as_tensor(np.asarray(t), dtype=x.dtype, device=x.device)
+    if mod == "cupy":
+        import cupy
+        return cupy, lambda t, x: cupy.asarray(np.asarray(t), dtype=x.dtype)
+    return np, lambda t, x: np.asarray(t, dtype=dtype)
+
+
 def fan_out(call, row, inputs, out, xp, table_like):
     """row on every (state, target) pair of a call whose target input holds the call's n targets (n, 4): the other
     inputs (leading dimensions L) repeated per target, the cotangent (L, n w) split into the targets' (L n, w); the
@@ -755,8 +768,8 @@ def _generic_method(row):
     if target_index(row) is not None:
         def method(self, *args, **kwargs):
             inputs, attrs, out = parse(self, args, kwargs)
-            return fan_out(lambda ins, o: self._call(algo, tuple(ins), o, attrs), row, inputs, out, np,
-                           lambda t, x: np.asarray(t, dtype=self.dtype))
+            xp, table_like = _namespace_of(inputs[0], self.dtype)
+            return fan_out(lambda ins, o: self._call(algo, tuple(ins), o, attrs), row, inputs, out, xp, table_like)
     else:
         def method(self, *args, **kwargs):
             inputs, attrs, out = parse(self, args, kwargs)

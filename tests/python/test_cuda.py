@@ -92,7 +92,11 @@ def _runtime(method):
         offsets = np.linspace(-0.2, 0.3, 3 * len(frames)).reshape(-1, 3)
         if method.endswith("_vjp"):
             g = np.broadcast_to(np.cos(np.arange(6 * len(frames))), (len(s["q"]), 6 * len(frames)))
-            res = getattr(h, method)(s["q"], np.ascontiguousarray(g, dtype=s["q"].dtype), frames, offsets)
+            if isinstance(s["q"], np.ndarray):
+                g = np.ascontiguousarray(g, dtype=s["q"].dtype)
+            else:  # a torch tensor: the cotangent on its device
+                g = _torch().tensor(np.ascontiguousarray(g), dtype=s["q"].dtype, device=s["q"].device)
+            res = getattr(h, method)(s["q"], g, frames, offsets)
             if out is None:
                 return res
             out[...] = res
