@@ -293,6 +293,114 @@ static int is_nv3(const grid_sig_arg *o)
            o->dim[2].sym == GRID_SYM_NV && o->dim[0].mul == 1 && o->dim[1].mul == 1 && o->dim[2].mul == 1;
 }
 
+/* ---- couplings inside one graph ---- */
+
+int emit_coupled_in_graph(const emit_ctx *cx, const state_spec *sp)
+{
+    const emit_method *m = sp->m;
+    if (!emit_coupled(cx) || m->coupling != COUPLE_PROJECT || m->graph || m->composite || !(m->program || m->values))
+        return 0;
+    const grid_signature_row *r = grid_sig_row(m->row);
+    for (int k = 0; k < r->n_out; k++) {
+        int blocks, rows, cols, trow, tcol;
+        if (is_nv3(&r->out[k]) || projection(cx->em, &r->out[k], &blocks, &rows, &cols, &trow, &tcol) != 0) return 0;
+    }
+    return 1;
+}
+
+void emit_coupled_expand(const em_model *em, sym_graph *g, const sv *user, sv *full, int tangent)
+{
+    for (int b = 0; b < em->nb; b++) {
+        const em_body *bd = &em->b[b];
+        for (int k = 0; k < (tangent ? bd->nv : bd->nq); k++) {
+            sv x = user[(tangent ? bd->uv : bd->uq) + (bd->mimic ? 0 : k)];
+            if (bd->mimic) {
+                x = sym_mul(g, sym_const(g, bd->mimic_multiplier), x);
+                if (!tangent) x = sym_add(g, x, sym_const(g, bd->mimic_offset));
+            }
+            full[(tangent ? bd->iv : bd->iq) + k] = x;
+        }
+    }
+}
+
+/* the full velocity coordinate of each user one (its leader's) and of each mimic joint's leader (lead[v] = v for a
+   leader), with the mimic joints' weights */
+static void leaders(const em_model *em, int *cfull, int *lead, double *wt)
+{
+    for (int b = 0; b < em->nb; b++)
+        for (int k = 0; k < em->b[b].nv; k++)
+            if (!em->b[b].mimic) cfull[em->b[b].uv + k] = em->b[b].iv + k;
+    for (int b = 0; b < em->nb; b++)
+        for (int k = 0; k < em->b[b].nv; k++) {
+            const em_body *bd = &em->b[b];
+            lead[bd->iv + k] = bd->mimic ? cfull[bd->uv] : bd->iv + k;
+            wt[bd->iv + k] = bd->mimic ? bd->mimic_multiplier : 1.0;
+        }
+}
+
+/* write_project's fold as graph values: src (rows x cols, tcol blocks of nv columns) folded in place, each mimic
+   coordinate's column and then row added into its leader's with its weight, in the full coordinates' order */
+static void fold(const em_model *em, sym_graph *g, sv *src, int rows, int cols, int trow, int tcol, const int *lead,
+                 const double *wt)
+{
+    const int nvf = em->nv;
+    for (int blk = 0; blk < tcol; blk++)
+        for (int f = 0; f < nvf; f++)
+            for (int r = 0; f != lead[f] && r < rows; r++) {
+                sv *to = &src[r * cols + blk * nvf + lead[f]];
+                *to = sym_add(g, *to, sym_mul(g, sym_const(g, wt[f]), src[r * cols + blk * nvf + f]));
+            }
+    for (int f = 0; trow && f < nvf; f++)
+        for (int c = 0; f != lead[f] && c < cols; c++) {
+            sv *to = &src[lead[f] * cols + c];
+            *to = sym_add(g, *to, sym_mul(g, sym_const(g, wt[f]), src[f * cols + c]));
+        }
+}
+
+int emit_coupled_project(const emit_ctx *cx, const state_spec *sp, sym_graph *g, const sv *full, sv *user)
+{
+    const em_model *em = cx->em;
+    const int nv = em->nv_user, nvf = em->nv;
+    const grid_signature_row *r = grid_sig_row(sp->m->row);
+    const grid_sizes fs = grid_sizes_of(em->nq, nvf, em->nb, em->nee, em->nframes),
+                     us = grid_sizes_of(em->nq_user, nv, em->nb, em->nee, em->nframes);
+    int *cfull = malloc((size_t)(nv + 1) * sizeof *cfull), *lead = malloc((size_t)nvf * sizeof *lead);
+    double *wt = malloc((size_t)nvf * sizeof *wt);
+    long largest = 1;
+    for (int k = 0; k < r->n_out; k++)
+        if ((long)grid_sig_shape(&r->out[k], &fs, NULL) > largest) largest = (long)grid_sig_shape(&r->out[k], &fs, NULL);
+    sv *src = malloc((size_t)largest * sizeof *src);
+    int rc = -1;
+    if (!cfull || !lead || !wt || !src) goto done;
+    leaders(em, cfull, lead, wt);
+    long from = 0, to = 0;
+    for (int k = 0; k < r->n_out; k++) {
+        int blocks, rows, cols, trow, tcol;
+        if (projection(em, &r->out[k], &blocks, &rows, &cols, &trow, &tcol) != 0) goto done;
+        const long ublock = blocks > 0 ? (long)grid_sig_shape(&r->out[k], &us, NULL) / blocks : 0;
+        const int urows = trow ? nv : rows, ucols = tcol ? tcol * nv : cols;
+        assert(ublock == (long)urows * ucols);
+        for (int b = 0; b < blocks; b++) {
+            memcpy(src, full + from + (long)b * rows * cols, (size_t)rows * cols * sizeof *src);
+            fold(em, g, src, rows, cols, trow, tcol, lead, wt);
+            for (int i = 0; i < urows; i++)
+                for (int c = 0; c < ucols; c++) {
+                    const int fc = tcol ? (c / nv) * nvf + cfull[c % nv] : c;
+                    user[to + (long)b * ublock + (long)i * ucols + c] = src[(trow ? cfull[i] : i) * cols + fc];
+                }
+        }
+        from += (long)grid_sig_shape(&r->out[k], &fs, NULL);
+        to += (long)grid_sig_shape(&r->out[k], &us, NULL);
+    }
+    rc = 0;
+done:
+    free(cfull);
+    free(lead);
+    free(wt);
+    free(src);
+    return rc;
+}
+
 /* the sum of a written function's stats into a wrapper's (its workspace: the largest) */
 static void add_stats(sym_stats *to, const sym_stats *s)
 {

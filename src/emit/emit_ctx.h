@@ -113,6 +113,15 @@ int emit_coupled_inners(const emit_ctx *cx, const state_spec *sp, char names[2][
    elements per state (and second-order tensors) live in the workspace, smaller ones in a local array of the wrapper */
 enum { EMIT_COUPLED_MAX_OUT = 1 << 16 };
 int emit_coupled_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats);
+/* An unrolled function of a projected row (COUPLE_PROJECT, every output projectable, none (nv, nv, nv)) is instead one
+   graph in the user's coordinates: emit_coupled_in_graph says so; its builder runs on the full coordinates expanded
+   from the user's inputs (emit_coupled_expand: q, or a tangent vector) and its outputs are folded onto the user's
+   (emit_coupled_project), so the function is an ordinary unrolled one (the CUDA target's chunked outputs and split
+   pieces included) with no full-coordinate arrays */
+int emit_coupled_in_graph(const emit_ctx *cx, const state_spec *sp);
+void emit_coupled_expand(const em_model *em, sym_graph *g, const sv *user, sv *full, int tangent);
+/* full: the row's outputs on the full coordinates (packed, in order); user: the user's; 0, or -1 out of memory */
+int emit_coupled_project(const emit_ctx *cx, const state_spec *sp, sym_graph *g, const sv *full, sv *user);
 struct composite_inners;
 /* a composite that must see the full coordinates (the pose Hessian relates the joints' own columns): its callees'
    full-coordinate functions (rolled), the composite written by `composite` on them (cx->inner set: its sizes are the

@@ -12,6 +12,11 @@ const char *emit_state_qualifiers(const emit_ctx *cx)
 
 /* the full coordinates' sizes (a coupled model's inner functions run on them) */
 static grid_sizes full_sizes(const em_model *em) { return grid_sizes_of(em->nq, em->nv, em->nb, em->nee, em->nframes); }
+/* the user's (a coupled model's functions in one graph, emit_coupled_in_graph, take and give them) */
+static grid_sizes user_sizes(const em_model *em)
+{
+    return grid_sizes_of(em->nq_user, em->nv_user, em->nb, em->nee, em->nframes);
+}
 
 /* the row's output on the full coordinates (a coupled model's inner functions run on them; its inner M^-1 gives the
    user's nv x nv): its rank, dims and elements */
@@ -68,32 +73,55 @@ static int unrolled_program(const emit_ctx *cx, const state_spec *sp, ek_kin *k,
     return rc;
 }
 
-/* run the builder of sp on fresh kinematics; outputs land in out[] through stores */
-static int build(const emit_ctx *cx, const state_spec *sp, ek_kin *k, const sv *const in[EP_COUNT], sym_stats *extra)
+/* run the builder of sp on fresh kinematics; outputs land in out[] through stores (on a coupled model's function in
+   the user's coordinates, cx is the outer context and ix the full coordinates' the builder runs in: the outputs are
+   folded onto the user's first) */
+static int build(const emit_ctx *cx, const emit_ctx *ix, const state_spec *sp, ek_kin *k, const sv *const in[EP_COUNT],
+                 sym_stats *extra)
 {
-    if (sp->m->graph) return sp->m->graph(cx, k, extra);
+    if (sp->m->graph) return sp->m->graph(ix, k, extra);
     int dims[GRID_MAX_RANK];
-    long long n;
-    (void)output_shape(cx, sp, dims, &n);
-    sv *res = ek_calloc((size_t)n + 1, sizeof *res);
-    if (!res) return -1;
-    const int rc = sp->m->values ? sp->m->values(k, in, res) : unrolled_program(cx, sp, k, in, res, n);
+    long long n, nu = 0;
+    (void)output_shape(ix, sp, dims, &n);
+    const int couple = ix != cx;
+    if (couple) {
+        const grid_sizes us = grid_sizes_of(cx->em->nq_user, cx->em->nv_user, cx->em->nb, cx->em->nee, cx->em->nframes);
+        const grid_signature_row *r = grid_sig_row(sp->m->row);
+        for (int j = 0; j < r->n_out; j++) nu += grid_sig_shape(&r->out[j], &us, NULL);
+    }
+    sv *res = ek_calloc((size_t)n + 1, sizeof *res), *ures = couple ? ek_calloc((size_t)nu + 1, sizeof *ures) : res;
+    int rc = -1;
+    if (res && ures) {
+        rc = sp->m->values ? sp->m->values(k, in, res) : unrolled_program(ix, sp, k, in, res, n);
+        if (rc == 0 && couple) {
+            sym_comment(k->g, "/* the outputs folded onto the user's coordinates (mimic couplings) */");
+            rc = emit_coupled_project(cx, sp, k->g, res, ures);
+            n = nu;
+        }
+    }
     if (rc == 0) {
         sym_comment(k->g, "/* outputs */");
-        for (long long i = 0; i < n; i++) sym_store(k->g, EP_OUT, (int)i, res[i]);
+        for (long long i = 0; i < n; i++) sym_store(k->g, EP_OUT, (int)i, ures[i]);
     }
+    if (ures != res) free(ures);
     free(res);
     return rc;
 }
 
-/* symbolic loads of one input array (NULL when the function does not read it) */
-static sv *inputs(sym_graph *g, int array, int n, int wanted)
+/* symbolic loads of one input array of n full coordinates (NULL when the function does not read it); couple: the
+   user's nu loaded and expanded onto the full ones (q, or a tangent vector) */
+static sv *inputs(sym_graph *g, int array, int n, int nu, int couple, int tangent, const em_model *em, int wanted)
 {
     if (!wanted) return NULL;
-    sv *x = ek_calloc((size_t)n, sizeof *x);
-    if (!x) return NULL;
-    for (int i = 0; i < n; i++) x[i] = sym_input(g, array, i);
-    return x;
+    sv *x = ek_calloc((size_t)n, sizeof *x), *u = couple ? ek_calloc((size_t)nu + 1, sizeof *u) : x;
+    if (x && u) {
+        for (int i = 0; i < (couple ? nu : n); i++) u[i] = sym_input(g, array, i);
+        if (couple) emit_coupled_expand(em, g, u, x, tangent);
+    }
+    if (u != x) free(u);
+    if (u && x) return x;
+    free(x);
+    return NULL;
 }
 
 /* the unrolled graph of sp, built into g (arrays declared, outputs stored); extra gets the counts of
@@ -104,6 +132,11 @@ static int unrolled_graph(const emit_ctx *cx, const state_spec *sp, sym_graph *g
     int rc = -1;
     sv *q = NULL, *v = NULL, *a = NULL, *fext = NULL, *ct = NULL;
     ek_kin k = {0};
+    /* a coupled model's function in the user's coordinates: the builder runs on the full ones (ix) */
+    const int couple = emit_coupled(cx);
+    assert(!couple || emit_coupled_in_graph(cx, sp));
+    emit_ctx ix = *cx;
+    ix.inner = 1;
     /* array ids follow EP_Q .. EP_OUT */
     sym_array(g, "q", 1);
     sym_array(g, "v", 1);
@@ -111,15 +144,15 @@ static int unrolled_graph(const emit_ctx *cx, const state_spec *sp, sym_graph *g
     sym_array(g, "fext", 1);
     sym_array(g, "g", 1);
     sym_array(g, "out", 1);
-    q = inputs(g, EP_Q, em->nq, 1);
-    v = inputs(g, EP_V, em->nv, sp->reads_v);
-    a = inputs(g, EP_A, em->nv, sp->reads_a);
-    fext = inputs(g, EP_F, 6 * em->nb, sp->reads_fext);
-    ct = inputs(g, EP_G, em->nv, sp->reads_g);
+    q = inputs(g, EP_Q, em->nq, em->nq_user, couple, 0, em, 1);
+    v = inputs(g, EP_V, em->nv, em->nv_user, couple, 1, em, sp->reads_v);
+    a = inputs(g, EP_A, em->nv, em->nv_user, couple, 1, em, sp->reads_a);
+    fext = inputs(g, EP_F, 6 * em->nb, 6 * em->nb, 0, 0, em, sp->reads_fext);
+    ct = inputs(g, EP_G, em->nv, em->nv_user, couple, 1, em, sp->reads_g);
     if (!q || (sp->reads_v && !v) || (sp->reads_a && !a) || (sp->reads_fext && !fext) || (sp->reads_g && !ct)) goto done;
     if (ek_kin_init(&k, g, em, q) != 0) goto done;
     const sv *const in[EP_COUNT] = {[EP_Q] = q, [EP_V] = v, [EP_A] = a, [EP_F] = fext, [EP_G] = ct};
-    if (build(cx, sp, &k, in, extra) != 0 || sym_failed(g)) goto done;
+    if (build(cx, couple ? &ix : cx, sp, &k, in, extra) != 0 || sym_failed(g)) goto done;
     rc = 0;
 done:
     ek_kin_free(&k);
@@ -239,7 +272,7 @@ static int split_columns(const emit_ctx *cx, const state_spec *sp)
 {
     const grid_sig_arg *o = &grid_sig_row(sp->m->row)->out[0];
     if (grid_sig_row(sp->m->row)->n_out > 1 || o->rank != 2 || o->dim[0].sym != GRID_SYM_NV || o->dim[0].mul != 1) return 0;
-    const grid_sizes s = full_sizes(cx->em);
+    const grid_sizes s = user_sizes(cx->em); /* (a function that may split is in the user's coordinates) */
     return (int)grid_sig_dim(o->dim[1], &s);
 }
 
@@ -318,17 +351,17 @@ done:
 static int split_functions(const emit_ctx *cx, const state_spec *sp, const sym_graph *g, int rolled)
 {
     const int cols = split_columns(cx, sp);
-    const long width = cx->em->nv * (long)cols;
+    const long width = cx->em->nv_user * (long)cols;
     int *piece = cols > 0 ? calloc((size_t)cols, sizeof *piece) : NULL; /* (calloc: gcc -O1 cannot see that PIECE_ALL reads none) */
     unsigned char *keep = cols > 0 ? malloc((size_t)width) : NULL;
     int rc = -1;
     if (cols > 0 && (!piece || !keep)) goto done;
-    const int np = cols > 0 ? split_plan(g, cx->em->nv, cols, piece) : 0;
+    const int np = cols > 0 ? split_plan(g, cx->em->nv_user, cols, piece) : 0;
     if (np < 0) goto done;
-    const long whole = np > 0 ? piece_ops(g, piece, PIECE_ALL, cx->em->nv, cols, keep) : 0;
+    const long whole = np > 0 ? piece_ops(g, piece, PIECE_ALL, cx->em->nv_user, cols, keep) : 0;
     for (int pc = 0; pc < np; pc++) {
         ew_printf(cx->w, "/* %s, piece %d of %d (%ld of the function's %ld operations): columns", sp->fn, pc, np,
-                  piece_ops(g, piece, pc, cx->em->nv, cols, keep), whole);
+                  piece_ops(g, piece, pc, cx->em->nv_user, cols, keep), whole);
         for (int j = 0; j < cols; j++)
             if (piece[j] == pc) ew_printf(cx->w, " %d", j);
         ew_printf(cx->w, " */\n%s void grid_sx_%s_%d", cx->t->state_fn, sp->fn, pc);
@@ -391,7 +424,8 @@ static int may_split(const emit_ctx *cx, int vector)
 
 int emit_state_function(const emit_ctx *cx, const state_spec *sp, int rolled, int vector, sym_stats *stats)
 {
-    if (emit_coupled(cx)) return emit_coupled_function(cx, sp, rolled, vector, stats);
+    if (emit_coupled(cx) && (rolled || !emit_coupled_in_graph(cx, sp)))
+        return emit_coupled_function(cx, sp, rolled, vector, stats);
     assert(!rolled || sp->m->program);
     if (rolled) {
         if (rolled_function(cx, sp, vector, stats) != 0) return -1;
