@@ -62,7 +62,8 @@ def main():
     text = Path(a.robot).read_text()
     rows = []
     for fb in (False, True):
-        common = dict(floating_base=fb, dtype="float64", verbose=False, num_threads=1)
+        common = dict(floating_base=fb, dtype="float64", verbose=False, num_threads=1,
+                      algorithm_list=["rnea", "crba", "minv", "fd", "aba", "frame_jacobian"])
         variants = {"coupled": grid_rbd.register_robot("h1c", urdf_string=text, **common),
                     "welded": grid_rbd.register_robot("h1w", urdf_string=weld_mimics(text), **common),
                     "independent": grid_rbd.register_robot("h1i", urdf_string=text, ignore_mimic=True, **common)}
