@@ -78,6 +78,7 @@ void ea_group_pieces(ep_prog *p, int role, int AL, int BE, sv IAi[36], sv U[36],
 
 int ea_aba_program(ep_prog *p, int has_fext, int coupled)
 {
+    if (coupled) ep_coupling_roles(p);
     const int VEL = ep_buffer(p, "vel", 6, 1), CB = ep_buffer(p, "cb", 6, 1), PA = ep_buffer(p, "pA", 6, 1);
     const int IA = ep_buffer(p, "IA", 36, 1), U = ep_buffer(p, "U", 36, 1), DINV = ep_buffer(p, "Dinv", 36, 1);
     const int UU = ep_buffer(p, "uu", 6, 1), ACC = ep_buffer(p, "acc", 6, 1);

@@ -56,7 +56,9 @@ void ea_articulated_minus_joint(sym_graph *g, const ek_body *b, const sv IA[36],
 
 int ea_factor_program(ep_prog *p, int U_buf, int DINV_buf, int AL, int BE)
 {
-    const int IA = ep_buffer(p, "IA", 36, 1), coupled = AL >= 0;
+    const int coupled = AL >= 0;
+    if (coupled) ep_coupling_roles(p);
+    const int IA = ep_buffer(p, "IA", 36, 1);
     for (ep_bodies(p, 0); ep_next(p);) {
         sym_graph *g = ep_graph(p);
         sv M[36];

@@ -189,7 +189,10 @@ static void forward_column(ep_prog *p, int UDW, int JW, int A, int root, int n, 
    group's row QG[k] = -ALw^T a_host[:, k] / BE and the leader writes it (plus 1 / BE on its own column). */
 int ea_minv_program(ep_prog *p, int nv, int coupled)
 {
-    if (coupled) ep_user_columns(p);
+    if (coupled) {
+        ep_coupling_roles(p);
+        ep_user_columns(p);
+    }
     const int IA = ep_buffer(p, "IA", 36, 1), OM = ep_buffer(p, "oM", 12, 1), JW = ep_buffer(p, "Jw", 36, 1);
     const int UW = ep_buffer(p, "Uw", 36, 1), SDW = ep_buffer(p, "SDw", 36, 1), UDW = ep_buffer(p, "UDw", 36, 1);
     const int F = ep_buffer(p, "F", 6 * nv, 0), A = ep_buffer(p, "A", 6 * nv, EP_PER_CHAIN);

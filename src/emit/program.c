@@ -44,7 +44,8 @@ struct ep_prog {
     struct { int backward, from_self, started, pos, cols; } L[EP_MAX_DEPTH];  /* cols: an EP_COLS_* range, -1: ancestors */
     int deep;                 /* rolled: a loop of m has been opened (its steps take m and cm) */
     char chain_start[64];     /* rolled: a chain loop's first body (C text); "" for a bodies loop */
-    int kinds[2 * GRID_JOINT_NTYPES * EM_ROLES], nkinds;
+    int kinds[2 * GRID_JOINT_NTYPES * EM_ROLES], nkinds;  /* rolled: the kinds the loops switch over */
+    int roles;                /* the kinds include the bodies' coupling roles (ep_coupling_roles) */
     int cur_kind[EP_MAX_DEPTH];   /* rolled: the kind of i, j and m in this iteration */
     int cur_body[EP_MAX_DEPTH];   /* unrolled: the body of i, j and m */
     int cur_child[EP_MAX_DEPTH];  /* unrolled: the child of j (m) on the path from i (j) */
@@ -88,6 +89,25 @@ static int kind_role(int kind) { return kind / (2 * GRID_JOINT_NTYPES); }
 static int kind_of(const em_body *b) { return 2 * b->type + (b->parent < 0) + 2 * GRID_JOINT_NTYPES * b->crole; }
 static int kind_nv(int kind) { return grid_joint_model_of(kind_type(kind))->nv; }
 
+/* the sorted distinct kinds of the model's bodies, with or without their coupling roles */
+static void list_kinds(ep_prog *p, int roles)
+{
+    p->nkinds = 0;
+    for (int i = 0; i < p->em->nb; i++) {
+        int kd = kind_of(&p->em->b[i]) % (roles ? 2 * GRID_JOINT_NTYPES * EM_ROLES : 2 * GRID_JOINT_NTYPES), seen = 0;
+        for (int s = 0; s < p->nkinds; s++) seen |= p->kinds[s] == kd;
+        if (!seen) p->kinds[p->nkinds++] = kd;
+    }
+    /* ascending, so the switch reads in a fixed order */
+    for (int a = 1; a < p->nkinds; a++)
+        for (int b = a; b > 0 && p->kinds[b - 1] > p->kinds[b]; b--) {
+            int tmp = p->kinds[b];
+            p->kinds[b] = p->kinds[b - 1];
+            p->kinds[b - 1] = tmp;
+        }
+    p->roles = roles;
+}
+
 ep_prog *ep_new(const em_model *em, ek_kin *k, int schedule, const char *fn, const sv *const in[EP_OUT], sv *res,
                 const sym_style *st, const emit_target *t, ew_writer *steps)
 {
@@ -106,27 +126,31 @@ ep_prog *ep_new(const em_model *em, ek_kin *k, int schedule, const char *fn, con
     p->steps = steps;
     p->xbuf = -1;
     ew_init(&p->skel);
-    for (int i = 0; i < em->nb; i++) {
-        int kd = kind_of(&em->b[i]), seen = 0;
-        for (int s = 0; s < p->nkinds; s++) seen |= p->kinds[s] == kd;
-        if (!seen) p->kinds[p->nkinds++] = kd;
-    }
-    /* ascending, so the switch reads in a fixed order */
-    for (int a = 1; a < p->nkinds; a++)
-        for (int b = a; b > 0 && p->kinds[b - 1] > p->kinds[b]; b--) {
-            int tmp = p->kinds[b];
-            p->kinds[b] = p->kinds[b - 1];
-            p->kinds[b - 1] = tmp;
-        }
+    list_kinds(p, 0);
     return p;
 }
 
 int ep_rolled(const ep_prog *p) { return p->rolled; }
 
+void ep_coupling_roles(ep_prog *p)
+{
+    assert(p->depth == 0 && p->nsteps == 0);
+    list_kinds(p, 1);
+}
+
 void ep_user_columns(ep_prog *p)
 {
     assert(p->em->group_minv && p->nbuf == 0);
     p->ucols = 1;
+}
+
+/* the kind a rolled loop switches on for body variable v (C text in buf): the table's, less the coupling role unless
+   the program asked for roles (a program that ignores them would otherwise repeat its steps per role) */
+static const char *kind_expr(const ep_prog *p, const char *v, char *buf)
+{
+    if (p->roles) snprintf(buf, 96, "grid_kind_[%s]", v);
+    else snprintf(buf, 96, "grid_kind_[%s] %% %d", v, 2 * GRID_JOINT_NTYPES);
+    return buf;
 }
 
 /* the rolled loop nest of a target whose per-state functions may share a state between lanes (CUDA) */
@@ -620,17 +644,20 @@ static int next_rolled(ep_prog *p)
         }
         /* grouped: each iteration ends at a sync, so that no lane overwrites a slot another still reads */
         const char *open = grouped(p) ? "{ switch" : "switch";
+        char kx[96];
         if (lv == 0 && p->chain_start[0])
-            ew_printf(&p->skel, "for (i = %s; i >= 0; i = grid_parent_[i]) %s (grid_kind_[i]) {\n", p->chain_start, open);
+            ew_printf(&p->skel, "for (i = %s; i >= 0; i = grid_parent_[i]) %s (%s) {\n", p->chain_start, open,
+                      kind_expr(p, "i", kx));
         else if (lv == 0)
-            ew_printf(&p->skel, p->L[0].backward ? "for (i = %d; i >= 0; i--) %s (grid_kind_[i]) {\n"
-                                                 : "for (i = 0; i < %d; i++) %s (grid_kind_[i]) {\n",
-                      p->L[0].backward ? p->em->nb - 1 : p->em->nb, open);
+            ew_printf(&p->skel, p->L[0].backward ? "for (i = %d; i >= 0; i--) %s (%s) {\n"
+                                                 : "for (i = 0; i < %d; i++) %s (%s) {\n",
+                      p->L[0].backward ? p->em->nb - 1 : p->em->nb, open, kind_expr(p, "i", kx));
         else {
             /* j over the ancestors of i (c: the child of j on the path), m over those of j (cm) */
             const char *v = body_expr(lv, EP_SELF), *c = body_expr(lv, EP_CHILD), *up = body_expr(lv - 1, EP_SELF);
-            ew_printf(&p->skel, "for (%s = %s, %s = %s%s%s; %s >= 0; %s = %s, %s = grid_parent_[%s]) %s (grid_kind_[%s]) {\n", c, up,
-                      v, p->L[lv].from_self ? "" : "grid_parent_[", up, p->L[lv].from_self ? "" : "]", v, c, v, v, v, open, v);
+            ew_printf(&p->skel, "for (%s = %s, %s = %s%s%s; %s >= 0; %s = %s, %s = grid_parent_[%s]) %s (%s) {\n", c, up,
+                      v, p->L[lv].from_self ? "" : "grid_parent_[", up, p->L[lv].from_self ? "" : "]", v, c, v, v, v, open,
+                      kind_expr(p, v, kx));
         }
         p->L[lv].started = 1;
         p->L[lv].pos = 0;
@@ -744,6 +771,7 @@ int ep_is_root(ep_prog *p, int var)
 int ep_role(ep_prog *p, int var)
 {
     if (!p->rolled) return p->em->b[body_of(p, var, EP_SELF)].crole;
+    assert(p->roles); /* (ep_coupling_roles first) */
     return kind_role(p->cur_kind[var]);
 }
 

@@ -51,6 +51,9 @@ ep_prog *ep_new(const em_model *em, ek_kin *k, int schedule, const char *fn, con
 int ep_finish(ep_prog *p, ew_writer *w, long *work, sym_stats *stats);
 void ep_free(ep_prog *p);
 int ep_rolled(const ep_prog *p);
+/* the rolled loops switch on the bodies' kinds with their coupling roles (ep_role), for the coupled articulated-body
+   recursion; other programs see one kind per joint type and root flag: called before the first loop */
+void ep_coupling_roles(ep_prog *p);
 /* the columns loops and the output's coordinate indices over the user's coordinates instead of the full ones (a coupled
    model's M^-1, em_model.group_minv; em_body uc, unc, unsub): called before the first buffer */
 void ep_user_columns(ep_prog *p);

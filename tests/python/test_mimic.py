@@ -308,3 +308,26 @@ def test_talos_grippers_against_pinocchio_projected(schedule):
     qdd = np.linalg.solve(M, (a - h0)[..., None])[..., 0]
     close(h.forward_dynamics(q, v, a, f_ext=f), qdd, "fd", 1e-9)
     close(h.aba(q, v, a, f_ext=f), qdd, "aba", 1e-9)
+
+
+def test_rolled_programs_see_coupling_roles_only_where_they_use_them():
+    """the rolled loops switch on the bodies' joint kinds; the coupling roles (leader, member, host) split a kind only
+    for the programs that read them (the articulated recursion of FD, ABA and M^-1 with the couplings): the RNEA
+    gradient and IDSVA of a coupled model have the independent model's steps (h1_2's IDSVA had 118 steps per dtype
+    with the roles, 50 without, and its CUDA build did not finish in 250 s)"""
+    from grid_rbd import _core, _signatures
+    text = grouped_urdf(leaf=True).encode()
+    ids = [_signatures.row(m)["id"] for m in ("rnea_grad", "idsva_so", "minv")]
+    steps = {}
+    for ignore in (False, True):
+        model = _core.Model(text, "<grouped>", floating_base=True, ignore_mimic=ignore)
+        src = _core.emit_source(model, _core.FLOAT64, 0, _core.SCHEDULE_ROLLED, methods=ids)
+        for fn in ("rnea_grad", "idsva_so", "minv"):
+            steps[fn, ignore] = set(re.findall(rf"void grid_rv?_{fn}(?:_m_r)?_(\d+)\(", src))
+        if not ignore:
+            # M^-1's recursion switches on the roles, the others on the joint kind alone
+            assert re.search(r"switch \(grid_kind_\[i\]\) \{", src) and "switch (grid_kind_[i] % " in src
+    assert steps["rnea_grad", False] and steps["idsva_so", False]
+    for fn in ("rnea_grad", "idsva_so"):
+        assert len(steps[fn, False]) == len(steps[fn, True]), (fn, len(steps[fn, False]), len(steps[fn, True]))
+    assert len(steps["minv", False]) > len(steps["minv", True])

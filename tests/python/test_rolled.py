@@ -44,7 +44,7 @@ def test_the_rolled_library_is_rolled(rolled):
         assert f"/* {fn}, rolled schedule:" in src or f"/* {fn}, rolled schedule on lane vectors:" in src, fn
     for fn in ("rnea_a", "crba", "minv", "rnea_grad"):
         assert f"/* {fn}, rolled schedule on lane vectors:" in src, fn
-    assert "grid_body_" in src and "switch (grid_kind_[i])" in src
+    assert "grid_body_" in src and "switch (grid_kind_[i]" in src
     assert r64._library.meta["work_bytes"] > 0
     assert r64.build_info["codegen_schedule"] == "rolled"
 
