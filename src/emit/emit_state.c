@@ -85,7 +85,7 @@ static int build(const emit_ctx *cx, const emit_ctx *ix, const state_spec *sp, e
     (void)output_shape(ix, sp, dims, &n);
     const int couple = ix != cx;
     if (couple) {
-        const grid_sizes us = grid_sizes_of(cx->em->nq_user, cx->em->nv_user, cx->em->nb, cx->em->nee, cx->em->nframes);
+        const grid_sizes us = user_sizes(cx->em);
         const grid_signature_row *r = grid_sig_row(sp->m->row);
         for (int j = 0; j < r->n_out; j++) nu += grid_sig_shape(&r->out[j], &us, NULL);
     }

@@ -86,7 +86,10 @@ static const char *col_table(const ep_prog *p) { return p->ucols ? "grid_ivc_" :
 static int kind_type(int kind) { return (kind % (2 * GRID_JOINT_NTYPES)) >> 1; }
 static int kind_root(int kind) { return kind & 1; }
 static int kind_role(int kind) { return kind / (2 * GRID_JOINT_NTYPES); }
-static int kind_of(const em_body *b) { return 2 * b->type + (b->parent < 0) + 2 * GRID_JOINT_NTYPES * b->crole; }
+static int kind_of(const em_body *b, int roles)
+{
+    return 2 * b->type + (b->parent < 0) + (roles ? 2 * GRID_JOINT_NTYPES * b->crole : 0);
+}
 static int kind_nv(int kind) { return grid_joint_model_of(kind_type(kind))->nv; }
 
 /* the sorted distinct kinds of the model's bodies, with or without their coupling roles */
@@ -94,7 +97,7 @@ static void list_kinds(ep_prog *p, int roles)
 {
     p->nkinds = 0;
     for (int i = 0; i < p->em->nb; i++) {
-        int kd = kind_of(&p->em->b[i]) % (roles ? 2 * GRID_JOINT_NTYPES * EM_ROLES : 2 * GRID_JOINT_NTYPES), seen = 0;
+        int kd = kind_of(&p->em->b[i], roles), seen = 0;
         for (int s = 0; s < p->nkinds; s++) seen |= p->kinds[s] == kd;
         if (!seen) p->kinds[p->nkinds++] = kd;
     }
@@ -134,7 +137,7 @@ int ep_rolled(const ep_prog *p) { return p->rolled; }
 
 void ep_coupling_roles(ep_prog *p)
 {
-    assert(p->depth == 0 && p->nsteps == 0);
+    assert(p->depth == 0 && p->nsteps == 0 && p->em->nmimic > 0); /* (grid_kindr_ is written for coupled models) */
     list_kinds(p, 1);
 }
 
@@ -144,12 +147,11 @@ void ep_user_columns(ep_prog *p)
     p->ucols = 1;
 }
 
-/* the kind a rolled loop switches on for body variable v (C text in buf): the table's, less the coupling role unless
-   the program asked for roles (a program that ignores them would otherwise repeat its steps per role) */
+/* the kind a rolled loop switches on for body variable v (C text in buf): with the coupling roles only for a program
+   that asked for them (the others would repeat their steps per role) */
 static const char *kind_expr(const ep_prog *p, const char *v, char *buf)
 {
-    if (p->roles) snprintf(buf, 96, "grid_kind_[%s]", v);
-    else snprintf(buf, 96, "grid_kind_[%s] %% %d", v, 2 * GRID_JOINT_NTYPES);
+    snprintf(buf, 96, "%s[%s]", p->roles ? "grid_kindr_" : "grid_kind_", v);
     return buf;
 }
 
@@ -1218,21 +1220,22 @@ void ep_write_tables(const em_model *em, ew_writer *w, const sym_style *st, cons
     }
     ew_printf(w, "#ifndef GRID_MODEL_TABLES_\n#define GRID_MODEL_TABLES_\n"
                  "/* the model tables of the rolled schedule, bodies parents-first (nb = %d) */\n", em->nb);
-    const char *names[6] = {"grid_parent_", "grid_kind_", "grid_iq_", "grid_iv_", "grid_nvsub_", "grid_slot_"};
-    const char *what[6] = {"parent body, -1 = the world", "2 x joint type + 1 when the parent is the world + 2 x joint types x coupling role",
+    const char *names[7] = {"grid_parent_", "grid_kind_", "grid_iq_", "grid_iv_", "grid_nvsub_", "grid_slot_", "grid_kindr_"};
+    const char *what[7] = {"parent body, -1 = the world", "2 x joint type + 1 when the parent is the world",
                            "first coordinate in q", "first coordinate in v", "coordinates of the subtree (the body's own included)",
-                           "slot in a buffer shared along chains (EP_PER_CHAIN)"};
+                           "slot in a buffer shared along chains (EP_PER_CHAIN)",
+                           "grid_kind_ + 2 x joint types x the role in the coupled recursion (ep_coupling_roles)"};
     if (chain_slots(em, slot) < 0) {
         free(nvsub);
         free(slot);
         w->oom = 1;
         return;
     }
-    for (int t = 0; t < 6; t++) {
+    for (int t = 0; t < (em->nmimic > 0 ? 7 : 6); t++) {
         ew_printf(w, "%s int %s[%d] = { /* %s (nb) */\n   ", qual, names[t], nb, what[t]);
         for (int i = 0; i < em->nb; i++) {
             const em_body *b = &em->b[i];
-            int x = t == 0 ? b->parent : t == 1 ? kind_of(b) : t == 2 ? b->iq : b->iv;
+            int x = t == 0 ? b->parent : t == 1 || t == 6 ? kind_of(b, t == 6) : t == 2 ? b->iq : b->iv;
             if (t == 4) x = nvsub[i];
             if (t == 5) x = slot[i];
             ew_printf(w, " %d,%s", x, i % 16 == 15 ? "\n   " : "");

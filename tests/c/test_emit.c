@@ -12,6 +12,8 @@
 #include "grid/emit.h"
 #include "grid/ref.h"
 #include "grid/runtime.h"
+#include "grid/sha256.h"
+#include "../../src/driver/build_internal.h" /* grid_fs_copy */
 #include "grid/urdf.h"
 
 /* the flags docs/emitter.md recommends (gcc's compile-time savers only for gcc); warnings are errors */
@@ -72,30 +74,12 @@ typedef struct {
     grid_batch_fn fn[GRID_ALGO_COUNT];
 } lib;
 
-/* 64-bit FNV-1a of n bytes, continuing from h */
-static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
+/* copy a file whole or not at all (grid_fs_copy, the build driver's, leaves a partial one on failure); 0 on success */
+static int copy_whole(const char *from, const char *to)
 {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
-
-/* copy a file; 0 on success (dst written whole or removed) */
-static int copy_file(const char *src, const char *dst)
-{
-    FILE *in = fopen(src, "rb");
-    if (!in) return -1;
-    FILE *out = fopen(dst, "wb");
-    int rc = out ? 0 : -1;
-    char buf[1 << 16];
-    size_t k;
-    while (rc == 0 && (k = fread(buf, 1, sizeof buf, in)) > 0)
-        if (fwrite(buf, 1, k, out) != k) rc = -1;
-    if (ferror(in)) rc = -1;
-    fclose(in);
-    if (out && fclose(out) != 0) rc = -1;
-    if (rc != 0) remove(dst);
-    return rc;
+    if (grid_fs_copy(from, to) == 0) return 0;
+    remove(to);
+    return -1;
 }
 
 /* write src to a file, compile it to a shared object (or take it from the compile cache) and load it; 0 on success */
@@ -131,13 +115,19 @@ static int build_lib(const char *src, size_t len, lib *L)
     const char *cache = getenv("GRID_TEST_EMIT_CACHE");
     if (cache && *cache) {
         char key[1280];
+        unsigned char d[32];
         snprintf(key, sizeof key, "%s %s %d", cc, flags, parts);
-        uint64_t h1 = fnv1a(src, len, fnv1a(key, strlen(key), 0xcbf29ce484222325ull));
-        uint64_t h2 = fnv1a(src, len, fnv1a(key, strlen(key), 0x84222325cbf29ce4ull ^ len));
-        snprintf(cached, sizeof cached, "%s/%016llx%016llx.so", cache, (unsigned long long)h1, (unsigned long long)h2);
+        grid_sha256_ctx h;
+        grid_sha256_init(&h);
+        grid_sha256_update(&h, key, strlen(key) + 1);
+        grid_sha256_update(&h, src, len);
+        grid_sha256_final(&h, d);
+        int at = snprintf(cached, sizeof cached, "%s/", cache);
+        for (int k = 0; k < 16 && at > 0 && at < (int)sizeof cached - 8; k++) at += snprintf(cached + at, 3, "%02x", d[k]);
+        snprintf(cached + at, sizeof cached - (size_t)at, ".so");
     }
     double t0 = check_seconds_();
-    int hit = cached[0] && copy_file(cached, sopath) == 0;
+    int hit = cached[0] && copy_whole(cached, sopath) == 0;
     int sys_rc = hit ? 0 : system(cmd);
     if (getenv("GRID_TEST_EMIT_TIMES"))
         printf("    build %d: %zu bytes, %d parts, %s, %.1f s%s\n", id, len, parts, opt, check_seconds_() - t0,
@@ -149,7 +139,7 @@ static int build_lib(const char *src, size_t len, lib *L)
     if (cached[0] && !hit) { /* published whole or not at all: a private copy renamed into place */
         char tmp[560];
         snprintf(tmp, sizeof tmp, "%s.%d.tmp", cached, (int)getpid());
-        if (copy_file(sopath, tmp) != 0 || rename(tmp, cached) != 0) remove(tmp);
+        if (copy_whole(sopath, tmp) != 0 || rename(tmp, cached) != 0) remove(tmp);
     }
     /* RTLD_NODELETE: libgomp worker threads outlive dlclose otherwise */
     L->dl = dlopen(sopath, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
