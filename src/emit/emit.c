@@ -399,7 +399,8 @@ static void choose_schedules(const emit_ctx *cx, const int *need, int *rolled)
     for (int f = 0; f < n_fns; f++) {
         rolled[f] = 0;
         n_inner[f] = 0;
-        if (coupled && need[f]) {
+        if (coupled && need[f] && !emit_coupled_in_graph(cx, &specs[f])) {
+            /* (a function in the user's coordinates is one graph of its own, sized and counted like any other) */
             n_inner[f] = emit_coupled_inners(cx, &specs[f], inner[f], inner_size[f]);
             size[f] = n_inner[f] < 0 ? -1 : 0;
             for (int k = 0; k < n_inner[f]; k++) size[f] += inner_size[f][k];
@@ -412,7 +413,7 @@ static void choose_schedules(const emit_ctx *cx, const int *need, int *rolled)
                                            [BUDGET_JACOBIAN] = GRID_EMIT_JACOBIAN_BUDGET,
                                            [BUDGET_GRADIENT] = GRID_EMIT_GRADIENT_BUDGET};
             const long budget = budgets[specs[f].m->budget];
-            rolled[f] = !coupled && size[f] > budget;
+            rolled[f] = n_inner[f] == 0 && size[f] > budget;
             for (int k = 0; k < n_inner[f]; k++) rolled[f] |= inner_size[f][k] > budget;
         }
     }
@@ -433,7 +434,7 @@ static void choose_schedules(const emit_ctx *cx, const int *need, int *rolled)
         int big = -1;
         for (int f = 0; f < n_fns; f++) {
             if (size[f] < 0 || rolled[f]) continue;
-            if (!coupled) total += size[f];
+            if (n_inner[f] == 0) total += size[f];
             /* a full-coordinate function counts once, however many unrolled wrappers call it */
             for (int k = 0; k < n_inner[f]; k++) {
                 int seen = 0;
